@@ -1,0 +1,189 @@
+// Package acp holds the Agent Client Protocol (v1) wire types, the stdio
+// JSON-RPC connection and the method dispatch. It knows nothing of providers
+// or retries: it hands typed requests to an Agent and maps errors to wire
+// errors once, on the way out.
+package acp
+
+import "encoding/json"
+
+// ProtocolVersion is the only ACP major version Rebound speaks.
+const ProtocolVersion = 1
+
+// Meta is the free-form `_meta` object ACP allows on most messages.
+type Meta map[string]any
+
+// Implementation names a client or agent (clientInfo / agentInfo).
+type Implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+type FileSystemCapabilities struct {
+	ReadTextFile  bool `json:"readTextFile"`
+	WriteTextFile bool `json:"writeTextFile"`
+}
+
+// ClientSessionCapabilities: a non-nil member means the client advertised it
+// (the schema says `{}` advertises support, omitted or null means none).
+type ClientSessionCapabilities struct {
+	Notices    json.RawMessage `json:"notices,omitempty"`
+	Compaction json.RawMessage `json:"compaction,omitempty"`
+}
+
+type ClientCapabilities struct {
+	FS       FileSystemCapabilities     `json:"fs"`
+	Terminal bool                       `json:"terminal"`
+	Session  *ClientSessionCapabilities `json:"session,omitempty"`
+	Meta     Meta                       `json:"_meta,omitempty"`
+}
+
+// Notices reports whether the client can present `notice` session updates.
+func (c ClientCapabilities) Notices() bool {
+	return c.Session != nil && advertised(c.Session.Notices)
+}
+
+// Compaction reports whether the client understands `compaction_update`.
+func (c ClientCapabilities) Compaction() bool {
+	return c.Session != nil && advertised(c.Session.Compaction)
+}
+
+func advertised(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
+}
+
+type InitializeRequest struct {
+	ProtocolVersion    int                `json:"protocolVersion"`
+	ClientCapabilities ClientCapabilities `json:"clientCapabilities"`
+	ClientInfo         *Implementation    `json:"clientInfo,omitempty"`
+	Meta               Meta               `json:"_meta,omitempty"`
+}
+
+type PromptCapabilities struct {
+	Image           bool `json:"image"`
+	Audio           bool `json:"audio"`
+	EmbeddedContext bool `json:"embeddedContext"`
+}
+
+type AgentCapabilities struct {
+	LoadSession        bool               `json:"loadSession"`
+	PromptCapabilities PromptCapabilities `json:"promptCapabilities"`
+	Meta               Meta               `json:"_meta,omitempty"`
+}
+
+type InitializeResponse struct {
+	ProtocolVersion   int               `json:"protocolVersion"`
+	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
+	AuthMethods       []json.RawMessage `json:"authMethods"`
+	AgentInfo         *Implementation   `json:"agentInfo,omitempty"`
+}
+
+type NewSessionRequest struct {
+	Cwd        string            `json:"cwd"`
+	McpServers []json.RawMessage `json:"mcpServers"`
+	Meta       Meta              `json:"_meta,omitempty"`
+}
+
+type NewSessionResponse struct {
+	SessionID string `json:"sessionId"`
+}
+
+type LoadSessionRequest struct {
+	SessionID  string            `json:"sessionId"`
+	Cwd        string            `json:"cwd"`
+	McpServers []json.RawMessage `json:"mcpServers"`
+	Meta       Meta              `json:"_meta,omitempty"`
+}
+
+type LoadSessionResponse struct{}
+
+type PromptRequest struct {
+	SessionID string         `json:"sessionId"`
+	Prompt    []ContentBlock `json:"prompt"`
+	Meta      Meta           `json:"_meta,omitempty"`
+}
+
+// StopReason values (ACP prompt-turn spec).
+type StopReason string
+
+const (
+	StopEndTurn         StopReason = "end_turn"
+	StopMaxTokens       StopReason = "max_tokens"
+	StopMaxTurnRequests StopReason = "max_turn_requests"
+	StopRefusal         StopReason = "refusal"
+	StopCancelled       StopReason = "cancelled"
+)
+
+type PromptResponse struct {
+	StopReason StopReason `json:"stopReason"`
+	Meta       Meta       `json:"_meta,omitempty"`
+}
+
+type CancelNotification struct {
+	SessionID string `json:"sessionId"`
+}
+
+// ContentBlock is the union of ACP content blocks; Type selects the members
+// that apply. Rebound reads text, resource_link and resource (embedded
+// context); others are kept as-is so they can be logged and replayed.
+type ContentBlock struct {
+	Type string `json:"type"`
+	// text
+	Text string `json:"text,omitempty"`
+	// image / audio
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+	// resource_link
+	URI         string `json:"uri,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
+	// resource (embedded)
+	Resource *EmbeddedResource `json:"resource,omitempty"`
+	Meta     Meta              `json:"_meta,omitempty"`
+}
+
+// EmbeddedResource is TextResourceContents or BlobResourceContents.
+type EmbeddedResource struct {
+	URI      string  `json:"uri"`
+	MimeType string  `json:"mimeType,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	Blob     *string `json:"blob,omitempty"`
+}
+
+// TextBlock is a convenience constructor for a text content block.
+func TextBlock(s string) ContentBlock { return ContentBlock{Type: "text", Text: s} }
+
+// Session update kinds Rebound sends. Never invent a kind: v1 clients drop
+// unknown ones.
+const (
+	UpdateUserMessageChunk  = "user_message_chunk"
+	UpdateAgentMessageChunk = "agent_message_chunk"
+	UpdateAgentThoughtChunk = "agent_thought_chunk"
+	UpdateToolCall          = "tool_call"
+	UpdateToolCallUpdate    = "tool_call_update"
+	UpdateSessionInfo       = "session_info_update"
+	UpdateNotice            = "notice"
+	UpdateCompaction        = "compaction_update"
+)
+
+// SessionUpdate is the union of the update kinds Rebound sends; SessionUpdate
+// (the discriminator) selects the members that apply.
+type SessionUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	// *_chunk
+	Content   *ContentBlock `json:"content,omitempty"`
+	MessageID string        `json:"messageId,omitempty"`
+	// notice
+	Severity    string `json:"severity,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Meta        Meta   `json:"_meta,omitempty"`
+}
+
+// SessionNotification is the params of `session/update`.
+type SessionNotification struct {
+	SessionID string        `json:"sessionId"`
+	Update    SessionUpdate `json:"update"`
+}

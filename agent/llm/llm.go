@@ -1,0 +1,179 @@
+// Package llm holds the provider-neutral request and stream types the agent
+// talks in, the go-openai adapter that speaks them to any OpenAI-compatible
+// provider, and (in mockprovider) the fault-injecting mock used by tests,
+// `rebound demo` and `rebound mock-provider`. It knows nothing of ACP.
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation sent to the model.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+	// Reasoning is kept for the record; adapters do not send it back to the
+	// provider (DeepSeek rejects reasoning_content in requests).
+	Reasoning  string     `json:"reasoning,omitempty"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"`
+}
+
+// ToolCall is a complete tool call of a finished reply.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Request is one logical model request.
+type Request struct {
+	Model     string    `json:"model"`
+	Messages  []Message `json:"messages"`
+	MaxTokens int       `json:"maxTokens,omitempty"`
+}
+
+// ToolCallDelta is a streamed fragment of a tool call; fragments with the
+// same Index belong to one call.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+}
+
+// Chunk is one streamed delta of a reply.
+type Chunk struct {
+	Content      string          `json:"content,omitempty"`
+	Reasoning    string          `json:"reasoning,omitempty"`
+	ToolCalls    []ToolCallDelta `json:"toolCalls,omitempty"`
+	FinishReason string          `json:"finishReason,omitempty"`
+	Usage        *Usage          `json:"usage,omitempty"`
+}
+
+// HasDelta reports whether the chunk carries model output (content, reasoning
+// or a tool call), as opposed to a role-only or usage-only chunk.
+func (c Chunk) HasDelta() bool {
+	return c.Content != "" || c.Reasoning != "" || len(c.ToolCalls) > 0
+}
+
+// Finish reasons as the OpenAI API reports them.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+	FinishToolCalls     = "tool_calls"
+)
+
+// Stream is one in-flight attempt: one HTTP request.
+type Stream interface {
+	// Recv returns the next chunk. It returns io.EOF only after a chunk with
+	// a finish reason was seen; a body that ends before that is an error
+	// wrapping ErrIncompleteStream.
+	Recv() (Chunk, error)
+	// Close aborts the HTTP request if it is still running.
+	Close() error
+}
+
+// Provider starts attempts. Implementations do not retry.
+type Provider interface {
+	Stream(ctx context.Context, req Request) (Stream, error)
+}
+
+// ErrIncompleteStream: the response body ended without a finish reason or
+// [DONE] (a dropped connection that go-openai reports as a plain EOF).
+var ErrIncompleteStream = errors.New("stream ended before the reply finished")
+
+// Error carries the structured facts of a provider failure: the HTTP status
+// and headers captured by the transport, and the provider's error object
+// (flat or nested one level) when it sent one. Classification (package
+// recovery) reads these fields, never Message.
+type Error struct {
+	Status    int         // HTTP status; 0 when the failure had none (in-stream error, transport)
+	Code      string      // error.code, as a string
+	Type      string      // error.type
+	Param     string      // error.param
+	Message   string      // error.message, for people
+	RequestID string      // x-request-id / request-id
+	Header    http.Header // response headers (Retry-After, retry-after-ms, …)
+	Body      []byte      // raw error body, capped
+	InStream  bool        // sent as a data: {"error":…} event after a 200
+	Err       error       // underlying error, if any
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	switch {
+	case e.Status != 0 && e.InStream:
+		return fmt.Sprintf("provider error in stream (HTTP %d): %s", e.Status, msg)
+	case e.Status != 0:
+		return fmt.Sprintf("provider returned HTTP %d: %s", e.Status, msg)
+	case e.InStream:
+		return fmt.Sprintf("provider error in stream: %s", msg)
+	}
+	return "provider error: " + msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Reply accumulates the chunks of one attempt into a finished reply.
+type Reply struct {
+	Content      string
+	Reasoning    string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Usage        *Usage
+	// Deltas counts chunks that carried model output.
+	Deltas int
+}
+
+// Add folds one chunk into the reply.
+func (r *Reply) Add(c Chunk) {
+	if c.HasDelta() {
+		r.Deltas++
+	}
+	r.Content += c.Content
+	r.Reasoning += c.Reasoning
+	for _, d := range c.ToolCalls {
+		for len(r.ToolCalls) <= d.Index {
+			r.ToolCalls = append(r.ToolCalls, ToolCall{})
+		}
+		tc := &r.ToolCalls[d.Index]
+		if d.ID != "" {
+			tc.ID = d.ID
+		}
+		tc.Name += d.Name
+		tc.Arguments += d.Arguments
+	}
+	if c.FinishReason != "" {
+		r.FinishReason = c.FinishReason
+	}
+	if c.Usage != nil {
+		r.Usage = c.Usage
+	}
+}
+
+// Empty reports a finished reply with no content and no tool call.
+func (r *Reply) Empty() bool {
+	return r.Content == "" && len(r.ToolCalls) == 0
+}
