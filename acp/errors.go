@@ -15,10 +15,21 @@ const (
 	CodeRequestCancelled = -32800
 	CodeAuthRequired     = -32000
 	CodeResourceNotFound = -32002
+	// CodeSessionBusy refuses a session/prompt while the session's turn is
+	// still running. ACP defines no code for it; a server-range code with
+	// data.reason "session_busy" lets a client tell busy from broken (and
+	// matches what other ACP agents send), which -32603 would not.
+	CodeSessionBusy = -32003
 )
 
 // ErrCancelled is the cancel cause of a turn stopped by session/cancel.
+// Test for it with errors.Is: ErrShutdown wraps it.
 var ErrCancelled = errors.New("cancelled by session/cancel")
+
+// ErrShutdown is the cancel cause of turns still running when Serve stops
+// (the input ended or Serve's ctx was done). It wraps ErrCancelled because
+// the turn ends the same way: settled as cancelled.
+var ErrShutdown = fmt.Errorf("%w: the connection is shutting down", ErrCancelled)
 
 // RequestError is an error with a chosen wire shape. Agents return (or wrap)
 // it; the server finds it with errors.As and sends Code, Message and Data.
@@ -49,4 +60,15 @@ func NewSessionNotFound(sessionID string) *RequestError {
 
 func NewAuthRequired(message string) *RequestError {
 	return &RequestError{Code: CodeAuthRequired, Message: message}
+}
+
+func NewMethodNotFound(method string) *RequestError {
+	return &RequestError{Code: CodeMethodNotFound, Message: "Method not found: " + method,
+		Data: map[string]any{"method": method}}
+}
+
+func NewSessionBusy(sessionID string) *RequestError {
+	return &RequestError{Code: CodeSessionBusy,
+		Message: "A turn is already running in session " + sessionID + "; wait for its reply or send session/cancel",
+		Data:    map[string]any{"sessionId": sessionID, "reason": "session_busy"}}
 }

@@ -103,3 +103,61 @@ type TurnEnd struct {
 	StopReason string          `json:"stopReason,omitempty"`
 	Error      json.RawMessage `json:"error,omitempty"`
 }
+
+// LLMRetry records the decision to retry, written and synced before the wait
+// so that a crash during the wait still leaves it on record and counters can
+// be rebuilt from the log. Retry counts from 1 within a chain and every retry
+// of one recovery sequence keeps the chain's RetryID.
+type LLMRetry struct {
+	Turn       int             `json:"turn"`
+	Step       int             `json:"step"` // the step that failed
+	RetryID    string          `json:"retryId"`
+	Retry      int             `json:"retry"`
+	MaxRetries int             `json:"maxRetries"`
+	DelayMs    int64           `json:"delayMs"`
+	Policy     string          `json:"policy,omitempty"`
+	Failure    json.RawMessage `json:"failure,omitempty"`
+}
+
+// LLMRetryStarted records that the wait of an LLMRetry is over and its
+// attempt begins; a retry without one was interrupted during the wait.
+type LLMRetryStarted struct {
+	Turn    int    `json:"turn"`
+	RetryID string `json:"retryId"`
+	Retry   int    `json:"retry"`
+}
+
+// ToolCall records a tool call of a committed step before it is dispatched.
+// Arguments are kept as the model wrote them, which may not be valid JSON.
+type ToolCall struct {
+	Turn       int    `json:"turn"`
+	Step       int    `json:"step"`
+	ToolCallID string `json:"toolCallId"`
+	Name       string `json:"name"`
+	Arguments  string `json:"arguments"`
+}
+
+// Tool result statuses. ToolAborted is the synthetic result of a call that
+// was never dispatched or never finished, so every call still has a result.
+const (
+	ToolCompleted = "completed"
+	ToolFailed    = "failed"
+	ToolAborted   = "aborted"
+)
+
+// ToolResult answers the ToolCall with the same ToolCallID.
+type ToolResult struct {
+	Turn       int    `json:"turn"`
+	ToolCallID string `json:"toolCallId"`
+	Status     string `json:"status"`
+	Output     string `json:"output"`
+}
+
+// Compaction records that the request of a step was compacted to fit the
+// context window: Summary stands for the Replaced oldest messages.
+type Compaction struct {
+	Turn     int    `json:"turn"`
+	Step     int    `json:"step,omitempty"`
+	Summary  string `json:"summary"`
+	Replaced int    `json:"replaced"`
+}

@@ -6,6 +6,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -43,6 +44,17 @@ type Request struct {
 	Model     string    `json:"model"`
 	Messages  []Message `json:"messages"`
 	MaxTokens int       `json:"maxTokens,omitempty"`
+	// Tools the model may call; empty means none are offered.
+	Tools []ToolDef `json:"tools,omitempty"`
+}
+
+// ToolDef describes a function the model may call.
+type ToolDef struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments object; nil means an
+	// object with no declared properties.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
 // ToolCallDelta is a streamed fragment of a tool call; fragments with the
@@ -100,6 +112,15 @@ type Provider interface {
 // ErrIncompleteStream: the response body ended without a finish reason or
 // [DONE] (a dropped connection that go-openai reports as a plain EOF).
 var ErrIncompleteStream = errors.New("stream ended before the reply finished")
+
+// ErrStreamClosed is what Recv returns after Close aborted the attempt. It
+// deliberately does not wrap context.Canceled: the caller closed the stream
+// (a watchdog, usually), which is not the user cancelling the turn.
+var ErrStreamClosed = errors.New("stream closed")
+
+// ErrMalformedStream: the provider answered 2xx but the body is not an
+// OpenAI-style event stream (undecodable chunk, not SSE at all).
+var ErrMalformedStream = errors.New("malformed stream")
 
 // Error carries the structured facts of a provider failure: the HTTP status
 // and headers captured by the transport, and the provider's error object

@@ -1,0 +1,608 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// AgentName is agentInfo.name in the initialize response.
+const AgentName = "rebound"
+
+// Config configures a Server. The zero value works: version "dev", no
+// logging, the production line limit.
+type Config struct {
+	// Version is agentInfo.version.
+	Version string
+	// Logger is where the server logs (stderr in production; never the
+	// protocol stream). The zero value discards.
+	Logger zerolog.Logger
+	// CapabilitiesMeta is sent as agentCapabilities._meta, for advertising
+	// Rebound's extensions.
+	CapabilitiesMeta Meta
+	// MaxLineBytes caps an input line; 0 means MaxLineBytes.
+	MaxLineBytes int
+}
+
+// Server speaks ACP over one stdio connection and dispatches typed requests
+// to an Agent. It maps errors to wire errors once, on the way out.
+//
+// Concurrency is chosen per method: initialize, session/new and
+// session/cancel run inline on the read goroutine, so they keep wire order
+// and a cancel is never queued behind the turn it cancels; session/prompt and
+// session/load run in their own goroutines because they send updates (and
+// will call back into the client), which a handler blocking the read loop
+// could not wait for.
+//
+// Requests before initialize are served anyway, with empty client
+// capabilities: Zed always initializes first, rejecting others would only
+// make hand-driven and test clients fail for no protection gained.
+type Server struct {
+	agent Agent
+	cfg   Config
+	log   zerolog.Logger
+
+	served atomic.Bool
+	// base parents every turn and load context; Serve sets it before the
+	// read goroutine starts and cancels it with ErrShutdown on the way out.
+	base context.Context
+	stop context.CancelCauseFunc
+
+	mu       sync.Mutex
+	caps     ClientCapabilities
+	turns    map[string]*turn // running turn per session id
+	stopping bool             // set once; no work starts after it
+	work     sync.WaitGroup   // prompt and load goroutines; Add only under mu while !stopping
+	readErr  error            // why the input failed, if not a plain EOF
+}
+
+// turn is one running session/prompt; the pointer is the registry token,
+// so a finished turn only removes its own entry, never a newer one.
+type turn struct {
+	cancel context.CancelCauseFunc
+	// ending is set, under Server.mu, by session/cancel or when the agent
+	// has returned: a new prompt for the session then waits for done
+	// instead of being refused.
+	ending bool
+	done   chan struct{} // closed after the turn's reply was written
+}
+
+var _ jsonrpc2.Handler = (*Server)(nil)
+
+// NewServer returns a server for one connection.
+func NewServer(agent Agent, cfg Config) *Server {
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	return &Server{
+		agent: agent,
+		cfg:   cfg,
+		log:   cfg.Logger.With().Str("component", "acp").Logger(),
+		turns: map[string]*turn{},
+	}
+}
+
+// Serve runs the connection until the input ends or ctx is done. Either way
+// it then cancels running turns with ErrShutdown, waits for them to reply
+// (cancelled) and returns: nil at the end of input, ctx.Err() when ctx was
+// done, the read error if the input broke. Nothing but protocol messages is
+// written to out. When ctx ends Serve closes in if it is an io.Closer, so the
+// blocked read returns; otherwise that read is left to end on its own. A
+// Server serves one connection.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	if !s.served.CompareAndSwap(false, true) {
+		return errors.New("acp: Serve called twice; a Server serves one connection")
+	}
+	s.base, s.stop = context.WithCancelCause(context.WithoutCancel(ctx))
+	stream := endingStream{
+		ObjectStream: NewLineStream(StdioConn(in, out), StreamConfig{MaxLineBytes: s.cfg.MaxLineBytes, Logger: s.log}),
+		onEnd:        s.inputEnded,
+	}
+	// The connection must outlive ctx: turns are answered before it closes.
+	conn := jsonrpc2.NewConn(context.WithoutCancel(ctx), stream, s, jsonrpc2.SetLogger(RPCLogger{L: s.log}))
+	select {
+	case <-conn.DisconnectNotify():
+		s.shutdown() // done already by inputEnded; kept for any other close
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.readErr
+	case <-ctx.Done():
+		s.log.Info().Err(context.Cause(ctx)).Msg("acp: stopping")
+		s.shutdown()
+		conn.Close()
+		return ctx.Err()
+	}
+}
+
+// endingStream lets the server drain turns when the input ends, while the
+// connection can still carry their replies: jsonrpc2.Conn closes itself as
+// soon as ReadObject fails.
+type endingStream struct {
+	jsonrpc2.ObjectStream
+	onEnd func(error)
+}
+
+func (e endingStream) ReadObject(v any) error {
+	err := e.ObjectStream.ReadObject(v)
+	if err != nil {
+		e.onEnd(err)
+	}
+	return err
+}
+
+func (s *Server) inputEnded(err error) {
+	s.mu.Lock()
+	if !s.stopping && !errors.Is(err, io.EOF) {
+		s.readErr = fmt.Errorf("acp: connection: %w", err)
+	}
+	s.mu.Unlock()
+	s.log.Debug().Err(err).Msg("acp: input ended")
+	s.shutdown()
+}
+
+// shutdown stops new work, cancels what runs and waits for it to reply.
+// It is idempotent.
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.stop(ErrShutdown)
+	s.work.Wait()
+}
+
+// Handle dispatches one message. It runs on the connection's read
+// goroutine; anything that may wait goes to a goroutine of its own.
+func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Notif && req.Method != MethodSessionCancel {
+		// Nothing else ACP v1 sends as a notification needs acting on:
+		// $/cancel_request (no request here is cancellable that way yet),
+		// `_`-prefixed extensions, and unknown ones are all ignored.
+		s.log.Debug().Str("method", req.Method).Msg("acp: notification ignored")
+		return
+	}
+	ev := s.log.Debug().Str("method", req.Method)
+	if !req.Notif {
+		ev = ev.Stringer("id", req.ID)
+	}
+	ev.Msg("acp: received")
+	switch req.Method {
+	case MethodInitialize:
+		res, err := s.initialize(req)
+		s.reply(ctx, c, req, res, err)
+	case MethodAuthenticate:
+		s.reply(ctx, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
+	case MethodSessionNew:
+		res, err := s.newSession(ctx, req)
+		s.reply(ctx, c, req, res, err)
+	case MethodSessionLoad:
+		s.loadSession(c, req)
+	case MethodSessionPrompt:
+		s.prompt(c, req)
+	case MethodSessionCancel:
+		err := s.cancel(req)
+		if req.Notif {
+			if err != nil {
+				s.log.Warn().Err(err).Msg("acp: bad session/cancel ignored")
+			}
+			return
+		}
+		// Sent as a request by mistake: still cancel, and answer so the
+		// client isn't left waiting.
+		s.reply(ctx, c, req, nil, err)
+	default:
+		s.reply(ctx, c, req, nil, NewMethodNotFound(req.Method))
+	}
+}
+
+func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
+	var p InitializeRequest
+	if err := decodeParams(req, &p, false); err != nil {
+		return InitializeResponse{}, err
+	}
+	s.mu.Lock()
+	s.caps = p.ClientCapabilities
+	s.mu.Unlock()
+	ev := s.log.Info().Int("clientProtocolVersion", p.ProtocolVersion)
+	if p.ClientInfo != nil {
+		ev = ev.Str("client", p.ClientInfo.Name).Str("clientVersion", p.ClientInfo.Version)
+	}
+	ev.Msg("acp: initialize")
+	// Version 1 is the only one spoken; the spec says to answer with the
+	// latest supported one when the client's differs, and let it decide.
+	return InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			Meta:               s.cfg.CapabilitiesMeta,
+		},
+		AuthMethods: []json.RawMessage{},
+		AgentInfo:   &Implementation{Name: AgentName, Version: s.cfg.Version},
+	}, nil
+}
+
+func (s *Server) newSession(ctx context.Context, req *jsonrpc2.Request) (_ NewSessionResponse, err error) {
+	var p NewSessionRequest
+	if err := decodeParams(req, &p, true); err != nil {
+		return NewSessionResponse{}, err
+	}
+	if err := checkCwd(p.Cwd); err != nil {
+		return NewSessionResponse{}, err
+	}
+	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
+		p.McpServers = []json.RawMessage{}
+	}
+	defer s.recoverAgent(MethodSessionNew, &err)
+	return s.agent.NewSession(ctx, p)
+}
+
+func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	var p LoadSessionRequest
+	err := decodeParams(req, &p, true)
+	if err == nil && p.SessionID == "" {
+		err = NewInvalidParams("sessionId is required")
+	}
+	if err == nil {
+		err = checkCwd(p.Cwd)
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	if p.McpServers == nil {
+		p.McpServers = []json.RawMessage{}
+	}
+	if !s.startWork() {
+		s.reply(s.base, c, req, nil, errShuttingDown)
+		return
+	}
+	go func() {
+		defer s.work.Done()
+		// One goroutine sends the replayed updates and then the reply, so
+		// the reply comes after all of them.
+		res, err := func() (_ LoadSessionResponse, err error) {
+			defer s.recoverAgent(MethodSessionLoad, &err)
+			return s.agent.LoadSession(s.base, p, client{s: s, c: c})
+		}()
+		s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	}()
+}
+
+var errShuttingDown = &RequestError{Code: CodeRequestCancelled, Message: "Rebound is shutting down"}
+
+func (s *Server) startWork() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.work.Add(1)
+	return true
+}
+
+func (s *Server) prompt(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	p, err := decodePrompt(req)
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	ctx, t, prev, err := s.startTurn(p.SessionID)
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	go func() {
+		defer s.work.Done()
+		defer s.endTurn(p.SessionID, t)
+		if prev != nil {
+			// The previous turn is ending but hasn't replied yet (an editor
+			// may send cancel and the next prompt back to back). Its reply
+			// goes first; the agent never runs two turns of a session.
+			<-prev.done
+		}
+		res, err := func() (_ PromptResponse, err error) {
+			defer s.recoverAgent(MethodSessionPrompt, &err)
+			return s.agent.Prompt(ctx, p, client{s: s, c: c})
+		}()
+		// From here a new prompt is not refused: the client may send it as
+		// soon as it reads the reply, before endTurn has run.
+		s.mu.Lock()
+		t.ending = true
+		s.mu.Unlock()
+		if errors.Is(context.Cause(ctx), ErrCancelled) && (err != nil || res.StopReason == "") {
+			// A cancelled turn is a result, never an error (ACP prompt-turn
+			// spec), whatever the agent's unwinding returned.
+			if err != nil {
+				s.log.Debug().Err(err).Str("sessionId", p.SessionID).Msg("acp: error from a cancelled turn answered as cancelled")
+			}
+			res, err = PromptResponse{StopReason: StopCancelled}, nil
+		}
+		if err == nil && res.StopReason == "" {
+			err = errors.New("the turn ended without a stop reason")
+		}
+		s.reply(context.WithoutCancel(ctx), c, req, res, err)
+	}()
+}
+
+// startTurn registers a turn before its goroutine starts, so a session/cancel
+// read right after the prompt finds it.
+func (s *Server) startTurn(sessionID string) (context.Context, *turn, *turn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return nil, nil, nil, errShuttingDown
+	}
+	prev := s.turns[sessionID]
+	if prev != nil && !prev.ending {
+		return nil, nil, nil, NewSessionBusy(sessionID)
+	}
+	ctx, cancel := context.WithCancelCause(s.base)
+	t := &turn{cancel: cancel, done: make(chan struct{})}
+	s.turns[sessionID] = t
+	s.work.Add(1)
+	return ctx, t, prev, nil
+}
+
+func (s *Server) endTurn(sessionID string, t *turn) {
+	s.mu.Lock()
+	if s.turns[sessionID] == t {
+		delete(s.turns, sessionID)
+	}
+	s.mu.Unlock()
+	t.cancel(nil) // release the context; a no-op if it was cancelled
+	close(t.done)
+}
+
+func (s *Server) cancel(req *jsonrpc2.Request) error {
+	var p CancelNotification
+	if err := decodeParams(req, &p, true); err != nil {
+		return err
+	}
+	if p.SessionID == "" {
+		return NewInvalidParams("sessionId is required")
+	}
+	s.mu.Lock()
+	t := s.turns[p.SessionID]
+	if t != nil {
+		t.ending = true
+	}
+	s.mu.Unlock()
+	if t == nil {
+		// The turn may have just finished: cancel races with the reply.
+		s.log.Debug().Str("sessionId", p.SessionID).Msg("acp: session/cancel with no running turn")
+		return nil
+	}
+	t.cancel(ErrCancelled)
+	return nil
+}
+
+// recoverAgent turns a panic in the agent into an error reply: the editor
+// gets an answer and the other sessions keep running, and the stack goes to
+// the log.
+func (s *Server) recoverAgent(method string, err *error) {
+	if r := recover(); r != nil {
+		s.log.Error().Str("method", method).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("acp: agent panicked")
+		*err = fmt.Errorf("internal error in %s: %v", method, r)
+	}
+}
+
+// reply answers req once, mapping err to the wire error here and nowhere
+// else.
+func (s *Server) reply(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) {
+	var raw json.RawMessage
+	if err == nil {
+		if raw, err = json.Marshal(res); err != nil {
+			err = fmt.Errorf("encode %s result: %w", req.Method, err)
+		}
+	}
+	var sendErr error
+	if err != nil {
+		werr := wireError(err)
+		ev := s.log.Debug()
+		if werr.Code == CodeInternalError {
+			ev = s.log.Warn()
+		}
+		ev.Err(err).Str("method", req.Method).Stringer("id", req.ID).Int64("code", werr.Code).Msg("acp: request failed")
+		sendErr = c.ReplyWithError(ctx, req.ID, werr)
+	} else {
+		sendErr = c.Reply(ctx, req.ID, raw)
+	}
+	// ErrClosed means the client went away; there is no one to tell.
+	if sendErr != nil && !errors.Is(sendErr, jsonrpc2.ErrClosed) {
+		s.log.Warn().Err(sendErr).Str("method", req.Method).Msg("acp: reply not sent")
+	}
+}
+
+// wireError maps an error to its JSON-RPC error. errors.As (not a type
+// assertion, as jsonrpc2.HandlerWithError does) so a wrapped *RequestError
+// keeps its code.
+func wireError(err error) *jsonrpc2.Error {
+	if re, ok := errors.AsType[*RequestError](err); ok {
+		e := &jsonrpc2.Error{Code: int64(re.Code), Message: re.Message}
+		if re.Data != nil {
+			if b, merr := json.Marshal(re.Data); merr == nil {
+				raw := json.RawMessage(b)
+				e.Data = &raw
+			}
+		}
+		return e
+	}
+	if errors.Is(err, context.Canceled) {
+		return &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "Request cancelled"}
+	}
+	return &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
+}
+
+// client is the Agent's view of the editor.
+type client struct {
+	s *Server
+	c *jsonrpc2.Conn
+}
+
+// Update sends a session/update notification. It is written before Update
+// returns, so updates and the turn's reply keep the order they were made in.
+// It does not refuse a cancelled ctx: the spec lets a cancelled turn send its
+// last updates before it answers.
+func (cl client) Update(ctx context.Context, sessionID string, u SessionUpdate) error {
+	return cl.c.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: sessionID, Update: u})
+}
+
+// Capabilities returns what the client advertised in initialize (zero
+// before it).
+func (cl client) Capabilities() ClientCapabilities {
+	cl.s.mu.Lock()
+	defer cl.s.mu.Unlock()
+	return cl.s.caps
+}
+
+// RPCLogger adapts zerolog to jsonrpc2.Logger at Warn level:
+// (*zerolog.Logger).Printf logs at Debug, which would hide jsonrpc2's
+// protocol errors.
+type RPCLogger struct{ L zerolog.Logger }
+
+func (l RPCLogger) Printf(format string, v ...any) {
+	l.L.Warn().Msg(strings.TrimSuffix(fmt.Sprintf(format, v...), "\n"))
+}
+
+// decodeParams unmarshals req's params into v. Missing or null params are an
+// error when required; a type error names the field.
+func decodeParams(req *jsonrpc2.Request, v any, required bool) error {
+	if req.Params == nil || string(*req.Params) == "null" {
+		if required {
+			return NewInvalidParams("params are required")
+		}
+		return nil
+	}
+	return decodeJSON(*req.Params, v, "")
+}
+
+// decodeJSON unmarshals raw into v; path is where raw sits in the params
+// ("" for the params themselves, "prompt[2]" for a block).
+func decodeJSON(raw []byte, v any, path string) error {
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return nil
+	}
+	te, ok := errors.AsType[*json.UnmarshalTypeError](err)
+	if !ok {
+		e := NewInvalidParams("%v", err)
+		e.Err = err
+		return e
+	}
+	field := te.Field
+	switch {
+	case path != "" && field != "":
+		field = path + "." + field
+	case path != "":
+		field = path
+	case field == "":
+		field = "params"
+	}
+	e := NewInvalidParams("%s must be %s, not %s", field, jsonKind(te.Type), te.Value)
+	e.Err = err
+	return e
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a valid " + t.String()
+}
+
+func checkCwd(cwd string) error {
+	switch {
+	case cwd == "":
+		return NewInvalidParams("cwd is required")
+	case !filepath.IsAbs(cwd):
+		return NewInvalidParams("cwd must be an absolute path, got %q", cwd)
+	}
+	return nil
+}
+
+// decodePrompt reads session/prompt params, block by block so an error can
+// name the block's index (encoding/json's field paths have none).
+func decodePrompt(req *jsonrpc2.Request) (PromptRequest, error) {
+	var p struct {
+		SessionID string            `json:"sessionId"`
+		Prompt    []json.RawMessage `json:"prompt"`
+		Meta      Meta              `json:"_meta,omitempty"`
+	}
+	if err := decodeParams(req, &p, true); err != nil {
+		return PromptRequest{}, err
+	}
+	if p.SessionID == "" {
+		return PromptRequest{}, NewInvalidParams("sessionId is required")
+	}
+	if p.Prompt == nil {
+		return PromptRequest{}, NewInvalidParams("prompt is required")
+	}
+	blocks := make([]ContentBlock, len(p.Prompt))
+	for i, raw := range p.Prompt {
+		path := fmt.Sprintf("prompt[%d]", i)
+		if err := decodeJSON(raw, &blocks[i], path); err != nil {
+			return PromptRequest{}, err
+		}
+		if err := checkBlock(blocks[i], path); err != nil {
+			return PromptRequest{}, err
+		}
+	}
+	return PromptRequest{SessionID: p.SessionID, Prompt: blocks, Meta: p.Meta}, nil
+}
+
+// checkBlock checks the members a block's type requires and that can be
+// told apart from empty. image and audio are accepted here although not
+// advertised: whether to use them is the agent's call.
+func checkBlock(b ContentBlock, path string) error {
+	switch b.Type {
+	case "":
+		return NewInvalidParams("%s.type is required", path)
+	case "text", "image", "audio":
+	case "resource_link":
+		if b.URI == "" {
+			return NewInvalidParams("%s.uri is required", path)
+		}
+		if b.Name == "" {
+			return NewInvalidParams("%s.name is required", path)
+		}
+	case "resource":
+		switch {
+		case b.Resource == nil:
+			return NewInvalidParams("%s.resource is required", path)
+		case b.Resource.URI == "":
+			return NewInvalidParams("%s.resource.uri is required", path)
+		case b.Resource.Text == nil && b.Resource.Blob == nil:
+			return NewInvalidParams("%s.resource needs text or blob", path)
+		}
+	default:
+		return NewInvalidParams("%s.type %q is not a content block type (text, image, audio, resource_link, resource)", path, b.Type)
+	}
+	return nil
+}

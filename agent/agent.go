@@ -1,0 +1,193 @@
+// Package agent runs sessions and turns: it renders prompts for the model,
+// runs each step against the provider, records everything in the session log
+// and commits replies to the editor only once a step has succeeded.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// Config is what an Agent needs; cmd/rebound fills it from the user's
+// configuration.
+type Config struct {
+	StateDir  string
+	Model     string
+	MaxTokens int
+	// Provider starts attempts. Nil means no API key was configured: prompts
+	// then fail with auth required, naming APIKeyEnv.
+	Provider  llm.Provider
+	APIKeyEnv string
+	Version   string
+	Logger    zerolog.Logger
+}
+
+// Agent implements acp.Agent.
+type Agent struct {
+	cfg Config
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState
+}
+
+var _ acp.Agent = (*Agent)(nil)
+
+// sessionState is one open session. turnMu serialises turns and loads; the
+// acp server already refuses a second concurrent prompt, this keeps the log
+// consistent even if another caller does not.
+type sessionState struct {
+	id     string
+	cwd    string
+	turnMu sync.Mutex
+	log    *session.Log
+	events []session.Event // everything appended or loaded, in order
+}
+
+func New(cfg Config) *Agent {
+	return &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
+}
+
+// NewSession creates the session's log before answering, so a session the
+// editor knows about always exists on disk.
+func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	id := newID("sess_")
+	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version}
+	log, err := session.Create(a.cfg.StateDir, id, start)
+	if err != nil {
+		return acp.NewSessionResponse{}, fmt.Errorf("create session log: %w", err)
+	}
+	loaded, err := session.Load(log.Path())
+	if err != nil {
+		log.Close()
+		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
+	}
+	a.mu.Lock()
+	a.sessions[id] = &sessionState{id: id, cwd: req.Cwd, log: log, events: loaded.Events}
+	a.mu.Unlock()
+	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
+	return acp.NewSessionResponse{SessionID: id}, nil
+}
+
+// LoadSession opens the session's log (or uses the open one), then replays
+// the committed conversation before answering, as ACP requires.
+func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
+	s, err := a.open(req.SessionID, req.Cwd)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
+	msgs, err := session.Conversation(s.events)
+	if err != nil {
+		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
+	}
+	return acp.LoadSessionResponse{}, replay(ctx, c, s.id, msgs)
+}
+
+// open returns the in-memory session or opens its log from disk.
+func (a *Agent) open(id, cwd string) (*sessionState, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sessions[id]; ok {
+		return s, nil
+	}
+	log, loaded, err := session.Open(a.cfg.StateDir, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, acp.NewSessionNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", id, err)
+	}
+	for _, w := range loaded.Warnings {
+		a.cfg.Logger.Warn().Str("session", id).Str("path", log.Path()).Msg(w)
+	}
+	s := &sessionState{id: id, cwd: cwd, log: log, events: loaded.Events}
+	if loaded.OpenTurn != 0 {
+		// The process that ran this turn died mid-turn. Close the turn so the
+		// log keeps its invariant and the next turn can start.
+		if err := s.closeInterrupted(loaded.OpenTurn, loaded.OpenStep); err != nil {
+			log.Close()
+			return nil, fmt.Errorf("close interrupted turn %d of session %s: %w", loaded.OpenTurn, id, err)
+		}
+		a.cfg.Logger.Warn().Str("session", id).Int("turn", loaded.OpenTurn).Msg("closed a turn interrupted by a previous process")
+	}
+	a.sessions[id] = s
+	return s, nil
+}
+
+var interruptedFailure = []byte(`{"code":"ABORTED","message":"the agent process ended during this turn"}`)
+
+// closeInterrupted ends the step and turn a dead process left open, so the
+// log keeps its invariants and the next turn can start.
+func (s *sessionState) closeInterrupted(turn, step int) error {
+	if step != 0 {
+		if _, err := s.append(session.TypeStepEnd, session.StepEnd{
+			Turn: turn, Step: step, Outcome: session.OutcomeFailed, Failure: interruptedFailure,
+		}); err != nil {
+			return err
+		}
+	}
+	_, err := s.appendSync(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Error: interruptedFailure})
+	return err
+}
+
+func (a *Agent) lookup(id string) (*sessionState, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[id]
+	if !ok {
+		return nil, acp.NewSessionNotFound(id)
+	}
+	return s, nil
+}
+
+// Close closes every open session log.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var errs []error
+	for id, s := range a.sessions {
+		errs = append(errs, s.log.Close())
+		delete(a.sessions, id)
+	}
+	return errors.Join(errs...)
+}
+
+func (s *sessionState) append(typ string, data any) (session.Event, error) {
+	ev, err := s.log.Append(typ, data)
+	if err == nil {
+		s.events = append(s.events, ev)
+	}
+	return ev, err
+}
+
+func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
+	ev, err := s.log.AppendSync(typ, data)
+	if err == nil {
+		s.events = append(s.events, ev)
+	}
+	return ev, err
+}
+
+// newID returns prefix + 128 random bits in hex.
+func newID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// SessionPath is where the log of session id lives.
+func (a *Agent) SessionPath(id string) string {
+	return filepath.Clean(session.Path(a.cfg.StateDir, id))
+}

@@ -1,0 +1,426 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// OpenAIConfig configures the adapter for one OpenAI-compatible provider.
+type OpenAIConfig struct {
+	// BaseURL is the API root, e.g. "https://api.openai.com/v1"; the adapter
+	// appends "/chat/completions".
+	BaseURL string
+	// APIKey is sent as a bearer token and never appears in errors.
+	APIKey string
+	// HTTPClient sends the requests. Nil means an *http.Client without an
+	// overall timeout: a streamed reply may legitimately run for minutes, and
+	// the recovery watchdogs bound it instead.
+	HTTPClient HTTPDoer
+}
+
+// OpenAI is a Provider for OpenAI-compatible chat completion APIs, built on
+// go-openai. Each Stream call is exactly one HTTP request: go-openai does not
+// retry and neither does this adapter; package recovery decides.
+type OpenAI struct {
+	client *openai.Client
+	key    string
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI returns a provider for cfg. It does no I/O.
+func NewOpenAI(cfg OpenAIConfig) *OpenAI {
+	doer := cfg.HTTPClient
+	if doer == nil {
+		doer = &http.Client{}
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		oc.BaseURL = cfg.BaseURL
+	}
+	oc.HTTPClient = captureDoer{next: doer}
+	// go-openai fails a read after this many consecutive non-data lines.
+	// Some providers send a keep-alive comment every few seconds while a
+	// reasoning model thinks; the watchdogs, not a line count, bound that.
+	oc.EmptyMessagesLimit = 1 << 20
+	return &OpenAI{client: openai.NewClientWithConfig(oc), key: cfg.APIKey}
+}
+
+// Stream starts one attempt. A non-2xx answer is returned here as an
+// *Error; transport failures keep their identity (context.Canceled,
+// *net.OpError, syscall.ECONNREFUSED, …) under a wrapping message.
+func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
+	creq := o.chatRequest(req)
+	actx, cancel := context.WithCancelCause(ctx)
+	actx, c := withCapture(actx)
+	st, err := o.client.CreateChatCompletionStream(actx, creq)
+	if err != nil {
+		if c.resp != nil {
+			c.resp.Body.Close() // go-openai leaves a failed response's body open
+		}
+		cancel(err)
+		return nil, o.scrub(o.requestError(ctx, c, err))
+	}
+	return &stream{o: o, parent: ctx, cancel: cancel, st: st, cap: c}, nil
+}
+
+// chatRequest maps a Request to go-openai's. Reasoning is not sent back:
+// DeepSeek rejects reasoning_content in requests and others ignore it.
+func (o *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
+	msgs := make([]openai.ChatCompletionMessage, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		cm := openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			cm.ToolCalls = append(cm.ToolCalls, openai.ToolCall{
+				ID:       tc.ID,
+				Type:     openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+			})
+		}
+		msgs = append(msgs, cm)
+	}
+	creq := openai.ChatCompletionRequest{
+		Model:         req.Model,
+		Messages:      msgs,
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+		// max_tokens is what OpenAI-compatible servers (vLLM, Ollama,
+		// DeepSeek, OpenRouter, llama.cpp, …) accept most widely.
+		MaxTokens: req.MaxTokens,
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		creq.Tools = append(creq.Tools, openai.Tool{
+			Type:     openai.ToolTypeFunction,
+			Function: &openai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params},
+		})
+	}
+	// go-openai refuses max_tokens locally for OpenAI's reasoning models
+	// (o1/o3/o4, gpt-5, …); those take max_completion_tokens.
+	if errors.Is(openai.NewReasoningValidator().Validate(creq), openai.ErrReasoningModelMaxTokensDeprecated) {
+		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0
+	}
+	return creq
+}
+
+// requestError turns a failed CreateChatCompletionStream into our error.
+func (o *OpenAI) requestError(ctx context.Context, c *capture, err error) error {
+	if c.status != 0 && (c.status < 200 || c.status >= 400) {
+		e := &Error{
+			Status:    c.status,
+			Header:    c.header,
+			Body:      c.body,
+			RequestID: c.requestID(),
+			Err:       err,
+		}
+		if f, ok := parseErrorFacts(c.body); ok {
+			e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
+			e.RequestID = cmpOr(e.RequestID, f.RequestID)
+		} else if s := snippet(c.body); s != "" {
+			e.Message = s
+		} else {
+			e.Message = http.StatusText(c.status)
+		}
+		return e
+	}
+	return withCause(ctx, fmt.Errorf("chat completion request: %w", err))
+}
+
+// withCause makes sure an error that happened because ctx ended says so for
+// errors.Is, whatever the transport turned the cancellation into.
+func withCause(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// scrub keeps the API key out of error text, whatever the provider echoed
+// back. Provider errors are rewritten through their whole chain (including
+// go-openai's error, which quotes the body); any other error keeps its
+// chain for errors.Is/As and only its top-level text is redacted, since the
+// key travels in a header and transport errors do not quote headers.
+func (o *OpenAI) scrub(err error) error {
+	if err == nil || o.key == "" {
+		return err
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
+		e.Message = o.redact(e.Message)
+		e.Body = []byte(o.redact(string(e.Body)))
+		e.Err = o.redactErr(e.Err)
+	}
+	if msg := err.Error(); strings.Contains(msg, o.key) {
+		return &redacted{msg: o.redact(msg), err: err}
+	}
+	return err
+}
+
+func (o *OpenAI) redact(s string) string { return strings.ReplaceAll(s, o.key, "[redacted]") }
+
+// redactErr returns err with the key removed from its text, keeping the
+// go-openai types that carry provider facts.
+func (o *OpenAI) redactErr(err error) error {
+	if err == nil || !strings.Contains(err.Error(), o.key) {
+		return err
+	}
+	if ae, ok := errors.AsType[*openai.APIError](err); ok {
+		c := *ae
+		c.Message = o.redact(c.Message)
+		if strings.Contains(c.Error(), o.key) {
+			return &redacted{msg: o.redact(err.Error())}
+		}
+		return &c
+	}
+	if re, ok := errors.AsType[*openai.RequestError](err); ok {
+		c := *re
+		c.Body = []byte(o.redact(string(c.Body)))
+		c.Err = o.redactErr(c.Err)
+		if strings.Contains(c.Error(), o.key) {
+			return &redacted{msg: o.redact(err.Error())}
+		}
+		return &c
+	}
+	return &redacted{msg: o.redact(err.Error())}
+}
+
+// redacted is an error whose text had the key removed; err, when set, keeps
+// the original's identity.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }
+
+// stream is one attempt's response body as go-openai reads it.
+type stream struct {
+	o      *OpenAI
+	parent context.Context
+	cancel context.CancelCauseFunc
+	st     *openai.ChatCompletionStream
+	cap    *capture
+
+	closed    atomic.Bool // Close was called
+	closeOnce sync.Once
+
+	// Only Recv touches these; Recv is not called concurrently.
+	finished   bool  // a chunk carried a finish_reason
+	err        error // sticky terminal result (io.EOF or a failure)
+	pendingErr error // a read error seen while returning an intercepted chunk
+}
+
+// Recv returns the next chunk that carries something (content, reasoning,
+// a tool call, a finish reason or usage); role-only and keep-alive events
+// are skipped. See Stream.Recv for the end-of-stream contract.
+func (s *stream) Recv() (Chunk, error) {
+	for s.err == nil {
+		var raw []byte
+		var err error
+		if s.pendingErr != nil {
+			err, s.pendingErr = s.pendingErr, nil
+		} else {
+			raw, err = s.st.RecvRaw()
+			if len(raw) == 0 {
+				// go-openai swallowed a `data: {"error":` line and reports it
+				// as an error (or as nothing): decode the tap's verbatim copy
+				// instead. go-openai's own "error, …" for that line is
+				// superseded; a real read error is kept for the next round.
+				if p, ok := s.cap.tap.popIntercepted(); ok {
+					if err != nil && !isGoOpenAIEventErr(err) {
+						s.pendingErr = err
+					}
+					raw, err = p, nil
+				}
+			}
+		}
+		if err != nil {
+			s.fail(s.readError(err))
+			break
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		c, ok, err := s.decode(raw)
+		if err != nil {
+			s.fail(err)
+			break
+		}
+		if ok {
+			return c, nil
+		}
+	}
+	return Chunk{}, s.err
+}
+
+// isGoOpenAIEventErr reports go-openai's wrapping of an in-stream error
+// event ("error, %w" around *openai.APIError).
+func isGoOpenAIEventErr(err error) bool {
+	_, ok := errors.AsType[*openai.APIError](err)
+	return ok
+}
+
+// wireChunk is the subset of chat.completion.chunk we read, plus the error
+// shapes some providers send as ordinary data events.
+type wireChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"` // DeepSeek, vLLM
+			Reasoning        string `json:"reasoning"`         // OpenRouter, Ollama
+			ToolCalls        []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+	Type  string          `json:"type"`
+}
+
+func (s *stream) decode(raw []byte) (Chunk, bool, error) {
+	var w wireChunk
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Chunk{}, false, s.o.scrub(fmt.Errorf("%w: undecodable chunk %q: %w", ErrMalformedStream, snippet(raw), err))
+	}
+	if (len(w.Error) > 0 && string(w.Error) != "null") || w.Type == "error" {
+		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
+	}
+	var c Chunk
+	if len(w.Choices) > 0 {
+		ch := w.Choices[0]
+		c.Content = ch.Delta.Content
+		c.Reasoning = cmpOr(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
+		for i, tc := range ch.Delta.ToolCalls {
+			idx := i
+			if tc.Index != nil {
+				idx = *tc.Index
+			}
+			c.ToolCalls = append(c.ToolCalls, ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			c.FinishReason = *ch.FinishReason
+			s.finished = true
+		}
+	}
+	if w.Usage != nil {
+		c.Usage = &Usage{PromptTokens: w.Usage.PromptTokens, CompletionTokens: w.Usage.CompletionTokens}
+	}
+	return c, c.HasDelta() || c.FinishReason != "" || c.Usage != nil, nil
+}
+
+// streamError is an error the provider reported after answering 2xx: an
+// in-stream error event, or a JSON error object sent as the whole body.
+func (s *stream) streamError(payload []byte, goErr error) *Error {
+	e := &Error{
+		Status:    s.cap.status,
+		Header:    s.cap.header,
+		RequestID: s.cap.requestID(),
+		Body:      payload,
+		InStream:  true,
+		Err:       goErr,
+	}
+	if f, ok := parseErrorFacts(payload); ok {
+		e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
+		e.RequestID = cmpOr(e.RequestID, f.RequestID)
+	} else {
+		e.Message = "unreadable error event: " + snippet(payload)
+	}
+	return e
+}
+
+// readError explains why go-openai stopped reading. go-openai returns a
+// plain io.EOF both after [DONE] and when the body just ends, so completeness
+// is judged by whether a finish reason was seen, nothing else.
+func (s *stream) readError(err error) error {
+	eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	if eof && s.finished {
+		// Also when the connection broke after the finish chunk, while only
+		// usage and [DONE] were still due: the reply itself is complete.
+		return io.EOF // the only way Recv returns io.EOF
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("read stream: %w", ErrStreamClosed)
+	}
+	if s.parent.Err() != nil {
+		return withCause(s.parent, fmt.Errorf("read stream: %w", err))
+	}
+	tap := s.cap.tap
+	if (eof || isGoOpenAIEventErr(err)) && len(tap.junk) > 0 {
+		// Not an event stream: a JSON error body sent with 2xx, or a page.
+		if _, ok := parseErrorFacts(tap.junk); ok {
+			return s.o.scrub(s.streamError(tap.junk, nil))
+		}
+		return s.o.scrub(fmt.Errorf("%w: response body is not an event stream: %s", ErrMalformedStream, snippet(tap.junk)))
+	}
+	if ae, ok := errors.AsType[*openai.APIError](err); ok {
+		// An error go-openai parsed that the tap did not see; keep its facts.
+		e := s.streamError(nil, err)
+		e.Code, e.Type, e.Message = jsonText(mustJSON(ae.Code)), ae.Type, ae.Message
+		return s.o.scrub(e)
+	}
+	if errors.Is(err, openai.ErrTooManyEmptyStreamMessages) {
+		return fmt.Errorf("%w: %w", ErrMalformedStream, err)
+	}
+	if !eof {
+		return s.o.scrub(fmt.Errorf("read stream: %w", err))
+	}
+	why := "the body ended without a finish reason or [DONE]"
+	if tap.sawDone {
+		why = "[DONE] arrived but no chunk carried a finish reason"
+	}
+	if id := s.cap.requestID(); id != "" {
+		why += " (request " + id + ")"
+	}
+	return fmt.Errorf("%w: %s: %w", ErrIncompleteStream, why, io.ErrUnexpectedEOF)
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// fail records the terminal result and releases the request: every path out
+// of Recv that ends the stream closes the body, even if the caller never
+// calls Close.
+func (s *stream) fail(err error) {
+	s.err = err
+	s.release(err)
+}
+
+func (s *stream) release(cause error) {
+	s.closeOnce.Do(func() {
+		s.cancel(cause)
+		s.st.Close()
+	})
+}
+
+// Close aborts the request: it cancels the attempt's context and closes the
+// body, so a Recv blocked in a read returns promptly with ErrStreamClosed.
+func (s *stream) Close() error {
+	s.closed.Store(true)
+	s.release(ErrStreamClosed)
+	return nil
+}

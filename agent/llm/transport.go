@@ -1,0 +1,296 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// HTTPDoer is the one method the adapter needs from an HTTP client. It is
+// go-openai's HTTPDoer, so *http.Client and the in-memory mock both fit.
+type HTTPDoer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// maxCapture bounds what is kept of an error body, an in-stream error event
+// or non-SSE text in a 2xx body: enough for any provider's error JSON, small
+// enough that a misbehaving proxy cannot make us hold megabytes of HTML.
+const maxCapture = 64 << 10
+
+// captureKey carries the per-attempt *capture from Stream to captureDoer
+// through the request context, so one go-openai client serves all attempts.
+type captureKey struct{}
+
+// capture is what the HTTP layer saw for one attempt. go-openai drops the
+// status, the headers and the raw body of failures; we keep them here.
+type capture struct {
+	status int
+	header http.Header
+	body   []byte  // error body (non-2xx), capped
+	tap    *sseTap // 2xx body
+	resp   *http.Response
+}
+
+func (c *capture) requestID() string {
+	if c.header == nil {
+		return ""
+	}
+	for _, k := range []string{"X-Request-Id", "Request-Id", "X-Amzn-Requestid"} {
+		if v := c.header.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// captureDoer wraps the caller's HTTPDoer. It is the only place that sees
+// *http.Response, so it is where status, headers and bodies are recorded.
+type captureDoer struct{ next HTTPDoer }
+
+func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.Do(req)
+	c, _ := req.Context().Value(captureKey{}).(*capture)
+	if err != nil || c == nil {
+		return resp, err
+	}
+	c.status = resp.StatusCode
+	c.header = resp.Header.Clone()
+	c.resp = resp
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 { // go-openai's isFailureStatusCode
+		// Read the capped body now and close the original: go-openai reads
+		// error bodies fully and never closes them.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
+		resp.Body.Close()
+		c.body = body
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
+	c.tap = &sseTap{rc: resp.Body}
+	resp.Body = c.tap
+	return resp, nil
+}
+
+// goOpenAIErrorPrefix is go-openai's own errorPrefix (stream_reader.go). Lines
+// it matches never reach RecvRaw: go-openai swallows them into an error whose
+// parsing is fragile (no "message" field, numeric codes, comment lines
+// accumulated before it). The tap keeps those payloads verbatim instead.
+var goOpenAIErrorPrefix = regexp.MustCompile(`^data:\s*{"error":`)
+
+// sseTap watches the SSE lines of a 2xx body as go-openai reads them. It runs
+// ahead of go-openai's parser (bufio reads in blocks), so what it records is
+// consulted only when go-openai reports an error or an empty event, or at
+// the end of the body: by then the relevant line has been read.
+type sseTap struct {
+	rc io.ReadCloser
+
+	line      []byte
+	lineOver  bool     // line exceeded maxCapture; the rest is dropped
+	intercept [][]byte // payloads go-openai will swallow, oldest first
+	junk      []byte   // non-SSE lines (a JSON error body sent with 200)
+	sawDone   bool     // data: [DONE]
+	sawData   bool     // any data: line
+}
+
+func (t *sseTap) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	t.feed(p[:n])
+	if err != nil && len(t.line) > 0 {
+		t.endLine() // the last line had no newline (a bare JSON body)
+	}
+	return n, err
+}
+
+func (t *sseTap) Close() error { return t.rc.Close() }
+
+func (t *sseTap) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !t.lineOver {
+			if len(t.line)+len(part) > maxCapture {
+				t.lineOver = true
+				part = part[:maxCapture-len(t.line)]
+			}
+			t.line = append(t.line, part...)
+		}
+		if i < 0 {
+			return
+		}
+		t.endLine()
+		b = b[i+1:]
+	}
+}
+
+func (t *sseTap) endLine() {
+	line := bytes.TrimSpace(t.line)
+	t.line, t.lineOver = t.line[:0], false
+	switch {
+	case len(line) == 0, line[0] == ':':
+		// blank separator or SSE comment (keep-alive)
+	case bytes.HasPrefix(line, []byte("data:")):
+		t.sawData = true
+		payload := bytes.TrimSpace(line[len("data:"):])
+		if string(payload) == "[DONE]" {
+			t.sawDone = true
+		}
+		if goOpenAIErrorPrefix.Match(line) && len(t.intercept) < 16 {
+			t.intercept = append(t.intercept, bytes.Clone(payload))
+		}
+	case bytes.HasPrefix(line, []byte("event:")), bytes.HasPrefix(line, []byte("id:")), bytes.HasPrefix(line, []byte("retry:")):
+	default:
+		if room := maxCapture - len(t.junk); room > 0 {
+			t.junk = append(t.junk, line[:min(len(line), room)]...)
+		}
+	}
+}
+
+// popIntercepted returns the oldest payload go-openai swallowed, if any.
+func (t *sseTap) popIntercepted() ([]byte, bool) {
+	if t == nil || len(t.intercept) == 0 {
+		return nil, false
+	}
+	p := t.intercept[0]
+	t.intercept = t.intercept[1:]
+	return p, true
+}
+
+// errorFacts are the structured fields of a provider's error JSON.
+type errorFacts struct {
+	Code, Type, Param, Message, RequestID string
+}
+
+func (f errorFacts) empty() bool { return f.Code == "" && f.Type == "" && f.Message == "" }
+
+// parseErrorFacts reads an error object in the shapes providers use:
+//
+//	{"error":{"message":..,"type":..,"code":..}}          OpenAI, nested
+//	{"message":..,"type":..,"code":400}                     vLLM and others, flat
+//	{"type":"error","error":{"type":"overloaded_error",..}} Anthropic
+//	{"error":"text"}                                        bare string
+//	[{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}]  Gemini, in an array
+//
+// A code may be a string or a number; either way it becomes a string. The
+// nested object wins; fields it lacks are taken from the top level. When
+// there is no "type", a string "status" (Gemini) stands in for it.
+func parseErrorFacts(body []byte) (errorFacts, bool) {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var arr []json.RawMessage
+		if json.Unmarshal(body, &arr) != nil || len(arr) == 0 {
+			return errorFacts{}, false
+		}
+		body = arr[0]
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return errorFacts{}, false
+	}
+	var f errorFacts
+	if raw, ok := top["error"]; ok {
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(raw, &inner) == nil && inner != nil {
+			f = factsOf(inner)
+		} else {
+			f.Message = jsonText(raw)
+		}
+	}
+	flat := factsOf(top)
+	if flat.Type == "error" && top["error"] != nil {
+		flat.Type = "" // Anthropic's envelope type, not the error's
+	}
+	f.Code = cmpOr(f.Code, flat.Code)
+	f.Type = cmpOr(f.Type, flat.Type)
+	f.Param = cmpOr(f.Param, flat.Param)
+	f.Message = cmpOr(f.Message, flat.Message)
+	f.RequestID = cmpOr(f.RequestID, flat.RequestID)
+	return f, !f.empty()
+}
+
+func factsOf(m map[string]json.RawMessage) errorFacts {
+	f := errorFacts{
+		Code:      jsonText(m["code"]),
+		Type:      jsonString(m["type"]),
+		Param:     jsonText(m["param"]),
+		Message:   jsonText(m["message"]),
+		RequestID: jsonString(m["request_id"]),
+	}
+	if f.Message == "" {
+		f.Message = jsonString(m["detail"]) // FastAPI-style servers
+	}
+	if f.Type == "" {
+		f.Type = jsonString(m["status"])
+	}
+	return f
+}
+
+// jsonString returns a JSON string's value, or "" for anything else.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// jsonText renders a scalar as text: strings unquoted, numbers as written,
+// arrays of strings joined (go-openai does the same for messages); null and
+// objects give "".
+func jsonText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		return jsonString(raw)
+	case '[':
+		var ss []string
+		if json.Unmarshal(raw, &ss) == nil {
+			return strings.Join(ss, ", ")
+		}
+		return ""
+	case '{', 'n':
+		return ""
+	case 't', 'f':
+		return string(raw)
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+			return strconv.FormatInt(i, 10)
+		}
+		return n.String()
+	}
+	return ""
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// snippet is a one-line, bounded excerpt of a body that is not error JSON
+// (an HTML page from a proxy), good enough for a person to recognise it.
+func snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+// withCapture returns ctx carrying a fresh capture for one attempt.
+func withCapture(ctx context.Context) (context.Context, *capture) {
+	c := &capture{}
+	return context.WithValue(ctx, captureKey{}, c), c
+}

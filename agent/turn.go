@@ -1,0 +1,333 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// FailureData is the `data` of the JSON-RPC error that answers a prompt whose
+// turn failed.
+type FailureData struct {
+	Failure   *recovery.Failure `json:"failure"`
+	Attempts  int               `json:"attempts"`
+	ElapsedMs int64             `json:"elapsedMs"`
+}
+
+// Prompt runs one turn: record the prompt, run the step, commit its reply to
+// the log and then to the editor, and close the turn in every outcome.
+func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (acp.PromptResponse, error) {
+	s, err := a.lookup(req.SessionID)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	if a.cfg.Provider == nil {
+		return acp.PromptResponse{}, acp.NewAuthRequired(fmt.Sprintf(
+			"No API key for the model provider: set %s in the environment Rebound is started with (or name another variable with provider.api_key_env).",
+			a.cfg.APIKeyEnv))
+	}
+	if !s.turnMu.TryLock() {
+		return acp.PromptResponse{}, &acp.RequestError{Code: acp.CodeInternalError,
+			Message: "A turn is already running in session " + s.id + "; wait for it or send session/cancel."}
+	}
+	defer s.turnMu.Unlock()
+
+	history, err := session.Conversation(s.events)
+	if err != nil {
+		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
+	}
+	blocks, err := json.Marshal(req.Prompt)
+	if err != nil {
+		return acp.PromptResponse{}, fmt.Errorf("encode prompt: %w", err)
+	}
+	t := &turn{
+		agent: a, s: s, c: c,
+		number: session.NextTurn(s.events),
+		start:  time.Now(),
+	}
+	text := renderPrompt(req.Prompt)
+	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
+		return acp.PromptResponse{}, fmt.Errorf("record prompt: %w", err)
+	}
+	t.messages = append(a.systemMessages(s), toLLM(history)...)
+	t.messages = append(t.messages, llm.Message{Role: llm.RoleUser, Content: text})
+
+	resp, err := t.run(ctx)
+	a.settle(t, &resp, err)
+	if err != nil && isCancelled(ctx) {
+		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+	}
+	return resp, err
+}
+
+// settle appends turn/end whatever happened: the log's promise is that every
+// turn/start has one.
+func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
+	end := session.TurnEnd{Turn: t.number, StopReason: string(resp.StopReason)}
+	if runErr != nil {
+		if t.cancelled {
+			end.StopReason = string(acp.StopCancelled)
+		} else {
+			if t.failed == nil {
+				t.failed = recovery.Classify(runErr)
+			}
+			end.Error = mustJSON(t.failed)
+		}
+	}
+	if _, err := t.s.appendSync(session.TypeTurnEnd, end); err != nil {
+		a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Int("turn", t.number).Msg("could not record the end of the turn")
+	}
+	ev := a.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Dur("elapsed", time.Since(t.start))
+	if runErr != nil && !t.cancelled {
+		ev = a.cfg.Logger.Warn().Err(runErr).Str("session", t.s.id).Int("turn", t.number)
+	}
+	ev.Str("stopReason", end.StopReason).Msg("turn ended")
+}
+
+type turn struct {
+	agent     *Agent
+	s         *sessionState
+	c         acp.Client
+	number    int
+	start     time.Time
+	messages  []llm.Message
+	steps     int
+	cancelled bool
+	failed    *recovery.Failure // why the turn failed, once it has
+}
+
+func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
+	reply, err := t.step(ctx)
+	if err != nil {
+		if isCancelled(ctx) {
+			t.cancelled = true
+			return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+		}
+		return acp.PromptResponse{}, t.failure(err)
+	}
+	return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
+}
+
+// failure wraps a failed turn's error with the wire shape the editor gets:
+// a message a person can act on, and the facts in data.
+func (t *turn) failure(err error) error {
+	f := recovery.Classify(err)
+	t.failed = f
+	msg := f.Summary() + ": " + f.Message + "."
+	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
+		msg += " " + advice
+	}
+	code := acp.CodeInternalError
+	if f.Code == recovery.Auth {
+		code = acp.CodeAuthRequired
+	}
+	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: FailureData{
+		Failure: f, Attempts: t.steps, ElapsedMs: time.Since(t.start).Milliseconds(),
+	}}
+}
+
+// step runs one attempt and, only if it finished cleanly, commits its reply:
+// first to the log, then to the editor. A failed attempt sends nothing.
+func (t *turn) step(ctx context.Context) (*llm.Reply, error) {
+	t.steps++
+	n := t.steps
+	cfg := t.agent.cfg
+	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: cfg.Model}); err != nil {
+		return nil, fmt.Errorf("record step: %w", err)
+	}
+	reply, chunks, err := t.attempt(ctx, llm.Request{Model: cfg.Model, Messages: t.messages, MaxTokens: cfg.MaxTokens})
+	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
+		err = recovery.ErrEmptyResponse
+	}
+	if err != nil {
+		end := session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeFailed, Failure: mustJSON(recovery.Classify(err))}
+		if isCancelled(ctx) {
+			end = session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeCancelled}
+		}
+		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
+			err = errors.Join(err, fmt.Errorf("record step end: %w", lerr))
+		}
+		return nil, err
+	}
+	msgID := newID("msg_")
+	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+		Turn: t.number, Step: n, MessageID: msgID, Text: reply.Content, Reasoning: reply.Reasoning, FinishReason: reply.FinishReason,
+	}); err != nil {
+		return nil, fmt.Errorf("commit reply: %w", err)
+	}
+	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeOK}); err != nil {
+		return nil, fmt.Errorf("record step end: %w", err)
+	}
+	t.messages = append(t.messages, llm.Message{Role: llm.RoleAssistant, Content: reply.Content, Reasoning: reply.Reasoning})
+	if err := commit(ctx, t.c, t.s.id, msgID, chunks); err != nil {
+		return nil, fmt.Errorf("send reply: %w", err)
+	}
+	return reply, nil
+}
+
+// attempt runs one provider request to its end, recording every chunk as it
+// arrives. The chunks are returned for the emitter, never sent from here.
+func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, []llm.Chunk, error) {
+	stream, err := t.agent.cfg.Provider.Stream(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stream.Close()
+	var (
+		reply  llm.Reply
+		chunks []llm.Chunk
+	)
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return &reply, chunks, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		reply.Add(c)
+		if !c.HasDelta() {
+			continue
+		}
+		chunks = append(chunks, c)
+		if c.Content != "" || c.Reasoning != "" {
+			if _, err := t.s.append(session.TypeAssistantChunk, session.AssistantChunk{
+				Turn: t.number, Step: t.steps, Text: c.Content, Reasoning: c.Reasoning,
+			}); err != nil {
+				return nil, nil, fmt.Errorf("record chunk: %w", err)
+			}
+		}
+	}
+}
+
+// commit sends a committed step's output, keeping the provider's chunking so
+// the editor still renders it progressively; every chunk carries the
+// message's id.
+func commit(ctx context.Context, c acp.Client, sessionID, msgID string, chunks []llm.Chunk) error {
+	for _, ch := range chunks {
+		if ch.Reasoning != "" {
+			if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, msgID, ch.Reasoning); err != nil {
+				return err
+			}
+		}
+		if ch.Content != "" {
+			if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, msgID, ch.Content); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text string) error {
+	block := acp.TextBlock(text)
+	return c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: kind, Content: &block, MessageID: msgID})
+}
+
+// replay sends the committed conversation of a loaded session.
+func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.Message) error {
+	for _, m := range msgs {
+		switch m.Role {
+		case "user":
+			var blocks []acp.ContentBlock
+			if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
+				blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
+			}
+			for i := range blocks {
+				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &blocks[i]}); err != nil {
+					return err
+				}
+			}
+		case "assistant":
+			if m.Reasoning != "" {
+				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, m.MessageID, m.Reasoning); err != nil {
+					return err
+				}
+			}
+			if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, m.MessageID, m.Text); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func stopReason(finish string) acp.StopReason {
+	switch finish {
+	case llm.FinishLength:
+		return acp.StopMaxTokens
+	case llm.FinishContentFilter:
+		return acp.StopRefusal
+	}
+	return acp.StopEndTurn
+}
+
+func isCancelled(ctx context.Context) bool {
+	return ctx.Err() != nil
+}
+
+func (a *Agent) systemMessages(s *sessionState) []llm.Message {
+	return []llm.Message{{Role: llm.RoleSystem, Content: "You are Rebound, a coding assistant working inside the user's editor. " +
+		"The project's working directory is " + s.cwd + ". Answer concisely."}}
+}
+
+func toLLM(msgs []session.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, llm.Message{Role: llm.Role(m.Role), Content: m.Text, Reasoning: m.Reasoning})
+	}
+	return out
+}
+
+// renderPrompt turns the editor's blocks into the text the model reads.
+// Embedded resources carry their content; links are named so the model knows
+// what the user pointed at.
+func renderPrompt(blocks []acp.ContentBlock) string {
+	var b strings.Builder
+	for _, blk := range blocks {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		switch blk.Type {
+		case "text":
+			b.WriteString(blk.Text)
+		case "resource_link":
+			fmt.Fprintf(&b, "[@%s](%s)", cmpStr(blk.Name, blk.URI), blk.URI)
+		case "resource":
+			if r := blk.Resource; r != nil {
+				if r.Text != nil {
+					fmt.Fprintf(&b, "<context ref=%q>\n%s\n</context>", r.URI, *r.Text)
+				} else {
+					fmt.Fprintf(&b, "<context ref=%q>(binary content not shown)</context>", r.URI)
+				}
+			}
+		default:
+			fmt.Fprintf(&b, "(a %s block the model cannot read was omitted)", blk.Type)
+		}
+	}
+	return b.String()
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", v, err)) // only our own plain structs reach here
+	}
+	return b
+}

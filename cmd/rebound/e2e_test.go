@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// reboundBinary builds the real binary once per test run, as an editor would
+// find it on disk.
+func reboundBinary(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rebound-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "rebound")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// agentProc is the built binary spawned over real pipes.
+type agentProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  *bufio.Scanner
+	stderr *strings.Builder
+}
+
+func spawn(tb testing.TB, ctx context.Context, env ...string) *agentProc {
+	tb.Helper()
+	cmd := exec.CommandContext(ctx, reboundBinary(tb))
+	home := tb.TempDir()
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + home, "XDG_STATE_HOME=" + home}, env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &agentProc{cmd: cmd, stdin: stdin, stderr: &strings.Builder{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p.lines = bufio.NewScanner(stdout)
+	p.lines.Buffer(nil, 32<<20)
+	return p
+}
+
+func (p *agentProc) send(tb testing.TB, line string) {
+	tb.Helper()
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		tb.Fatalf("write to agent: %v", err)
+	}
+}
+
+// next reads one stdout line and checks that it is a JSON-RPC 2.0 message:
+// stdout must carry the protocol and nothing else.
+func (p *agentProc) next(tb testing.TB) map[string]any {
+	tb.Helper()
+	if !p.lines.Scan() {
+		tb.Fatalf("agent closed stdout: %v\nstderr:\n%s", p.lines.Err(), p.stderr)
+	}
+	var msg map[string]any
+	if err := json.Unmarshal(p.lines.Bytes(), &msg); err != nil || msg["jsonrpc"] != "2.0" {
+		tb.Fatalf("stdout line is not a JSON-RPC 2.0 message: %q", p.lines.Text())
+	}
+	return msg
+}
+
+// until reads messages up to the response with the given id.
+func (p *agentProc) until(tb testing.TB, id float64) (notes []map[string]any, resp map[string]any) {
+	tb.Helper()
+	for {
+		msg := p.next(tb)
+		if msg["id"] == id && msg["method"] == nil {
+			return notes, msg
+		}
+		notes = append(notes, msg)
+	}
+}
+
+func TestE2E_PromptOverRealPipes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Text: "Hello from the loopback mock.", Chunks: 3}}})
+	srv := httptest.NewServer(mock)
+	defer srv.Close()
+	state := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard against a hang, not a wait
+	defer cancel()
+
+	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-e2e-secret", "REBOUND_STATE_DIR="+state, "REBOUND_MODEL=mock-model")
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	if _, resp := p.until(t, 0); resp["result"].(map[string]any)["protocolVersion"] != 1.0 {
+		t.Fatalf("initialize: %v", resp)
+	}
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	_, resp := p.until(t, 1)
+	sid := resp["result"].(map[string]any)["sessionId"].(string)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"hello"}]}}`)
+	notes, resp := p.until(t, 2)
+	if got := resp["result"].(map[string]any)["stopReason"]; got != "end_turn" {
+		t.Fatalf("stopReason = %v, want end_turn (%v)", got, resp)
+	}
+	var text strings.Builder
+	for _, n := range notes {
+		u := n["params"].(map[string]any)["update"].(map[string]any)
+		if u["sessionUpdate"] == "agent_message_chunk" {
+			text.WriteString(u["content"].(map[string]any)["text"].(string))
+		}
+	}
+	if text.String() != "Hello from the loopback mock." {
+		t.Errorf("reply = %q", text.String())
+	}
+	if mock.Count() != 1 {
+		t.Errorf("provider requests = %d, want 1", mock.Count())
+	}
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("agent exit: %v\nstderr:\n%s", err, p.stderr)
+	}
+	if strings.Contains(p.stderr.String(), "sk-e2e-secret") {
+		t.Error("the API key appears in stderr")
+	}
+	logs, _ := filepath.Glob(filepath.Join(state, "sessions", "*.jsonl"))
+	if len(logs) != 1 {
+		t.Fatalf("session logs = %v, want one", logs)
+	}
+	if fi, err := os.Stat(logs[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("session log mode = %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+}
+
+func TestE2E_BadConfigStopsStartup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte("[provider]\nmax_tokens = -5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	p := spawn(t, ctx, "REBOUND_CONFIG="+cfg)
+	err := p.cmd.Wait()
+	if err == nil {
+		t.Fatal("rebound started with a bad config")
+	}
+	if s := p.stderr.String(); !strings.Contains(s, cfg) || !strings.Contains(s, "provider.max_tokens") {
+		t.Errorf("stderr does not name the file and the key:\n%s", s)
+	}
+}
+
+// BenchmarkSpawnInitialize measures what an editor waits for: process start
+// to the initialize response. Reported: mean (ns/op) and median (ms-p50).
+func BenchmarkSpawnInitialize(b *testing.B) {
+	bin := reboundBinary(b)
+	home := b.TempDir()
+	var samples []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		cmd := exec.Command(bin)
+		cmd.Env = []string{"HOME=" + home, "REBOUND_STATE_DIR=" + home}
+		cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		samples = append(samples, time.Since(start))
+		if err != nil || !strings.Contains(line, `"protocolVersion":1`) {
+			b.Fatalf("initialize answer %q: %v", line, err)
+		}
+		cmd.Wait()
+	}
+	slices.Sort(samples)
+	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "ms-p50")
+}

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/session"
+)
+
+var update = flag.Bool("update", false, "rewrite snapshots/*.jsonl from the current behaviour")
+
+// TestGolden runs every scenario in testdata/scenarios against the real
+// server in-process, on synctest's fake clock, and compares the transcript
+// (both directions, the provider requests and the session log) with
+// snapshots/<scenario>.jsonl.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "scenarios", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios found: %v", err)
+	}
+	schema := loadACPSchema(t)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sc := parseScenario(t, file)
+			var got []byte
+			synctest.Test(t, func(t *testing.T) {
+				got = runScenario(t, sc, schema)
+			})
+			compareGolden(t, filepath.Join("..", "..", "snapshots", name+".jsonl"), got)
+		})
+	}
+}
+
+type scenario struct {
+	script *mockprovider.Script
+	client []string
+	env    map[string]string
+}
+
+func parseScenario(t *testing.T, path string) scenario {
+	t.Helper()
+	ar, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}}
+	for _, f := range ar.Files {
+		switch f.Name {
+		case "script.json":
+			if sc.script, err = mockprovider.ParseScript(f.Data); err != nil {
+				t.Fatalf("%s: script.json: %v", path, err)
+			}
+		case "client.jsonl":
+			for line := range strings.SplitSeq(string(f.Data), "\n") {
+				if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+					sc.client = append(sc.client, line)
+				}
+			}
+		case "env":
+			for line := range strings.SplitSeq(strings.TrimSpace(string(f.Data)), "\n") {
+				k, v, _ := strings.Cut(line, "=")
+				sc.env[k] = v
+			}
+		default:
+			t.Fatalf("%s: unknown section %q", path, f.Name)
+		}
+	}
+	if sc.script == nil {
+		sc.script = &mockprovider.Script{}
+	}
+	return sc
+}
+
+// process is one in-process run of the agent, as an editor would see it.
+type process struct {
+	in   *io.PipeWriter
+	done chan int
+}
+
+// transcript records messages in both directions with the fake time at which
+// they crossed.
+type transcript struct {
+	mu          sync.Mutex
+	start       time.Time
+	lines       []string
+	schema      *acpSchema
+	ids         map[string]string // JSON-RPC id → method, to validate results
+	t           *testing.T
+	lastSession string
+}
+
+func (tr *transcript) add(dir, line string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var msg map[string]any
+	if err := json.Unmarshal([]byte(line), &msg); err != nil {
+		if dir == "recv" {
+			tr.t.Errorf("the agent wrote a line that is not a JSON object: %q", line)
+		}
+		tr.lines = append(tr.lines, canonical(map[string]any{"dir": dir, "ms": time.Since(tr.start).Milliseconds(), "raw": line}))
+		return
+	}
+	if dir == "recv" {
+		tr.schema.validate(tr.t, line, tr.ids)
+		if res, ok := msg["result"].(map[string]any); ok {
+			if id, ok := res["sessionId"].(string); ok {
+				tr.lastSession = id
+			}
+		}
+	} else if m, ok := msg["method"].(string); ok && msg["id"] != nil {
+		tr.ids[fmt.Sprint(msg["id"])] = m
+	}
+	ms := time.Since(tr.start).Milliseconds()
+	tr.lines = append(tr.lines, canonical(map[string]any{"dir": dir, "ms": ms, "msg": msg}))
+}
+
+func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
+	stateDir := t.TempDir()
+	home := t.TempDir()
+	mock := mockprovider.New(sc.script)
+	tr := &transcript{start: time.Now(), schema: schema, ids: map[string]string{}, t: t}
+	var stderr bytes.Buffer
+	var stderrMu sync.Mutex
+
+	start := func() *process {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		p := &process{in: inW, done: make(chan int, 1)}
+		getenv := func(k string) string {
+			if k == "REBOUND_STATE_DIR" {
+				return stateDir
+			}
+			if k == "OPENAI_BASE_URL" {
+				return "http://mock.invalid/v1"
+			}
+			return sc.env[k]
+		}
+		go func() {
+			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock})
+			outW.Close()
+			p.done <- code
+		}()
+		go func() {
+			sc := bufio.NewScanner(outR)
+			sc.Buffer(nil, 64<<20)
+			for sc.Scan() {
+				tr.add("recv", sc.Text())
+			}
+		}()
+		return p
+	}
+	stop := func(p *process) {
+		p.in.Close()
+		if code := <-p.done; code != 0 {
+			t.Errorf("rebound exited %d; stderr:\n%s", code, stderr.String())
+		}
+	}
+
+	p := start()
+	for _, line := range sc.client {
+		switch {
+		case strings.HasPrefix(line, "sleep "):
+			d, err := time.ParseDuration(strings.TrimPrefix(line, "sleep "))
+			if err != nil {
+				t.Fatalf("bad directive %q", line)
+			}
+			time.Sleep(d)
+		case line == "restart":
+			stop(p)
+			p = start()
+		default:
+			tr.mu.Lock()
+			line = strings.ReplaceAll(line, "$SESSION", tr.lastSession)
+			tr.mu.Unlock()
+			tr.add("send", line)
+			if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+				t.Fatalf("write %q: %v", line, err)
+			}
+		}
+		synctest.Wait()
+	}
+	stop(p)
+	synctest.Wait()
+
+	var out bytes.Buffer
+	for _, l := range tr.lines {
+		out.WriteString(l + "\n")
+	}
+	for _, r := range mock.Requests() {
+		out.WriteString(canonical(map[string]any{"dir": "provider", "ms": r.Time.Sub(tr.start).Milliseconds(), "request": r}) + "\n")
+	}
+	logs, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*.jsonl"))
+	for _, path := range logs {
+		loaded, err := session.Load(path)
+		if err != nil {
+			t.Errorf("session log %s is invalid: %v", filepath.Base(path), err)
+			continue
+		}
+		for _, ev := range loaded.Events {
+			out.WriteString(canonical(map[string]any{"dir": "log", "event": ev}) + "\n")
+		}
+	}
+	if strings.Contains(stderr.String(), "sk-test-key") || strings.Contains(out.String(), "sk-test-key") {
+		t.Errorf("the API key leaked into the output or the logs")
+	}
+	return normalise(out.Bytes())
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// canonical renders v as compact JSON with sorted keys and no HTML escaping,
+// so snapshots read like what was on the wire and diff stably.
+func canonical(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		panic(err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+var (
+	sessionIDs = regexp.MustCompile(`sess_[0-9a-f]{32}`)
+	messageIDs = regexp.MustCompile(`msg_[0-9a-f]{32}`)
+	versions   = regexp.MustCompile(`"(agentVersion|version)":"dev[^"]*"`)
+)
+
+// normalise replaces what differs between runs (random ids, the build's
+// version) with stable names numbered in order of appearance.
+func normalise(b []byte) []byte {
+	for _, re := range []*regexp.Regexp{sessionIDs, messageIDs} {
+		seen := map[string]string{}
+		b = re.ReplaceAllFunc(b, func(m []byte) []byte {
+			if n, ok := seen[string(m)]; ok {
+				return []byte(n)
+			}
+			prefix, _, _ := strings.Cut(string(m), "_")
+			n := fmt.Sprintf("%s_%d", prefix, len(seen)+1)
+			seen[string(m)] = n
+			return []byte(n)
+		})
+	}
+	return versions.ReplaceAll(b, []byte(`"$1":"VERSION"`))
+}
+
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test ./cmd/rebound -run TestGolden -update` to create it)", err)
+	}
+	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s\nrun `go test ./cmd/rebound -run TestGolden -update` and read the diff if the change is intended", path, diff)
+	}
+}
+
+// acpSchema validates what the agent writes against the pinned official ACP
+// v1 schema: every message against the root, results and notifications also
+// against the type their method names.
+type acpSchema struct {
+	root    *jsonschema.Schema
+	results map[string]*jsonschema.Schema // method → result type
+	params  map[string]*jsonschema.Schema // notification method → params type
+}
+
+func loadACPSchema(t *testing.T) *acpSchema {
+	t.Helper()
+	path := filepath.Join("..", "..", "testdata", "acp-schema", "schema.json")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("acp.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	compile := func(ref string) *jsonschema.Schema {
+		s, err := c.Compile(ref)
+		if err != nil {
+			t.Fatalf("compile %s: %v", ref, err)
+		}
+		return s
+	}
+	return &acpSchema{
+		root: compile("acp.json"),
+		results: map[string]*jsonschema.Schema{
+			"initialize":     compile("acp.json#/$defs/InitializeResponse"),
+			"session/new":    compile("acp.json#/$defs/NewSessionResponse"),
+			"session/load":   compile("acp.json#/$defs/LoadSessionResponse"),
+			"session/prompt": compile("acp.json#/$defs/PromptResponse"),
+		},
+		params: map[string]*jsonschema.Schema{
+			"session/update": compile("acp.json#/$defs/SessionNotification"),
+		},
+	}
+}
+
+func (s *acpSchema) validate(t *testing.T, line string, methods map[string]string) {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+	if err != nil {
+		t.Errorf("agent wrote invalid JSON: %q", line)
+		return
+	}
+	if err := s.root.Validate(v); err != nil {
+		t.Errorf("agent message does not validate against the ACP schema: %s\n%v", line, err)
+	}
+	msg, _ := v.(map[string]any)
+	if res, ok := msg["result"]; ok {
+		if sch := s.results[methods[fmt.Sprint(msg["id"])]]; sch != nil {
+			if err := sch.Validate(res); err != nil {
+				t.Errorf("result does not validate: %s\n%v", line, err)
+			}
+		}
+	}
+	if m, ok := msg["method"].(string); ok {
+		if sch := s.params[m]; sch != nil {
+			if err := sch.Validate(msg["params"]); err != nil {
+				t.Errorf("%s params do not validate: %s\n%v", m, line, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/config"
+)
+
+// env is what run reads from the process environment; tests supply their own.
+type env struct {
+	getenv func(string) string
+	home   string
+	// httpClient, when set, carries every provider request (tests use the
+	// in-memory mock provider here).
+	httpClient llm.HTTPDoer
+}
+
+func osEnv() env {
+	home, _ := os.UserHomeDir()
+	return env{getenv: os.Getenv, home: home}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(ctx, args, stdin, stdout, stderr, osEnv())
+}
+
+const usage = `Usage: rebound [flags]
+
+Rebound is an Agent Client Protocol (ACP) agent. An editor such as Zed starts
+it and speaks JSON-RPC with it over stdin and stdout; it runs each turn against
+an OpenAI-compatible model provider and recovers from the provider's failures.
+
+Environment:
+  OPENAI_BASE_URL     provider base URL (default https://api.openai.com/v1)
+  OPENAI_API_KEY      provider API key (provider.api_key_env names another variable)
+  REBOUND_MODEL       model name
+  REBOUND_STATE_DIR   where session logs are kept (default ~/.local/state/rebound)
+  REBOUND_CONFIG      TOML config file (default ~/.config/rebound/config.toml)
+
+Flags override the environment, which overrides the config file.
+
+Flags:
+`
+
+func runEnv(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	fs := flag.NewFlagSet("rebound", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	given := config.RegisterFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "rebound", version())
+		return 0
+	}
+	if fs.NArg() > 0 && fs.Arg(0) != "serve" {
+		fmt.Fprintf(stderr, "rebound: unknown command %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	cfg, err := config.Load(given(), e.getenv, e.home)
+	if err != nil {
+		fmt.Fprintf(stderr, "rebound: %v\n", err)
+		return 1
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	if err := serve(ctx, cfg, stdin, stdout, log, e.httpClient); err != nil {
+		log.Error().Err(err).Msg("server stopped")
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+// serve wires the provider, the agent and the ACP server and runs until the
+// editor closes stdin or ctx ends.
+func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, httpClient llm.HTTPDoer) error {
+	var provider llm.Provider
+	if cfg.Provider.APIKey != "" {
+		provider = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: cfg.Provider.APIKey, HTTPClient: httpClient})
+	}
+	a := agent.New(agent.Config{
+		StateDir:  cfg.StateDir,
+		Model:     cfg.Provider.Model,
+		MaxTokens: cfg.Provider.MaxTokens,
+		Provider:  provider,
+		APIKeyEnv: cfg.Provider.APIKeyEnv,
+		Version:   version(),
+		Logger:    log.With().Str("component", "agent").Logger(),
+	})
+	defer a.Close()
+	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log.With().Str("component", "acp").Logger()})
+	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
+		Bool("apiKey", cfg.Provider.APIKey != "").Msg("serving ACP on stdio")
+	return srv.Serve(ctx, stdin, stdout)
+}
+
+// version is the module version when built from a tagged module, else the
+// VCS revision, else "dev".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "dev-" + s.Value[:12]
+		}
+	}
+	return "dev"
+}

@@ -1,0 +1,284 @@
+// Package config resolves Rebound's settings from built-in defaults, an optional
+// TOML file, environment variables and command-line flags, in that order of
+// increasing precedence, and validates the result.
+//
+// Every error names where the bad value came from (the file, the environment
+// variable or the flag) and the dotted key it sets, so a user editing
+// config.toml in an editor that only shows the agent's stderr can still find
+// the line to fix. The provider's API key is read from the environment only,
+// never from the file, and never appears in an error or in the output of
+// String or GoString.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is the resolved configuration. The toml and json tags are the file's
+// key names; a JSON Schema of the file is generated from them.
+type Config struct {
+	Provider Provider `toml:"provider" json:"provider" jsonschema_description:"The OpenAI-compatible model provider."`
+	Recovery Recovery `toml:"recovery" json:"recovery" jsonschema_description:"How failed provider requests are retried and timed out."`
+	LogLevel string   `toml:"log_level" json:"log_level" jsonschema:"enum=debug,enum=info,enum=warn,enum=error,default=info" jsonschema_description:"Minimum level of the log written to stderr: debug, info, warn or error. Default info. Overridden by REBOUND_LOG_LEVEL and --log-level."`
+	StateDir string   `toml:"state_dir" json:"state_dir" jsonschema_description:"Absolute path of the directory holding session logs. Default $XDG_STATE_HOME/rebound, else ~/.local/state/rebound. Overridden by REBOUND_STATE_DIR and --state-dir."`
+
+	// Source is the path of the file that was read, "" if none; it is
+	// bookkeeping, not a setting.
+	Source string `toml:"-" json:"-"`
+}
+
+// Provider describes the model provider.
+type Provider struct {
+	BaseURL   string `toml:"base_url" json:"base_url" jsonschema:"format=uri,default=https://api.openai.com/v1" jsonschema_description:"Absolute http(s) URL of the OpenAI-compatible API, up to and including the version path. Default https://api.openai.com/v1. Overridden by OPENAI_BASE_URL and --base-url."`
+	APIKeyEnv string `toml:"api_key_env" json:"api_key_env" jsonschema:"pattern=^[A-Za-z_][A-Za-z0-9_]*$,default=OPENAI_API_KEY" jsonschema_description:"Name of the environment variable holding the API key; the key itself is never read from this file. Default OPENAI_API_KEY."`
+	Model     string `toml:"model" json:"model" jsonschema:"minLength=1,default=gpt-4o-mini" jsonschema_description:"Model name sent to the provider. Default gpt-4o-mini. Overridden by REBOUND_MODEL and --model."`
+	MaxTokens int    `toml:"max_tokens" json:"max_tokens" jsonschema:"minimum=1,maximum=1000000,default=8192" jsonschema_description:"Output token budget of one request, 1 to 1000000. Default 8192."`
+
+	// APIKey is the value of the variable named by APIKeyEnv; it may be empty,
+	// since an editor must be able to initialize the agent before the user
+	// has set it up. Only Load sets it.
+	APIKey string `toml:"-" json:"-"`
+}
+
+// Recovery holds the settings of the transient-failure retry policy and of
+// the deadlines and watchdogs around provider requests.
+type Recovery struct {
+	MaxRetries        int      `toml:"max_retries" json:"max_retries" jsonschema:"minimum=0,default=2" jsonschema_description:"Retries of one request after a retryable failure; 0 disables retrying. Default 2."`
+	InitialDelay      Duration `toml:"initial_delay" json:"initial_delay" jsonschema_description:"Backoff before the first retry, as a Go duration; doubled for each later retry. Must not exceed max_delay. Default 500ms."`
+	MaxDelay          Duration `toml:"max_delay" json:"max_delay" jsonschema_description:"Upper bound of the backoff, as a Go duration. Default 10s."`
+	Jitter            float64  `toml:"jitter" json:"jitter" jsonschema:"minimum=0,maximum=1,default=0.1" jsonschema_description:"Each backoff is multiplied by a random factor in [1-jitter, 1+jitter]; between 0 and 1. Default 0.1."`
+	MaxRetryAfter     Duration `toml:"max_retry_after" json:"max_retry_after" jsonschema_description:"Longest Retry-After from the provider that is honoured, as a Go duration; a longer one ends recovery at once. Default 10s."`
+	RetryableCodes    []string `toml:"retryable_codes" json:"retryable_codes" jsonschema:"uniqueItems=true,enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN,default=RATE_LIMIT,default=OVERLOADED,default=SERVER,default=TIMEOUT,default=TRANSPORT,default=EMPTY_RESPONSE" jsonschema_description:"Failure codes that are retried: RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE, CONTEXT_OVERFLOW, AUTH, QUOTA, INVALID_REQUEST, PROTOCOL, ABORTED, UNKNOWN. Default RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE."`
+	TurnDeadline      Duration `toml:"turn_deadline" json:"turn_deadline" jsonschema_description:"Longest time one prompt turn may take, retries included, as a Go duration. Default 5m."`
+	AttemptTimeout    Duration `toml:"attempt_timeout" json:"attempt_timeout" jsonschema_description:"Longest time one provider request may take, as a Go duration; 0 means no limit. Default 0."`
+	FirstTokenTimeout Duration `toml:"first_token_timeout" json:"first_token_timeout" jsonschema_description:"Longest wait for the first streamed token of a request, as a Go duration. Default 90s."`
+	StreamIdleTimeout Duration `toml:"stream_idle_timeout" json:"stream_idle_timeout" jsonschema_description:"Longest gap between two streamed chunks, as a Go duration. Default 5m."`
+}
+
+// Duration is a time.Duration written as a Go duration string ("500ms",
+// "1m30s") in TOML and JSON, which people read more easily than nanoseconds.
+type Duration time.Duration
+
+// String returns the duration in time.Duration's format.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText implements encoding.TextMarshaler; encoding/json uses it too,
+// so a Duration is a JSON string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler. The error text is shown
+// to users after the key's name, so it says what is expected.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("must be a duration such as \"500ms\" or \"1m30s\", got %q", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Defaults that are also quoted in messages and flag usage.
+const (
+	defaultBaseURL   = "https://api.openai.com/v1"
+	defaultAPIKeyEnv = "OPENAI_API_KEY"
+	defaultModel     = "gpt-4o-mini"
+	defaultMaxTokens = 8192
+	defaultLogLevel  = "info"
+
+	maxMaxTokens = 1_000_000
+)
+
+// failureCodes is the failure taxonomy of DESIGN.md (package recovery), in its
+// documented order; retryable_codes may name only these.
+var failureCodes = []string{
+	"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE",
+	"CONTEXT_OVERFLOW", "AUTH", "QUOTA", "INVALID_REQUEST", "PROTOCOL", "ABORTED", "UNKNOWN",
+}
+
+// logLevels are the accepted values of log_level.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// Default returns the built-in configuration. StateDir is empty because its
+// default depends on the environment; Load fills it in.
+func Default() Config {
+	return Config{
+		Provider: Provider{
+			BaseURL:   defaultBaseURL,
+			APIKeyEnv: defaultAPIKeyEnv,
+			Model:     defaultModel,
+			MaxTokens: defaultMaxTokens,
+		},
+		Recovery: Recovery{
+			MaxRetries:        2,
+			InitialDelay:      Duration(500 * time.Millisecond),
+			MaxDelay:          Duration(10 * time.Second),
+			Jitter:            0.1,
+			MaxRetryAfter:     Duration(10 * time.Second),
+			RetryableCodes:    []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"},
+			TurnDeadline:      Duration(5 * time.Minute),
+			AttemptTimeout:    0,
+			FirstTokenTimeout: Duration(90 * time.Second),
+			StreamIdleTimeout: Duration(5 * time.Minute),
+		},
+		LogLevel: defaultLogLevel,
+	}
+}
+
+// FieldError is a bad or unknown setting. Source is where the value came
+// from: a file path, an environment variable or a flag ("--model"); it is
+// empty when Validate is called directly.
+type FieldError struct {
+	Source  string
+	Key     string // dotted TOML key, e.g. "provider.max_tokens"
+	Problem string // what is wrong, e.g. "must be a positive integer, got -5"
+}
+
+func (e *FieldError) Error() string {
+	if e.Source == "" {
+		return e.Key + ": " + e.Problem
+	}
+	return e.Source + ": " + e.Key + ": " + e.Problem
+}
+
+// Validate checks every setting and returns all problems found, joined, each
+// a *FieldError. It does not look at APIKey: a missing key is reported when a
+// prompt needs it, naming Provider.APIKeyEnv.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &FieldError{Key: key, Problem: fmt.Sprintf(format, args...)})
+	}
+
+	p := c.Provider
+	if err := checkBaseURL(p.BaseURL); err != "" {
+		bad("provider.base_url", "%s", err)
+	}
+	if !envName.MatchString(p.APIKeyEnv) {
+		// The value is not echoed: a common mistake is to paste the key
+		// itself here.
+		bad("provider.api_key_env", "must be the name of an environment variable (letters, digits and _, not starting with a digit), not the key itself")
+	}
+	if strings.TrimSpace(p.Model) == "" {
+		bad("provider.model", "must not be empty")
+	}
+	switch {
+	case p.MaxTokens <= 0:
+		bad("provider.max_tokens", "must be a positive integer, got %d", p.MaxTokens)
+	case p.MaxTokens > maxMaxTokens:
+		bad("provider.max_tokens", "must be at most %d, got %d", maxMaxTokens, p.MaxTokens)
+	}
+
+	r := c.Recovery
+	if r.MaxRetries < 0 {
+		bad("recovery.max_retries", "must be zero or a positive integer, got %d", r.MaxRetries)
+	}
+	for _, d := range []struct {
+		key       string
+		v         Duration
+		zeroMeans string // non-empty if 0 is allowed
+	}{
+		{"recovery.initial_delay", r.InitialDelay, ""},
+		{"recovery.max_delay", r.MaxDelay, ""},
+		{"recovery.max_retry_after", r.MaxRetryAfter, ""},
+		{"recovery.turn_deadline", r.TurnDeadline, ""},
+		{"recovery.attempt_timeout", r.AttemptTimeout, "no limit"},
+		{"recovery.first_token_timeout", r.FirstTokenTimeout, ""},
+		{"recovery.stream_idle_timeout", r.StreamIdleTimeout, ""},
+	} {
+		switch {
+		case d.v < 0 && d.zeroMeans != "":
+			bad(d.key, "must not be negative (0 means %s), got %s", d.zeroMeans, d.v)
+		case d.v <= 0 && d.zeroMeans == "":
+			bad(d.key, "must be a positive duration, got %s", d.v)
+		}
+	}
+	if r.InitialDelay > 0 && r.MaxDelay > 0 && r.InitialDelay > r.MaxDelay {
+		bad("recovery.initial_delay", "must not exceed recovery.max_delay (%s), got %s", r.MaxDelay, r.InitialDelay)
+	}
+	if r.Jitter < 0 || r.Jitter > 1 || r.Jitter != r.Jitter {
+		bad("recovery.jitter", "must be between 0 and 1, got %v", r.Jitter)
+	}
+	seen := map[string]bool{}
+	for _, code := range r.RetryableCodes {
+		switch {
+		case !slices.Contains(failureCodes, code):
+			bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, strings.Join(failureCodes, ", "))
+		case seen[code]:
+			bad("recovery.retryable_codes", "code %q is listed more than once", code)
+		}
+		seen[code] = true
+	}
+
+	if !slices.Contains(logLevels, c.LogLevel) {
+		bad("log_level", "must be one of %s, got %q", strings.Join(logLevels, ", "), c.LogLevel)
+	}
+	// An editor starts the agent in an arbitrary working directory, so a
+	// relative state directory would land somewhere unpredictable.
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		bad("state_dir", "must be an absolute path, got %q", c.StateDir)
+	}
+	return errors.Join(errs...)
+}
+
+// envName is what POSIX shells accept as a variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkBaseURL returns what is wrong with s, or "".
+func checkBaseURL(s string) string {
+	const want = "must be an absolute http or https URL"
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Sprintf("%s, got %q", want, s)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u.User != nil {
+			s = u.Redacted() // hides a password embedded in the URL
+		}
+		return fmt.Sprintf("%s, got %q", want, s)
+	}
+	return ""
+}
+
+// String prints the configuration for logs; the API key shows only whether
+// it is set.
+func (c Config) String() string {
+	type plain Config // no methods, so no recursion; Provider still redacts
+	return fmt.Sprintf("%+v", plain(c))
+}
+
+// GoString is like String for %#v.
+func (c Config) GoString() string {
+	type plain Config
+	return "config.Config" + strings.TrimPrefix(fmt.Sprintf("%#v", plain(c)), "config.plain")
+}
+
+// String prints the provider settings; the API key shows only whether it is
+// set.
+func (p Provider) String() string {
+	type plain Provider
+	q := plain(p)
+	q.APIKey = redact(p.APIKey)
+	return fmt.Sprintf("%+v", q)
+}
+
+// GoString is like String for %#v.
+func (p Provider) GoString() string {
+	type plain Provider
+	q := plain(p)
+	q.APIKey = redact(p.APIKey)
+	return "config.Provider" + strings.TrimPrefix(fmt.Sprintf("%#v", q), "config.plain")
+}
+
+func redact(key string) string {
+	if key == "" {
+		return ""
+	}
+	return "[redacted]"
+}

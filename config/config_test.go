@@ -1,0 +1,207 @@
+package config_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rebound-agent/rebound/config"
+)
+
+func TestDefault(t *testing.T) {
+	want := config.Config{
+		Provider: config.Provider{
+			BaseURL:   "https://api.openai.com/v1",
+			APIKeyEnv: "OPENAI_API_KEY",
+			Model:     "gpt-4o-mini",
+			MaxTokens: 8192,
+		},
+		Recovery: config.Recovery{
+			MaxRetries:        2,
+			InitialDelay:      config.Duration(500 * time.Millisecond),
+			MaxDelay:          config.Duration(10 * time.Second),
+			Jitter:            0.1,
+			MaxRetryAfter:     config.Duration(10 * time.Second),
+			RetryableCodes:    []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"},
+			TurnDeadline:      config.Duration(5 * time.Minute),
+			AttemptTimeout:    0,
+			FirstTokenTimeout: config.Duration(90 * time.Second),
+			StreamIdleTimeout: config.Duration(5 * time.Minute),
+		},
+		LogLevel: "info",
+	}
+	got := config.Default()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Default() (-want +got):\n%s", diff)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v, want nil", err)
+	}
+}
+
+func TestDefault_FreshSlices(t *testing.T) {
+	a := config.Default()
+	a.Recovery.RetryableCodes[0] = "UNKNOWN"
+	if b := config.Default(); b.Recovery.RetryableCodes[0] != "RATE_LIMIT" {
+		t.Errorf("Default() shares RetryableCodes between calls: got %v", b.Recovery.RetryableCodes)
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*config.Config)
+		wantKey string // "" means valid
+		wantMsg string
+	}{
+		{"attempt timeout zero", func(c *config.Config) { c.Recovery.AttemptTimeout = 0 }, "", ""},
+		{"no retries", func(c *config.Config) { c.Recovery.MaxRetries = 0; c.Recovery.RetryableCodes = nil }, "", ""},
+		{"jitter bounds", func(c *config.Config) { c.Recovery.Jitter = 1 }, "", ""},
+		{"max tokens max", func(c *config.Config) { c.Provider.MaxTokens = 1_000_000 }, "", ""},
+		{"http url", func(c *config.Config) { c.Provider.BaseURL = "http://localhost:8080/v1" }, "", ""},
+		{"equal delays", func(c *config.Config) { c.Recovery.InitialDelay = c.Recovery.MaxDelay }, "", ""},
+		{"max tokens zero", func(c *config.Config) { c.Provider.MaxTokens = 0 }, "provider.max_tokens", "must be a positive integer, got 0"},
+		{"max tokens too big", func(c *config.Config) { c.Provider.MaxTokens = 1_000_001 }, "provider.max_tokens", "must be at most 1000000, got 1000001"},
+		{"empty model", func(c *config.Config) { c.Provider.Model = " " }, "provider.model", "must not be empty"},
+		{"negative retries", func(c *config.Config) { c.Recovery.MaxRetries = -1 }, "recovery.max_retries", "got -1"},
+		{"negative jitter", func(c *config.Config) { c.Recovery.Jitter = -0.1 }, "recovery.jitter", "must be between 0 and 1"},
+		{"zero max delay", func(c *config.Config) { c.Recovery.MaxDelay = 0 }, "recovery.max_delay", "must be a positive duration, got 0s"},
+		{"negative attempt timeout", func(c *config.Config) { c.Recovery.AttemptTimeout = -1 }, "recovery.attempt_timeout", "must not be negative"},
+		{"zero first token", func(c *config.Config) { c.Recovery.FirstTokenTimeout = 0 }, "recovery.first_token_timeout", "positive"},
+		{"zero idle", func(c *config.Config) { c.Recovery.StreamIdleTimeout = 0 }, "recovery.stream_idle_timeout", "positive"},
+		{"zero deadline", func(c *config.Config) { c.Recovery.TurnDeadline = 0 }, "recovery.turn_deadline", "positive"},
+		{"zero retry after", func(c *config.Config) { c.Recovery.MaxRetryAfter = 0 }, "recovery.max_retry_after", "positive"},
+		{"lower-case code", func(c *config.Config) { c.Recovery.RetryableCodes = []string{"server"} }, "recovery.retryable_codes", `unknown code "server"`},
+		{"log level", func(c *config.Config) { c.LogLevel = "INFO" }, "log_level", `must be one of debug, info, warn, error, got "INFO"`},
+		{"relative state dir", func(c *config.Config) { c.StateDir = "state" }, "state_dir", "must be an absolute path"},
+		{"url without host", func(c *config.Config) { c.Provider.BaseURL = "https://" }, "provider.base_url", "absolute http or https URL"},
+		{"url password redacted", func(c *config.Config) { c.Provider.BaseURL = "ftp://u:hunter2@x" }, "provider.base_url", `got "ftp://u:xxxxx@x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config.Default()
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantKey == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want error on %s", tt.wantKey)
+			}
+			if !strings.HasPrefix(err.Error(), tt.wantKey+": ") || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("Validate() = %q, want %q and %q", err, tt.wantKey+": ", tt.wantMsg)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("Validate() = %q, leaks the URL's password", err)
+			}
+		})
+	}
+}
+
+func TestConfig_Validate_ReportsAll(t *testing.T) {
+	c := config.Default()
+	c.Provider.MaxTokens = -5
+	c.Recovery.Jitter = 2
+	err := c.Validate()
+	for _, want := range []string{"provider.max_tokens", "recovery.jitter"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %s", err, want)
+		}
+	}
+}
+
+func TestDuration_Text(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    config.Duration
+		wantErr bool
+	}{
+		{"500ms", config.Duration(500 * time.Millisecond), false},
+		{"1m30s", config.Duration(90 * time.Second), false},
+		{"0", 0, false},
+		{"5 parsecs", 0, true},
+		{"500", 0, true},
+	}
+	for _, tt := range tests {
+		var d config.Duration
+		err := d.UnmarshalText([]byte(tt.in))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("UnmarshalText(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if d != tt.want {
+			t.Errorf("UnmarshalText(%q) = %v, want %v", tt.in, d, tt.want)
+		}
+	}
+}
+
+func TestDuration_JSON(t *testing.T) {
+	r := config.Default().Recovery
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"initial_delay":"500ms"`, `"attempt_timeout":"0s"`, `"turn_deadline":"5m0s"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("json.Marshal(Recovery) = %s, want it to contain %s", b, want)
+		}
+	}
+	var back config.Recovery
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, back); diff != "" {
+		t.Errorf("JSON round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfig_JSONKeys(t *testing.T) {
+	c := config.Default()
+	c.Provider.APIKey = "sk-secret"
+	c.Source = "/x/config.toml"
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{`"provider":{`, `"base_url":`, `"api_key_env":`, `"max_tokens":8192`, `"recovery":{`, `"retryable_codes":[`, `"log_level":"info"`, `"state_dir":""`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("json.Marshal(Config) = %s, want %s", s, want)
+		}
+	}
+	for _, bad := range []string{"sk-secret", "/x/config.toml", "APIKey", "Source"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("json.Marshal(Config) = %s, must not contain %s", s, bad)
+		}
+	}
+}
+
+func TestConfig_StringRedactsKey(t *testing.T) {
+	const secret = "sk-this-is-secret"
+	c := config.Default()
+	c.Provider.APIKey = secret
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []any{c, &c, c.Provider, &c.Provider} {
+			got := fmt.Sprintf(format, v)
+			if strings.Contains(got, secret) {
+				t.Errorf("Sprintf(%q, %T) = %s, leaks the API key", format, v, got)
+			}
+			if !strings.Contains(got, "gpt-4o-mini") {
+				t.Errorf("Sprintf(%q, %T) = %s, want the model in it", format, v, got)
+			}
+		}
+	}
+	if got := fmt.Sprintf("%+v", c); !strings.Contains(got, "APIKey:[redacted]") || !strings.Contains(got, "InitialDelay:500ms") {
+		t.Errorf("Sprintf(%%+v) = %s, want APIKey:[redacted] and InitialDelay:500ms", got)
+	}
+	if got := fmt.Sprintf("%#v", c); !strings.HasPrefix(got, "config.Config{") {
+		t.Errorf("Sprintf(%%#v) = %s, want it to start with config.Config{", got)
+	}
+}

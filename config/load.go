@@ -1,0 +1,420 @@
+package config
+
+import (
+	"encoding"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Environment variables read by Load, besides the one named by
+// provider.api_key_env.
+const (
+	EnvBaseURL  = "OPENAI_BASE_URL"
+	EnvModel    = "REBOUND_MODEL"
+	EnvStateDir = "REBOUND_STATE_DIR"
+	EnvConfig   = "REBOUND_CONFIG"
+	EnvLogLevel = "REBOUND_LOG_LEVEL"
+)
+
+// Flags are the command-line overrides; a nil pointer means "not given".
+type Flags struct {
+	BaseURL, Model, StateDir, ConfigPath, LogLevel *string
+}
+
+// Flag names, as typed on the command line without the dashes.
+const (
+	flagBaseURL  = "base-url"
+	flagModel    = "model"
+	flagStateDir = "state-dir"
+	flagConfig   = "config"
+	flagLogLevel = "log-level"
+)
+
+// RegisterFlags binds the five flags on fs and returns a func that yields
+// Flags with only the flags actually set, so that a flag left alone does not
+// override the environment or the file with its zero value.
+func RegisterFlags(fs *flag.FlagSet) func() Flags {
+	baseURL := fs.String(flagBaseURL, "", "provider base URL (overrides "+EnvBaseURL+" and provider.base_url; default "+defaultBaseURL+")")
+	model := fs.String(flagModel, "", "model name (overrides "+EnvModel+" and provider.model; default "+defaultModel+")")
+	stateDir := fs.String(flagStateDir, "", "directory for session logs (overrides "+EnvStateDir+" and state_dir; default $XDG_STATE_HOME/rebound or ~/.local/state/rebound)")
+	configPath := fs.String(flagConfig, "", "TOML config file (overrides "+EnvConfig+"; default $XDG_CONFIG_HOME/rebound/config.toml or ~/.config/rebound/config.toml, if present)")
+	logLevel := fs.String(flagLogLevel, "", "log level: debug, info, warn or error (overrides "+EnvLogLevel+" and log_level; default "+defaultLogLevel+")")
+	return func() Flags {
+		var f Flags
+		fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case flagBaseURL:
+				f.BaseURL = baseURL
+			case flagModel:
+				f.Model = model
+			case flagStateDir:
+				f.StateDir = stateDir
+			case flagConfig:
+				f.ConfigPath = configPath
+			case flagLogLevel:
+				f.LogLevel = logLevel
+			}
+		})
+		return f
+	}
+}
+
+// Load resolves defaults < file < environment < flags and validates the
+// result. getenv is os.Getenv in production; home is os.UserHomeDir's result
+// ("" if unknown). The file is the one named by --config or REBOUND_CONFIG,
+// which must exist, else the first of $XDG_CONFIG_HOME/rebound/config.toml
+// and ~/.config/rebound/config.toml that exists, else none.
+//
+// Errors are *FieldError values (possibly several, joined) naming the
+// source and key, or file errors naming the path; syntax errors read
+// "path:line:col: message" and wrap the toml.ParseError.
+func Load(flags Flags, getenv func(string) string, home string) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	cfg := Default()
+	// origin maps a dotted key to where its current value came from, so a
+	// validation error can point at the file, the variable or the flag.
+	origin := map[string]string{}
+
+	path, explicit, err := configPath(flags, getenv, home)
+	if err != nil {
+		return Config{}, err
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			if err := decodeFile(path, data, &cfg, origin); err != nil {
+				return Config{}, err
+			}
+			cfg.Source = path
+		case explicit != "" || !errors.Is(err, fs.ErrNotExist):
+			// A file the user named must exist; the default one is optional,
+			// but one that exists and can't be read is still an error.
+			if explicit != "" {
+				return Config{}, fmt.Errorf("%s: %w", explicit, err)
+			}
+			return Config{}, err
+		}
+	}
+
+	if d := stateHome(getenv, home); cfg.StateDir == "" && d != "" {
+		cfg.StateDir = d
+	}
+
+	for _, o := range []struct {
+		key  string
+		dst  *string
+		env  string
+		flag *string
+		name string
+	}{
+		{"provider.base_url", &cfg.Provider.BaseURL, EnvBaseURL, flags.BaseURL, flagBaseURL},
+		{"provider.model", &cfg.Provider.Model, EnvModel, flags.Model, flagModel},
+		{"state_dir", &cfg.StateDir, EnvStateDir, flags.StateDir, flagStateDir},
+		{"log_level", &cfg.LogLevel, EnvLogLevel, flags.LogLevel, flagLogLevel},
+	} {
+		// An empty variable counts as unset, as shells make the two hard to
+		// tell apart; an empty flag was typed on purpose and is validated.
+		if v := getenv(o.env); v != "" {
+			*o.dst, origin[o.key] = v, o.env
+		}
+		if o.flag != nil {
+			*o.dst, origin[o.key] = *o.flag, "--"+o.name
+		}
+	}
+
+	if cfg.StateDir == "" {
+		if src := origin["state_dir"]; src != "" {
+			return Config{}, &FieldError{Source: src, Key: "state_dir", Problem: "must not be empty"}
+		}
+		return Config{}, &FieldError{Key: "state_dir", Problem: "no default: neither $XDG_STATE_HOME nor the home directory is known; set " + EnvStateDir + " or --" + flagStateDir}
+	}
+
+	if err := cfg.Validate(); err != nil {
+		return Config{}, attribute(err, origin, cfg.Source)
+	}
+	// Read only after validation, so a bad api_key_env never selects a
+	// variable to read.
+	cfg.Provider.APIKey = getenv(cfg.Provider.APIKeyEnv)
+	return cfg, nil
+}
+
+// configPath returns the file to read, and the flag or variable that named
+// it ("" if it is the optional default, in which case path may not exist).
+func configPath(flags Flags, getenv func(string) string, home string) (path, explicit string, err error) {
+	if flags.ConfigPath != nil {
+		if *flags.ConfigPath == "" {
+			return "", "", &FieldError{Source: "--" + flagConfig, Key: "config", Problem: "must not be empty"}
+		}
+		return *flags.ConfigPath, "--" + flagConfig, nil
+	}
+	if p := getenv(EnvConfig); p != "" {
+		return p, EnvConfig, nil
+	}
+	var candidates []string
+	if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		candidates = append(candidates, filepath.Join(x, "rebound", "config.toml"))
+	}
+	if home != "" {
+		candidates = append(candidates, filepath.Join(home, ".config", "rebound", "config.toml"))
+	}
+	for _, c := range candidates {
+		_, err := os.Stat(c)
+		if err == nil {
+			return c, "", nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", err
+		}
+	}
+	return "", "", nil
+}
+
+// stateHome is the XDG default state directory, "" if it can't be known.
+// The XDG spec says a relative $XDG_STATE_HOME is to be ignored.
+func stateHome(getenv func(string) string, home string) string {
+	if x := getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "rebound")
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".local", "state", "rebound")
+}
+
+// attribute sets the Source of each *FieldError in err. A key with no
+// recorded origin holds its default, which is valid on its own, so the file
+// must have set the value it conflicts with (initial_delay vs max_delay).
+func attribute(err error, origin map[string]string, file string) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		if fe, ok := errors.AsType[*FieldError](e); ok && fe.Source == "" {
+			fe.Source = origin[fe.Key]
+			if fe.Source == "" {
+				fe.Source = file
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// decodeFile decodes data into cfg over the defaults and records the file as
+// the origin of every key it sets.
+//
+// The file is parsed twice: first into a map, to check keys and value types
+// against Config ourselves, because the toml library's type errors are
+// unstructured text and it matches keys case-insensitively; then into cfg,
+// which can then fail only on a value's own syntax (a duration).
+func decodeFile(path string, data []byte, cfg *Config, origin map[string]string) error {
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		// Decoding into a map can fail only on syntax.
+		if pe, ok := errors.AsType[toml.ParseError](err); ok {
+			return &SyntaxError{Path: path, Err: pe}
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if errs := checkShape(path, reflect.TypeFor[Config](), raw, nil); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+
+	md, err := toml.Decode(string(data), cfg)
+	if err != nil {
+		// The shape is right, so this is a value's own syntax, reported by
+		// UnmarshalText with the key it was decoding.
+		if pe, ok := errors.AsType[toml.ParseError](err); ok && pe.LastKey != "" {
+			return &FieldError{Source: path, Key: pe.LastKey, Problem: pe.Message}
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	// checkShape has already rejected unknown keys; this is the decoder's own
+	// account, kept so a disagreement between the two can't drop a setting
+	// silently.
+	if und := md.Undecoded(); len(und) > 0 {
+		var errs []error
+		for _, k := range und {
+			errs = append(errs, &FieldError{Source: path, Key: k.String(), Problem: "unknown key"})
+		}
+		return errors.Join(errs...)
+	}
+	for _, k := range md.Keys() {
+		origin[k.String()] = path
+	}
+	return nil
+}
+
+// SyntaxError is a TOML file that does not parse. Its message has the
+// "path:line:col: message" form that editors make clickable.
+type SyntaxError struct {
+	Path string
+	Err  toml.ParseError
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.Path, e.Err.Position.Line, e.Err.Position.Col, e.Err.Message)
+}
+
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// checkShape compares the decoded table m with the struct type t: every key
+// must name a field (exactly, unlike the decoder) and every value must have a
+// TOML type the field accepts. It reports all problems, sorted by key.
+func checkShape(path string, t reflect.Type, m map[string]any, prefix toml.Key) []error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		key := append(slices.Clip(prefix), name)
+		bad := func(format string, args ...any) {
+			errs = append(errs, &FieldError{Source: path, Key: key.String(), Problem: fmt.Sprintf(format, args...)})
+		}
+		f, ok := fieldByKey(t, name)
+		if !ok {
+			bad("%s", unknownKey(t, name, prefix))
+			continue
+		}
+		v := m[name]
+		ft := f.Type
+		switch {
+		case reflect.PointerTo(ft).Implements(textUnmarshaler):
+			if _, ok := v.(string); !ok {
+				bad("must be a string such as \"500ms\", got %s", describe(v))
+			}
+		case ft.Kind() == reflect.Struct:
+			sub, ok := v.(map[string]any)
+			if !ok {
+				bad("must be a table, got %s", describe(v))
+				continue
+			}
+			errs = append(errs, checkShape(path, ft, sub, key)...)
+		case ft.Kind() == reflect.String:
+			if _, ok := v.(string); !ok {
+				bad("must be a string, got %s", describe(v))
+			}
+		case ft.Kind() == reflect.Int:
+			if _, ok := v.(int64); !ok {
+				bad("must be an integer, got %s", describe(v))
+			}
+		case ft.Kind() == reflect.Float64:
+			switch v.(type) {
+			case float64, int64:
+			default:
+				bad("must be a number, got %s", describe(v))
+			}
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+			arr, ok := v.([]any)
+			if !ok {
+				bad("must be an array of strings, got %s", describe(v))
+				continue
+			}
+			for i, el := range arr {
+				if _, ok := el.(string); !ok {
+					bad("must be an array of strings, got %s at index %d", describe(el), i)
+					break
+				}
+			}
+		default:
+			// A field type this switch doesn't know is a bug here, not in the
+			// user's file.
+			panic(fmt.Sprintf("config: checkShape: unsupported field type %s", ft))
+		}
+	}
+	return errs
+}
+
+// fieldByKey finds the field of t whose toml tag is name.
+func fieldByKey(t reflect.Type, name string) (reflect.StructField, bool) {
+	for f := range t.Fields() {
+		tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if tag != "-" && tag != "" && tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// unknownKey says that name is not a key of t, with a hint when the user
+// probably meant something else. It never repeats the value, which might be
+// a secret (api_key).
+func unknownKey(t reflect.Type, name string, prefix toml.Key) string {
+	if len(prefix) == 1 && prefix[0] == "provider" && strings.Contains(strings.ToLower(name), "key") && name != "api_key_env" {
+		return "unknown key; the API key is read from the environment variable named by provider.api_key_env (default " + defaultAPIKeyEnv + ")"
+	}
+	var known []string
+	for f := range t.Fields() {
+		if tag, _, _ := strings.Cut(f.Tag.Get("toml"), ","); tag != "" && tag != "-" {
+			known = append(known, tag)
+		}
+	}
+	what := "unknown key"
+	if len(prefix) == 0 {
+		what = "unknown key or table"
+	}
+	for _, k := range known {
+		if editDistance(strings.ToLower(name), k) <= 2 {
+			return fmt.Sprintf("%s (did you mean %q?)", what, k)
+		}
+	}
+	return fmt.Sprintf("%s; known keys are %s", what, strings.Join(known, ", "))
+}
+
+// editDistance is the Levenshtein distance, for "did you mean" hints.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// describe names a decoded TOML value's type for messages, with the value
+// for scalars so the user can find it.
+func describe(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case int64:
+		return fmt.Sprintf("integer %d", v)
+	case float64:
+		return fmt.Sprintf("float %v", v)
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case map[string]any:
+		return "a table"
+	case []map[string]any:
+		return "an array of tables"
+	case []any:
+		return "an array"
+	default:
+		return "a date or time"
+	}
+}

@@ -1,0 +1,184 @@
+// Package recovery owns what Rebound knows about provider failures: the
+// failure taxonomy and its classification from structured facts (HTTP status,
+// the provider's error code and type, headers, our own watchdogs), and the
+// policies that decide whether and when to try again.
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+)
+
+// Code is the stable failure taxonomy shown to editors, logs and users.
+type Code string
+
+const (
+	RateLimit       Code = "RATE_LIMIT"
+	Overloaded      Code = "OVERLOADED"
+	Server          Code = "SERVER"
+	Timeout         Code = "TIMEOUT"
+	Transport       Code = "TRANSPORT"
+	EmptyResponse   Code = "EMPTY_RESPONSE"
+	ContextOverflow Code = "CONTEXT_OVERFLOW"
+	Auth            Code = "AUTH"
+	Quota           Code = "QUOTA"
+	InvalidRequest  Code = "INVALID_REQUEST"
+	Protocol        Code = "PROTOCOL"
+	Aborted         Code = "ABORTED"
+	Unknown         Code = "UNKNOWN"
+)
+
+// Failure is the one JSON-serialisable description of a provider failure.
+type Failure struct {
+	Code         Code   `json:"code"`
+	Message      string `json:"message"`
+	Status       int    `json:"status,omitempty"`
+	RetryAfterMs *int64 `json:"retryAfterMs,omitempty"`
+	RequestID    string `json:"requestId,omitempty"`
+	ProviderCode string `json:"providerCode,omitempty"`
+	ProviderType string `json:"providerType,omitempty"`
+}
+
+func (f *Failure) Error() string { return f.Summary() + ": " + f.Message }
+
+// ErrEmptyResponse: the stream finished properly but carried neither content
+// nor a tool call.
+var ErrEmptyResponse = errors.New("the provider finished the reply without any content")
+
+// Classify turns an attempt's error into failure facts. It reads structured
+// facts only (status, error code/type, error identity), never message text:
+// providers reword messages freely, codes are their contract.
+func Classify(err error) *Failure {
+	if err == nil {
+		return nil
+	}
+	if f, ok := errors.AsType[*Failure](err); ok {
+		return f
+	}
+	f := &Failure{Code: Unknown, Message: err.Error()}
+	switch {
+	case errors.Is(err, context.Canceled):
+		f.Code = Aborted
+	case errors.Is(err, context.DeadlineExceeded):
+		f.Code = Timeout
+	case errors.Is(err, ErrEmptyResponse):
+		f.Code = EmptyResponse
+	case errors.Is(err, llm.ErrIncompleteStream), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
+		f.Code = Transport
+	}
+	if pe, ok := errors.AsType[*llm.Error](err); ok {
+		f.Status = pe.Status
+		f.RequestID = pe.RequestID
+		f.ProviderCode = pe.Code
+		f.ProviderType = pe.Type
+		if pe.Message != "" {
+			f.Message = pe.Message
+		}
+		f.Code = classifyProvider(pe)
+		return f
+	}
+	if f.Code == Unknown {
+		if _, ok := errors.AsType[net.Error](err); ok {
+			f.Code = Transport
+		} else if _, ok := errors.AsType[*net.OpError](err); ok {
+			f.Code = Transport
+		}
+	}
+	return f
+}
+
+func classifyProvider(e *llm.Error) Code {
+	switch code, typ := strings.ToLower(e.Code), strings.ToLower(e.Type); {
+	case code == "context_length_exceeded" || typ == "context_length_exceeded":
+		return ContextOverflow
+	case code == "insufficient_quota" || typ == "insufficient_quota":
+		return Quota
+	case typ == "overloaded_error" || code == "overloaded_error":
+		return Overloaded
+	case code == "rate_limit_exceeded" || typ == "rate_limit_error":
+		return RateLimit
+	}
+	switch s := e.Status; {
+	case s == 0 || (e.InStream && s < 300):
+		if e.InStream {
+			return Server // an in-stream error without a known code: the provider failed mid-reply
+		}
+		return Unknown
+	case s == 401 || s == 403:
+		return Auth
+	case s == 429:
+		return RateLimit
+	case s == 529:
+		return Overloaded
+	case s == 408:
+		return Timeout
+	case s >= 500:
+		return Server
+	case s >= 400:
+		return InvalidRequest
+	}
+	return Unknown
+}
+
+// Summary is a short phrase a person can read, e.g. "Rate limited by the
+// provider (429)".
+func (f *Failure) Summary() string {
+	status := ""
+	if f.Status != 0 {
+		status = " (" + strconv.Itoa(f.Status) + ")"
+	}
+	switch f.Code {
+	case RateLimit:
+		return "Rate limited by the provider" + status
+	case Overloaded:
+		return "The provider is overloaded" + status
+	case Server:
+		return "The provider had a server error" + status
+	case Timeout:
+		return "The provider did not answer in time" + status
+	case Transport:
+		return "The connection to the provider failed"
+	case EmptyResponse:
+		return "The provider sent an empty reply"
+	case ContextOverflow:
+		return "The conversation is too long for the model" + status
+	case Auth:
+		return "The provider rejected the API key" + status
+	case Quota:
+		return "The provider account is out of quota" + status
+	case InvalidRequest:
+		return "The provider rejected the request" + status
+	case Protocol:
+		return "The provider sent a malformed reply"
+	case Aborted:
+		return "The request was cancelled"
+	}
+	return "The provider request failed" + status
+}
+
+// Advice says what a person can do about the failure, or "" when there is
+// nothing better than trying again later.
+func (f *Failure) Advice(apiKeyEnv string) string {
+	switch f.Code {
+	case Auth:
+		return fmt.Sprintf("Check the key in %s and the base URL.", apiKeyEnv)
+	case Quota:
+		return "Add credit or raise the limit with the provider, or switch model."
+	case ContextOverflow:
+		return "Start a new session or shorten the prompt."
+	case InvalidRequest:
+		return "Check the model name and the base URL."
+	case Transport:
+		return "Check the base URL and your network connection."
+	}
+	return ""
+}

@@ -1,0 +1,379 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// InvariantError says where a log breaks its rules. Line is the 1-based file
+// line (for Conversation, the 1-based index of the event); Seq is the event's
+// seq when the line had one.
+type InvariantError struct {
+	Path string
+	Line int
+	Seq  int64
+	Msg  string
+}
+
+func (e *InvariantError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("event %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+}
+
+// stopCancelled is the stop reason of a cancelled turn (ACP's "cancelled").
+const stopCancelled = "cancelled"
+
+// checker is the state machine shared by Load (whole files) and Append
+// (every record before it is written), so the writer can never produce a
+// log the loader refuses. Each event type has one rule function; a rule
+// checks everything before it changes any state, so a refused event leaves
+// the checker as it was.
+type checker struct {
+	path    string
+	line    int   // line of the last accepted event
+	lastSeq int64 // 0 before session/start
+	turn    int   // number of the last turn/start
+	open    *openTurn
+	// retryIDs holds the retry chains of earlier turns and finished chains
+	// of the open one: a chain keeps one id, and an id names one chain.
+	retryIDs map[string]bool
+}
+
+type openTurn struct {
+	n        int
+	line     int // of its turn/start
+	lastStep int // highest step started in this turn
+	step     int // the open step, 0 if none
+	stepMsg  bool
+	calls    map[string]int // tool calls without a result: id → line
+	callIDs  []string       // the same ids, in order, for stable messages
+	retryID  string         // the current retry chain
+	retry    int            // its last retry number
+	started  bool           // llm/retry-started seen for that retry
+}
+
+type rule func(c *checker, ev Event) error
+
+var rules = map[string]rule{
+	TypeSessionStart:     (*checker).sessionStart,
+	TypeTurnStart:        (*checker).turnStart,
+	TypeStepStart:        (*checker).stepStart,
+	TypeAssistantChunk:   (*checker).assistantChunk,
+	TypeAssistantMessage: (*checker).assistantMessage,
+	TypeStepEnd:          (*checker).stepEnd,
+	TypeToolCall:         (*checker).toolCall,
+	TypeToolResult:       (*checker).toolResult,
+	TypeLLMRetry:         (*checker).llmRetry,
+	TypeLLMRetryStarted:  (*checker).llmRetryStarted,
+	TypeCompaction:       (*checker).compaction,
+	TypeTurnEnd:          (*checker).turnEnd,
+}
+
+func newChecker(path string) *checker {
+	return &checker{path: path, retryIDs: make(map[string]bool)}
+}
+
+// errorf builds the error for the event on the line after the last accepted.
+func (c *checker) errorf(seq int64, format string, args ...any) *InvariantError {
+	return &InvariantError{Path: c.path, Line: c.line + 1, Seq: seq, Msg: fmt.Sprintf(format, args...)}
+}
+
+// check validates ev as the next event and, if it is valid, advances.
+func (c *checker) check(ev Event) error {
+	switch {
+	case c.lastSeq == 0 && ev.Seq != 1:
+		return c.errorf(ev.Seq, "seq %d: the first event must have seq 1", ev.Seq)
+	case c.lastSeq != 0 && ev.Seq <= c.lastSeq:
+		return c.errorf(ev.Seq, "seq %d after %d: seq must strictly increase", ev.Seq, c.lastSeq)
+	case c.lastSeq != 0 && ev.Seq != c.lastSeq+1:
+		return c.errorf(ev.Seq, "seq %d after %d: seq must increase by one", ev.Seq, c.lastSeq)
+	}
+	if ev.V < 1 || ev.V > SchemaVersion {
+		return c.errorf(ev.Seq, "v %d: this build reads schema versions 1 to %d", ev.V, SchemaVersion)
+	}
+	r, ok := rules[ev.Type]
+	if !ok {
+		return c.errorf(ev.Seq, "unknown event type %q", ev.Type)
+	}
+	if c.lastSeq == 0 && ev.Type != TypeSessionStart {
+		return c.errorf(ev.Seq, "%s: a log must begin with %s", ev.Type, TypeSessionStart)
+	}
+	if err := r(c, ev); err != nil {
+		return err
+	}
+	c.lastSeq = ev.Seq
+	c.line++
+	return nil
+}
+
+// decode reads an event's data into its struct. Unknown fields are allowed:
+// within one schema version, additions are compatible.
+func decode[T any](c *checker, ev Event) (T, error) {
+	var v T
+	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
+		return v, c.errorf(ev.Seq, "%s: data must be a JSON object", ev.Type)
+	}
+	if err := json.Unmarshal(ev.Data, &v); err != nil {
+		return v, c.errorf(ev.Seq, "%s: bad data: %v", ev.Type, err)
+	}
+	return v, nil
+}
+
+// inTurn returns the open turn if the event belongs to it.
+func (c *checker) inTurn(ev Event, turn int) (*openTurn, error) {
+	if c.open == nil {
+		return nil, c.errorf(ev.Seq, "%s for turn %d outside a turn", ev.Type, turn)
+	}
+	if turn != c.open.n {
+		return nil, c.errorf(ev.Seq, "%s for turn %d, but turn %d is open", ev.Type, turn, c.open.n)
+	}
+	return c.open, nil
+}
+
+// inStep returns the open turn if the event belongs to its open step.
+func (c *checker) inStep(ev Event, turn, step int) (*openTurn, error) {
+	t, err := c.inTurn(ev, turn)
+	if err != nil {
+		return nil, err
+	}
+	if t.step == 0 {
+		return nil, c.errorf(ev.Seq, "%s for step %d of turn %d, but no step is open", ev.Type, step, turn)
+	}
+	if step != t.step {
+		return nil, c.errorf(ev.Seq, "%s for step %d of turn %d, but step %d is open", ev.Type, step, turn, t.step)
+	}
+	return t, nil
+}
+
+func (c *checker) sessionStart(ev Event) error {
+	if c.lastSeq != 0 {
+		return c.errorf(ev.Seq, "%s again: only the first event may be %s", ev.Type, ev.Type)
+	}
+	d, err := decode[SessionStart](c, ev)
+	if err != nil {
+		return err
+	}
+	if d.SessionID == "" {
+		return c.errorf(ev.Seq, "%s: sessionId is empty", ev.Type)
+	}
+	return nil
+}
+
+func (c *checker) turnStart(ev Event) error {
+	d, err := decode[TurnStart](c, ev)
+	if err != nil {
+		return err
+	}
+	if c.open != nil {
+		return c.errorf(ev.Seq, "turn/start for turn %d while turn %d is open: every turn/start needs a turn/end first", d.Turn, c.open.n)
+	}
+	if d.Turn != c.turn+1 {
+		return c.errorf(ev.Seq, "turn/start for turn %d after turn %d: turns go up by one from 1", d.Turn, c.turn)
+	}
+	c.turn = d.Turn
+	c.open = &openTurn{n: d.Turn, line: c.line + 1, calls: make(map[string]int)}
+	return nil
+}
+
+func (c *checker) stepStart(ev Event) error {
+	d, err := decode[StepStart](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if t.step != 0 {
+		return c.errorf(ev.Seq, "step/start for step %d while step %d is open", d.Step, t.step)
+	}
+	if d.Step < 1 {
+		return c.errorf(ev.Seq, "step/start for step %d: steps count from 1", d.Step)
+	}
+	if d.Step <= t.lastStep {
+		return c.errorf(ev.Seq, "step/start for step %d after step %d: steps must increase within a turn", d.Step, t.lastStep)
+	}
+	t.lastStep, t.step, t.stepMsg = d.Step, d.Step, false
+	return nil
+}
+
+func (c *checker) assistantChunk(ev Event) error {
+	d, err := decode[AssistantChunk](c, ev)
+	if err != nil {
+		return err
+	}
+	_, err = c.inStep(ev, d.Turn, d.Step)
+	return err
+}
+
+func (c *checker) assistantMessage(ev Event) error {
+	d, err := decode[AssistantMessage](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inStep(ev, d.Turn, d.Step)
+	if err != nil {
+		return err
+	}
+	if t.stepMsg {
+		return c.errorf(ev.Seq, "second assistant/message for step %d of turn %d: a step commits at most one", d.Step, d.Turn)
+	}
+	t.stepMsg = true
+	return nil
+}
+
+func (c *checker) stepEnd(ev Event) error {
+	d, err := decode[StepEnd](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inStep(ev, d.Turn, d.Step)
+	if err != nil {
+		return err
+	}
+	switch d.Outcome {
+	case OutcomeOK, OutcomeFailed, OutcomeCancelled:
+	default:
+		return c.errorf(ev.Seq, "step/end outcome %q: want %q, %q or %q", d.Outcome, OutcomeOK, OutcomeFailed, OutcomeCancelled)
+	}
+	t.step, t.stepMsg = 0, false
+	return nil
+}
+
+func (c *checker) toolCall(ev Event) error {
+	d, err := decode[ToolCall](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if d.ToolCallID == "" {
+		return c.errorf(ev.Seq, "tool/call: toolCallId is empty")
+	}
+	if d.Step < 1 || d.Step > t.lastStep {
+		return c.errorf(ev.Seq, "tool/call %q for step %d, but turn %d has started steps 1 to %d", d.ToolCallID, d.Step, d.Turn, t.lastStep)
+	}
+	if line, ok := t.calls[d.ToolCallID]; ok {
+		return c.errorf(ev.Seq, "tool/call %q again: the call on line %d has no tool/result yet", d.ToolCallID, line)
+	}
+	t.calls[d.ToolCallID] = c.line + 1
+	t.callIDs = append(t.callIDs, d.ToolCallID)
+	return nil
+}
+
+func (c *checker) toolResult(ev Event) error {
+	d, err := decode[ToolResult](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if _, ok := t.calls[d.ToolCallID]; !ok {
+		return c.errorf(ev.Seq, "tool/result for %q, which is not a tool/call of turn %d awaiting a result", d.ToolCallID, d.Turn)
+	}
+	delete(t.calls, d.ToolCallID)
+	for i, id := range t.callIDs {
+		if id == d.ToolCallID {
+			t.callIDs = append(t.callIDs[:i], t.callIDs[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+func (c *checker) llmRetry(ev Event) error {
+	d, err := decode[LLMRetry](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if d.RetryID == "" {
+		return c.errorf(ev.Seq, "llm/retry: retryId is empty")
+	}
+	if d.RetryID == t.retryID {
+		if d.Retry != t.retry+1 {
+			return c.errorf(ev.Seq, "llm/retry %d of chain %q after retry %d: retry numbers in a chain go up by one", d.Retry, d.RetryID, t.retry)
+		}
+	} else {
+		if c.retryIDs[d.RetryID] {
+			return c.errorf(ev.Seq, "llm/retry of chain %q, which ended earlier: a chain keeps one retryId", d.RetryID)
+		}
+		if d.Retry != 1 {
+			return c.errorf(ev.Seq, "llm/retry %d starts chain %q: a chain starts at retry 1", d.Retry, d.RetryID)
+		}
+		if t.retryID != "" {
+			c.retryIDs[t.retryID] = true
+		}
+		t.retryID = d.RetryID
+	}
+	t.retry, t.started = d.Retry, false
+	return nil
+}
+
+func (c *checker) llmRetryStarted(ev Event) error {
+	d, err := decode[LLMRetryStarted](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if t.retryID == "" {
+		return c.errorf(ev.Seq, "llm/retry-started for %q retry %d, but turn %d has no llm/retry", d.RetryID, d.Retry, d.Turn)
+	}
+	if d.RetryID != t.retryID || d.Retry != t.retry {
+		return c.errorf(ev.Seq, "llm/retry-started for %q retry %d, but the last llm/retry is %q retry %d", d.RetryID, d.Retry, t.retryID, t.retry)
+	}
+	if t.started {
+		return c.errorf(ev.Seq, "llm/retry-started for %q retry %d again", d.RetryID, d.Retry)
+	}
+	t.started = true
+	return nil
+}
+
+func (c *checker) compaction(ev Event) error {
+	d, err := decode[Compaction](c, ev)
+	if err != nil {
+		return err
+	}
+	_, err = c.inTurn(ev, d.Turn)
+	return err
+}
+
+func (c *checker) turnEnd(ev Event) error {
+	d, err := decode[TurnEnd](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	// A turn that stopped abnormally (failed, cancelled, or closed after a
+	// crash) may leave its step open: the step never committed an end, and
+	// the log says so. A turn that ended normally must have closed it.
+	abnormal := len(d.Error) > 0 || d.StopReason == stopCancelled
+	if t.step != 0 && !abnormal {
+		return c.errorf(ev.Seq, "turn/end for turn %d while step %d is open: a turn that ends without error or cancellation must close its steps", d.Turn, t.step)
+	}
+	if len(t.callIDs) > 0 {
+		id := t.callIDs[0]
+		return c.errorf(ev.Seq, "turn/end for turn %d, but tool/call %q (line %d) has no tool/result", d.Turn, id, t.calls[id])
+	}
+	if t.retryID != "" {
+		c.retryIDs[t.retryID] = true
+	}
+	c.open = nil
+	return nil
+}

@@ -1,0 +1,71 @@
+package session
+
+import "encoding/json"
+
+// Roles of a Message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one entry of the committed conversation.
+type Message struct {
+	Turn      int
+	Role      string // RoleUser or RoleAssistant
+	Text      string
+	Reasoning string
+	MessageID string
+	// Prompt is the user's prompt blocks as the editor sent them (user
+	// messages only).
+	Prompt       json.RawMessage
+	FinishReason string
+}
+
+// Conversation derives the committed conversation: a user message for each
+// turn/start and an assistant message for each assistant/message, in log
+// order. Chunks never become messages, so a step that failed, was cancelled
+// or committed nothing contributes nothing. The events are checked first
+// (an *InvariantError's Line is then the 1-based index of the event), so a
+// conversation is only derived from a log that keeps its rules.
+func Conversation(events []Event) ([]Message, error) {
+	c := newChecker("")
+	var msgs []Message
+	for _, ev := range events {
+		if err := c.check(ev); err != nil {
+			return nil, err
+		}
+		switch ev.Type {
+		case TypeTurnStart:
+			var d TurnStart
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, err // unreachable: check decoded it
+			}
+			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
+		case TypeAssistantMessage:
+			var d AssistantMessage
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, Message{
+				Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
+				MessageID: d.MessageID, FinishReason: d.FinishReason,
+			})
+		}
+	}
+	return msgs, nil
+}
+
+// NextTurn is the number the next turn/start must carry: one more than the
+// last turn's.
+func NextTurn(events []Event) int {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != TypeTurnStart {
+			continue
+		}
+		var d TurnStart
+		if err := json.Unmarshal(events[i].Data, &d); err == nil {
+			return d.Turn + 1
+		}
+	}
+	return 1
+}

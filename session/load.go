@@ -1,0 +1,146 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Loaded is a log as read back.
+type Loaded struct {
+	Events   []Event
+	Warnings []string // things repaired or left open, each naming its line
+	// TornBytes is the size of an unterminated, unparsable last line (a write
+	// cut short by a crash) that was dropped; ValidSize is the size of
+	// everything kept, the length Open truncates the file to.
+	TornBytes int64
+	ValidSize int64
+	// Unterminated is set when the last line is a complete event without its
+	// trailing newline; Open appends the newline.
+	Unterminated bool
+	// OpenTurn is the number of a last turn that has no turn/end (the process
+	// died during it), or 0. OpenStep is its open step, or 0, and
+	// PendingToolCalls its tool calls without a result: whoever closes the
+	// turn writes what is needed to settle them.
+	OpenTurn         int
+	OpenStep         int
+	PendingToolCalls []string
+}
+
+// Load reads and checks the log at path. It does not modify the file.
+func Load(path string) (*Loaded, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, openError(err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+func openError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// Parse reads and checks a log; name is used in errors and warnings.
+func Parse(r io.Reader, name string) (*Loaded, error) {
+	ld, _, err := parse(r, name)
+	return ld, err
+}
+
+// rawEvent has pointers so a missing field can be told from a zero one.
+type rawEvent struct {
+	Seq  *int64          `json:"seq"`
+	V    *int            `json:"v"`
+	Time *time.Time      `json:"time"`
+	Type *string         `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func parse(r io.Reader, name string) (*Loaded, *checker, error) {
+	c := newChecker(name)
+	ld := &Loaded{}
+	br := bufio.NewReaderSize(r, 64<<10)
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		if len(line) == 0 {
+			break // clean end: the last line had its newline
+		}
+		terminated := line[len(line)-1] == '\n'
+		body := bytes.TrimSuffix(line, []byte("\n"))
+		if !terminated && !json.Valid(body) {
+			// Records are written whole with one Write each, so an
+			// unterminated line that is not JSON is a write cut short.
+			ld.TornBytes = int64(len(line))
+			ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: dropped a torn last line (%d bytes, no newline): the write was cut short", name, lineNo, len(line)))
+			break
+		}
+		ev, perr := parseLine(body)
+		if perr != nil {
+			return nil, nil, &InvariantError{Path: name, Line: lineNo, Seq: perr.seq, Msg: perr.msg}
+		}
+		if err := c.check(ev); err != nil {
+			return nil, nil, err
+		}
+		ld.Events = append(ld.Events, ev)
+		ld.ValidSize += int64(len(line))
+		if !terminated {
+			ld.Unterminated = true
+			ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: last line is complete but has no newline", name, lineNo))
+			break
+		}
+	}
+	if len(ld.Events) == 0 {
+		return nil, nil, &InvariantError{Path: name, Line: 1, Msg: "no events: a log must begin with " + TypeSessionStart}
+	}
+	if t := c.open; t != nil {
+		ld.OpenTurn, ld.OpenStep = t.n, t.step
+		ld.PendingToolCalls = append([]string(nil), t.callIDs...)
+		ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: turn %d has no turn/end: the last turn was left open", name, t.line, t.n))
+	}
+	return ld, c, nil
+}
+
+type lineError struct {
+	seq int64
+	msg string
+}
+
+// parseLine decodes one line into an Event, insisting on every field.
+func parseLine(b []byte) (Event, *lineError) {
+	var raw rawEvent
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Event{}, &lineError{msg: "not a JSON event: " + err.Error()}
+	}
+	var seq int64
+	if raw.Seq != nil {
+		seq = *raw.Seq
+	}
+	missing := func(field string) (Event, *lineError) {
+		return Event{}, &lineError{seq: seq, msg: fmt.Sprintf("event has no %q", field)}
+	}
+	switch {
+	case raw.Seq == nil:
+		return missing("seq")
+	case raw.V == nil:
+		return missing("v")
+	case raw.Time == nil:
+		return missing("time")
+	case raw.Type == nil:
+		return missing("type")
+	case len(raw.Data) == 0:
+		return missing("data")
+	}
+	return Event{Seq: seq, V: *raw.V, Time: *raw.Time, Type: *raw.Type, Data: raw.Data}, nil
+}
