@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/tools/txtar"
 
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
