@@ -122,7 +122,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 func (t *turn) failure(err error) error {
 	f := recovery.Classify(err)
 	t.failed = f
-	msg := f.Summary() + ": " + f.Message + "."
+	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}

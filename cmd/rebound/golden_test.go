@@ -216,6 +216,7 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			continue
 		}
 		for _, ev := range loaded.Events {
+			schema.validateEvent(t, ev)
 			out.WriteString(canonical(map[string]any{"dir": "log", "event": ev}) + "\n")
 		}
 	}
@@ -304,6 +305,7 @@ type acpSchema struct {
 	root    *jsonschema.Schema
 	results map[string]*jsonschema.Schema // method → result type
 	params  map[string]*jsonschema.Schema // notification method → params type
+	event   *jsonschema.Schema            // a session log line (our own schema)
 }
 
 func loadACPSchema(t *testing.T) *acpSchema {
@@ -340,6 +342,19 @@ func loadACPSchema(t *testing.T) *acpSchema {
 		params: map[string]*jsonschema.Schema{
 			"session/update": compile("acp.json#/$defs/SessionNotification"),
 		},
+		event: compile(filepath.Join("..", "..", "schema", "session-event.schema.json")),
+	}
+}
+
+func (s *acpSchema) validateEvent(t *testing.T, ev session.Event) {
+	t.Helper()
+	b, _ := json.Marshal(ev)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err == nil {
+		err = s.event.Validate(v)
+	}
+	if err != nil {
+		t.Errorf("session event %d (%s) does not match schema/session-event.schema.json: %v", ev.Seq, ev.Type, err)
 	}
 }
 

@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Logger:    log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
-	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log.With().Str("component", "acp").Logger()})
+	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log})
 	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
 		Bool("apiKey", cfg.Provider.APIKey != "").Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)

@@ -1,0 +1,139 @@
+package schema_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/google/go-cmp/cmp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite the checked-in schemas")
+
+// The checked-in schemas must be what the Go types generate today.
+func TestSchemas_Fresh(t *testing.T) {
+	for name, s := range schema.All() {
+		got, err := schema.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.WriteFile(name, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("%v (run `go test ./schema -update`)", err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s is stale; run `go test ./schema -update` (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func compile(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	s, err := c.Compile(name)
+	if err != nil {
+		t.Fatalf("compile %s: %v", name, err)
+	}
+	return s
+}
+
+func tomlAsJSON(t *testing.T, src string) any {
+	t.Helper()
+	var m map[string]any
+	if _, err := toml.Decode(src, &m); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(m)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestConfigSchema_Validates(t *testing.T) {
+	s := compile(t, "config.schema.json")
+	example, err := os.ReadFile(filepath.Join("..", "testdata", "config", "example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, _ := json.Marshal(config.Default())
+	tests := []struct {
+		name, src string
+		ok        bool
+	}{
+		{"example", string(example), true},
+		{"empty file", "", true},
+		{"unknown key", "[provider]\nmodle = \"x\"\n", false},
+		{"bad duration", "[recovery]\nmax_delay = \"5 parsecs\"\n", false},
+		{"bad code", "[recovery]\nretryable_codes = [\"NOPE\"]\n", false},
+		{"negative max_tokens", "[provider]\nmax_tokens = -5\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Validate(tomlAsJSON(t, tt.src))
+			if (err == nil) != tt.ok {
+				t.Errorf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+	t.Run("defaults", func(t *testing.T) {
+		// Default() as JSON uses the same key names and value forms as the file.
+		var v map[string]any
+		json.Unmarshal(defaults, &v)
+		delete(v, "state_dir") // empty until resolved; the schema wants a path
+		b, _ := json.Marshal(v)
+		doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err := s.Validate(doc); err != nil {
+			t.Errorf("defaults do not validate: %v", err)
+		}
+	})
+}
+
+func TestSessionEventSchema_ValidatesLogs(t *testing.T) {
+	s := compile(t, "session-event.schema.json")
+	logs, _ := filepath.Glob(filepath.Join("..", "session", "testdata", "*.jsonl"))
+	if len(logs) == 0 {
+		t.Fatal("no session logs to validate")
+	}
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, i+1, err)
+			}
+			if err := s.Validate(v); err != nil {
+				t.Errorf("%s:%d: %v", path, i+1, err)
+			}
+		}
+	}
+	bad := `{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/start","data":{"turn":"one"}}`
+	v, _ := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+	if s.Validate(v) == nil {
+		t.Error("a turn/start with a string turn validated")
+	}
+	unknown := `{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/explode","data":{}}`
+	v, _ = jsonschema.UnmarshalJSON(strings.NewReader(unknown))
+	if s.Validate(v) == nil {
+		t.Error("an unknown event type validated")
+	}
+}
