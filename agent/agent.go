@@ -16,6 +16,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -29,6 +30,7 @@ type Config struct {
 	// then fail with auth required, naming APIKeyEnv.
 	Provider  llm.Provider
 	APIKeyEnv string
+	Recovery  recovery.Config
 	Version   string
 	Logger    zerolog.Logger
 }
@@ -138,7 +140,7 @@ func (s *sessionState) closeInterrupted(turn, step int) error {
 			return err
 		}
 	}
-	_, err := s.appendSync(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Error: interruptedFailure})
+	_, err := s.appendSync(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Error: interruptedFailure, Interrupted: true})
 	return err
 }
 

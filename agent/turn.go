@@ -103,26 +103,43 @@ type turn struct {
 	steps     int
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
+	retryID   string            // the retry chain in progress, if any
 }
 
 func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
-	reply, err := t.step(ctx)
+	var reply *llm.Reply
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.start}
+	id, retries := session.RetryChain(t.s.events)
+	t.retryID = id
+	err := exec.Do(ctx, recovery.Chain{ID: id, Retries: retries}, t, func(ctx context.Context) error {
+		r, err := t.step(ctx)
+		reply = r
+		return err
+	})
 	if err != nil {
 		if isCancelled(ctx) {
 			t.cancelled = true
 			return acp.PromptResponse{StopReason: acp.StopCancelled}, err
 		}
-		return acp.PromptResponse{}, t.failure(err)
+		return acp.PromptResponse{}, t.failure(ctx, err)
 	}
 	return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
 }
 
-// failure wraps a failed turn's error with the wire shape the editor gets:
-// a message a person can act on, and the facts in data.
-func (t *turn) failure(err error) error {
+// failure turns a failed turn's error into the wire shape the editor gets: a
+// message a person can act on, and the facts in data.
+func (t *turn) failure(ctx context.Context, err error) error {
 	f := recovery.Classify(err)
-	t.failed = f
 	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."
+	if g, ok := recovery.AsGiveUp(err); ok {
+		f = g.Failure
+		msg = strings.TrimRight(g.Message(), ". ") + "."
+		if g.Retries > 0 {
+			t.progress(ctx, RetryProgress{Phase: phaseExhausted, RetryID: t.retryID, Retry: g.Retries,
+				MaxRetries: t.agent.cfg.Recovery.Policy.MaxRetries, Failure: f})
+		}
+	}
+	t.failed = f
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}
@@ -177,7 +194,7 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, error) {
 // attempt runs one provider request to its end, recording every chunk as it
 // arrives. The chunks are returned for the emitter, never sent from here.
 func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, []llm.Chunk, error) {
-	stream, err := t.agent.cfg.Provider.Stream(ctx, req)
+	stream, err := recovery.Watch(ctx, t.agent.cfg.Provider, req, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rebound-agent/rebound/agent/llm"
 )
@@ -45,7 +46,13 @@ type Failure struct {
 	RequestID    string `json:"requestId,omitempty"`
 	ProviderCode string `json:"providerCode,omitempty"`
 	ProviderType string `json:"providerType,omitempty"`
+
+	retryAfterErr error // a Retry-After header that was present but unusable
 }
+
+// RetryAfterErr reports a Retry-After header that was present but could not
+// be used; the policy then falls back to its own backoff.
+func (f *Failure) RetryAfterErr() error { return f.retryAfterErr }
 
 func (f *Failure) Error() string { return f.Summary() + ": " + f.Message }
 
@@ -67,8 +74,10 @@ func Classify(err error) *Failure {
 	switch {
 	case errors.Is(err, context.Canceled):
 		f.Code = Aborted
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrFirstTokenTimeout), errors.Is(err, ErrIdleTimeout):
 		f.Code = Timeout
+	case errors.Is(err, llm.ErrMalformedStream):
+		f.Code = Protocol
 	case errors.Is(err, ErrEmptyResponse):
 		f.Code = EmptyResponse
 	case errors.Is(err, llm.ErrIncompleteStream), errors.Is(err, io.ErrUnexpectedEOF),
@@ -84,6 +93,12 @@ func Classify(err error) *Failure {
 			f.Message = pe.Message
 		}
 		f.Code = classifyProvider(pe)
+		if d, ok, err := ParseRetryAfter(pe.Header, time.Now()); ok {
+			ms := d.Milliseconds()
+			f.RetryAfterMs = &ms
+		} else {
+			f.retryAfterErr = err
+		}
 		return f
 	}
 	if f.Code == Unknown {

@@ -40,6 +40,12 @@ type checker struct {
 	// retryIDs holds the retry chains of earlier turns and finished chains
 	// of the open one: a chain keeps one id, and an id names one chain.
 	retryIDs map[string]bool
+	// carried is the retry chain of a turn that was interrupted, which the
+	// next turn continues.
+	carried struct {
+		id    string
+		retry int
+	}
 }
 
 type openTurn struct {
@@ -174,7 +180,9 @@ func (c *checker) turnStart(ev Event) error {
 		return c.errorf(ev.Seq, "turn/start for turn %d after turn %d: turns go up by one from 1", d.Turn, c.turn)
 	}
 	c.turn = d.Turn
-	c.open = &openTurn{n: d.Turn, line: c.line + 1, calls: make(map[string]int)}
+	c.open = &openTurn{n: d.Turn, line: c.line + 1, calls: make(map[string]int),
+		retryID: c.carried.id, retry: c.carried.retry, started: c.carried.id != ""}
+	c.carried.id, c.carried.retry = "", 0
 	return nil
 }
 
@@ -371,7 +379,9 @@ func (c *checker) turnEnd(ev Event) error {
 		id := t.callIDs[0]
 		return c.errorf(ev.Seq, "turn/end for turn %d, but tool/call %q (line %d) has no tool/result", d.Turn, id, t.calls[id])
 	}
-	if t.retryID != "" {
+	if d.Interrupted && t.retryID != "" {
+		c.carried.id, c.carried.retry = t.retryID, t.retry
+	} else if t.retryID != "" {
 		c.retryIDs[t.retryID] = true
 	}
 	c.open = nil

@@ -69,3 +69,27 @@ func NextTurn(events []Event) int {
 	}
 	return 1
 }
+
+// RetryChain returns the retry chain the next logical request continues: the
+// chain of a turn that a dead process left unfinished, with the retries it
+// already used. A success, or a turn that ended while its process was alive,
+// finishes a chain; then id is "" and retries 0.
+func RetryChain(events []Event) (id string, retries int) {
+	for _, ev := range events {
+		switch ev.Type {
+		case TypeLLMRetry:
+			var d LLMRetry
+			if json.Unmarshal(ev.Data, &d) == nil {
+				id, retries = d.RetryID, d.Retry
+			}
+		case TypeAssistantMessage:
+			id, retries = "", 0
+		case TypeTurnEnd:
+			var d TurnEnd
+			if json.Unmarshal(ev.Data, &d) == nil && !d.Interrupted {
+				id, retries = "", 0
+			}
+		}
+	}
+	return id, retries
+}

@@ -98,10 +98,15 @@ type StepEnd struct {
 
 // TurnEnd closes a turn in every outcome. StopReason is the ACP stop reason
 // when the turn answered one; Error holds the failure facts when it failed.
+//
+// Interrupted marks a turn/end written on load for a turn whose process died:
+// its retry chain, if any, is not finished, and the next logical request of
+// the session continues it, so a crash loop cannot multiply the budget.
 type TurnEnd struct {
-	Turn       int             `json:"turn"`
-	StopReason string          `json:"stopReason,omitempty"`
-	Error      json.RawMessage `json:"error,omitempty"`
+	Turn        int             `json:"turn"`
+	StopReason  string          `json:"stopReason,omitempty"`
+	Error       json.RawMessage `json:"error,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
 }
 
 // LLMRetry records the decision to retry, written and synced before the wait

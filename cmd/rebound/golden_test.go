@@ -54,7 +54,12 @@ type scenario struct {
 	script *mockprovider.Script
 	client []string
 	env    map[string]string
+	config string // config.toml
 }
+
+// goldenConfig is used when a scenario has no config.toml: the defaults, but
+// without jitter, so the transcripts pin exact delays.
+const goldenConfig = "[recovery]\njitter = 0.0\n"
 
 func parseScenario(t *testing.T, path string) scenario {
 	t.Helper()
@@ -62,7 +67,7 @@ func parseScenario(t *testing.T, path string) scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}}
+	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}, config: goldenConfig}
 	for _, f := range ar.Files {
 		switch f.Name {
 		case "script.json":
@@ -75,6 +80,8 @@ func parseScenario(t *testing.T, path string) scenario {
 					sc.client = append(sc.client, line)
 				}
 			}
+		case "config.toml":
+			sc.config = string(f.Data)
 		case "env":
 			for line := range strings.SplitSeq(strings.TrimSpace(string(f.Data)), "\n") {
 				k, v, _ := strings.Cut(line, "=")
@@ -106,6 +113,7 @@ type transcript struct {
 	ids         map[string]string // JSON-RPC id → method, to validate results
 	t           *testing.T
 	lastSession string
+	answered    map[string]chan struct{} // request id → closed when its response arrived
 }
 
 func (tr *transcript) add(dir, line string) {
@@ -121,6 +129,12 @@ func (tr *transcript) add(dir, line string) {
 	}
 	if dir == "recv" {
 		tr.schema.validate(tr.t, line, tr.ids)
+		if _, isReq := msg["method"]; !isReq && msg["id"] != nil {
+			if ch, ok := tr.answered[fmt.Sprint(msg["id"])]; ok {
+				close(ch)
+				delete(tr.answered, fmt.Sprint(msg["id"]))
+			}
+		}
 		if res, ok := msg["result"].(map[string]any); ok {
 			if id, ok := res["sessionId"].(string); ok {
 				tr.lastSession = id
@@ -128,6 +142,7 @@ func (tr *transcript) add(dir, line string) {
 		}
 	} else if m, ok := msg["method"].(string); ok && msg["id"] != nil {
 		tr.ids[fmt.Sprint(msg["id"])] = m
+		tr.answered[fmt.Sprint(msg["id"])] = make(chan struct{})
 	}
 	ms := time.Since(tr.start).Milliseconds()
 	tr.lines = append(tr.lines, canonical(map[string]any{"dir": dir, "ms": ms, "msg": msg}))
@@ -136,8 +151,12 @@ func (tr *transcript) add(dir, line string) {
 func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	stateDir := t.TempDir()
 	home := t.TempDir()
+	configPath := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(configPath, []byte(sc.config), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	mock := mockprovider.New(sc.script)
-	tr := &transcript{start: time.Now(), schema: schema, ids: map[string]string{}, t: t}
+	tr := &transcript{start: time.Now(), schema: schema, ids: map[string]string{}, answered: map[string]chan struct{}{}, t: t}
 	var stderr bytes.Buffer
 	var stderrMu sync.Mutex
 
@@ -151,6 +170,9 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			}
 			if k == "OPENAI_BASE_URL" {
 				return "http://mock.invalid/v1"
+			}
+			if k == "REBOUND_CONFIG" {
+				return configPath
 			}
 			return sc.env[k]
 		}
@@ -175,6 +197,19 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		}
 	}
 
+	// awaitAll lets fake time run until every request sent so far has its
+	// response: a retry's wait passes in no real time.
+	awaitAll := func() {
+		tr.mu.Lock()
+		var pending []chan struct{}
+		for _, ch := range tr.answered {
+			pending = append(pending, ch)
+		}
+		tr.mu.Unlock()
+		for _, ch := range pending {
+			<-ch
+		}
+	}
 	p := start()
 	for _, line := range sc.client {
 		switch {
@@ -185,9 +220,13 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			}
 			time.Sleep(d)
 		case line == "restart":
+			awaitAll()
 			stop(p)
 			p = start()
 		default:
+			// "nowait" sends a request without waiting for its response (a
+			// prompt that will be cancelled, or refused as busy).
+			line, nowait := strings.CutPrefix(line, "nowait ")
 			tr.mu.Lock()
 			line = strings.ReplaceAll(line, "$SESSION", tr.lastSession)
 			tr.mu.Unlock()
@@ -195,9 +234,13 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			if _, err := io.WriteString(p.in, line+"\n"); err != nil {
 				t.Fatalf("write %q: %v", line, err)
 			}
+			if !nowait {
+				awaitAll()
+			}
 		}
 		synctest.Wait()
 	}
+	awaitAll()
 	stop(p)
 	synctest.Wait()
 
@@ -259,6 +302,7 @@ func canonical(v any) string {
 
 var (
 	sessionIDs = regexp.MustCompile(`sess_[0-9a-f]{32}`)
+	retryIDs   = regexp.MustCompile(`retry_[0-9a-f]{16}`)
 	messageIDs = regexp.MustCompile(`msg_[0-9a-f]{32}`)
 	versions   = regexp.MustCompile(`"(agentVersion|version)":"dev[^"]*"`)
 )
@@ -266,7 +310,7 @@ var (
 // normalise replaces what differs between runs (random ids, the build's
 // version) with stable names numbered in order of appearance.
 func normalise(b []byte) []byte {
-	for _, re := range []*regexp.Regexp{sessionIDs, messageIDs} {
+	for _, re := range []*regexp.Regexp{sessionIDs, messageIDs, retryIDs} {
 		seen := map[string]string{}
 		b = re.ReplaceAllFunc(b, func(m []byte) []byte {
 			if n, ok := seen[string(m)]; ok {

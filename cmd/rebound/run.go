@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/recovery"
 )
 
 // env is what run reads from the process environment; tests supply their own.
@@ -111,11 +113,12 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		MaxTokens: cfg.Provider.MaxTokens,
 		Provider:  provider,
 		APIKeyEnv: cfg.Provider.APIKeyEnv,
+		Recovery:  recoveryConfig(cfg.Recovery),
 		Version:   version(),
 		Logger:    log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
-	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log})
+	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta()})
 	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
 		Bool("apiKey", cfg.Provider.APIKey != "").Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
@@ -137,4 +140,24 @@ func version() string {
 		}
 	}
 	return "dev"
+}
+
+func recoveryConfig(r config.Recovery) recovery.Config {
+	codes := make([]recovery.Code, len(r.RetryableCodes))
+	for i, c := range r.RetryableCodes {
+		codes[i] = recovery.Code(c)
+	}
+	return recovery.Config{
+		Policy: recovery.Policy{
+			MaxRetries:    r.MaxRetries,
+			InitialDelay:  time.Duration(r.InitialDelay),
+			MaxDelay:      time.Duration(r.MaxDelay),
+			Jitter:        r.Jitter,
+			MaxRetryAfter: time.Duration(r.MaxRetryAfter),
+			Retryable:     codes,
+		},
+		TurnDeadline:   time.Duration(r.TurnDeadline),
+		AttemptTimeout: time.Duration(r.AttemptTimeout),
+		Watchdog:       recovery.Timeouts{FirstToken: time.Duration(r.FirstTokenTimeout), Idle: time.Duration(r.StreamIdleTimeout)},
+	}
 }

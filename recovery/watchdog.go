@@ -1,0 +1,107 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+)
+
+// Watchdog errors. Both classify as TIMEOUT.
+var (
+	ErrFirstTokenTimeout = errors.New("no output from the provider within first_token_timeout")
+	ErrIdleTimeout       = errors.New("the provider's stream went quiet for longer than stream_idle_timeout")
+)
+
+// Timeouts are the per-attempt watchdogs; zero disables one.
+type Timeouts struct {
+	FirstToken time.Duration // from the request until the first content, reasoning or tool-call delta
+	Idle       time.Duration // between two deltas after that
+}
+
+// Watch starts an attempt whose HTTP request is aborted when a watchdog
+// fires: cancelling the request, not just abandoning the reader, frees the
+// connection and makes a blocked Recv return at once. Role-only and
+// usage-only chunks do not count as output.
+func Watch(ctx context.Context, p llm.Provider, req llm.Request, t Timeouts) (llm.Stream, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &watched{cancel: cancel, t: t}
+	w.arm(t.FirstToken, ErrFirstTokenTimeout)
+	s, err := p.Stream(ctx, req)
+	if err != nil {
+		w.stop()
+		return nil, w.explain(err)
+	}
+	w.inner = s
+	return w, nil
+}
+
+type watched struct {
+	inner  llm.Stream
+	cancel context.CancelCauseFunc
+	t      Timeouts
+
+	mu    sync.Mutex
+	timer *time.Timer
+	fired error // the watchdog error, once one fired
+}
+
+func (w *watched) arm(d time.Duration, cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if d <= 0 || w.fired != nil {
+		return
+	}
+	w.timer = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		err := fmt.Errorf("%w (%s)", cause, d)
+		w.fired = err
+		w.mu.Unlock()
+		w.cancel(err)
+	})
+}
+
+func (w *watched) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// explain replaces the cancellation error of a request the watchdog aborted
+// with the watchdog's own error.
+func (w *watched) explain(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fired != nil && err != nil {
+		return w.fired
+	}
+	return err
+}
+
+func (w *watched) Recv() (llm.Chunk, error) {
+	c, err := w.inner.Recv()
+	if err != nil {
+		w.stop()
+		return c, w.explain(err)
+	}
+	if c.HasDelta() {
+		w.arm(w.t.Idle, ErrIdleTimeout)
+	}
+	return c, nil
+}
+
+func (w *watched) Close() error {
+	w.stop()
+	err := w.inner.Close()
+	w.cancel(context.Canceled)
+	return err
+}
