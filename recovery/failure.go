@@ -39,7 +39,7 @@ const (
 
 // Failure is the one JSON-serialisable description of a provider failure.
 type Failure struct {
-	Code         Code   `json:"code"`
+	Code         Code   `json:"code" jsonschema:"enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN"`
 	Message      string `json:"message"`
 	Status       int    `json:"status,omitempty"`
 	RetryAfterMs *int64 `json:"retryAfterMs,omitempty"`

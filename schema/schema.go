@@ -11,6 +11,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/session"
@@ -21,9 +22,10 @@ const idBase = "https://github.com/rebound-agent/rebound/schema/"
 // All returns every schema by the file name it is checked in under.
 func All() map[string]*jsonschema.Schema {
 	return map[string]*jsonschema.Schema{
-		"config.schema.json":        Config(),
-		"session-event.schema.json": SessionEvent(),
-		"mock-script.schema.json":   MockScript(),
+		"config.schema.json":         Config(),
+		"session-event.schema.json":  SessionEvent(),
+		"mock-script.schema.json":    MockScript(),
+		"retry-progress.schema.json": RetryProgress(),
 	}
 }
 
@@ -58,6 +60,17 @@ func MockScript() *jsonschema.Schema {
 	s := reflector().Reflect(&mockprovider.Script{})
 	s.ID = idBase + "mock-script.schema.json"
 	s.Title = "Rebound mock provider script"
+	return s
+}
+
+// RetryProgress describes `_meta["rebound/retry"]` on the session_info_update
+// and notice updates Rebound sends while it recovers.
+func RetryProgress() *jsonschema.Schema {
+	r := reflector()
+	r.RequiredFromJSONSchemaTags = false // omitempty marks what may be absent
+	s := r.Reflect(&agent.RetryProgress{})
+	s.ID = idBase + "retry-progress.schema.json"
+	s.Title = `Rebound retry progress (_meta["rebound/retry"])`
 	return s
 }
 

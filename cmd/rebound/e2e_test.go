@@ -212,3 +212,35 @@ func BenchmarkSpawnInitialize(b *testing.B) {
 	slices.Sort(samples)
 	b.ReportMetric(float64(samples[len(samples)/2].Microseconds())/1000, "ms-p50")
 }
+
+// BenchmarkRetryAfterLateness measures, with the built binary against the
+// loopback mock, how late the retry after `Retry-After: 1` leaves compared
+// with the 1 s the provider asked for (from the 429's arrival at the mock to
+// the retry's arrival). Reported as ms-late (mean over iterations).
+func BenchmarkRetryAfterLateness(b *testing.B) {
+	var late time.Duration
+	for b.Loop() {
+		mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
+			{Status: 429, Headers: map[string]string{"Retry-After": "1"}},
+			{Text: "ok"},
+		}})
+		srv := httptest.NewServer(mock)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		p := spawn(b, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-bench", "REBOUND_STATE_DIR="+b.TempDir())
+		p.send(b, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+		_, resp := p.until(b, 1)
+		sid := resp["result"].(map[string]any)["sessionId"].(string)
+		p.send(b, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"hi"}]}}`)
+		p.until(b, 2)
+		p.stdin.Close()
+		p.cmd.Wait()
+		cancel()
+		srv.Close()
+		reqs := mock.Requests()
+		if len(reqs) != 2 {
+			b.Fatalf("provider requests = %d, want 2", len(reqs))
+		}
+		late += reqs[1].Time.Sub(reqs[0].Time) - time.Second
+	}
+	b.ReportMetric(float64(late.Microseconds())/1000/float64(b.N), "ms-late")
+}

@@ -350,6 +350,7 @@ type acpSchema struct {
 	results map[string]*jsonschema.Schema // method → result type
 	params  map[string]*jsonschema.Schema // notification method → params type
 	event   *jsonschema.Schema            // a session log line (our own schema)
+	retry   *jsonschema.Schema            // _meta["rebound/retry"] (our own schema)
 }
 
 func loadACPSchema(t *testing.T) *acpSchema {
@@ -387,6 +388,7 @@ func loadACPSchema(t *testing.T) *acpSchema {
 			"session/update": compile("acp.json#/$defs/SessionNotification"),
 		},
 		event: compile(filepath.Join("..", "..", "schema", "session-event.schema.json")),
+		retry: compile(filepath.Join("..", "..", "schema", "retry-progress.schema.json")),
 	}
 }
 
@@ -424,6 +426,14 @@ func (s *acpSchema) validate(t *testing.T, line string, methods map[string]strin
 		if sch := s.params[m]; sch != nil {
 			if err := sch.Validate(msg["params"]); err != nil {
 				t.Errorf("%s params do not validate: %s\n%v", m, line, err)
+			}
+		}
+		params, _ := msg["params"].(map[string]any)
+		update, _ := params["update"].(map[string]any)
+		meta, _ := update["_meta"].(map[string]any)
+		if p, ok := meta["rebound/retry"]; ok {
+			if err := s.retry.Validate(p); err != nil {
+				t.Errorf("retry progress does not match schema/retry-progress.schema.json: %s\n%v", line, err)
 			}
 		}
 	}
