@@ -59,6 +59,7 @@ type openTurn struct {
 	retryID  string         // the current retry chain
 	retry    int            // its last retry number
 	started  bool           // llm/retry-started seen for that retry
+	carried  bool           // retryID came from an interrupted turn and no success has ended it yet
 }
 
 type rule func(c *checker, ev Event) error
@@ -181,7 +182,7 @@ func (c *checker) turnStart(ev Event) error {
 	}
 	c.turn = d.Turn
 	c.open = &openTurn{n: d.Turn, line: c.line + 1, calls: make(map[string]int),
-		retryID: c.carried.id, retry: c.carried.retry, started: c.carried.id != ""}
+		retryID: c.carried.id, retry: c.carried.retry, started: c.carried.id != "", carried: c.carried.id != ""}
 	c.carried.id, c.carried.retry = "", 0
 	return nil
 }
@@ -230,6 +231,7 @@ func (c *checker) assistantMessage(ev Event) error {
 		return c.errorf(ev.Seq, "second assistant/message for step %d of turn %d: a step commits at most one", d.Step, d.Turn)
 	}
 	t.stepMsg = true
+	t.carried = false // a success ends the carried chain
 	return nil
 }
 
@@ -313,6 +315,9 @@ func (c *checker) llmRetry(ev Event) error {
 			return c.errorf(ev.Seq, "llm/retry %d of chain %q after retry %d: retry numbers in a chain go up by one", d.Retry, d.RetryID, t.retry)
 		}
 	} else {
+		if t.carried {
+			return c.errorf(ev.Seq, "llm/retry starts chain %q while chain %q, left unfinished by an interrupted turn, has retries left to count: a restart must not reset the retry budget", d.RetryID, t.retryID)
+		}
 		if c.retryIDs[d.RetryID] {
 			return c.errorf(ev.Seq, "llm/retry of chain %q, which ended earlier: a chain keeps one retryId", d.RetryID)
 		}

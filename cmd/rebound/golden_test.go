@@ -252,6 +252,7 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		out.WriteString(canonical(map[string]any{"dir": "provider", "ms": r.Time.Sub(tr.start).Milliseconds(), "request": r}) + "\n")
 	}
 	logs, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*.jsonl"))
+	var events []session.Event
 	for _, path := range logs {
 		loaded, err := session.Load(path)
 		if err != nil {
@@ -262,11 +263,81 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			schema.validateEvent(t, ev)
 			out.WriteString(canonical(map[string]any{"dir": "log", "event": ev}) + "\n")
 		}
+		events = append(events, loaded.Events...)
 	}
+	checkPromises(t, tr.lines, events, len(mock.Requests()))
 	if strings.Contains(stderr.String(), "sk-test-key") || strings.Contains(out.String(), "sk-test-key") {
 		t.Errorf("the API key leaked into the output or the logs")
 	}
 	return normalise(out.Bytes())
+}
+
+// checkPromises asserts, for every scenario, what Rebound promises whatever
+// the faults: one provider request per step, each turn's steps are its first
+// attempt plus the retries it scheduled, and every agent_message_chunk the
+// editor saw belongs to a committed message whose text it reproduces exactly,
+// once: nothing from a failed attempt is ever shown.
+func checkPromises(t *testing.T, lines []string, events []session.Event, requests int) {
+	t.Helper()
+	steps := 0
+	stepsPerTurn, retriesPerTurn := map[int]int{}, map[int]int{} // retries whose wait ended
+	committed := map[string]string{} // messageId → text
+	for _, ev := range events {
+		var d struct {
+			Turn      int    `json:"turn"`
+			MessageID string `json:"messageId"`
+			Text      string `json:"text"`
+		}
+		json.Unmarshal(ev.Data, &d)
+		switch ev.Type {
+		case session.TypeStepStart:
+			steps++
+			stepsPerTurn[d.Turn]++
+		case session.TypeLLMRetryStarted:
+			retriesPerTurn[d.Turn]++
+		case session.TypeAssistantMessage:
+			committed[d.MessageID] = d.Text
+		}
+	}
+	if steps != requests {
+		t.Errorf("%d steps in the logs but %d provider requests: one attempt must be one request", steps, requests)
+	}
+	for turn, n := range stepsPerTurn {
+		if n != 1+retriesPerTurn[turn] {
+			t.Errorf("turn %d: %d steps for %d retries started", turn, n, retriesPerTurn[turn])
+		}
+	}
+	shown := map[string]string{}
+	for _, l := range lines {
+		var rec struct {
+			Dir string `json:"dir"`
+			Msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Update struct {
+						Kind      string `json:"sessionUpdate"`
+						MessageID string `json:"messageId"`
+						Content   struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"update"`
+				} `json:"params"`
+			} `json:"msg"`
+		}
+		json.Unmarshal([]byte(l), &rec)
+		if u := rec.Msg.Params.Update; rec.Dir == "recv" && u.Kind == "agent_message_chunk" {
+			if _, ok := committed[u.MessageID]; !ok {
+				t.Errorf("agent_message_chunk %q with messageId %q that no assistant/message committed", u.Content.Text, u.MessageID)
+			}
+			shown[u.MessageID] += u.Content.Text
+		}
+	}
+	for id, text := range shown {
+		// A session/load replays a message once more, whole.
+		if want := committed[id]; text != want && text != want+want {
+			t.Errorf("message %s: the editor was shown %q, the log committed %q", id, text, want)
+		}
+	}
 }
 
 type lockedWriter struct {
