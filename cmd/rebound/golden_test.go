@@ -281,7 +281,7 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 	t.Helper()
 	steps := 0
 	stepsPerTurn, retriesPerTurn := map[int]int{}, map[int]int{} // retries whose wait ended
-	committed := map[string]string{} // messageId → text
+	committed := map[string]string{}                             // messageId → text
 	for _, ev := range events {
 		var d struct {
 			Turn      int    `json:"turn"`
