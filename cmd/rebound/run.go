@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -37,29 +39,84 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return runEnv(ctx, args, stdin, stdout, stderr, osEnv())
 }
 
-const usage = `Usage: rebound [flags]
+// streams are a command's standard streams; tests pass pipes and buffers.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one subcommand of the rebound binary. Each lives in its own
+// file and registers itself, so the dispatcher needs no edit to grow.
+type command struct {
+	name    string
+	summary string // one line for `rebound --help`
+	run     func(ctx context.Context, args []string, s streams, e env) int
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+func init() {
+	register(command{name: "serve", summary: "serve ACP on stdin/stdout (the default)", run: runServe})
+}
+
+const serveUsage = `Usage: rebound [serve] [flags]
+       rebound <command> [flags]
 
 Rebound is an Agent Client Protocol (ACP) agent. An editor such as Zed starts
 it and speaks JSON-RPC with it over stdin and stdout; it runs each turn against
 an OpenAI-compatible model provider and recovers from the provider's failures.
 
+Commands:
+%s
 Environment:
   OPENAI_BASE_URL     provider base URL (default https://api.openai.com/v1)
   OPENAI_API_KEY      provider API key (provider.api_key_env names another variable)
   REBOUND_MODEL       model name
   REBOUND_STATE_DIR   where session logs are kept (default ~/.local/state/rebound)
   REBOUND_CONFIG      TOML config file (default ~/.config/rebound/config.toml)
+  REBOUND_LOG_LEVEL   debug, info, warn or error (default info)
 
 Flags override the environment, which overrides the config file.
+Run 'rebound <command> --help' for a command's own flags.
 
-Flags:
+Flags of serve:
 `
 
+func commandList() string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-14s %s\n", n, commands[n].summary)
+	}
+	return b.String()
+}
+
+// runEnv dispatches to a subcommand; without one, rebound serves, which is
+// what an editor that spawns it expects.
 func runEnv(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, e env) int {
+	s := streams{in: stdin, out: stdout, err: stderr}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		c, ok := commands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "rebound: unknown command %q\n\nCommands:\n%s", args[0], commandList())
+			return 2
+		}
+		return c.run(ctx, args[1:], s, e)
+	}
+	return runServe(ctx, args, s, e)
+}
+
+func runServe(ctx context.Context, args []string, s streams, e env) int {
 	fs := flag.NewFlagSet("rebound", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(s.err)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
+		fmt.Fprintf(fs.Output(), serveUsage, commandList())
 		fs.PrintDefaults()
 	}
 	given := config.RegisterFlags(fs)
@@ -71,21 +128,21 @@ func runEnv(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(stderr, "rebound", version())
+		fmt.Fprintln(s.err, "rebound", version())
 		return 0
 	}
-	if fs.NArg() > 0 && fs.Arg(0) != "serve" {
-		fmt.Fprintf(stderr, "rebound: unknown command %q\n", fs.Arg(0))
+	if fs.NArg() > 0 {
+		fmt.Fprintf(s.err, "rebound: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
 		return 2
 	}
 	cfg, err := config.Load(given(), e.getenv, e.home)
 	if err != nil {
-		fmt.Fprintf(stderr, "rebound: %v\n", err)
+		fmt.Fprintf(s.err, "rebound: %v\n", err)
 		return 1
 	}
-	log := newLogger(stderr, cfg.LogLevel)
-	if err := serve(ctx, cfg, stdin, stdout, log, e.httpClient); err != nil {
+	log := newLogger(s.err, cfg.LogLevel)
+	if err := serve(ctx, cfg, s.in, s.out, log, e.httpClient); err != nil {
 		log.Error().Err(err).Msg("server stopped")
 		return 1
 	}
