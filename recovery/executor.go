@@ -6,32 +6,66 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 )
 
 // Config is everything recovery needs for one turn.
 type Config struct {
-	Policy         Policy
+	Policy         Policy        // the default, transient policy
+	Rules          []Rule        // tried first, in order; the first match owns the failure
+	Overflow       bool          // compact once on CONTEXT_OVERFLOW
+	FallbackModel  string        // "" = no overload fallback
+	FallbackAfter  int           // consecutive OVERLOADED failures before switching
 	TurnDeadline   time.Duration // whole turn, retries and waits included; 0 = none
 	AttemptTimeout time.Duration // one provider request; 0 = none
 	Watchdog       Timeouts
 }
 
+// Action is what a retry changes in the next request.
+type Action string
+
+const (
+	ActionNone        Action = ""
+	ActionCompact     Action = "compact"      // summarise older history (context overflow)
+	ActionFallback    Action = "fallback"     // switch to the fallback model
+	ActionStripImages Action = "strip_images" // replace images with text placeholders
+)
+
+// Policy names, as recorded in llm/retry and shown to editors.
+const (
+	PolicyTransient = "transient"
+	PolicyOverflow  = "overflow"
+	PolicyFallback  = "fallback"
+	PolicyImages    = "images"
+)
+
+// imageCodes are provider error codes that say the model takes no images.
+var imageCodes = map[string]bool{
+	"image_not_supported": true, "images_not_supported": true, "image_input_not_supported": true, "unsupported_image": true,
+}
+
 // Retry is one scheduled retry of a recovery sequence.
 type Retry struct {
 	ID      string // one id per chain
-	N       int    // 1-based within the chain
-	Max     int
+	N       int    // 1-based within the chain, across policies
+	Max     int    // the deciding policy's budget
 	Delay   time.Duration
 	Failure *Failure
+	Policy  string // which policy decided: transient, rule:N, overflow, fallback
+	PolicyN int    // 1-based retry number within that policy
+	Action  Action
 }
 
-// Chain is the recovery sequence a logical request continues, as derived
-// from the session log: its id and how many retries it already used. The
-// zero Chain starts a new one.
+// Chain is the recovery sequence a logical request continues: its id, how
+// many retries it numbered, and how many each policy used since the last
+// success. The zero Chain starts a new one. Used nil means all of Retries
+// were transient.
 type Chain struct {
 	ID      string
 	Retries int
+	Used    map[string]int
 }
 
 // Observer is told about each retry. Scheduled runs before the wait and must
@@ -42,6 +76,21 @@ type Observer interface {
 	Started(ctx context.Context, r Retry) error
 	Cancelled(r Retry)
 }
+
+// Adapter changes the next request for a retry whose Action is not
+// ActionNone. An Observer that is not an Adapter gets no such retries.
+// An error ends recovery: the request could not be changed (a prompt too long
+// to compact, say) and is returned inside the GiveUpError.
+type Adapter interface {
+	Adapt(ctx context.Context, r Retry) error
+}
+
+// Typed endings of the request-changing recoveries.
+var (
+	// ErrOverflowAgain: the request overflowed the context again after it was
+	// compacted.
+	ErrOverflowAgain = errors.New("the conversation is still too long for the model after compacting it")
+)
 
 // GiveUpError ends a recovery that did not succeed. Failure holds the facts
 // a person and a program need; Err is the last attempt's error.
@@ -92,7 +141,12 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 	if e.Config.TurnDeadline > 0 {
 		deadline = e.Start.Add(e.Config.TurnDeadline)
 	}
-	p := e.Config.Policy
+	used := maps.Clone(chain.Used)
+	if used == nil {
+		used = map[string]int{PolicyTransient: chain.Retries}
+	}
+	overloads := 0 // consecutive OVERLOADED failures
+	adapter, canAdapt := obs.(Adapter)
 	for attempts := 1; ; attempts++ {
 		err := e.try(ctx, deadline, attempt)
 		if err == nil {
@@ -102,23 +156,44 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 			return err
 		}
 		f := Classify(err)
-		giveUp := func(f *Failure, why string) error {
-			return &GiveUpError{Failure: f, Attempts: attempts, Elapsed: time.Since(e.Start), Retries: chain.Retries, Why: why, Err: err}
+		if f.Code == Overloaded {
+			overloads++
+		} else {
+			overloads = 0 // a rate limit, an overflow, anything else breaks the run
 		}
-		d := p.Decide(f, chain.Retries+1)
+		giveUp := func(f *Failure, why string, cause error) error {
+			return &GiveUpError{Failure: f, Attempts: attempts, Elapsed: time.Since(e.Start), Retries: chain.Retries, Why: why, Err: cause}
+		}
+		d := e.decide(f, used, overloads, canAdapt)
 		if !d.Retry {
-			return giveUp(f, d.Why)
+			cause := err
+			if d.cause != nil {
+				cause = fmt.Errorf("%w: %w", d.cause, err)
+			}
+			return giveUp(f, d.Why, cause)
 		}
-		if !deadline.IsZero() && time.Now().Add(d.Delay).After(deadline) {
+		// A wait that ends at the deadline or after it leaves the retry no
+		// time: fail now rather than sleep into a certain timeout.
+		if !deadline.IsZero() && !time.Now().Add(d.Delay).Before(deadline) {
 			return giveUp(&Failure{Code: Timeout, Message: fmt.Sprintf(
 				"waiting %s to retry would pass the turn deadline (%s) after: %s", d.Delay, e.Config.TurnDeadline, f.Summary()),
-				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the turn deadline (%s)", d.Delay, e.Config.TurnDeadline))
+				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the turn deadline (%s)", d.Delay, e.Config.TurnDeadline), err)
 		}
 		if chain.ID == "" {
 			chain.ID = newRetryID()
 		}
 		chain.Retries++
-		r := Retry{ID: chain.ID, N: chain.Retries, Max: p.MaxRetries, Delay: d.Delay, Failure: f}
+		used[d.policy]++
+		r := Retry{ID: chain.ID, N: chain.Retries, Max: d.max, Delay: d.Delay, Failure: f,
+			Policy: d.policy, PolicyN: used[d.policy], Action: d.action}
+		if r.Action != ActionNone {
+			if err := adapter.Adapt(ctx, r); err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				return giveUp(f, err.Error(), err)
+			}
+		}
 		if err := obs.Scheduled(ctx, r); err != nil {
 			return fmt.Errorf("record retry %d: %w", r.N, err)
 		}
@@ -130,6 +205,65 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 			return fmt.Errorf("record start of retry %d: %w", r.N, err)
 		}
 	}
+}
+
+// decision is Decision plus which policy made it.
+type decision struct {
+	Decision
+	policy string
+	max    int
+	action Action
+	cause  error // a typed reason to give up, wrapped into the error
+}
+
+// decide asks the policies in order: the user's rules (the first match owns
+// the failure), overflow compaction, overload fallback, then the transient
+// policy. Each counts only its own retries since the last success.
+func (e *Executor) decide(f *Failure, used map[string]int, overloads int, canAdapt bool) decision {
+	c := e.Config
+	for i, rule := range c.Rules {
+		match, err := compileMatch(rule.Match)
+		if err != nil || !match(f) {
+			continue
+		}
+		name := fmt.Sprintf("rule:%d", i+1)
+		if rule.Action != ActionNone && !canAdapt {
+			continue
+		}
+		if used[name] >= rule.MaxRetries {
+			why := fmt.Sprintf("rule %d (%s) allows no more retries", i+1, rule.Match)
+			if rule.MaxRetries == 0 {
+				why = fmt.Sprintf("rule %d (%s) reports it at once", i+1, rule.Match)
+			}
+			return decision{Decision: Decision{Why: why}}
+		}
+		delay := rule.Delay
+		if f.RetryAfterMs != nil {
+			ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
+			if ra > c.Policy.MaxRetryAfter {
+				return decision{Decision: Decision{Why: fmt.Sprintf("the provider asked to wait %s, longer than max_retry_after (%s)", ra, c.Policy.MaxRetryAfter)}}
+			}
+			delay = max(delay, ra)
+		}
+		return decision{Decision: Decision{Retry: true, Delay: delay}, policy: name, max: rule.MaxRetries, action: rule.Action}
+	}
+	if f.Code == InvalidRequest && imageCodes[strings.ToLower(f.ProviderCode)] && canAdapt {
+		if used[PolicyImages] >= 1 {
+			return decision{Decision: Decision{Why: "the model still rejects the request after its images were removed"}}
+		}
+		return decision{Decision: Decision{Retry: true}, policy: PolicyImages, max: 1, action: ActionStripImages}
+	}
+	if f.Code == ContextOverflow && c.Overflow && canAdapt {
+		if used[PolicyOverflow] >= 1 {
+			return decision{Decision: Decision{Why: ErrOverflowAgain.Error()}, cause: ErrOverflowAgain}
+		}
+		return decision{Decision: Decision{Retry: true}, policy: PolicyOverflow, max: 1, action: ActionCompact}
+	}
+	if f.Code == Overloaded && c.FallbackModel != "" && canAdapt && overloads >= max(c.FallbackAfter, 1) && used[PolicyFallback] < 1 {
+		return decision{Decision: Decision{Retry: true, Delay: c.Policy.InitialDelay}, policy: PolicyFallback, max: 1, action: ActionFallback}
+	}
+	d := c.Policy.Decide(f, used[PolicyTransient]+1)
+	return decision{Decision: d, policy: PolicyTransient, max: c.Policy.MaxRetries}
 }
 
 // try runs one attempt under the attempt timeout and what is left of the

@@ -47,7 +47,8 @@ type Failure struct {
 	ProviderCode string `json:"providerCode,omitempty"`
 	ProviderType string `json:"providerType,omitempty"`
 
-	retryAfterErr error // a Retry-After header that was present but unusable
+	retryAfterErr error  // a Retry-After header that was present but unusable
+	body          []byte // the provider's error JSON, for user rules' field=value
 }
 
 // RetryAfterErr reports a Retry-After header that was present but could not
@@ -93,6 +94,7 @@ func Classify(err error) *Failure {
 			f.Message = pe.Message
 		}
 		f.Code = classifyProvider(pe)
+		f.body = pe.Body
 		if d, ok, err := ParseRetryAfter(pe.Header, time.Now()); ok {
 			ms := d.Milliseconds()
 			f.RetryAfterMs = &ms
@@ -130,6 +132,8 @@ func classifyProvider(e *llm.Error) Code {
 		return Unknown
 	case s == 401 || s == 403:
 		return Auth
+	case s == 402: // Payment Required: DeepSeek, OpenRouter and others when the balance is used up
+		return Quota
 	case s == 429:
 		return RateLimit
 	case s == 529:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -33,7 +34,9 @@ func Watch(ctx context.Context, p llm.Provider, req llm.Request, t Timeouts) (ll
 	s, err := p.Stream(ctx, req)
 	if err != nil {
 		w.stop()
-		return nil, w.explain(err)
+		err = w.explain(err)
+		cancel(err) // release the attempt's context: nobody will Close
+		return nil, err
 	}
 	w.inner = s
 	return w, nil
@@ -43,6 +46,8 @@ type watched struct {
 	inner  llm.Stream
 	cancel context.CancelCauseFunc
 	t      Timeouts
+
+	finished bool // a chunk carried a finish reason; only Recv touches it
 
 	mu    sync.Mutex
 	timer *time.Timer
@@ -76,6 +81,13 @@ func (w *watched) stop() {
 	}
 }
 
+// hasFired reports whether a watchdog fired.
+func (w *watched) hasFired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired != nil
+}
+
 // explain replaces the cancellation error of a request the watchdog aborted
 // with the watchdog's own error.
 func (w *watched) explain(err error) error {
@@ -91,7 +103,15 @@ func (w *watched) Recv() (llm.Chunk, error) {
 	c, err := w.inner.Recv()
 	if err != nil {
 		w.stop()
+		if w.finished && w.hasFired() {
+			// A watchdog aborted the request after the finish chunk, while
+			// only usage or [DONE] was still due: the reply is complete.
+			return c, io.EOF
+		}
 		return c, w.explain(err)
+	}
+	if c.FinishReason != "" {
+		w.finished = true
 	}
 	if c.HasDelta() {
 		w.arm(w.t.Idle, ErrIdleTimeout)

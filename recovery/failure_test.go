@@ -1,0 +1,442 @@
+package recovery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+	"testing/synctest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/recovery"
+)
+
+var ignoreUnexported = cmpopts.IgnoreUnexported(recovery.Failure{})
+
+// The provider's answers are real bodies (testdata/errors, testdata/
+// stream_errors) served by the mock and parsed by the real adapter, so
+// these cases pin the whole path from bytes to failure facts.
+func TestClassify_ProviderErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int               // an HTTP error; 0 for a stream
+		body    string            // fixture under testdata/errors
+		headers map[string]string // added to the reply
+		stream  string            // fixture under testdata/stream_errors
+		text    string            // content sent before the stream error
+		want    recovery.Failure
+		// wantRetryAfterErr is the text of RetryAfterErr(), "" for nil
+		wantRetryAfterErr string
+	}{
+		{
+			name: "400 invalid_request_error", status: 400, body: "openai_400_invalid_value.json",
+			want: recovery.Failure{Code: recovery.InvalidRequest, Status: 400, RequestID: "mock-req-1",
+				Message:      "Invalid value for 'temperature': expected a number between 0 and 2.",
+				ProviderCode: "invalid_value", ProviderType: "invalid_request_error"},
+		},
+		{
+			name: "400 whose message says rate limit is still an invalid request", status: 400, body: "openai_400_message_says_rate_limit.json",
+			want: recovery.Failure{Code: recovery.InvalidRequest, Status: 400, RequestID: "mock-req-1",
+				Message:      "Rate limit exceeded: this request asks for more tokens per minute than your limit allows. Reduce max_tokens.",
+				ProviderType: "invalid_request_error"},
+		},
+		{
+			name: "400 context_length_exceeded", status: 400, body: "openai_400_context_length_exceeded.json",
+			want: recovery.Failure{Code: recovery.ContextOverflow, Status: 400, RequestID: "mock-req-1",
+				Message:      "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error"},
+		},
+		{
+			// vLLM's flat shape: the message talks about the context
+			// length, but only a code would make it CONTEXT_OVERFLOW.
+			name: "400 flat body whose message says context length", status: 400, body: "vllm_400_flat_context_too_long.json",
+			want: recovery.Failure{Code: recovery.InvalidRequest, Status: 400, RequestID: "mock-req-1",
+				Message:      "This model's maximum context length is 4096 tokens. However, you requested 5120 tokens (4096 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+				ProviderCode: "400", ProviderType: "BadRequestError"},
+		},
+		{
+			name: "401 invalid_api_key", status: 401, body: "openai_401_invalid_api_key.json",
+			headers: map[string]string{"X-Request-Id": "req_9c2f4e1d"},
+			want: recovery.Failure{Code: recovery.Auth, Status: 401, RequestID: "req_9c2f4e1d",
+				Message:      "Incorrect API key provided: sk-proj-****abcd. You can find your API key at https://platform.openai.com/account/api-keys.",
+				ProviderCode: "invalid_api_key", ProviderType: "invalid_request_error"},
+		},
+		{
+			name: "402 insufficient balance", status: 402, body: "deepseek_402_insufficient_balance.json",
+			want: recovery.Failure{Code: recovery.Quota, Status: 402, RequestID: "mock-req-1",
+				Message: "Insufficient Balance", ProviderCode: "invalid_request_error", ProviderType: "unknown_error"},
+		},
+		{
+			name: "403 Anthropic permission_error", status: 403, body: "anthropic_403_permission_error.json",
+			want: recovery.Failure{Code: recovery.Auth, Status: 403, RequestID: "mock-req-1",
+				Message: "Your API key does not have permission to use the specified resource.", ProviderType: "permission_error"},
+		},
+		{
+			name: "404 model_not_found", status: 404, body: "openai_404_model_not_found.json",
+			want: recovery.Failure{Code: recovery.InvalidRequest, Status: 404, RequestID: "mock-req-1",
+				Message:      "The model `gpt-9` does not exist or you do not have access to it.",
+				ProviderCode: "model_not_found", ProviderType: "invalid_request_error"},
+		},
+		{
+			name: "408 from a proxy, plain text", status: 408, body: "proxy_408.txt",
+			want: recovery.Failure{Code: recovery.Timeout, Status: 408, RequestID: "mock-req-1", Message: "upstream request timeout"},
+		},
+		{
+			name: "413 Anthropic request_too_large", status: 413, body: "anthropic_413_request_too_large.json",
+			want: recovery.Failure{Code: recovery.InvalidRequest, Status: 413, RequestID: "mock-req-1",
+				Message: "Request exceeds the maximum allowed number of bytes.", ProviderType: "request_too_large"},
+		},
+		{
+			name: "429 rate_limit_exceeded with Retry-After", status: 429, body: "openai_429_rate_limit_exceeded.json",
+			headers: map[string]string{"Retry-After": "2", "X-Request-Id": "req_7b1e2c"},
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "req_7b1e2c", RetryAfterMs: ptr[int64](2000),
+				Message:      "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",
+				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens"},
+		},
+		{
+			name: "429 retry-after-ms is preferred over Retry-After", status: 429, body: "openai_429_rate_limit_exceeded.json",
+			headers: map[string]string{"Retry-After": "2", "retry-after-ms": "1500.5"},
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](1500),
+				Message:      "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",
+				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens"},
+		},
+		{
+			name: "429 with an unusable Retry-After", status: 429, body: "openai_429_rate_limit_exceeded.json",
+			headers: map[string]string{"Retry-After": "soon"},
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1",
+				Message:      "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",
+				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens"},
+			wantRetryAfterErr: `invalid Retry-After header "soon": neither seconds nor an HTTP date`,
+		},
+		{
+			name: "429 insufficient_quota is quota, not a rate limit", status: 429, body: "openai_429_insufficient_quota.json",
+			want: recovery.Failure{Code: recovery.Quota, Status: 429, RequestID: "mock-req-1",
+				Message:      "You exceeded your current quota, please check your plan and billing details.",
+				ProviderCode: "insufficient_quota", ProviderType: "insufficient_quota"},
+		},
+		{
+			name: "429 Anthropic rate_limit_error", status: 429, body: "anthropic_429_rate_limit_error.json",
+			headers: map[string]string{"retry-after": "30"},
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](30000),
+				Message: "Number of request tokens has exceeded your per-minute rate limit.", ProviderType: "rate_limit_error"},
+		},
+		{
+			name: "429 Gemini array body", status: 429, body: "gemini_429_resource_exhausted.json",
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1",
+				Message: "Resource has been exhausted (e.g. check quota).", ProviderCode: "429", ProviderType: "RESOURCE_EXHAUSTED"},
+		},
+		{
+			name: "500 server_error", status: 500, body: "openai_500_server_error.json",
+			want: recovery.Failure{Code: recovery.Server, Status: 500, RequestID: "mock-req-1",
+				Message: "The server had an error while processing your request. Sorry about that!", ProviderType: "server_error"},
+		},
+		{
+			name: "502 HTML page from a proxy", status: 502, body: "nginx_502.html",
+			want: recovery.Failure{Code: recovery.Server, Status: 502, RequestID: "mock-req-1",
+				Message: "<html> <head><title>502 Bad Gateway</title></head> <body> <center><h1>502 Bad Gateway</h1></center> <hr><center>nginx</center> </body> </html>"},
+		},
+		{
+			name: "503 whose message says overloaded is a server error", status: 503, body: "openai_503_engine_overloaded.json",
+			want: recovery.Failure{Code: recovery.Server, Status: 503, RequestID: "mock-req-1",
+				Message: "The engine is currently overloaded, please try again later.", ProviderType: "server_error"},
+		},
+		{
+			name: "503 with overloaded_error type", status: 503, body: "anthropic_529_overloaded_error.json",
+			want: recovery.Failure{Code: recovery.Overloaded, Status: 503, RequestID: "mock-req-1",
+				Message: "Overloaded", ProviderType: "overloaded_error"},
+		},
+		{
+			name: "504 from a CDN, plain text", status: 504, body: "cloudflare_504.txt",
+			want: recovery.Failure{Code: recovery.Server, Status: 504, RequestID: "mock-req-1", Message: "error code: 504"},
+		},
+		{
+			name: "529 Anthropic overloaded_error", status: 529, body: "anthropic_529_overloaded_error.json",
+			headers: map[string]string{"X-Request-Id": "req_011CSHoEeqs5C35K2UUqR7Fy"},
+			want: recovery.Failure{Code: recovery.Overloaded, Status: 529, RequestID: "req_011CSHoEeqs5C35K2UUqR7Fy",
+				Message: "Overloaded", ProviderType: "overloaded_error"},
+		},
+		{
+			name: "in-stream server_error after some text", stream: "openai_server_error.json", text: "Hel",
+			want: recovery.Failure{Code: recovery.Server, Status: 200, RequestID: "mock-req-1",
+				Message: "The server had an error while processing your request.", ProviderType: "server_error"},
+		},
+		{
+			name: "in-stream overloaded_error", stream: "anthropic_overloaded_error.json",
+			want: recovery.Failure{Code: recovery.Overloaded, Status: 200, RequestID: "mock-req-1",
+				Message: "Overloaded", ProviderType: "overloaded_error"},
+		},
+		{
+			name: "in-stream rate_limit_exceeded", stream: "openai_rate_limit_exceeded.json", text: "Hello",
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 200, RequestID: "mock-req-1",
+				Message: "Rate limit reached for requests.", ProviderCode: "rate_limit_exceeded", ProviderType: "requests"},
+		},
+		{
+			name: "in-stream context_length_exceeded", stream: "openai_context_length_exceeded.json",
+			want: recovery.Failure{Code: recovery.ContextOverflow, Status: 200, RequestID: "mock-req-1",
+				Message:      "This model's maximum context length is 8192 tokens.",
+				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error"},
+		},
+		{
+			name: "in-stream unknown string code", stream: "openrouter_provider_disconnected.json", text: "Hi",
+			want: recovery.Failure{Code: recovery.Server, Status: 200, RequestID: "mock-req-1",
+				Message: "Provider disconnected unexpectedly", ProviderCode: "server_error"},
+		},
+		{
+			name: "in-stream unknown numeric code", stream: "numeric_code.json",
+			want: recovery.Failure{Code: recovery.Server, Status: 200, RequestID: "mock-req-1",
+				Message: "boom", ProviderCode: "500"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			step := mockprovider.Step{Status: tt.status, Headers: tt.headers}
+			if tt.body != "" {
+				step.Body = bodyFixture(t, "errors/"+tt.body)
+			}
+			if tt.stream != "" {
+				step.Text, step.Chunks = tt.text, 3
+				step.StreamError = fixture(t, "stream_errors/"+tt.stream)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				p, m := newProvider(t, &mockprovider.Script{Steps: []mockprovider.Step{step}})
+				err := attemptError(t, p)
+				if _, ok := errors.AsType[*llm.Error](err); !ok {
+					t.Fatalf("attempt error %T %v, want an *llm.Error", err, err)
+				}
+				got := recovery.Classify(err)
+				if diff := cmp.Diff(&tt.want, got, ignoreUnexported); diff != "" {
+					t.Errorf("Classify() (-want +got):\n%s", diff)
+				}
+				gotErr := ""
+				if err := got.RetryAfterErr(); err != nil {
+					gotErr = err.Error()
+				}
+				if gotErr != tt.wantRetryAfterErr {
+					t.Errorf("RetryAfterErr() = %q, want %q", gotErr, tt.wantRetryAfterErr)
+				}
+				if n := m.Count(); n != 1 {
+					t.Errorf("requests = %d, want 1", n)
+				}
+			})
+		})
+	}
+}
+
+// The adapter's own stream failures keep their identity through Classify.
+func TestClassify_StreamFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		step mockprovider.Step
+		want recovery.Failure
+	}{
+		{
+			name: "dropped stream",
+			step: mockprovider.Step{Text: "Hello", Chunks: 5, DropAfter: ptr(2)},
+			want: recovery.Failure{Code: recovery.Transport,
+				Message: "stream ended before the reply finished: the body ended without a finish reason or [DONE] (request mock-req-1): unexpected EOF"},
+		},
+		{
+			name: "dropped before any content",
+			step: mockprovider.Step{Text: "Hello", DropAfter: ptr(0)},
+			want: recovery.Failure{Code: recovery.Transport,
+				Message: "stream ended before the reply finished: the body ended without a finish reason or [DONE] (request mock-req-1): unexpected EOF"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, _ := newProvider(t, &mockprovider.Script{Steps: []mockprovider.Step{tt.step}})
+				err := attemptError(t, p)
+				if !errors.Is(err, llm.ErrIncompleteStream) {
+					t.Fatalf("attempt error = %v, want one wrapping llm.ErrIncompleteStream", err)
+				}
+				if diff := cmp.Diff(&tt.want, recovery.Classify(err), ignoreUnexported); diff != "" {
+					t.Errorf("Classify() (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+// A refused connection through the real adapter and a real *http.Client:
+// outside a bubble, since it dials a socket.
+func TestClassify_ConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://" + addr + "/v1", APIKey: "sk-test-key", HTTPClient: &http.Client{}})
+	_, err = p.Stream(t.Context(), hello)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Stream() = %v, want ECONNREFUSED", err)
+	}
+	want := &recovery.Failure{Code: recovery.Transport, Message: err.Error()}
+	if diff := cmp.Diff(want, recovery.Classify(err), ignoreUnexported); diff != "" {
+		t.Errorf("Classify() (-want +got):\n%s", diff)
+	}
+}
+
+// Errors that are not provider answers are classified by identity.
+func TestClassify_PlainErrors(t *testing.T) {
+	given := &recovery.Failure{Code: recovery.Overloaded, Message: "given"}
+	tests := []struct {
+		name string
+		err  error
+		want recovery.Code
+	}{
+		{"context.Canceled", context.Canceled, recovery.Aborted},
+		{"wrapped context.Canceled", fmt.Errorf("read stream: %w", context.Canceled), recovery.Aborted},
+		{"context.DeadlineExceeded", context.DeadlineExceeded, recovery.Timeout},
+		{"wrapped context.DeadlineExceeded", fmt.Errorf("chat completion request: %w", context.DeadlineExceeded), recovery.Timeout},
+		{"first-token watchdog", fmt.Errorf("%w (1m30s)", recovery.ErrFirstTokenTimeout), recovery.Timeout},
+		{"idle watchdog", fmt.Errorf("%w (5s)", recovery.ErrIdleTimeout), recovery.Timeout},
+		{"incomplete stream", fmt.Errorf("%w: the body ended: %w", llm.ErrIncompleteStream, io.ErrUnexpectedEOF), recovery.Transport},
+		{"unexpected EOF", io.ErrUnexpectedEOF, recovery.Transport},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, recovery.Transport},
+		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), recovery.Transport},
+		{"DNS failure (a net.Error)", &net.DNSError{Err: "no such host", Name: "api.invalid", IsNotFound: true}, recovery.Transport},
+		{"malformed stream", fmt.Errorf("%w: undecodable chunk", llm.ErrMalformedStream), recovery.Protocol},
+		{"empty response", recovery.ErrEmptyResponse, recovery.EmptyResponse},
+		{"unknown", errors.New("something odd"), recovery.Unknown},
+		{"message text is not read", errors.New("429 rate limit exceeded: overloaded, context_length_exceeded"), recovery.Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := &recovery.Failure{Code: tt.want, Message: tt.err.Error()}
+			if diff := cmp.Diff(want, recovery.Classify(tt.err), ignoreUnexported); diff != "" {
+				t.Errorf("Classify(%v) (-want +got):\n%s", tt.err, diff)
+			}
+		})
+	}
+
+	t.Run("nil", func(t *testing.T) {
+		if got := recovery.Classify(nil); got != nil {
+			t.Errorf("Classify(nil) = %v, want nil", got)
+		}
+	})
+	t.Run("a Failure in the chain is returned as is", func(t *testing.T) {
+		if got := recovery.Classify(fmt.Errorf("step 2: %w", given)); got != given {
+			t.Errorf("Classify() = %v, want the wrapped failure %p", got, given)
+		}
+	})
+}
+
+// Classification reads status, code and type: the message never changes
+// the code.
+func TestClassify_IgnoresMessageText(t *testing.T) {
+	messages := []string{
+		"",
+		"Rate limit exceeded, please retry after 20s",
+		"The server is overloaded",
+		"This model's maximum context length is 8192 tokens",
+		"You exceeded your current quota",
+		"Incorrect API key provided",
+		"Request timed out",
+	}
+	tests := []struct {
+		name string
+		err  llm.Error
+		want recovery.Code
+	}{
+		{"400", llm.Error{Status: 400}, recovery.InvalidRequest},
+		{"401", llm.Error{Status: 401}, recovery.Auth},
+		{"403", llm.Error{Status: 403}, recovery.Auth},
+		{"404", llm.Error{Status: 404}, recovery.InvalidRequest},
+		{"408", llm.Error{Status: 408}, recovery.Timeout},
+		{"413", llm.Error{Status: 413}, recovery.InvalidRequest},
+		{"422", llm.Error{Status: 422}, recovery.InvalidRequest},
+		{"429", llm.Error{Status: 429}, recovery.RateLimit},
+		{"500", llm.Error{Status: 500}, recovery.Server},
+		{"502", llm.Error{Status: 502}, recovery.Server},
+		{"503", llm.Error{Status: 503}, recovery.Server},
+		{"504", llm.Error{Status: 504}, recovery.Server},
+		{"529", llm.Error{Status: 529}, recovery.Overloaded},
+		{"in stream, no code", llm.Error{Status: 200, InStream: true}, recovery.Server},
+		{"no status, not in stream", llm.Error{}, recovery.Unknown},
+		{"code is case-insensitive", llm.Error{Status: 400, Code: "Context_Length_Exceeded"}, recovery.ContextOverflow},
+		{"overloaded_error as a code", llm.Error{Status: 500, Code: "overloaded_error"}, recovery.Overloaded},
+		{"rate_limit_error type on a 400", llm.Error{Status: 400, Type: "rate_limit_error"}, recovery.RateLimit},
+		{"insufficient_quota type", llm.Error{Status: 403, Type: "insufficient_quota"}, recovery.Quota},
+	}
+	for _, tt := range tests {
+		for _, msg := range messages {
+			e := tt.err
+			e.Message = msg
+			if got := recovery.Classify(&e).Code; got != tt.want {
+				t.Errorf("%s with message %q: code %s, want %s", tt.name, msg, got, tt.want)
+			}
+		}
+	}
+}
+
+// Classify reads Retry-After and retry-after-ms from the provider's headers;
+// an unusable one is reported, not slept on.
+func TestClassify_RetryAfter(t *testing.T) {
+	tests := []struct {
+		name    string
+		header  http.Header
+		want    *int64
+		wantErr string
+	}{
+		{"absent", nil, nil, ""},
+		{"delta seconds", http.Header{"Retry-After": {"2"}}, ptr[int64](2000), ""},
+		{"retry-after-ms with a fraction", http.Header{"Retry-After-Ms": {"1500.5"}}, ptr[int64](1500), ""},
+		{"HTTP date 30s ahead of the fake clock", http.Header{"Retry-After": {"Sat, 01 Jan 2000 00:00:30 GMT"}}, ptr[int64](30000), ""},
+		{"invalid", http.Header{"Retry-After": {"soon"}}, nil, `invalid Retry-After header "soon": neither seconds nor an HTTP date`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { // now is 2000-01-01T00:00:00Z
+				f := recovery.Classify(&llm.Error{Status: 429, Header: tt.header})
+				if diff := cmp.Diff(tt.want, f.RetryAfterMs); diff != "" {
+					t.Errorf("RetryAfterMs (-want +got):\n%s", diff)
+				}
+				gotErr := ""
+				if err := f.RetryAfterErr(); err != nil {
+					gotErr = err.Error()
+				}
+				if gotErr != tt.wantErr {
+					t.Errorf("RetryAfterErr() = %q, want %q", gotErr, tt.wantErr)
+				}
+			})
+		})
+	}
+}
+
+func TestFailure_Summary(t *testing.T) {
+	tests := []struct {
+		f    recovery.Failure
+		want string
+	}{
+		{recovery.Failure{Code: recovery.RateLimit, Status: 429}, "Rate limited by the provider (429)"},
+		{recovery.Failure{Code: recovery.Overloaded, Status: 529}, "The provider is overloaded (529)"},
+		{recovery.Failure{Code: recovery.Server, Status: 503}, "The provider had a server error (503)"},
+		{recovery.Failure{Code: recovery.Timeout}, "The provider did not answer in time"},
+		{recovery.Failure{Code: recovery.Transport}, "The connection to the provider failed"},
+		{recovery.Failure{Code: recovery.EmptyResponse}, "The provider sent an empty reply"},
+		{recovery.Failure{Code: recovery.ContextOverflow, Status: 400}, "The conversation is too long for the model (400)"},
+		{recovery.Failure{Code: recovery.Auth, Status: 401}, "The provider rejected the API key (401)"},
+		{recovery.Failure{Code: recovery.Quota, Status: 402}, "The provider account is out of quota (402)"},
+		{recovery.Failure{Code: recovery.InvalidRequest, Status: 404}, "The provider rejected the request (404)"},
+		{recovery.Failure{Code: recovery.Protocol}, "The provider sent a malformed reply"},
+		{recovery.Failure{Code: recovery.Aborted}, "The request was cancelled"},
+		{recovery.Failure{Code: recovery.Unknown}, "The provider request failed"},
+	}
+	for _, tt := range tests {
+		if got := tt.f.Summary(); got != tt.want {
+			t.Errorf("%s: Summary() = %q, want %q", tt.f.Code, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package recovery_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rebound-agent/rebound/recovery"
+)
+
+func TestParseRetryAfter_Values(t *testing.T) {
+	now := time.Date(2025, 3, 14, 12, 0, 0, 0, time.UTC)
+	type result struct {
+		D   time.Duration
+		OK  bool
+		Err string
+	}
+	tests := []struct {
+		name   string
+		header http.Header
+		want   result
+	}{
+		{"absent", http.Header{}, result{}},
+		{"nil header", nil, result{}},
+		{"blank", http.Header{"Retry-After": {"  "}}, result{}},
+		{"delta seconds", http.Header{"Retry-After": {"1"}}, result{D: time.Second, OK: true}},
+		{"zero seconds", http.Header{"Retry-After": {"0"}}, result{D: 0, OK: true}},
+		{"two minutes", http.Header{"Retry-After": {"120"}}, result{D: 2 * time.Minute, OK: true}},
+		{"surrounding spaces", http.Header{"Retry-After": {" 7 "}}, result{D: 7 * time.Second, OK: true}},
+		{"a day is the limit", http.Header{"Retry-After": {"86400"}}, result{D: 24 * time.Hour, OK: true}},
+		{"HTTP date in the future", http.Header{"Retry-After": {"Fri, 14 Mar 2025 12:00:30 GMT"}}, result{D: 30 * time.Second, OK: true}},
+		{"HTTP date in the past", http.Header{"Retry-After": {"Fri, 14 Mar 2025 11:59:00 GMT"}}, result{D: 0, OK: true}},
+		{"HTTP date now", http.Header{"Retry-After": {"Fri, 14 Mar 2025 12:00:00 GMT"}}, result{D: 0, OK: true}},
+		{"RFC 850 date", http.Header{"Retry-After": {"Friday, 14-Mar-25 12:01:00 GMT"}}, result{D: time.Minute, OK: true}},
+		{"retry-after-ms", http.Header{"Retry-After-Ms": {"1500"}}, result{D: 1500 * time.Millisecond, OK: true}},
+		{"retry-after-ms with a fraction", http.Header{"Retry-After-Ms": {"1500.5"}}, result{D: 1500*time.Millisecond + 500*time.Microsecond, OK: true}},
+		{"retry-after-ms zero", http.Header{"Retry-After-Ms": {"0"}}, result{D: 0, OK: true}},
+		{"retry-after-ms is preferred", http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"2"}}, result{D: 1500 * time.Millisecond, OK: true}},
+		{"an invalid retry-after-ms falls back to Retry-After", http.Header{"Retry-After-Ms": {"fast"}, "Retry-After": {"2"}}, result{D: 2 * time.Second, OK: true}},
+		{"words", http.Header{"Retry-After": {"soon"}},
+			result{Err: `invalid Retry-After header "soon": neither seconds nor an HTTP date`}},
+		{"negative", http.Header{"Retry-After": {"-1"}},
+			result{Err: `invalid Retry-After header "-1": out of range`}},
+		{"more than a day", http.Header{"Retry-After": {"86401"}},
+			result{Err: `invalid Retry-After header "86401": out of range`}},
+		{"beyond int64", http.Header{"Retry-After": {"99999999999999999999"}},
+			result{Err: `invalid Retry-After header "99999999999999999999": neither seconds nor an HTTP date`}},
+		{"fractional seconds", http.Header{"Retry-After": {"1.5"}},
+			result{Err: `invalid Retry-After header "1.5": neither seconds nor an HTTP date`}},
+		{"retry-after-ms words", http.Header{"Retry-After-Ms": {"soon"}},
+			result{Err: `invalid retry-after-ms header "soon"`}},
+		{"retry-after-ms negative", http.Header{"Retry-After-Ms": {"-1"}},
+			result{Err: `invalid retry-after-ms header "-1"`}},
+		{"retry-after-ms huge", http.Header{"Retry-After-Ms": {"1e300"}},
+			result{Err: `invalid retry-after-ms header "1e300"`}},
+		{"retry-after-ms NaN", http.Header{"Retry-After-Ms": {"NaN"}},
+			result{Err: `invalid retry-after-ms header "NaN"`}},
+		{"retry-after-ms Inf", http.Header{"Retry-After-Ms": {"+Inf"}},
+			result{Err: `invalid retry-after-ms header "+Inf"`}},
+		{"both invalid: the Retry-After error is reported", http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"y"}},
+			result{Err: `invalid Retry-After header "y": neither seconds nor an HTTP date`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ok, err := recovery.ParseRetryAfter(tt.header, now)
+			got := result{D: d, OK: ok}
+			if err != nil {
+				got.Err = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseRetryAfter(%v) (-want +got):\n%s", tt.header, diff)
+			}
+			if ok && err != nil {
+				t.Errorf("ok with an error: %v", err)
+			}
+		})
+	}
+}
