@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+)
+
+func init() {
+	register(command{
+		name:    "mock-provider",
+		summary: "serve the fault-injecting OpenAI-compatible mock provider for tests",
+		run:     runMockProvider,
+	})
+}
+
+const mockProviderUsage = `Usage: rebound mock-provider [--addr 127.0.0.1:0] [--script FILE] [--log FILE] [--allow-remote]
+
+Serves Rebound's fault-injecting OpenAI-compatible mock provider over HTTP, for
+other programs' tests. Point an OpenAI client at the base URL it prints:
+POST <base URL>/chat/completions answers request by request from the script
+(streamed replies, HTTP errors, dropped, stalled or failing streams).
+
+Once listening it prints exactly one line to stdout, the base URL, e.g.
+  http://127.0.0.1:41234/v1
+and logs to stderr. It runs until SIGINT or SIGTERM, then exits 0.
+
+Without --script every request gets a streamed echo of its last user message
+(the script {"fallback": {"echo": true}}). The script format is described in
+docs/mock-provider.md; its JSON Schema is schema/mock-script.schema.json
+(also 'rebound schema mock-script').
+
+Exit status: 0 after a signal, 1 if the script or log file is bad or the
+address cannot be bound, 2 for a usage error (including a non-loopback --addr
+without --allow-remote).
+
+Flags:
+`
+
+// defaultMockScript answers every request with an echo, so any client gets
+// a reply without writing a script.
+var defaultMockScript = mockprovider.Script{Fallback: &mockprovider.Step{Echo: true}}
+
+func runMockProvider(ctx context.Context, args []string, s streams, e env) int {
+	fs := flag.NewFlagSet("rebound mock-provider", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), mockProviderUsage)
+		fs.PrintDefaults()
+	}
+	addr := fs.String("addr", "127.0.0.1:0", "`host:port` to listen on; port 0 picks a free port. Only loopback hosts (127.0.0.0/8, ::1, localhost) unless --allow-remote")
+	scriptPath := fs.String("script", "", "mock script `FILE` (JSON; - reads stdin). Default: echo every request")
+	logPath := fs.String("log", "", "write one JSON line per request received to `FILE`, truncating it first (- is stderr); credentials are never written")
+	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --addr: anyone who can reach it may use the mock")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(s.err, "rebound mock-provider: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	loopback, err := mockLoopbackAddr(*addr)
+	if err != nil {
+		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q: %v\n", *addr, err)
+		return 2
+	}
+	if !loopback && !*allowRemote {
+		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to serve it to the network\n", *addr)
+		return 2
+	}
+
+	script := &defaultMockScript
+	scriptName := "default (echo)"
+	switch *scriptPath {
+	case "":
+	case "-":
+		data, err := io.ReadAll(s.in)
+		if err == nil {
+			script, err = mockprovider.ParseScript(data)
+		}
+		if err != nil {
+			fmt.Fprintf(s.err, "rebound mock-provider: stdin: %v\n", err)
+			return 1
+		}
+		scriptName = "stdin"
+	default:
+		script, err = mockprovider.LoadScript(*scriptPath)
+		if err != nil {
+			fmt.Fprintf(s.err, "rebound mock-provider: %v\n", err)
+			return 1
+		}
+		scriptName = *scriptPath
+	}
+
+	// The logger and a --log of "-" share stderr; lines must not interleave.
+	stderr := &mockProviderLockedWriter{w: s.err}
+	log := newLogger(stderr, "info").With().Str("component", "mock-provider").Logger()
+	rl := &mockProviderRequestLog{log: log}
+	switch *logPath {
+	case "":
+	case "-":
+		rl.file = stderr
+	default:
+		f, err := os.Create(*logPath)
+		if err != nil {
+			fmt.Fprintf(s.err, "rebound mock-provider: --log: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		rl.file = f
+	}
+
+	m := mockprovider.New(script)
+	m.SetLog(rl)
+	srv, err := mockprovider.Serve(ctx, *addr, m)
+	if err != nil {
+		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q: %v\n", *addr, err)
+		return 1
+	}
+	if !loopback {
+		log.Warn().Str("addr", srv.Addr).Msg("serving on a non-loopback address (--allow-remote): anyone who can reach it may use the mock")
+	}
+	log.Info().Str("addr", srv.Addr).Str("baseURL", srv.BaseURL()).Str("script", scriptName).
+		Int("steps", len(script.Steps)).Bool("fallback", script.Fallback != nil).Msg("mock provider listening")
+	if _, err := fmt.Fprintln(s.out, srv.BaseURL()); err != nil {
+		srv.Close()
+		fmt.Fprintf(s.err, "rebound mock-provider: writing the base URL to stdout: %v\n", err)
+		return 1
+	}
+
+	<-ctx.Done()
+	if err := srv.Close(); err != nil {
+		log.Error().Err(err).Msg("mock provider stopped with an error")
+		return 1
+	}
+	log.Info().Int("requests", m.Count()).Msg("mock provider stopped")
+	return 0
+}
+
+// mockLoopbackAddr reports whether addr's host is a loopback address. A
+// missing host (":8080") listens on every interface, so it is not loopback;
+// host names other than localhost are not resolved and count as remote.
+func mockLoopbackAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, errors.New(`want host:port, e.g. "127.0.0.1:0"`)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false, nil
+	}
+	return ip.Unmap().IsLoopback(), nil
+}
+
+// mockProviderRequestLog receives each request the mock records as one JSON
+// line: it copies the line to the --log file and logs a summary to stderr.
+type mockProviderRequestLog struct {
+	log    zerolog.Logger
+	file   io.Writer
+	failed bool // the --log file failed once; reported once
+}
+
+// Write is called by the mock under its lock, one line at a time.
+func (l *mockProviderRequestLog) Write(p []byte) (int, error) {
+	if l.file != nil && !l.failed {
+		if _, err := l.file.Write(p); err != nil {
+			l.failed = true
+			l.log.Error().Err(err).Msg("writing the --log file failed; no more requests will be written to it")
+		}
+	}
+	var s mockprovider.Recorded
+	if json.Unmarshal(p, &s) == nil {
+		ev := l.log.Info().Int("seq", s.Seq).Str("method", s.Method).Str("path", s.Path).Int("status", s.Status)
+		switch {
+		case s.Step >= 0:
+			ev = ev.Int("step", s.Step)
+		case s.Fallback:
+			ev = ev.Bool("fallback", true)
+		case s.Exhausted:
+			ev = ev.Bool("exhausted", true)
+		}
+		ev.Msg("request")
+	}
+	return len(p), nil
+}
+
+// mockProviderLockedWriter serialises writes to a shared stream.
+type mockProviderLockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *mockProviderLockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
