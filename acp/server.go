@@ -224,7 +224,7 @@ func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 		ProtocolVersion: ProtocolVersion,
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:        true,
-			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities: PromptCapabilities{EmbeddedContext: true, Image: true},
 			Meta:               s.cfg.CapabilitiesMeta,
 		},
 		AuthMethods: []json.RawMessage{},

@@ -179,7 +179,12 @@ type SessionUpdate struct {
 	Severity    string `json:"severity,omitempty"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
-	Meta        Meta   `json:"_meta,omitempty"`
+	// compaction_update
+	CompactionID string         `json:"compactionId,omitempty"`
+	Status       string         `json:"status,omitempty"` // in_progress, completed, failed, cancelled
+	Summary      []ContentBlock `json:"summary,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	Meta         Meta           `json:"_meta,omitempty"`
 }
 
 // SessionNotification is the params of `session/update`.

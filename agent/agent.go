@@ -31,8 +31,24 @@ type Config struct {
 	Provider  llm.Provider
 	APIKeyEnv string
 	Recovery  recovery.Config
-	Version   string
-	Logger    zerolog.Logger
+	// Truncation and Overflow configure the recoveries that change the
+	// request, which the agent carries out.
+	Truncation Truncation
+	Overflow   Overflow
+	Version    string
+	Logger     zerolog.Logger
+}
+
+// Truncation configures recovery from finish_reason length.
+type Truncation struct {
+	EscalatedMaxTokens int // the one retry's output budget; skipped when MaxTokens is already at least this
+	MaxContinuations   int // continuation requests after that
+}
+
+// Overflow configures compaction on CONTEXT_OVERFLOW (enabled in
+// recovery.Config.Overflow).
+type Overflow struct {
+	KeepRecentMessages int // history messages kept verbatim before the prompt
 }
 
 // Agent implements acp.Agent.

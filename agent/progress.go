@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/recovery"
@@ -30,6 +31,9 @@ type RetryProgress struct {
 	MaxRetries int               `json:"maxRetries"`
 	DelayMs    int64             `json:"delayMs,omitempty" jsonschema_description:"the wait before the retry (scheduled only)"`
 	Failure    *recovery.Failure `json:"failure,omitempty" jsonschema_description:"the failure that caused the retry, or ended recovery"`
+	Policy     string            `json:"policy,omitempty" jsonschema_description:"the policy that decided: transient, rule:N, overflow, fallback, truncation, continuation"`
+	Action     string            `json:"action,omitempty" jsonschema_description:"what the retry changes in the request: compact, fallback, strip_images, escalate, continue"`
+	Model      string            `json:"model,omitempty" jsonschema_description:"the model the retry uses, when the fallback switched it"`
 }
 
 // CapabilitiesMeta is advertised in agentCapabilities._meta so a client can
@@ -41,29 +45,66 @@ func CapabilitiesMeta() acp.Meta {
 // Scheduled records the retry durably, then tells the editor: the record is
 // what survives a crash during the wait.
 func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
-	t.retryID = r.ID
-	if _, err := t.s.appendSync(session.TypeLLMRetry, session.LLMRetry{
+	t.chain.ID, t.chain.Retries = r.ID, r.N
+	ev := session.LLMRetry{
 		Turn: t.number, Step: t.steps, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
-		DelayMs: r.Delay.Milliseconds(), Policy: "transient", Failure: mustJSON(r.Failure),
-	}); err != nil {
+		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, Action: string(r.Action),
+	}
+	if r.Failure != nil {
+		ev.Failure = mustJSON(r.Failure)
+	}
+	if r.Action == recovery.ActionFallback {
+		ev.Model = t.model
+	}
+	if _, err := t.s.appendSync(session.TypeLLMRetry, ev); err != nil {
 		return err
 	}
-	if err := r.Failure.RetryAfterErr(); err != nil {
-		t.agent.cfg.Logger.Warn().Err(err).Str("session", t.s.id).Msg("ignored the provider's Retry-After; using local backoff")
+	log := t.agent.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Str("policy", r.Policy).
+		Int("retry", r.N).Dur("delay", r.Delay)
+	if r.Failure != nil {
+		if err := r.Failure.RetryAfterErr(); err != nil {
+			t.agent.cfg.Logger.Warn().Err(err).Str("session", t.s.id).Msg("ignored the provider's Retry-After; using local backoff")
+		}
+		log = log.Str("code", string(r.Failure.Code)).Str("requestId", r.Failure.RequestID)
 	}
-	t.agent.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Str("code", string(r.Failure.Code)).
-		Int("retry", r.N).Int("maxRetries", r.Max).Dur("delay", r.Delay).Str("requestId", r.Failure.RequestID).Msg("retry scheduled")
-	p := RetryProgress{Phase: phaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(), Failure: r.Failure}
+	log.Str("action", string(r.Action)).Msg("retry scheduled")
+	p := RetryProgress{Phase: phaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(),
+		Failure: r.Failure, Policy: r.Policy, Action: string(r.Action), Model: ev.Model}
 	t.progress(ctx, p)
 	if t.c.Capabilities().Notices() {
+		title, desc := t.noticeText(r)
 		t.notify(ctx, acp.SessionUpdate{
-			SessionUpdate: acp.UpdateNotice, Severity: "warning",
-			Title:       r.Failure.Summary(),
-			Description: fmt.Sprintf("Retrying in %.1fs (attempt %d of %d)", r.Delay.Seconds(), r.N+1, r.Max+1),
-			Meta:        acp.Meta{RetryMetaKey: p},
+			SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: title, Description: desc,
+			Meta: acp.Meta{RetryMetaKey: p},
 		})
 	}
 	return nil
+}
+
+// noticeText is what a person reads about a retry.
+func (t *turn) noticeText(r recovery.Retry) (title, description string) {
+	wait := ""
+	if r.Delay > 0 {
+		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
+	}
+	switch r.Action {
+	case recovery.ActionCompact:
+		return r.Failure.Summary(), "Summarising older messages and retrying"
+	case recovery.ActionFallback:
+		return r.Failure.Summary(), fmt.Sprintf("Switching to %s for this turn; retrying%s", t.model, wait)
+	case recovery.ActionStripImages:
+		return "The model does not accept images", "Retrying with the images replaced by placeholders"
+	case actionEscalate:
+		return "The reply was cut at the output limit", fmt.Sprintf("Retrying with a larger output budget (%d tokens)", t.maxTokens)
+	case actionContinue:
+		return "The reply was cut at the output limit", fmt.Sprintf("Asking the model to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
+	}
+	title = r.Failure.Summary()
+	description = fmt.Sprintf("Retrying%s (attempt %d of %d)", wait, r.PolicyN+1, r.Max+1)
+	if strings.HasPrefix(r.Policy, "rule:") {
+		description += ", " + strings.Replace(r.Policy, "rule:", "by rule ", 1)
+	}
+	return title, description
 }
 
 // Started records that the wait is over and the retry's request goes out.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,8 +59,9 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("record prompt: %w", err)
 	}
-	t.messages = append(a.systemMessages(s), toLLM(history)...)
-	t.messages = append(t.messages, llm.Message{Role: llm.RoleUser, Content: text})
+	t.history = append(a.systemMessages(s), toLLM(history)...)
+	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
+	t.model, t.maxTokens = a.cfg.Model, a.cfg.MaxTokens
 
 	resp, err := t.run(ctx)
 	a.settle(t, &resp, err)
@@ -99,32 +101,110 @@ type turn struct {
 	c         acp.Client
 	number    int
 	start     time.Time
-	messages  []llm.Message
+	history   []llm.Message // system prompt and the session's history, as the model gets it
+	prompt    llm.Message   // this turn's user message
+	model     string        // the fallback policy may switch it for this turn
+	maxTokens int           // the truncation policy may raise it for this turn
+	parts     []part        // truncated parts of the reply being continued
 	steps     int
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
-	retryID   string            // the retry chain in progress, if any
+	chain     recovery.Chain    // the retry chain of this logical request
 }
 
-func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
-	var reply *llm.Reply
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.start}
-	id, retries := session.RetryChain(t.s.events)
-	t.retryID = id
-	err := exec.Do(ctx, recovery.Chain{ID: id, Retries: retries}, t, func(ctx context.Context) error {
-		r, err := t.step(ctx)
-		reply = r
-		return err
-	})
-	if err != nil {
-		if isCancelled(ctx) {
-			t.cancelled = true
-			return acp.PromptResponse{StopReason: acp.StopCancelled}, err
-		}
-		return acp.PromptResponse{}, t.failure(ctx, err)
-	}
-	return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
+// part is a finished attempt's output, held back until the whole reply is.
+type part struct {
+	reply  *llm.Reply
+	chunks []llm.Chunk
 }
+
+// continuePrompt asks for the rest of a reply cut at the output limit. It is
+// sent after the partial reply and never enters the session's history.
+const continuePrompt = "Your previous reply was cut off at the output limit. Continue exactly where you left off, without repeating anything and without any preamble."
+
+// request is the next attempt's request: the history, the prompt and, when a
+// truncated reply is being continued, the partial reply and the request to go
+// on.
+func (t *turn) request() llm.Request {
+	msgs := append(slices.Clip(t.history), t.prompt)
+	if len(t.parts) > 0 {
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, Content: joinParts(t.parts)},
+			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
+	}
+	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens}
+}
+
+func joinParts(parts []part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.reply.Content)
+	}
+	return b.String()
+}
+
+// run recovers one logical request until a reply is complete, then commits
+// it. Failures go through the executor's policies; a reply cut at the output
+// limit is retried once with a larger budget, then continued.
+func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
+	id, retries, used := session.RetryChain(t.s.events)
+	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.start}
+	trunc := t.agent.cfg.Truncation
+	for {
+		var got part
+		err := exec.Do(ctx, t.chain, t, func(ctx context.Context) error {
+			r, chunks, err := t.step(ctx)
+			got = part{reply: r, chunks: chunks}
+			return err
+		})
+		if err != nil {
+			if isCancelled(ctx) {
+				t.cancelled = true
+				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+			}
+			return acp.PromptResponse{}, t.failure(ctx, err)
+		}
+		// A success ends every policy's count, not the chain: the logical
+		// request may still need a continuation.
+		t.chain.Used = map[string]int{}
+		if got.reply.FinishReason == llm.FinishLength {
+			escalate := len(t.parts) == 0 && !t.escalated() && t.maxTokens < trunc.EscalatedMaxTokens
+			switch {
+			case escalate:
+				// The truncated attempt is discarded, never shown.
+				if err := t.endStep(session.OutcomeTruncated); err != nil {
+					return acp.PromptResponse{}, err
+				}
+				t.maxTokens = trunc.EscalatedMaxTokens
+				if err := t.ownRetry(ctx, policyTruncation, actionEscalate, 1, 1); err != nil {
+					return acp.PromptResponse{}, err
+				}
+				continue
+			case len(t.parts) < trunc.MaxContinuations:
+				if err := t.endStep(session.OutcomeTruncated); err != nil {
+					return acp.PromptResponse{}, err
+				}
+				t.parts = append(t.parts, got)
+				if err := t.ownRetry(ctx, policyContinuation, actionContinue, len(t.parts), trunc.MaxContinuations); err != nil {
+					return acp.PromptResponse{}, err
+				}
+				continue
+			}
+		}
+		parts := append(t.parts, got)
+		if err := t.commit(ctx, parts); err != nil {
+			return acp.PromptResponse{}, err
+		}
+		if got.reply.FinishReason == llm.FinishLength {
+			return acp.PromptResponse{StopReason: acp.StopMaxTokens}, nil
+		}
+		return acp.PromptResponse{StopReason: stopReason(got.reply.FinishReason)}, nil
+	}
+}
+
+// escalated reports whether this turn already raised the output budget.
+func (t *turn) escalated() bool { return t.maxTokens != t.agent.cfg.MaxTokens }
 
 // failure turns a failed turn's error into the wire shape the editor gets: a
 // message a person can act on, and the facts in data.
@@ -135,7 +215,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 		f = g.Failure
 		msg = strings.TrimRight(g.Message(), ". ") + "."
 		if g.Retries > 0 {
-			t.progress(ctx, RetryProgress{Phase: phaseExhausted, RetryID: t.retryID, Retry: g.Retries,
+			t.progress(ctx, RetryProgress{Phase: phaseExhausted, RetryID: t.chain.ID, Retry: t.chain.Retries,
 				MaxRetries: t.agent.cfg.Recovery.Policy.MaxRetries, Failure: f})
 		}
 	}
@@ -152,16 +232,16 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	}}
 }
 
-// step runs one attempt and, only if it finished cleanly, commits its reply:
-// first to the log, then to the editor. A failed attempt sends nothing.
-func (t *turn) step(ctx context.Context) (*llm.Reply, error) {
+// step runs one attempt. A failed attempt is closed in the log and sends
+// nothing; a finished one is returned, uncommitted, for run to decide on.
+func (t *turn) step(ctx context.Context) (*llm.Reply, []llm.Chunk, error) {
 	t.steps++
 	n := t.steps
-	cfg := t.agent.cfg
-	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: cfg.Model}); err != nil {
-		return nil, fmt.Errorf("record step: %w", err)
+	req := t.request()
+	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model}); err != nil {
+		return nil, nil, fmt.Errorf("record step: %w", err)
 	}
-	reply, chunks, err := t.attempt(ctx, llm.Request{Model: cfg.Model, Messages: t.messages, MaxTokens: cfg.MaxTokens})
+	reply, chunks, err := t.attempt(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
 	}
@@ -173,22 +253,43 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, error) {
 		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("record step end: %w", lerr))
 		}
-		return nil, err
+		return nil, nil, err
 	}
+	return reply, chunks, nil
+}
+
+// endStep closes the current step of a finished attempt.
+func (t *turn) endStep(outcome string) error {
+	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: outcome}); err != nil {
+		return fmt.Errorf("record step end: %w", err)
+	}
+	return nil
+}
+
+// commit makes the reply final: first in the log (one message joining every
+// part verbatim), then for the editor, which sees it once, in order.
+func (t *turn) commit(ctx context.Context, parts []part) error {
+	var text, reasoning strings.Builder
+	var chunks []llm.Chunk
+	for _, p := range parts {
+		text.WriteString(p.reply.Content)
+		reasoning.WriteString(p.reply.Reasoning)
+		chunks = append(chunks, p.chunks...)
+	}
+	last := parts[len(parts)-1].reply
 	msgID := newID("msg_")
 	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
-		Turn: t.number, Step: n, MessageID: msgID, Text: reply.Content, Reasoning: reply.Reasoning, FinishReason: reply.FinishReason,
+		Turn: t.number, Step: t.steps, MessageID: msgID, Text: text.String(), Reasoning: reasoning.String(), FinishReason: last.FinishReason,
 	}); err != nil {
-		return nil, fmt.Errorf("commit reply: %w", err)
+		return fmt.Errorf("commit reply: %w", err)
 	}
-	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeOK}); err != nil {
-		return nil, fmt.Errorf("record step end: %w", err)
+	if err := t.endStep(session.OutcomeOK); err != nil {
+		return err
 	}
-	t.messages = append(t.messages, llm.Message{Role: llm.RoleAssistant, Content: reply.Content, Reasoning: reply.Reasoning})
 	if err := commit(ctx, t.c, t.s.id, msgID, chunks); err != nil {
-		return nil, fmt.Errorf("send reply: %w", err)
+		return fmt.Errorf("send reply: %w", err)
 	}
-	return reply, nil
+	return nil
 }
 
 // attempt runs one provider request to its end, recording every chunk as it
@@ -264,6 +365,13 @@ func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.
 					return err
 				}
 			}
+		case session.RoleCompaction:
+			if c.Capabilities().Compaction() {
+				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
+					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}); err != nil {
+					return err
+				}
+			}
 		case "assistant":
 			if m.Reasoning != "" {
 				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, m.MessageID, m.Reasoning); err != nil {
@@ -300,6 +408,12 @@ func (a *Agent) systemMessages(s *sessionState) []llm.Message {
 func toLLM(msgs []session.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(msgs))
 	for _, m := range msgs {
+		if m.Role == session.RoleCompaction {
+			// From here on the summary stands for the oldest messages.
+			n := min(m.Replaced, len(out))
+			out = append([]llm.Message{summaryMessage(m.Text)}, out[n:]...)
+			continue
+		}
 		out = append(out, llm.Message{Role: llm.Role(m.Role), Content: m.Text, Reasoning: m.Reasoning})
 	}
 	return out
@@ -310,7 +424,7 @@ func toLLM(msgs []session.Message) []llm.Message {
 // what the user pointed at.
 func renderPrompt(blocks []acp.ContentBlock) string {
 	var b strings.Builder
-	for _, blk := range blocks {
+	for i, blk := range blocks {
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
@@ -327,6 +441,10 @@ func renderPrompt(blocks []acp.ContentBlock) string {
 					fmt.Fprintf(&b, "<context ref=%q>(binary content not shown)</context>", r.URI)
 				}
 			}
+		case "image":
+			// The image itself goes as an image part; the text names it so the
+			// history of later turns, and a placeholder retry, still can.
+			fmt.Fprintf(&b, "[image: %s]", imageName(blk, i))
 		default:
 			fmt.Fprintf(&b, "(a %s block the model cannot read was omitted)", blk.Type)
 		}

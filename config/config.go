@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rebound-agent/rebound/recovery"
 )
 
 // Config is the resolved configuration. The toml and json tags are the file's
@@ -50,16 +52,41 @@ type Provider struct {
 // Recovery holds the settings of the transient-failure retry policy and of
 // the deadlines and watchdogs around provider requests.
 type Recovery struct {
-	MaxRetries        int      `toml:"max_retries" json:"max_retries" jsonschema:"minimum=0,default=2" jsonschema_description:"Retries of one request after a retryable failure; 0 disables retrying. Default 2."`
-	InitialDelay      Duration `toml:"initial_delay" json:"initial_delay" jsonschema_description:"Backoff before the first retry, as a Go duration; doubled for each later retry. Must not exceed max_delay. Default 500ms."`
-	MaxDelay          Duration `toml:"max_delay" json:"max_delay" jsonschema_description:"Upper bound of the backoff, as a Go duration. Default 10s."`
-	Jitter            float64  `toml:"jitter" json:"jitter" jsonschema:"minimum=0,maximum=1,default=0.1" jsonschema_description:"Each backoff is multiplied by a random factor in [1-jitter, 1+jitter]; between 0 and 1. Default 0.1."`
-	MaxRetryAfter     Duration `toml:"max_retry_after" json:"max_retry_after" jsonschema_description:"Longest Retry-After from the provider that is honoured, as a Go duration; a longer one ends recovery at once. Default 10s."`
-	RetryableCodes    []string `toml:"retryable_codes" json:"retryable_codes" jsonschema:"uniqueItems=true,enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN,default=RATE_LIMIT,default=OVERLOADED,default=SERVER,default=TIMEOUT,default=TRANSPORT,default=EMPTY_RESPONSE" jsonschema_description:"Failure codes that are retried: RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE, CONTEXT_OVERFLOW, AUTH, QUOTA, INVALID_REQUEST, PROTOCOL, ABORTED, UNKNOWN. Default RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE."`
-	TurnDeadline      Duration `toml:"turn_deadline" json:"turn_deadline" jsonschema_description:"Longest time one prompt turn may take, retries included, as a Go duration. Default 5m."`
-	AttemptTimeout    Duration `toml:"attempt_timeout" json:"attempt_timeout" jsonschema_description:"Longest time one provider request may take, as a Go duration; 0 means no limit. Default 0."`
-	FirstTokenTimeout Duration `toml:"first_token_timeout" json:"first_token_timeout" jsonschema_description:"Longest wait for the first streamed token of a request, as a Go duration. Default 90s."`
-	StreamIdleTimeout Duration `toml:"stream_idle_timeout" json:"stream_idle_timeout" jsonschema_description:"Longest gap between two streamed chunks, as a Go duration. Default 5m."`
+	MaxRetries            int        `toml:"max_retries" json:"max_retries" jsonschema:"minimum=0,default=2" jsonschema_description:"Retries of one request after a retryable failure; 0 disables retrying. Default 2."`
+	InitialDelay          Duration   `toml:"initial_delay" json:"initial_delay" jsonschema_description:"Backoff before the first retry, as a Go duration; doubled for each later retry. Must not exceed max_delay. Default 500ms."`
+	MaxDelay              Duration   `toml:"max_delay" json:"max_delay" jsonschema_description:"Upper bound of the backoff, as a Go duration. Default 10s."`
+	Jitter                float64    `toml:"jitter" json:"jitter" jsonschema:"minimum=0,maximum=1,default=0.1" jsonschema_description:"Each backoff is multiplied by a random factor in [1-jitter, 1+jitter]; between 0 and 1. Default 0.1."`
+	MaxRetryAfter         Duration   `toml:"max_retry_after" json:"max_retry_after" jsonschema_description:"Longest Retry-After from the provider that is honoured, as a Go duration; a longer one ends recovery at once. Default 10s."`
+	RetryableCodes        []string   `toml:"retryable_codes" json:"retryable_codes" jsonschema:"uniqueItems=true,enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN,default=RATE_LIMIT,default=OVERLOADED,default=SERVER,default=TIMEOUT,default=TRANSPORT,default=EMPTY_RESPONSE" jsonschema_description:"Failure codes that are retried: RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE, CONTEXT_OVERFLOW, AUTH, QUOTA, INVALID_REQUEST, PROTOCOL, ABORTED, UNKNOWN. Default RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE."`
+	TurnDeadline          Duration   `toml:"turn_deadline" json:"turn_deadline" jsonschema_description:"Longest time one prompt turn may take, retries included, as a Go duration. Default 5m."`
+	AttemptTimeout        Duration   `toml:"attempt_timeout" json:"attempt_timeout" jsonschema_description:"Longest time one provider request may take, as a Go duration; 0 means no limit. Default 0."`
+	FirstTokenTimeout     Duration   `toml:"first_token_timeout" json:"first_token_timeout" jsonschema_description:"Longest wait for the first streamed token of a request, as a Go duration. Default 90s."`
+	StreamIdleTimeout     Duration   `toml:"stream_idle_timeout" json:"stream_idle_timeout" jsonschema_description:"Longest gap between two streamed chunks, as a Go duration. Default 5m."`
+	FallbackModel         string     `toml:"fallback_model" json:"fallback_model" jsonschema_description:"Model to switch to after overload_fallback_after consecutive OVERLOADED failures, for the rest of the turn. Empty (the default) turns overload fallback off."`
+	OverloadFallbackAfter int        `toml:"overload_fallback_after" json:"overload_fallback_after" jsonschema:"minimum=1,default=3" jsonschema_description:"Consecutive OVERLOADED failures before switching to fallback_model. Default 3."`
+	Overflow              Overflow   `toml:"overflow" json:"overflow" jsonschema_description:"Recovery from CONTEXT_OVERFLOW by compacting the conversation."`
+	Truncation            Truncation `toml:"truncation" json:"truncation" jsonschema_description:"Recovery from replies cut at the output limit (finish_reason length)."`
+	Rules                 []Rule     `toml:"rules" json:"rules,omitempty" jsonschema_description:"User rules, tried in order before the built-in policies; the first that matches a failure owns it (its delay, its budget)."`
+}
+
+// Overflow configures compaction on CONTEXT_OVERFLOW.
+type Overflow struct {
+	Enabled            bool `toml:"enabled" json:"enabled" jsonschema:"default=true" jsonschema_description:"Compact the conversation once and retry when the provider says it is too long. Default true."`
+	KeepRecentMessages int  `toml:"keep_recent_messages" json:"keep_recent_messages" jsonschema:"minimum=0,default=2" jsonschema_description:"Messages before the newest user message kept verbatim, besides the system prompt; older ones are summarised. Default 2."`
+}
+
+// Truncation configures recovery from finish_reason length.
+type Truncation struct {
+	EscalatedMaxTokens int `toml:"escalated_max_tokens" json:"escalated_max_tokens" jsonschema:"minimum=1,maximum=1000000,default=65536" jsonschema_description:"Output budget of the one retry after a truncated reply; skipped when provider.max_tokens is already at least this. Default 65536."`
+	MaxContinuations   int `toml:"max_continuations" json:"max_continuations" jsonschema:"minimum=0,maximum=20,default=3" jsonschema_description:"Continuation requests after the escalated retry is truncated too; their parts are joined verbatim. Default 3."`
+}
+
+// Rule is one [[recovery.rules]] entry.
+type Rule struct {
+	Match      string   `toml:"match" json:"match" jsonschema_description:"An HTTP status (\"429\"), a failure code (\"RATE_LIMIT\", any case), field=value on the provider's error JSON (\"code=insufficient_quota\"), or msg~substring (any case) on its message."`
+	Delay      Duration `toml:"delay" json:"delay" jsonschema_description:"Wait before each retry, 100ms to 1h; a longer Retry-After is honoured up to recovery.max_retry_after."`
+	MaxRetries int      `toml:"max_retries" json:"max_retries" jsonschema:"minimum=0,maximum=1000" jsonschema_description:"Retries this rule allows, 0 to 1000; 0 reports the failure at once."`
+	Action     string   `toml:"action" json:"action,omitempty" jsonschema:"enum=retry,enum=strip_images" jsonschema_description:"retry (the default) or strip_images: replace the request's images with text placeholders and retry once, for a model that accepts no images."`
 }
 
 // Duration is a time.Duration written as a Go duration string ("500ms",
@@ -126,6 +153,10 @@ func Default() Config {
 			AttemptTimeout:    0,
 			FirstTokenTimeout: Duration(90 * time.Second),
 			StreamIdleTimeout: Duration(5 * time.Minute),
+
+			OverloadFallbackAfter: 3,
+			Overflow:              Overflow{Enabled: true, KeepRecentMessages: 2},
+			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		LogLevel: defaultLogLevel,
 	}
@@ -214,6 +245,34 @@ func (c Config) Validate() error {
 			bad("recovery.retryable_codes", "code %q is listed more than once", code)
 		}
 		seen[code] = true
+	}
+
+	if r.OverloadFallbackAfter < 1 {
+		bad("recovery.overload_fallback_after", "must be a positive integer, got %d", r.OverloadFallbackAfter)
+	}
+	if r.Overflow.KeepRecentMessages < 0 {
+		bad("recovery.overflow.keep_recent_messages", "must be zero or a positive integer, got %d", r.Overflow.KeepRecentMessages)
+	}
+	if t := r.Truncation.EscalatedMaxTokens; t < 1 || t > maxMaxTokens {
+		bad("recovery.truncation.escalated_max_tokens", "must be between 1 and %d, got %d", maxMaxTokens, t)
+	}
+	if n := r.Truncation.MaxContinuations; n < 0 || n > 20 {
+		bad("recovery.truncation.max_continuations", "must be between 0 and 20, got %d", n)
+	}
+	for i, rule := range r.Rules {
+		key := fmt.Sprintf("recovery.rules[%d]", i)
+		if err := recovery.CheckMatch(rule.Match); err != nil {
+			bad(key+".match", "%v", err)
+		}
+		if d := time.Duration(rule.Delay); d < 100*time.Millisecond || d > time.Hour {
+			bad(key+".delay", "must be between 100ms and 1h, got %s", rule.Delay)
+		}
+		if rule.MaxRetries < 0 || rule.MaxRetries > 1000 {
+			bad(key+".max_retries", "must be between 0 and 1000, got %d", rule.MaxRetries)
+		}
+		if rule.Action != "" && rule.Action != "retry" && rule.Action != "strip_images" {
+			bad(key+".action", "must be retry or strip_images, got %q", rule.Action)
+		}
 	}
 
 	if !slices.Contains(logLevels, c.LogLevel) {

@@ -31,6 +31,10 @@ func TestDefault(t *testing.T) {
 			AttemptTimeout:    0,
 			FirstTokenTimeout: config.Duration(90 * time.Second),
 			StreamIdleTimeout: config.Duration(5 * time.Minute),
+
+			OverloadFallbackAfter: 3,
+			Overflow:              config.Overflow{Enabled: true, KeepRecentMessages: 2},
+			Truncation:            config.Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		LogLevel: "info",
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -283,7 +284,7 @@ func checkShape(path string, t reflect.Type, m map[string]any, prefix toml.Key) 
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		key := append(slices.Clip(prefix), name)
 		bad := func(format string, args ...any) {
-			errs = append(errs, &FieldError{Source: path, Key: key.String(), Problem: fmt.Sprintf(format, args...)})
+			errs = append(errs, &FieldError{Source: path, Key: keyString(key), Problem: fmt.Sprintf(format, args...)})
 		}
 		f, ok := fieldByKey(t, name)
 		if !ok {
@@ -318,6 +319,19 @@ func checkShape(path string, t reflect.Type, m map[string]any, prefix toml.Key) 
 			default:
 				bad("must be a number, got %s", describe(v))
 			}
+		case ft.Kind() == reflect.Bool:
+			if _, ok := v.(bool); !ok {
+				bad("must be true or false, got %s", describe(v))
+			}
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			arr, ok := v.([]map[string]any)
+			if !ok {
+				bad("must be an array of tables ([[%s]]), got %s", keyString(key), describe(v))
+				continue
+			}
+			for i, el := range arr {
+				errs = append(errs, checkShape(path, ft.Elem(), el, append(slices.Clip(prefix), fmt.Sprintf("%s[%d]", name, i)))...)
+			}
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			arr, ok := v.([]any)
 			if !ok {
@@ -337,6 +351,14 @@ func checkShape(path string, t reflect.Type, m map[string]any, prefix toml.Key) 
 		}
 	}
 	return errs
+}
+
+// indexedKey is how toml.Key quotes an element such as rules[0].
+var indexedKey = regexp.MustCompile(`"([A-Za-z_]+\[[0-9]+\])"`)
+
+// keyString writes a dotted key the way users read it: recovery.rules[0].match.
+func keyString(k toml.Key) string {
+	return indexedKey.ReplaceAllString(k.String(), "$1")
 }
 
 // fieldByKey finds the field of t whose toml tag is name.

@@ -170,6 +170,26 @@ turn_deadline = "10m"
 attempt_timeout = "2m"
 first_token_timeout = "1m"
 stream_idle_timeout = "30s"
+fallback_model = "llama3-small"
+overload_fallback_after = 2
+
+[recovery.overflow]
+enabled = false
+keep_recent_messages = 4
+
+[recovery.truncation]
+escalated_max_tokens = 16384
+max_continuations = 1
+
+[[recovery.rules]]
+match = "msg~quota exceeded"
+delay = "30s"
+max_retries = 1
+
+[[recovery.rules]]
+match = "code=insufficient_quota"
+delay = "1m"
+max_retries = 0
 `)
 	got, err := config.Load(config.Flags{ConfigPath: &path}, env{"LOCAL_KEY": "k"}.get, dir)
 	if err != nil {
@@ -194,6 +214,15 @@ stream_idle_timeout = "30s"
 			AttemptTimeout:    config.Duration(2 * time.Minute),
 			FirstTokenTimeout: config.Duration(time.Minute),
 			StreamIdleTimeout: config.Duration(30 * time.Second),
+
+			FallbackModel:         "llama3-small",
+			OverloadFallbackAfter: 2,
+			Overflow:              config.Overflow{Enabled: false, KeepRecentMessages: 4},
+			Truncation:            config.Truncation{EscalatedMaxTokens: 16384, MaxContinuations: 1},
+			Rules: []config.Rule{
+				{Match: "msg~quota exceeded", Delay: config.Duration(30 * time.Second), MaxRetries: 1},
+				{Match: "code=insufficient_quota", Delay: config.Duration(time.Minute), MaxRetries: 0},
+			},
 		},
 		LogLevel: "warn",
 		StateDir: "/var/lib/rebound",
@@ -401,6 +430,19 @@ func TestLoad_FileErrors(t *testing.T) {
 		{"relative base_url", "[provider]\nbase_url = \"/v1\"\n", "provider.base_url", "absolute http or https URL"},
 		{"bad log_level", "log_level = \"loud\"\n", "log_level", `must be one of debug, info, warn, error, got "loud"`},
 		{"relative state_dir", "state_dir = \"state\"\n", "state_dir", "must be an absolute path"},
+		{"overload_fallback_after zero", "[recovery]\noverload_fallback_after = 0\n", "recovery.overload_fallback_after", "must be a positive integer, got 0"},
+		{"overflow enabled not a bool", "[recovery.overflow]\nenabled = \"yes\"\n", "recovery.overflow.enabled", `must be true or false, got string "yes"`},
+		{"keep_recent_messages negative", "[recovery.overflow]\nkeep_recent_messages = -1\n", "recovery.overflow.keep_recent_messages", "got -1"},
+		{"escalated_max_tokens zero", "[recovery.truncation]\nescalated_max_tokens = 0\n", "recovery.truncation.escalated_max_tokens", "must be between 1 and 1000000, got 0"},
+		{"max_continuations too many", "[recovery.truncation]\nmax_continuations = 50\n", "recovery.truncation.max_continuations", "must be between 0 and 20, got 50"},
+		{"rules not an array of tables", "[recovery]\nrules = \"429\"\n", "recovery.rules", "must be an array of tables ([[recovery.rules]])"},
+		{"rule unknown key", "[[recovery.rules]]\nmatch = \"429\"\ndelay = \"1s\"\nretries = 2\n", "recovery.rules[0].retries", "unknown key"},
+		{"rule bad match", "[[recovery.rules]]\nmatch = \"sometimes\"\ndelay = \"1s\"\n", "recovery.rules[0].match", `match "sometimes" is none of`},
+		{"rule empty msg~", "[[recovery.rules]]\nmatch = \"msg~\"\ndelay = \"1s\"\n", "recovery.rules[0].match", "msg~ needs a substring"},
+		{"rule delay too short", "[[recovery.rules]]\nmatch = \"429\"\ndelay = \"10ms\"\n", "recovery.rules[0].delay", "must be between 100ms and 1h, got 10ms"},
+		{"rule delay missing", "[[recovery.rules]]\nmatch = \"429\"\n", "recovery.rules[0].delay", "must be between 100ms and 1h, got 0s"},
+		{"rule max_retries too many", "[[recovery.rules]]\nmatch = \"RATE_LIMIT\"\ndelay = \"1s\"\nmax_retries = 5000\n", "recovery.rules[0].max_retries", "must be between 0 and 1000, got 5000"},
+		{"second rule bad action", "[[recovery.rules]]\nmatch = \"429\"\ndelay = \"1s\"\n[[recovery.rules]]\nmatch = \"400\"\ndelay = \"1s\"\naction = \"pray\"\n", "recovery.rules[1].action", `must be retry or strip_images, got "pray"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -245,9 +245,9 @@ func (c *checker) stepEnd(ev Event) error {
 		return err
 	}
 	switch d.Outcome {
-	case OutcomeOK, OutcomeFailed, OutcomeCancelled:
+	case OutcomeOK, OutcomeFailed, OutcomeCancelled, OutcomeTruncated:
 	default:
-		return c.errorf(ev.Seq, "step/end outcome %q: want %q, %q or %q", d.Outcome, OutcomeOK, OutcomeFailed, OutcomeCancelled)
+		return c.errorf(ev.Seq, "step/end outcome %q: want %q, %q, %q or %q", d.Outcome, OutcomeOK, OutcomeFailed, OutcomeCancelled, OutcomeTruncated)
 	}
 	t.step, t.stepMsg = 0, false
 	return nil

@@ -6,12 +6,14 @@ import "encoding/json"
 const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	// RoleCompaction marks where a summary replaced older history for the model.
+	RoleCompaction = "compaction"
 )
 
 // Message is one entry of the committed conversation.
 type Message struct {
 	Turn      int
-	Role      string // RoleUser or RoleAssistant
+	Role      string // RoleUser, RoleAssistant or RoleCompaction
 	Text      string
 	Reasoning string
 	MessageID string
@@ -19,6 +21,10 @@ type Message struct {
 	// messages only).
 	Prompt       json.RawMessage
 	FinishReason string
+	// Replaced (compaction only): how many earlier messages of the model's
+	// history Text, a summary, stands for from here on.
+	Replaced     int
+	CompactionID string
 }
 
 // Conversation derives the committed conversation: a user message for each
@@ -41,6 +47,12 @@ func Conversation(events []Event) ([]Message, error) {
 				return nil, err // unreachable: check decoded it
 			}
 			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
+		case TypeCompaction:
+			var d Compaction
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
 		case TypeAssistantMessage:
 			var d AssistantMessage
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -71,25 +83,31 @@ func NextTurn(events []Event) int {
 }
 
 // RetryChain returns the retry chain the next logical request continues: the
-// chain of a turn that a dead process left unfinished, with the retries it
-// already used. A success, or a turn that ended while its process was alive,
-// finishes a chain; then id is "" and retries 0.
-func RetryChain(events []Event) (id string, retries int) {
+// chain of a turn that a dead process left unfinished, how many retries it
+// numbered, and how many each policy used since the chain's last success. A
+// turn that ended while its process was alive finishes its chain; then id is
+// "" and the counts are zero.
+func RetryChain(events []Event) (id string, retries int, used map[string]int) {
+	used = map[string]int{}
 	for _, ev := range events {
 		switch ev.Type {
 		case TypeLLMRetry:
 			var d LLMRetry
 			if json.Unmarshal(ev.Data, &d) == nil {
 				id, retries = d.RetryID, d.Retry
+				if d.Policy == "" {
+					d.Policy = "transient"
+				}
+				used[d.Policy]++
 			}
 		case TypeAssistantMessage:
-			id, retries = "", 0
+			id, retries, used = "", 0, map[string]int{}
 		case TypeTurnEnd:
 			var d TurnEnd
 			if json.Unmarshal(ev.Data, &d) == nil && !d.Interrupted {
-				id, retries = "", 0
+				id, retries, used = "", 0, map[string]int{}
 			}
 		}
 	}
-	return id, retries
+	return id, retries, used
 }

@@ -86,6 +86,10 @@ const (
 	OutcomeOK        = "ok"
 	OutcomeFailed    = "failed"
 	OutcomeCancelled = "cancelled"
+	// OutcomeTruncated: the reply stopped at the output limit and is not
+	// committed on its own: it is discarded for a retry with a larger budget,
+	// or it is a part that a later step's message joins.
+	OutcomeTruncated = "truncated"
 )
 
 // StepEnd closes a step. Failure holds the failure facts of a failed step.
@@ -121,6 +125,8 @@ type LLMRetry struct {
 	MaxRetries int             `json:"maxRetries"`
 	DelayMs    int64           `json:"delayMs"`
 	Policy     string          `json:"policy,omitempty"`
+	Action     string          `json:"action,omitempty"` // what the retry changes: compact, fallback, strip_images, escalate, continue
+	Model      string          `json:"model,omitempty"`  // the model the retry uses, when it changed
 	Failure    json.RawMessage `json:"failure,omitempty"`
 }
 
@@ -160,9 +166,17 @@ type ToolResult struct {
 
 // Compaction records that the request of a step was compacted to fit the
 // context window: Summary stands for the Replaced oldest messages.
+//
+// Replaced is how many messages of the model's history (oldest first, before
+// the turn's own prompt) the summary stands for from now on; sizes are in
+// characters of message content, the measure used to decide the compacted
+// request was smaller.
 type Compaction struct {
-	Turn     int    `json:"turn"`
-	Step     int    `json:"step,omitempty"`
-	Summary  string `json:"summary"`
-	Replaced int    `json:"replaced"`
+	Turn         int    `json:"turn"`
+	Step         int    `json:"step,omitempty"`
+	CompactionID string `json:"compactionId,omitempty"`
+	Summary      string `json:"summary"`
+	Replaced     int    `json:"replaced"`
+	BeforeChars  int    `json:"beforeChars,omitempty"`
+	AfterChars   int    `json:"afterChars,omitempty"`
 }

@@ -194,7 +194,7 @@ func TestParse_Invariants(t *testing.T) {
 		{name: "message of a failed step", log: render(rStart, rTurn1, rStep1, rStepFail1, rMessage1), line: 5, seq: 5, msg: "assistant/message for step 1 of turn 1, but no step is open"},
 		{name: "second message in a step", log: render(rStart, rTurn1, rStep1, rMessage1, rMessage1), line: 5, seq: 5, msg: "second assistant/message for step 1 of turn 1: a step commits at most one"},
 		{name: "step/end with no open step", log: render(rStart, rTurn1, rStepEnd1), line: 3, seq: 3, msg: "step/end for step 1 of turn 1, but no step is open"},
-		{name: "step/end with an unknown outcome", log: stepOpen + line(4, session.TypeStepEnd, `{"turn":1,"step":1,"outcome":"done"}`), line: 4, seq: 4, msg: `step/end outcome "done": want "ok", "failed" or "cancelled"`},
+		{name: "step/end with an unknown outcome", log: stepOpen + line(4, session.TypeStepEnd, `{"turn":1,"step":1,"outcome":"done"}`), line: 4, seq: 4, msg: `step/end outcome "done": want "ok", "failed", "cancelled" or "truncated"`},
 
 		{name: "tool/call without id", log: render(rStart, rTurn1, rStep1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"","name":"x","arguments":""}`}), line: 4, seq: 4, msg: "tool/call: toolCallId is empty"},
 		{name: "tool/call of a step not started", log: render(rStart, rTurn1, rStep1, rec{session.TypeToolCall, `{"turn":1,"step":2,"toolCallId":"c1","name":"x","arguments":""}`}), line: 4, seq: 4, msg: `tool/call "c1" for step 2, but turn 1 has started steps 1 to 1`},

@@ -30,6 +30,15 @@ type Message struct {
 	Reasoning  string     `json:"reasoning,omitempty"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"`
+	// Images go with a user message's Content as image parts.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is an inline image of a user message.
+type Image struct {
+	Name     string `json:"name"` // how the prompt named it, for placeholders
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"` // base64
 }
 
 // ToolCall is a complete tool call of a finished reply.

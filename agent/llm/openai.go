@@ -79,6 +79,17 @@ func (o *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
 	msgs := make([]openai.ChatCompletionMessage, 0, len(req.Messages))
 	for _, m := range req.Messages {
 		cm := openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			// Content and MultiContent are exclusive in go-openai.
+			cm.Content = ""
+			cm.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
+			for _, img := range m.Images {
+				cm.MultiContent = append(cm.MultiContent, openai.ChatMessagePart{
+					Type:     openai.ChatMessagePartTypeImageURL,
+					ImageURL: &openai.ChatMessageImageURL{URL: "data:" + img.MimeType + ";base64," + img.Data},
+				})
+			}
+		}
 		for _, tc := range m.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, openai.ToolCall{
 				ID:       tc.ID,

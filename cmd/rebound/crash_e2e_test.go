@@ -157,7 +157,7 @@ max_retry_after = "60s"
 	if crashed.OpenTurn != 1 || crashed.OpenStep != 0 {
 		t.Errorf("open turn/step after the kill = %d/%d, want 1/0 (the failed step was closed before the retry)", crashed.OpenTurn, crashed.OpenStep)
 	}
-	if id, n := session.RetryChain(crashed.Events); id != retryID || n != 1 {
+	if id, n, _ := session.RetryChain(crashed.Events); id != retryID || n != 1 {
 		t.Errorf("RetryChain after the kill = %q, %d; want %q, 1", id, n, retryID)
 	}
 
@@ -200,7 +200,7 @@ max_retry_after = "60s"
 	if err := json.Unmarshal(last.Data, &end); last.Type != session.TypeTurnEnd || err != nil || end.Turn != 1 || !end.Interrupted {
 		t.Fatalf("last event after session/load = %s %s, want turn/end of turn 1 with interrupted: true", last.Type, last.Data)
 	}
-	if id, n := session.RetryChain(loaded.Events); id != retryID || n != 1 {
+	if id, n, _ := session.RetryChain(loaded.Events); id != retryID || n != 1 {
 		t.Errorf("RetryChain after the interrupted turn/end = %q, %d; want %q, 1 (carried)", id, n, retryID)
 	}
 
@@ -276,7 +276,7 @@ max_retry_after = "60s"
 	if final.OpenTurn != 0 || len(final.Warnings) != 0 {
 		t.Errorf("final log: open turn %d, warnings %q", final.OpenTurn, final.Warnings)
 	}
-	if id, n := session.RetryChain(final.Events); id != "" || n != 0 {
+	if id, n, _ := session.RetryChain(final.Events); id != "" || n != 0 {
 		t.Errorf("RetryChain of the final log = %q, %d; want the chain finished", id, n)
 	}
 	var types []string

@@ -171,8 +171,13 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Provider:  provider,
 		APIKeyEnv: cfg.Provider.APIKeyEnv,
 		Recovery:  recoveryConfig(cfg.Recovery),
-		Version:   version(),
-		Logger:    log.With().Str("component", "agent").Logger(),
+		Truncation: agent.Truncation{
+			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
+			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
+		},
+		Overflow: agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages},
+		Version:  version(),
+		Logger:   log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
 	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta()})
@@ -204,6 +209,14 @@ func recoveryConfig(r config.Recovery) recovery.Config {
 	for i, c := range r.RetryableCodes {
 		codes[i] = recovery.Code(c)
 	}
+	var rules []recovery.Rule
+	for _, rule := range r.Rules {
+		action := recovery.ActionNone
+		if rule.Action == "strip_images" {
+			action = recovery.ActionStripImages
+		}
+		rules = append(rules, recovery.Rule{Match: rule.Match, Delay: time.Duration(rule.Delay), MaxRetries: rule.MaxRetries, Action: action})
+	}
 	return recovery.Config{
 		Policy: recovery.Policy{
 			MaxRetries:    r.MaxRetries,
@@ -213,6 +226,10 @@ func recoveryConfig(r config.Recovery) recovery.Config {
 			MaxRetryAfter: time.Duration(r.MaxRetryAfter),
 			Retryable:     codes,
 		},
+		Rules:          rules,
+		Overflow:       r.Overflow.Enabled,
+		FallbackModel:  r.FallbackModel,
+		FallbackAfter:  r.OverloadFallbackAfter,
 		TurnDeadline:   time.Duration(r.TurnDeadline),
 		AttemptTimeout: time.Duration(r.AttemptTimeout),
 		Watchdog:       recovery.Timeouts{FirstToken: time.Duration(r.FirstTokenTimeout), Idle: time.Duration(r.StreamIdleTimeout)},

@@ -52,6 +52,9 @@ type Message struct {
 	ReasoningContent string     `json:"reasoningContent,omitempty"`
 	ToolCalls        []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID       string     `json:"toolCallId,omitempty"`
+	// Images are the image parts of the content, as their media type (the
+	// data itself is not kept).
+	Images []string `json:"images,omitempty"`
 }
 
 // Recorded is one request the mock received.
@@ -323,7 +326,7 @@ type chatRequest struct {
 func (cr *chatRequest) messages() []Message {
 	var out []Message
 	for _, m := range cr.Messages {
-		msg := Message{Role: m.Role, Content: contentText(m.Content), ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID}
+		msg := Message{Role: m.Role, Content: contentText(m.Content), ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Images: contentImages(m.Content)}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -350,6 +353,27 @@ func contentText(raw json.RawMessage) string {
 		return b.String()
 	}
 	return ""
+}
+
+// contentImages names the image parts of content given as an array of parts.
+func contentImages(raw json.RawMessage) []string {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			mediaType, _, _ := strings.Cut(strings.TrimPrefix(p.ImageURL.URL, "data:"), ";")
+			out = append(out, mediaType)
+		}
+	}
+	return out
 }
 
 // apiError is an OpenAI-style error reply.

@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// Policies and actions the agent runs itself: a truncated reply is not a
+// failure, so it never reaches the executor.
+const (
+	policyTruncation   = "truncation"
+	policyContinuation = "continuation"
+	actionEscalate     = "escalate"
+	actionContinue     = "continue"
+)
+
+// Errors that end a request-changing recovery.
+var (
+	// ErrPromptTooLong: the overflowing request has nothing to compact but
+	// the prompt itself.
+	ErrPromptTooLong = errors.New("the prompt itself is too long for the model: shorten it, or attach less context")
+	// ErrCompactionNotSmaller: the summary did not make the request smaller.
+	ErrCompactionNotSmaller = errors.New("compacting the conversation did not make the request smaller")
+	// ErrNoImages: a provider said the model takes no images, but the
+	// request has none to remove.
+	ErrNoImages = errors.New("the request has no images to remove")
+)
+
+var _ recovery.Adapter = (*turn)(nil)
+
+// Adapt changes the next request as a retry's action says.
+func (t *turn) Adapt(ctx context.Context, r recovery.Retry) error {
+	switch r.Action {
+	case recovery.ActionFallback:
+		t.model = t.agent.cfg.Recovery.FallbackModel
+		t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Str("model", t.model).Msg("switching to the fallback model for this turn")
+		return nil
+	case recovery.ActionCompact:
+		return t.compact(ctx, r)
+	case recovery.ActionStripImages:
+		return t.stripImages()
+	}
+	return fmt.Errorf("unknown recovery action %q", r.Action)
+}
+
+// compact replaces the older history with a summary made by a direct
+// provider call (never through the executor, so an overflow of the summary
+// request cannot recurse), keeping the system prompt, the newest messages and
+// the prompt. It retries only if the request got smaller.
+func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
+	body := t.history[1:] // after the system prompt
+	keep := min(t.agent.cfg.Overflow.KeepRecentMessages, len(body))
+	if len(body)-keep == 0 {
+		keep = 0 // nothing older than the kept messages: summarise them too
+	}
+	old := body[:len(body)-keep]
+	if len(old) == 0 {
+		return ErrPromptTooLong
+	}
+	id := newID("cmp_")
+	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "in_progress"})
+	summary, err := t.summarise(ctx, old)
+	if err != nil {
+		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: err.Error()})
+		return fmt.Errorf("compact the conversation: %w", err)
+	}
+	before := t.request()
+	history := append([]llm.Message{t.history[0], summaryMessage(summary)}, body[len(body)-keep:]...)
+	after := before
+	after.Messages = append(append([]llm.Message{}, history...), before.Messages[len(t.history):]...)
+	b, a := chars(before.Messages), chars(after.Messages)
+	if a >= b {
+		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: ErrCompactionNotSmaller.Error()})
+		return fmt.Errorf("%w (%d characters before, %d after)", ErrCompactionNotSmaller, b, a)
+	}
+	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
+		Turn: t.number, Step: t.steps, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
+	}); err != nil {
+		return fmt.Errorf("record compaction: %w", err)
+	}
+	t.history = history
+	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(summary)}})
+	return nil
+}
+
+// summariseInstruction is the summariser's system prompt.
+const summariseInstruction = "Summarise the conversation below for a model that will continue it. Keep every fact, decision, file name, code identifier and open question; drop pleasantries. Write plain prose, no preamble."
+
+func (t *turn) summarise(ctx context.Context, msgs []llm.Message) (string, error) {
+	var transcript strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&transcript, "%s: %s\n\n", m.Role, m.Content)
+	}
+	s, err := t.agent.cfg.Provider.Stream(ctx, llm.Request{Model: t.model, MaxTokens: t.agent.cfg.MaxTokens, Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: summariseInstruction},
+		{Role: llm.RoleUser, Content: transcript.String()},
+	}})
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var reply llm.Reply
+	for {
+		c, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		reply.Add(c)
+	}
+	if strings.TrimSpace(reply.Content) == "" {
+		return "", recovery.ErrEmptyResponse
+	}
+	return reply.Content, nil
+}
+
+// summaryMessage is how a compaction summary sits in the model's history.
+func summaryMessage(summary string) llm.Message {
+	return llm.Message{Role: llm.RoleUser, Content: "Summary of the earlier conversation:\n" + summary}
+}
+
+func chars(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+	}
+	return n
+}
+
+// stripImages drops the prompt's images, which the prompt text already names
+// as [image: …] placeholders, and tells the model why. The log keeps the
+// user's original prompt.
+func (t *turn) stripImages() error {
+	if len(t.prompt.Images) == 0 {
+		return ErrNoImages
+	}
+	t.prompt.Content += "\n(Note: the user attached the images named above, but this model cannot receive images, so only their names are given.)"
+	t.prompt.Images = nil
+	return nil
+}
+
+// promptImages collects the prompt's image blocks for the model.
+func promptImages(blocks []acp.ContentBlock) []llm.Image {
+	var imgs []llm.Image
+	for i, b := range blocks {
+		if b.Type != "image" || b.Data == "" {
+			continue
+		}
+		imgs = append(imgs, llm.Image{Name: imageName(b, i), MimeType: b.MimeType, Data: b.Data})
+	}
+	return imgs
+}
+
+// imageName is how an image block is named to the model: its URI, else its
+// position in the prompt.
+func imageName(b acp.ContentBlock, i int) string {
+	if b.URI != "" {
+		return b.URI
+	}
+	return fmt.Sprintf("image %d", i+1)
+}
+
+// ownRetry records and announces a retry the agent decides itself (after a
+// truncated reply): the same llm/retry and llm/retry-started as the
+// executor's, in the same chain, with no wait.
+func (t *turn) ownRetry(ctx context.Context, policy, action string, n, maxN int) error {
+	if t.chain.ID == "" {
+		t.chain.ID = newID("retry_")[:len("retry_")+16]
+	}
+	t.chain.Retries++
+	r := recovery.Retry{ID: t.chain.ID, N: t.chain.Retries, Max: maxN, Policy: policy, PolicyN: n, Action: recovery.Action(action)}
+	if err := t.Scheduled(ctx, r); err != nil {
+		return fmt.Errorf("record retry: %w", err)
+	}
+	if err := t.Started(ctx, r); err != nil {
+		return fmt.Errorf("record retry: %w", err)
+	}
+	return nil
+}
+
+// compactionUpdate tells a client that understands compaction about one.
+func (t *turn) compactionUpdate(ctx context.Context, u acp.SessionUpdate) {
+	if !t.c.Capabilities().Compaction() {
+		return
+	}
+	u.SessionUpdate = acp.UpdateCompaction
+	t.notify(ctx, u)
+}
