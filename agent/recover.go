@@ -26,7 +26,7 @@ const (
 var (
 	// ErrPromptTooLong: the overflowing request has nothing to compact but
 	// the prompt itself.
-	ErrPromptTooLong = errors.New("the prompt itself is too long for the model: shorten it, or attach less context")
+	ErrPromptTooLong = errors.New("the prompt itself is too long for the model, and there is no older history to summarise")
 	// ErrCompactionNotSmaller: the summary did not make the request smaller.
 	ErrCompactionNotSmaller = errors.New("compacting the conversation did not make the request smaller")
 	// ErrNoImages: a provider said the model takes no images, but the

@@ -179,14 +179,14 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 				"waiting %s to retry would pass the turn deadline (%s) after: %s", d.Delay, e.Config.TurnDeadline, f.Summary()),
 				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the turn deadline (%s)", d.Delay, e.Config.TurnDeadline), err)
 		}
-		if chain.ID == "" {
-			chain.ID = newRetryID()
+		id := chain.ID
+		if id == "" {
+			id = newRetryID()
 		}
-		chain.Retries++
-		used[d.policy]++
-		r := Retry{ID: chain.ID, N: chain.Retries, Max: d.max, Delay: d.Delay, Failure: f,
-			Policy: d.policy, PolicyN: used[d.policy], Action: d.action}
+		r := Retry{ID: id, N: chain.Retries + 1, Max: d.max, Delay: d.Delay, Failure: f,
+			Policy: d.policy, PolicyN: used[d.policy] + 1, Action: d.action}
 		if r.Action != ActionNone {
+			// A request that cannot be changed is no retry: nothing is counted.
 			if err := adapter.Adapt(ctx, r); err != nil {
 				if ctx.Err() != nil {
 					return err
@@ -194,6 +194,8 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 				return giveUp(f, err.Error(), err)
 			}
 		}
+		chain.ID, chain.Retries = id, r.N
+		used[d.policy] = r.PolicyN
 		if err := obs.Scheduled(ctx, r); err != nil {
 			return fmt.Errorf("record retry %d: %w", r.N, err)
 		}

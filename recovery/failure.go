@@ -193,7 +193,7 @@ func (f *Failure) Advice(apiKeyEnv string) string {
 	case Quota:
 		return "Add credit or raise the limit with the provider, or switch model."
 	case ContextOverflow:
-		return "Start a new session or shorten the prompt."
+		return "Shorten the prompt or attach less context, or start a new session."
 	case InvalidRequest:
 		return "Check the model name and the base URL."
 	case Transport:
