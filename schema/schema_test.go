@@ -11,7 +11,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/invopop/jsonschema"
+	validator "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/schema"
@@ -42,9 +43,9 @@ func TestSchemas_Fresh(t *testing.T) {
 	}
 }
 
-func compile(t *testing.T, name string) *jsonschema.Schema {
+func compile(t *testing.T, name string) *validator.Schema {
 	t.Helper()
-	c := jsonschema.NewCompiler()
+	c := validator.NewCompiler()
 	s, err := c.Compile(name)
 	if err != nil {
 		t.Fatalf("compile %s: %v", name, err)
@@ -59,7 +60,7 @@ func tomlAsJSON(t *testing.T, src string) any {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(m)
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	v, err := validator.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestConfigSchema_Validates(t *testing.T) {
 		json.Unmarshal(defaults, &v)
 		delete(v, "state_dir") // empty until resolved; the schema wants a path
 		b, _ := json.Marshal(v)
-		doc, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		doc, _ := validator.UnmarshalJSON(bytes.NewReader(b))
 		if err := s.Validate(doc); err != nil {
 			t.Errorf("defaults do not validate: %v", err)
 		}
@@ -117,7 +118,7 @@ func TestSessionEventSchema_ValidatesLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+			v, err := validator.UnmarshalJSON(strings.NewReader(line))
 			if err != nil {
 				t.Fatalf("%s:%d: %v", path, i+1, err)
 			}
@@ -127,13 +128,53 @@ func TestSessionEventSchema_ValidatesLogs(t *testing.T) {
 		}
 	}
 	bad := `{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/start","data":{"turn":"one"}}`
-	v, _ := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+	v, _ := validator.UnmarshalJSON(strings.NewReader(bad))
 	if s.Validate(v) == nil {
 		t.Error("a turn/start with a string turn validated")
 	}
 	unknown := `{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/explode","data":{}}`
-	v, _ = jsonschema.UnmarshalJSON(strings.NewReader(unknown))
+	v, _ = validator.UnmarshalJSON(strings.NewReader(unknown))
 	if s.Validate(v) == nil {
 		t.Error("an unknown event type validated")
+	}
+}
+
+// The README's configuration reference must name every key of the config
+// file, as generated from the Go types: a key added to the types without
+// documentation fails here.
+func TestConfigSchema_DocumentedInREADME(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(readme)
+	var keys []string
+	var walk func(prefix string, s *jsonschema.Schema)
+	walk = func(prefix string, s *jsonschema.Schema) {
+		if s.Items != nil && s.Items.Properties != nil {
+			s = s.Items
+		}
+		for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+			key := prefix + pair.Key
+			child := pair.Value
+			if child.Properties != nil || (child.Items != nil && child.Items.Properties != nil) {
+				walk(key+".", child)
+				continue
+			}
+			keys = append(keys, key)
+		}
+	}
+	walk("", schema.Config())
+	if len(keys) < 20 {
+		t.Fatalf("found only %d keys in the config schema", len(keys))
+	}
+	for _, key := range keys {
+		short := strings.TrimPrefix(key, "recovery.")
+		last := key[strings.LastIndex(key, ".")+1:]
+		if strings.Contains(doc, "`"+key+"`") || strings.Contains(doc, "`"+short+"`") ||
+			(strings.HasPrefix(key, "recovery.rules.") && strings.Contains(doc, "\n"+last+" = ")) {
+			continue
+		}
+		t.Errorf("README.md does not document config key %s", key)
 	}
 }
