@@ -46,6 +46,10 @@ func CapabilitiesMeta() acp.Meta {
 // what survives a crash during the wait.
 func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	t.chain.ID, t.chain.Retries = r.ID, r.N
+	if t.chain.Used == nil {
+		t.chain.Used = map[string]int{}
+	}
+	t.chain.Used[r.Policy] = r.PolicyN
 	ev := session.LLMRetry{
 		Turn: t.number, Step: t.steps, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
 		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, Action: string(r.Action),

@@ -165,9 +165,9 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
 		}
-		// A success ends every policy's count, not the chain: the logical
-		// request may still need a continuation.
-		t.chain.Used = map[string]int{}
+		// A truncated reply is no success of the logical request: every
+		// policy's count stands until the reply is complete, so a turn makes
+		// at most 1 + the sum of the budgets requests.
 		if got.reply.FinishReason == llm.FinishLength {
 			escalate := len(t.parts) == 0 && !t.escalated() && t.maxTokens < trunc.EscalatedMaxTokens
 			switch {
