@@ -25,15 +25,16 @@ const (
 
 // RetryProgress is the machine-readable payload of `_meta["rebound/retry"]`.
 type RetryProgress struct {
-	Phase      string            `json:"phase" jsonschema:"enum=scheduled,enum=started,enum=cancelled,enum=exhausted"`
-	RetryID    string            `json:"retryId"`
-	Retry      int               `json:"retry" jsonschema_description:"1-based number of the retry within its chain"`
-	MaxRetries int               `json:"maxRetries"`
-	DelayMs    int64             `json:"delayMs,omitempty" jsonschema_description:"the wait before the retry (scheduled only)"`
-	Failure    *recovery.Failure `json:"failure,omitempty" jsonschema_description:"the failure that caused the retry, or ended recovery"`
-	Policy     string            `json:"policy,omitempty" jsonschema_description:"the policy that decided: transient, rule:N, overflow, fallback, truncation, continuation"`
-	Action     string            `json:"action,omitempty" jsonschema_description:"what the retry changes in the request: compact, fallback, strip_images, escalate, continue"`
-	Model      string            `json:"model,omitempty" jsonschema_description:"the model the retry uses, when the fallback switched it"`
+	Phase       string            `json:"phase" jsonschema:"enum=scheduled,enum=started,enum=cancelled,enum=exhausted"`
+	RetryID     string            `json:"retryId"`
+	Retry       int               `json:"retry" jsonschema_description:"1-based number of the retry within its chain"`
+	MaxRetries  int               `json:"maxRetries"`
+	DelayMs     int64             `json:"delayMs,omitempty" jsonschema_description:"the wait before the retry (scheduled only)"`
+	Failure     *recovery.Failure `json:"failure,omitempty" jsonschema_description:"the failure that caused the retry, or ended recovery"`
+	Policy      string            `json:"policy,omitempty" jsonschema_description:"the policy that decided: transient, rule:N, overflow, fallback, images, truncation, continuation"`
+	PolicyRetry int               `json:"policyRetry,omitempty" jsonschema_description:"1-based number of the retry within its policy, whose budget is maxRetries"`
+	Action      string            `json:"action,omitempty" jsonschema_description:"what the retry changes in the request: compact, fallback, strip_images, escalate, continue"`
+	Model       string            `json:"model,omitempty" jsonschema_description:"the model the retry uses, when the fallback switched it"`
 }
 
 // CapabilitiesMeta is advertised in agentCapabilities._meta so a client can
@@ -52,7 +53,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	t.chain.Used[r.Policy] = r.PolicyN
 	ev := session.LLMRetry{
 		Turn: t.number, Step: t.steps, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
-		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, Action: string(r.Action),
+		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action),
 	}
 	if r.Failure != nil {
 		ev.Failure = mustJSON(r.Failure)
@@ -73,7 +74,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	}
 	log.Str("action", string(r.Action)).Msg("retry scheduled")
 	p := RetryProgress{Phase: phaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(),
-		Failure: r.Failure, Policy: r.Policy, Action: string(r.Action), Model: ev.Model}
+		Failure: r.Failure, Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action), Model: ev.Model}
 	t.progress(ctx, p)
 	if t.c.Capabilities().Notices() {
 		title, desc := t.noticeText(r)

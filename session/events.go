@@ -118,16 +118,19 @@ type TurnEnd struct {
 // be rebuilt from the log. Retry counts from 1 within a chain and every retry
 // of one recovery sequence keeps the chain's RetryID.
 type LLMRetry struct {
-	Turn       int             `json:"turn"`
-	Step       int             `json:"step"` // the step that failed
-	RetryID    string          `json:"retryId"`
-	Retry      int             `json:"retry"`
-	MaxRetries int             `json:"maxRetries"`
-	DelayMs    int64           `json:"delayMs"`
-	Policy     string          `json:"policy,omitempty"`
-	Action     string          `json:"action,omitempty"` // what the retry changes: compact, fallback, strip_images, escalate, continue
-	Model      string          `json:"model,omitempty"`  // the model the retry uses, when it changed
-	Failure    json.RawMessage `json:"failure,omitempty"`
+	Turn       int    `json:"turn"`
+	Step       int    `json:"step"` // the step that failed
+	RetryID    string `json:"retryId"`
+	Retry      int    `json:"retry"`
+	MaxRetries int    `json:"maxRetries"`
+	DelayMs    int64  `json:"delayMs"`
+	Policy     string `json:"policy,omitempty"`
+	// PolicyRetry numbers the retry within its policy (MaxRetries is that
+	// policy's budget); Retry numbers it within the chain.
+	PolicyRetry int             `json:"policyRetry,omitempty"`
+	Action      string          `json:"action,omitempty"` // what the retry changes: compact, fallback, strip_images, escalate, continue
+	Model       string          `json:"model,omitempty"`  // the model the retry uses, when it changed
+	Failure     json.RawMessage `json:"failure,omitempty"`
 }
 
 // LLMRetryStarted records that the wait of an LLMRetry is over and its

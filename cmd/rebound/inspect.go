@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/inspect"
+	"github.com/rebound-agent/rebound/session"
+)
+
+func init() {
+	register(command{name: "inspect", summary: "print the timeline of a session log: turns, attempts, retries, waits", run: runInspect})
+}
+
+const inspectUsage = `Usage: rebound inspect [--json] [--html FILE] [--state-dir DIR] SESSION
+
+Prints the timeline of a session's log: its turns; the provider attempts
+(steps) of each turn and how each ended (failure code, HTTP status, request
+id); the retry scheduled after a failed attempt, with the delay it planned
+and the wait that really happened (or that a cancel or a crash cut short);
+compactions; fallback model switches; how each turn ended; and totals per
+turn. Times in a turn's table are counted from the turn's start.
+
+SESSION is a log file (a path ending in .jsonl or containing a /) or a
+session id, looked up as <state dir>/sessions/<id>.jsonl. The state dir comes
+from --state-dir, else REBOUND_STATE_DIR, else state_dir in the config file
+(--config, REBOUND_CONFIG), else $XDG_STATE_HOME/rebound or
+~/.local/state/rebound, as for serve.
+
+The log is only read, never repaired. A log that breaks the log's rules is
+reported as <file>:<line>: <the rule broken>. A torn last line (a write a
+crash cut short) and a turn left open are reported on stderr as warnings, and
+the rest is shown.
+
+Exit status: 0 when the timeline was printed, 1 when the session is missing
+or its log is invalid or unreadable, 2 on a usage error.
+
+Examples:
+  rebound inspect sess_0123abcd
+  rebound inspect --json ./sess_0123abcd.jsonl | jq .totals
+  rebound inspect --html timeline.html sess_0123abcd
+
+Flags:
+`
+
+func runInspect(_ context.Context, args []string, s streams, e env) int {
+	fs := flag.NewFlagSet("rebound inspect", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	given := config.RegisterFlags(fs)
+	asJSON := fs.Bool("json", false, "print the timeline as indented JSON instead of text")
+	htmlPath := fs.String("html", "", "also write the timeline drawn as one self-contained HTML page to `FILE`")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), inspectUsage)
+		// Only the flags that matter here: the provider flags serve shares
+		// are accepted, for a shared command line, but change nothing.
+		shown := flag.NewFlagSet("", flag.ContinueOnError)
+		shown.SetOutput(fs.Output())
+		for _, name := range []string{"json", "html", "state-dir", "config"} {
+			if f := fs.Lookup(name); f != nil {
+				shown.Var(f.Value, f.Name, f.Usage)
+				shown.Lookup(name).DefValue = f.DefValue // not the value parsed so far
+			}
+		}
+		shown.PrintDefaults()
+	}
+	// The flag package stops at the first argument; take SESSION out and go
+	// on, so flags may also follow it ("rebound inspect sess_1 --json").
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		if len(positional) == 0 {
+			fmt.Fprintln(s.err, "rebound inspect: which session? Give a session id or a log file.")
+		} else {
+			fmt.Fprintf(s.err, "rebound inspect: one session at a time, got %d: %s\n", len(positional), strings.Join(positional, " "))
+		}
+		fmt.Fprintln(s.err, "Usage: rebound inspect [--json] [--html FILE] [--state-dir DIR] SESSION (see --help)")
+		return 2
+	}
+
+	path, err := inspectPath(positional[0], given(), e)
+	if err != nil {
+		fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
+		return 1
+	}
+	tl, err := inspect.Load(path)
+	if err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			fmt.Fprintf(s.err, "rebound inspect: no session log at %s\n", path)
+		} else {
+			// An *session.InvariantError reads "<path>:<line>: <invariant>".
+			fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
+		}
+		return 1
+	}
+	for _, w := range tl.Warnings {
+		fmt.Fprintf(s.err, "rebound inspect: warning: %s\n", w)
+	}
+
+	if *htmlPath != "" {
+		var page bytes.Buffer
+		if err := tl.HTML(&page); err != nil {
+			fmt.Fprintf(s.err, "rebound inspect: render HTML: %v\n", err)
+			return 1
+		}
+		if err := os.WriteFile(*htmlPath, page.Bytes(), 0o644); err != nil {
+			fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
+			return 1
+		}
+	}
+	render := tl.Text
+	if *asJSON {
+		render = tl.JSON
+	}
+	if err := render(s.out); err != nil {
+		fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// inspectPath turns SESSION into the log file to read. A path is taken as
+// it is; anything else must be a session id, and only then is the
+// configuration loaded, so inspecting a copied log file needs no working
+// config.
+func inspectPath(arg string, flags config.Flags, e env) (string, error) {
+	if strings.HasSuffix(arg, ".jsonl") || strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, filepath.Separator) {
+		return arg, nil
+	}
+	if err := session.CheckSessionID(arg); err != nil {
+		return "", fmt.Errorf("%q is neither a log file (a path ending in .jsonl) nor a session id: %w", arg, err)
+	}
+	cfg, err := config.Load(flags, e.getenv, e.home)
+	if err != nil {
+		return "", fmt.Errorf("find session %s: %w", arg, err)
+	}
+	path := session.Path(cfg.StateDir, arg)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("no session %q: looked for %s (state dir %s; set it with --state-dir or %s)", arg, path, cfg.StateDir, config.EnvStateDir)
+	}
+	return path, nil
+}

@@ -1,0 +1,560 @@
+// Package inspect turns a session log into a timeline a person (or a
+// script) can read: the turns of a session, the provider attempts (steps) of
+// each turn with how they ended, the retries scheduled after failed attempts
+// with the delay that was planned and the wait that actually happened,
+// compactions, fallback model switches, and the final outcome of every turn,
+// with totals.
+//
+// The log is the only source: the timeline says what was made durable, not
+// what the process believed. Build insists on a log that keeps the session
+// package's invariants, so every rule the timeline relies on (a step belongs
+// to the open turn, a retry chain counts up by one, ...) holds.
+//
+// The model is plain data with stable JSON names; Text, JSON and HTML render
+// it for a terminal, a machine and a browser.
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/session"
+)
+
+// Timeline is everything inspect knows about one session log.
+type Timeline struct {
+	Session Session `json:"session"`
+	Turns   []*Turn `json:"turns"`
+	// Totals sums the turns' totals; its ElapsedMs is the time spent inside
+	// turns, not the age of the session.
+	Totals Totals `json:"totals"`
+	// Warnings are what loading the log repaired or found left open (a torn
+	// last line, a turn without turn/end), each naming its line.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Session is the log's session/start, plus where the log was read from.
+type Session struct {
+	ID           string    `json:"id"`
+	Cwd          string    `json:"cwd"`
+	Model        string    `json:"model,omitempty"`
+	AgentVersion string    `json:"agentVersion,omitempty"`
+	Log          string    `json:"log,omitempty"` // the file read, when read from one
+	Start        time.Time `json:"start"`
+}
+
+// Turn statuses (Outcome.Status).
+const (
+	// TurnCompleted: the turn answered a stop reason other than cancelled.
+	TurnCompleted = "completed"
+	// TurnCancelled: the editor cancelled the turn.
+	TurnCancelled = "cancelled"
+	// TurnFailed: recovery gave up or the turn crashed; Outcome.Error says why.
+	TurnFailed = "failed"
+	// TurnInterrupted: the process died during the turn; a later process
+	// closed it on load.
+	TurnInterrupted = "interrupted"
+	// TurnOpen: the log ends inside the turn (it is running, or its process
+	// died and no process has loaded the session since).
+	TurnOpen = "open"
+)
+
+// Turn is one prompt of the session and everything done to answer it.
+type Turn struct {
+	Turn   int       `json:"turn"`
+	Prompt string    `json:"prompt"` // the text the model was given
+	Start  time.Time `json:"start"`
+	// End is when the turn ended as far as the log knows: the time of its
+	// turn/end, or for an interrupted or open turn the last event written
+	// while it ran (a turn/end written on a later load says nothing about
+	// how long the turn ran).
+	End time.Time `json:"end"`
+	// OffsetMs is Start relative to the session's start.
+	OffsetMs    int64        `json:"offsetMs"`
+	Steps       []*Step      `json:"steps"`
+	Compactions []Compaction `json:"compactions,omitempty"`
+	Outcome     Outcome      `json:"outcome"`
+	Totals      Totals       `json:"totals"`
+}
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	Status     string   `json:"status"` // TurnCompleted, TurnCancelled, TurnFailed, TurnInterrupted or TurnOpen
+	StopReason string   `json:"stopReason,omitempty"`
+	Error      *Failure `json:"error,omitempty"`
+}
+
+// Step outcomes (Step.Outcome): the log's own (session.OutcomeOK,
+// OutcomeFailed, OutcomeCancelled) plus these two for a step that has no
+// step/end of its own.
+const (
+	// StepInterrupted: the process died during the step.
+	StepInterrupted = "interrupted"
+	// StepOpen: the log ends during the step.
+	StepOpen = "open"
+)
+
+// Step is one provider attempt: one request, from step/start to step/end.
+type Step struct {
+	Step int `json:"step"`
+	// Model is the model the attempt asked for. Fallback is set when it is
+	// not the session's model: the overload fallback switched models.
+	Model    string    `json:"model,omitempty"`
+	Fallback bool      `json:"fallback,omitempty"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	// StartMs is Start relative to the turn's start.
+	StartMs    int64 `json:"startMs"`
+	DurationMs int64 `json:"durationMs"`
+	// Outcome is ok, failed, cancelled, interrupted or open. Unclosed says
+	// the log has no step/end for the step, so the outcome was taken from
+	// the turn's end (a failed or cancelled turn may leave its step open).
+	Outcome  string   `json:"outcome"`
+	Unclosed bool     `json:"unclosed,omitempty"`
+	Failure  *Failure `json:"failure,omitempty"`
+	// StreamedChars counts the characters (text and reasoning) the attempt
+	// streamed; for a failed attempt they were discarded, never shown.
+	StreamedChars int `json:"streamedChars,omitempty"`
+	// Reply is the start of the committed text (at most ReplyPreview
+	// characters); ReplyChars its full length. The log holds the rest.
+	Reply          string `json:"reply,omitempty"`
+	ReplyChars     int    `json:"replyChars,omitempty"`
+	ReasoningChars int    `json:"reasoningChars,omitempty"`
+	FinishReason   string `json:"finishReason,omitempty"`
+	MessageID      string `json:"messageId,omitempty"`
+	Tools          []Tool `json:"tools,omitempty"`
+	// Retry is the retry scheduled after this attempt failed, if one was.
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// ReplyPreview is the most characters of a committed reply kept in
+// Step.Reply: enough to recognise it, not enough to bloat the timeline.
+const ReplyPreview = 200
+
+// Failure is the failure facts as the log holds them (recovery.Failure's
+// JSON, decoded here so the timeline's shape does not depend on that
+// package).
+type Failure struct {
+	Code         string `json:"code"`
+	Message      string `json:"message,omitempty"`
+	Status       int    `json:"status,omitempty"`
+	RetryAfterMs *int64 `json:"retryAfterMs,omitempty"`
+	RequestID    string `json:"requestId,omitempty"`
+	ProviderCode string `json:"providerCode,omitempty"`
+	ProviderType string `json:"providerType,omitempty"`
+}
+
+// Tool is a tool call of a committed step and how it ended.
+type Tool struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Status string `json:"status,omitempty"` // completed, failed, aborted; "" if the log has no result
+}
+
+// How a retry's wait ended (Retry.Wait).
+const (
+	// WaitDone: llm/retry-started was written; WaitedMs is the real wait.
+	WaitDone = "done"
+	// WaitCancelled: the turn was cancelled during the wait; WaitedMs is
+	// how long it had waited.
+	WaitCancelled = "cancelled"
+	// WaitFailed: the turn ended with an error during the wait.
+	WaitFailed = "failed"
+	// WaitInterrupted: the process died during the wait; the chain goes on
+	// in the session's next request. WaitedMs is unknown.
+	WaitInterrupted = "interrupted"
+	// WaitOpen: the log ends during the wait. WaitedMs is unknown.
+	WaitOpen = "open"
+)
+
+// Retry is an llm/retry: the decision, made after a failed attempt, to try
+// again after DelayMs, and what became of the wait.
+type Retry struct {
+	RetryID    string `json:"retryId"`
+	Retry      int    `json:"retry"`
+	MaxRetries int    `json:"maxRetries"`
+	Policy     string `json:"policy,omitempty"`
+	// PolicyRetry numbers the retry within its policy, whose budget is
+	// MaxRetries; Retry numbers it within the chain.
+	PolicyRetry int       `json:"policyRetry,omitempty"`
+	Action      string    `json:"action,omitempty"`
+	DelayMs     int64     `json:"delayMs"` // the wait scheduled
+	At          time.Time `json:"at"`      // when it was scheduled
+	AtMs        int64     `json:"atMs"`    // At relative to the turn's start
+	Wait        string    `json:"wait"`    // WaitDone, WaitCancelled, WaitFailed, WaitInterrupted or WaitOpen
+	WaitedMs    *int64    `json:"waitedMs,omitempty"`
+}
+
+// Compaction is a compaction of a step's request to fit the context window.
+type Compaction struct {
+	Step         int       `json:"step,omitempty"` // the step whose request was compacted
+	Replaced     int       `json:"replaced"`       // how many messages the summary stands for
+	SummaryChars int       `json:"summaryChars"`
+	At           time.Time `json:"at"`
+	AtMs         int64     `json:"atMs"` // relative to the turn's start
+	// after is how many of the turn's steps had started before it, which
+	// places it among them even when a fake clock gives them all one time.
+	after int
+}
+
+// Totals counts a turn's (or a session's) attempts and waits.
+type Totals struct {
+	Turns     int   `json:"turns,omitempty"` // for the session only
+	Attempts  int   `json:"attempts"`
+	Failed    int   `json:"failed"` // attempts that failed (not counting cancelled, interrupted or open ones)
+	Retries   int   `json:"retries"`
+	WaitedMs  int64 `json:"waitedMs"`  // time actually spent waiting for retries
+	ElapsedMs int64 `json:"elapsedMs"` // from turn/start to the turn's End
+}
+
+// Load reads, checks and builds the timeline of the log at path. Repairs and
+// loose ends the loader reports become Warnings; a log that breaks an
+// invariant gives the *session.InvariantError naming the line.
+func Load(path string) (*Timeline, error) {
+	ld, err := session.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := Build(ld.Events)
+	if err != nil {
+		return nil, err
+	}
+	tl.Session.Log = path
+	tl.Warnings = ld.Warnings
+	return tl, nil
+}
+
+// Build makes the timeline of a session's events, in log order. The events
+// are checked first, so a broken log is refused with a
+// *session.InvariantError (whose Line is then the 1-based event index)
+// instead of drawn wrongly.
+func Build(events []session.Event) (*Timeline, error) {
+	if _, err := session.Conversation(events); err != nil {
+		return nil, err
+	}
+	b := &builder{tl: &Timeline{Turns: []*Turn{}}}
+	for i, ev := range events {
+		if err := b.add(events, i, ev); err != nil {
+			return nil, &session.InvariantError{Line: i + 1, Seq: ev.Seq, Msg: fmt.Sprintf("%s: %v", ev.Type, err)}
+		}
+	}
+	if b.turn != nil {
+		// The log ends inside a turn.
+		b.finish(events[len(events)-1].Time, Outcome{Status: TurnOpen})
+	}
+	for _, t := range b.tl.Turns {
+		b.tl.Totals.Turns++
+		b.tl.Totals.Attempts += t.Totals.Attempts
+		b.tl.Totals.Failed += t.Totals.Failed
+		b.tl.Totals.Retries += t.Totals.Retries
+		b.tl.Totals.WaitedMs += t.Totals.WaitedMs
+		b.tl.Totals.ElapsedMs += t.Totals.ElapsedMs
+	}
+	return b.tl, nil
+}
+
+type builder struct {
+	tl   *Timeline
+	turn *Turn // the open turn
+	// last is the time of the last event of the open turn, which ends an
+	// interrupted or open turn.
+	last time.Time
+	// pending are the open turn's retries whose wait has no end yet.
+	pending map[retryKey]*Retry
+}
+
+type retryKey struct {
+	id string
+	n  int
+}
+
+func (b *builder) add(events []session.Event, i int, ev session.Event) error {
+	switch ev.Type {
+	case session.TypeSessionStart:
+		d, err := decode[session.SessionStart](ev)
+		if err != nil {
+			return err
+		}
+		b.tl.Session = Session{ID: d.SessionID, Cwd: d.Cwd, Model: d.Model, AgentVersion: d.AgentVersion, Start: ev.Time}
+		return nil
+	case session.TypeTurnStart:
+		d, err := decode[session.TurnStart](ev)
+		if err != nil {
+			return err
+		}
+		b.turn = &Turn{Turn: d.Turn, Prompt: d.Text, Start: ev.Time, OffsetMs: ms(ev.Time.Sub(b.tl.Session.Start)), Steps: []*Step{}}
+		b.tl.Turns = append(b.tl.Turns, b.turn)
+		b.pending = map[retryKey]*Retry{}
+		b.last = ev.Time
+		return nil
+	}
+	// Everything else belongs to the open turn, which the check guarantees.
+	t := b.turn
+	if t == nil {
+		return fmt.Errorf("outside a turn")
+	}
+	if ev.Type != session.TypeTurnEnd {
+		b.last = ev.Time
+	}
+	switch ev.Type {
+	case session.TypeStepStart:
+		d, err := decode[session.StepStart](ev)
+		if err != nil {
+			return err
+		}
+		s := &Step{Step: d.Step, Model: d.Model, Start: ev.Time, End: ev.Time,
+			StartMs: ms(ev.Time.Sub(t.Start)), Outcome: StepOpen}
+		// Without a session model, the first step's model is the reference.
+		ref := b.tl.Session.Model
+		if ref == "" && len(b.tl.Turns) > 0 {
+			ref = firstModel(b.tl.Turns)
+		}
+		s.Fallback = d.Model != "" && ref != "" && d.Model != ref
+		t.Steps = append(t.Steps, s)
+	case session.TypeAssistantChunk:
+		d, err := decode[session.AssistantChunk](ev)
+		if err != nil {
+			return err
+		}
+		if s := t.step(d.Step); s != nil {
+			s.StreamedChars += utf8.RuneCountInString(d.Text) + utf8.RuneCountInString(d.Reasoning)
+		}
+	case session.TypeAssistantMessage:
+		d, err := decode[session.AssistantMessage](ev)
+		if err != nil {
+			return err
+		}
+		if s := t.step(d.Step); s != nil {
+			s.Reply = truncate(d.Text, ReplyPreview)
+			s.ReplyChars = utf8.RuneCountInString(d.Text)
+			s.ReasoningChars = utf8.RuneCountInString(d.Reasoning)
+			s.FinishReason, s.MessageID = d.FinishReason, d.MessageID
+		}
+	case session.TypeStepEnd:
+		d, err := decode[session.StepEnd](ev)
+		if err != nil {
+			return err
+		}
+		s := t.step(d.Step)
+		if s == nil {
+			return fmt.Errorf("step %d was never started", d.Step)
+		}
+		s.End, s.Outcome = ev.Time, d.Outcome
+		if f := failure(d.Failure); f != nil {
+			s.Failure = f
+		}
+	case session.TypeToolCall:
+		d, err := decode[session.ToolCall](ev)
+		if err != nil {
+			return err
+		}
+		if s := t.step(d.Step); s != nil {
+			s.Tools = append(s.Tools, Tool{ID: d.ToolCallID, Name: d.Name})
+		}
+	case session.TypeToolResult:
+		d, err := decode[session.ToolResult](ev)
+		if err != nil {
+			return err
+		}
+		// The latest call with this id: ids may repeat once answered.
+		for si := len(t.Steps) - 1; si >= 0; si-- {
+			tools := t.Steps[si].Tools
+			for ti := len(tools) - 1; ti >= 0; ti-- {
+				if tools[ti].ID == d.ToolCallID && tools[ti].Status == "" {
+					tools[ti].Status = d.Status
+					return nil
+				}
+			}
+		}
+	case session.TypeLLMRetry:
+		d, err := decode[session.LLMRetry](ev)
+		if err != nil {
+			return err
+		}
+		r := &Retry{RetryID: d.RetryID, Retry: d.Retry, MaxRetries: d.MaxRetries, Policy: d.Policy, PolicyRetry: d.PolicyRetry, Action: d.Action,
+			DelayMs: d.DelayMs, At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start))}
+		// The retry belongs to the step that failed; the log does not check
+		// that number, so fall back to the latest step rather than lose it.
+		s := t.step(d.Step)
+		if s == nil && len(t.Steps) > 0 {
+			s = t.Steps[len(t.Steps)-1]
+		}
+		if s == nil {
+			return fmt.Errorf("retry %d of chain %q follows no step", d.Retry, d.RetryID)
+		}
+		s.Retry = r
+		if s.Failure == nil {
+			s.Failure = failure(d.Failure)
+		}
+		b.pending[retryKey{d.RetryID, d.Retry}] = r
+	case session.TypeLLMRetryStarted:
+		d, err := decode[session.LLMRetryStarted](ev)
+		if err != nil {
+			return err
+		}
+		k := retryKey{d.RetryID, d.Retry}
+		if r := b.pending[k]; r != nil {
+			r.Wait = WaitDone
+			w := ms(ev.Time.Sub(r.At))
+			r.WaitedMs = &w
+			delete(b.pending, k)
+		}
+	case session.TypeCompaction:
+		d, err := decode[session.Compaction](ev)
+		if err != nil {
+			return err
+		}
+		t.Compactions = append(t.Compactions, Compaction{Step: d.Step, Replaced: d.Replaced,
+			SummaryChars: utf8.RuneCountInString(d.Summary), At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start)), after: len(t.Steps)})
+	case session.TypeTurnEnd:
+		d, err := decode[session.TurnEnd](ev)
+		if err != nil {
+			return err
+		}
+		o := Outcome{StopReason: d.StopReason, Error: failure(d.Error)}
+		end := ev.Time
+		switch {
+		case d.Interrupted:
+			o.Status = TurnInterrupted
+			end = b.interruptedEnd(events, i)
+		case o.Error != nil:
+			o.Status = TurnFailed
+		case d.StopReason == stopCancelled:
+			o.Status = TurnCancelled
+		default:
+			o.Status = TurnCompleted
+		}
+		b.finish(end, o)
+	}
+	return nil
+}
+
+// interruptedEnd handles the events a later process wrote to close a turn
+// its predecessor left open (agent.closeInterrupted): the turn/end at i and,
+// if the step was open, an ABORTED step/end just before it. Their times are
+// the reload's, so the turn really ended at the last event before them, and
+// the step they close was interrupted, not failed.
+func (b *builder) interruptedEnd(events []session.Event, i int) time.Time {
+	t := b.turn
+	if i < 2 || events[i-1].Type != session.TypeStepEnd || len(t.Steps) == 0 {
+		return b.last
+	}
+	s := t.Steps[len(t.Steps)-1]
+	if s.Outcome != session.OutcomeFailed || s.Failure == nil || s.Failure.Code != "ABORTED" || !s.End.Equal(events[i-1].Time) {
+		return b.last
+	}
+	end := events[i-2].Time
+	s.End, s.Outcome = end, StepInterrupted
+	return end
+}
+
+// finish closes the open turn: steps and waits the log left without an end
+// take theirs from the turn's, and the totals are counted.
+func (b *builder) finish(end time.Time, o Outcome) {
+	t := b.turn
+	t.End, t.Outcome = end, o
+	for _, s := range t.Steps {
+		if s.Outcome == StepOpen && o.Status != TurnOpen {
+			s.Unclosed = true
+			s.End = end
+			switch o.Status {
+			case TurnCancelled:
+				s.Outcome = session.OutcomeCancelled
+			case TurnInterrupted:
+				s.Outcome = StepInterrupted
+			default:
+				// A turn that failed with its step open: the turn's error is
+				// why the step ended.
+				s.Outcome = session.OutcomeFailed
+				if s.Failure == nil {
+					s.Failure = o.Error
+				}
+			}
+		}
+		if s.Outcome == StepOpen {
+			s.End = end
+		}
+		s.DurationMs = ms(s.End.Sub(s.Start))
+		t.Totals.Attempts++
+		if s.Outcome == session.OutcomeFailed {
+			t.Totals.Failed++
+		}
+		if r := s.Retry; r != nil {
+			t.Totals.Retries++
+			if r.Wait == "" {
+				r.Wait = map[string]string{TurnCancelled: WaitCancelled, TurnInterrupted: WaitInterrupted,
+					TurnOpen: WaitOpen}[o.Status]
+				if r.Wait == "" {
+					r.Wait = WaitFailed
+				}
+				// A cancel or a failure ends the wait when the turn ends; a
+				// dead process gives no such time.
+				if r.Wait == WaitCancelled || r.Wait == WaitFailed {
+					w := max(ms(end.Sub(r.At)), 0)
+					r.WaitedMs = &w
+				}
+			}
+			if r.WaitedMs != nil {
+				t.Totals.WaitedMs += *r.WaitedMs
+			}
+		}
+	}
+	t.Totals.ElapsedMs = ms(t.End.Sub(t.Start))
+	b.turn, b.pending = nil, nil
+}
+
+// step returns the turn's step n, or nil.
+func (t *Turn) step(n int) *Step {
+	for i := len(t.Steps) - 1; i >= 0; i-- {
+		if t.Steps[i].Step == n {
+			return t.Steps[i]
+		}
+	}
+	return nil
+}
+
+func firstModel(turns []*Turn) string {
+	for _, t := range turns {
+		for _, s := range t.Steps {
+			if s.Model != "" {
+				return s.Model
+			}
+		}
+	}
+	return ""
+}
+
+func decode[T any](ev session.Event) (T, error) {
+	var v T
+	err := json.Unmarshal(ev.Data, &v)
+	return v, err
+}
+
+// failure decodes failure facts; facts that are absent or not an object
+// (the log keeps them opaque) give nil or a failure with only what decoded.
+func failure(raw json.RawMessage) *Failure {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var f Failure
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return &Failure{Code: "UNKNOWN", Message: "undecodable failure facts: " + string(raw)}
+	}
+	return &f
+}
+
+// stopCancelled is ACP's stop reason for a cancelled turn.
+const stopCancelled = "cancelled"
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// truncate keeps at most n characters of s, marking a cut with "…".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,293 @@
+package inspect_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rebound-agent/rebound/inspect"
+	"github.com/rebound-agent/rebound/session"
+)
+
+var update = flag.Bool("update", false, "rewrite inspect/testdata/*.{txt,json,html} from the current output")
+
+// fixtures are hand-written logs for what the golden scenarios do not (yet)
+// produce: a fallback model, tool calls and a compaction; a turn whose
+// process died, closed on reload, and a chain carried into the next turn;
+// a log that ends in a wait with a torn last line; hostile text.
+var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile"}
+
+func TestInspect_Fixtures(t *testing.T) {
+	for _, name := range fixtures {
+		t.Run(name, func(t *testing.T) {
+			tl, err := inspect.Load(filepath.Join("testdata", name+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var txt, js bytes.Buffer
+			if err := tl.Text(&txt); err != nil {
+				t.Fatal(err)
+			}
+			if err := tl.JSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("testdata", name+".txt"), txt.Bytes())
+			golden(t, filepath.Join("testdata", name+".json"), js.Bytes())
+			if name == "fallback_compaction_tools" {
+				var page bytes.Buffer
+				if err := tl.HTML(&page); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", name+".html"), page.Bytes())
+			}
+		})
+	}
+}
+
+// TestInspect_Model pins the facts a reader relies on, independent of how
+// they are rendered.
+func TestInspect_Model(t *testing.T) {
+	t.Run("fallback, tools, compaction", func(t *testing.T) {
+		tl := load(t, "fallback_compaction_tools")
+		turn := tl.Turns[0]
+		if got := len(turn.Steps); got != 5 {
+			t.Fatalf("steps = %d, want 5", got)
+		}
+		for i, want := range []bool{false, false, true, true, true} {
+			if turn.Steps[i].Fallback != want {
+				t.Errorf("step %d fallback = %v, want %v", i+1, turn.Steps[i].Fallback, want)
+			}
+		}
+		r := turn.Steps[0].Retry
+		if r == nil || r.DelayMs != 480 || r.Wait != inspect.WaitDone || *r.WaitedMs != 481 {
+			t.Errorf("step 1 retry = %+v, want 480 ms scheduled, 481 ms waited", r)
+		}
+		if tools := turn.Steps[2].Tools; len(tools) != 1 || tools[0].Name != "read_file" || tools[0].Status != "completed" {
+			t.Errorf("step 3 tools = %+v", tools)
+		}
+		if c := turn.Compactions; len(c) != 1 || c[0].Replaced != 4 || c[0].AtMs != 6500 {
+			t.Errorf("compactions = %+v", c)
+		}
+		want := inspect.Totals{Attempts: 5, Failed: 3, Retries: 2, WaitedMs: 481 + 1025, ElapsedMs: 8000}
+		if diff := cmp.Diff(want, turn.Totals); diff != "" {
+			t.Errorf("totals (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("interrupted turn, carried chain", func(t *testing.T) {
+		tl := load(t, "interrupted_then_carried")
+		t1, t2 := tl.Turns[0], tl.Turns[1]
+		if t1.Outcome.Status != inspect.TurnInterrupted {
+			t.Errorf("turn 1 status = %q", t1.Outcome.Status)
+		}
+		// The closing events were written an hour later, on reload: the
+		// turn ran until its last live event.
+		if t1.Totals.ElapsedMs != 31000 {
+			t.Errorf("turn 1 elapsed = %d ms, want 31000 (up to its last live event)", t1.Totals.ElapsedMs)
+		}
+		if s := t1.Steps[1]; s.Outcome != inspect.StepInterrupted || s.DurationMs != 600 {
+			t.Errorf("turn 1 step 2 = %s for %d ms, want interrupted for 600 ms", s.Outcome, s.DurationMs)
+		}
+		if r := t2.Steps[0].Retry; r == nil || r.RetryID != "retry_c" || r.Retry != 2 {
+			t.Errorf("turn 2 retry = %+v, want retry 2 of the carried chain", r)
+		}
+		// llm/retry without failure facts: the step's own facts stand.
+		if f := t2.Steps[0].Failure; f == nil || f.Code != "SERVER" {
+			t.Errorf("turn 2 step 1 failure = %+v", f)
+		}
+	})
+	t.Run("open turn, torn line", func(t *testing.T) {
+		tl := load(t, "open_torn")
+		turn := tl.Turns[0]
+		if turn.Outcome.Status != inspect.TurnOpen || turn.Steps[0].Retry.Wait != inspect.WaitOpen || turn.Steps[0].Retry.WaitedMs != nil {
+			t.Errorf("outcome %+v, retry %+v: want an open turn waiting for an unknown time", turn.Outcome, turn.Steps[0].Retry)
+		}
+		if len(tl.Warnings) != 2 || !strings.Contains(tl.Warnings[0], "torn last line") || !strings.Contains(tl.Warnings[1], "no turn/end") {
+			t.Errorf("warnings = %q", tl.Warnings)
+		}
+	})
+}
+
+func TestInspect_Invalid(t *testing.T) {
+	_, err := inspect.Load(filepath.Join("testdata", "invalid.jsonl"))
+	var ie *session.InvariantError
+	if !errors.As(err, &ie) || ie.Line != 4 || !strings.Contains(err.Error(), "invalid.jsonl:4: step/start for step 2 while step 1 is open") {
+		t.Fatalf("err = %v, want the invariant error of line 4", err)
+	}
+	// Build checks events that did not come from Load too.
+	_, err = inspect.Build([]session.Event{{Seq: 2, V: 1, Type: session.TypeSessionStart, Data: json.RawMessage(`{"sessionId":"s"}`)}})
+	if !errors.As(err, &ie) || ie.Line != 1 {
+		t.Fatalf("Build err = %v, want an invariant error at event 1", err)
+	}
+}
+
+func TestInspect_HTMLEscapes(t *testing.T) {
+	tl := load(t, "hostile")
+	var page bytes.Buffer
+	if err := tl.HTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	out := page.String()
+	for _, bad := range []string{"<script", "<img", "<b>"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("page contains %q unescaped", bad)
+		}
+	}
+	if !strings.Contains(out, "&lt;script&gt;alert(&#39;failure&#39;)&lt;/script&gt;") {
+		t.Errorf("page does not show the failure message escaped")
+	}
+	if got := strings.Count(out, `<rect class="bar `); got != 2 {
+		t.Errorf("%d bars, want 2", got)
+	}
+	// A code outside the taxonomy is drawn as "other", not as a class name
+	// taken from the log.
+	if !strings.Contains(out, `class="bar c-other"`) {
+		t.Errorf("unknown code not drawn as c-other")
+	}
+
+	var txt bytes.Buffer
+	if err := tl.Text(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(txt.String(), '\x1b') {
+		t.Errorf("text output passes an escape character to the terminal:\n%s", txt.String())
+	}
+}
+
+// TestInspect_Snapshots builds the timeline of every golden scenario's log
+// (snapshots/*.jsonl, the "dir":"log" lines) and checks what must hold for
+// any log: one attempt per step/start, one retry per llm/retry, one bar per
+// attempt in the page, and a wait for every retry.
+func TestInspect_Snapshots(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "snapshots", "*.jsonl"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no snapshots: %v", err)
+	}
+	for _, p := range paths {
+		events := snapshotLog(t, p)
+		if len(events) == 0 {
+			continue // a scenario that never creates a session
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(p), ".jsonl"), func(t *testing.T) {
+			tl, err := inspect.Build(events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps, retries int
+			for _, ev := range events {
+				switch ev.Type {
+				case session.TypeStepStart:
+					steps++
+				case session.TypeLLMRetry:
+					retries++
+				}
+			}
+			if tl.Totals.Attempts != steps || tl.Totals.Retries != retries {
+				t.Errorf("totals %+v, want %d attempts and %d retries", tl.Totals, steps, retries)
+			}
+			for _, turn := range tl.Turns {
+				for _, s := range turn.Steps {
+					if s.Retry != nil && s.Retry.Wait == "" {
+						t.Errorf("turn %d step %d: retry without a wait outcome", turn.Turn, s.Step)
+					}
+					if s.Outcome == inspect.StepOpen {
+						t.Errorf("turn %d step %d left open in a closed log", turn.Turn, s.Step)
+					}
+				}
+			}
+			var page bytes.Buffer
+			if err := tl.HTML(&page); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(page.String(), `<rect class="bar `); got != steps {
+				t.Errorf("%d bars in the page, want one per attempt (%d)", got, steps)
+			}
+		})
+	}
+}
+
+var tagRE = regexp.MustCompile(`(?s)<[^>]*>`)
+
+func TestInspect_HTMLSelfContained(t *testing.T) {
+	tl := load(t, "fallback_compaction_tools")
+	var page bytes.Buffer
+	if err := tl.HTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range tagRE.FindAllString(page.String(), -1) {
+		// The only URL is the SVG namespace, which is an identifier, not a
+		// fetch; everything else is inline.
+		if strings.Contains(tag, "xmlns=") {
+			continue
+		}
+		for _, ext := range []string{"src=", "href=", "<link", "<script", "http:", "https:"} {
+			if strings.Contains(tag, ext) {
+				t.Errorf("tag %s refers outside the page (%s)", tag, ext)
+			}
+		}
+	}
+}
+
+func load(t *testing.T, name string) *inspect.Timeline {
+	t.Helper()
+	tl, err := inspect.Load(filepath.Join("testdata", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
+// snapshotLog returns the session log events recorded in a golden
+// transcript.
+func snapshotLog(t *testing.T, path string) []session.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var events []session.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Dir   string         `json:"dir"`
+			Event *session.Event `json:"event"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if line.Dir == "log" && line.Event != nil {
+			events = append(events, *line.Event)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test ./inspect -update` to create it)", err)
+	}
+	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s\nrun `go test ./inspect -update` and read the diff if the change is intended", path, diff)
+	}
+}

@@ -1,0 +1,356 @@
+package inspect
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/session"
+)
+
+// messageWidth is how much of a failure message the table shows: enough for
+// the request id that some messages carry near their end.
+const messageWidth = 160
+
+// timeLayout shows absolute times to the millisecond, which is the log's
+// useful precision, in the zone the log recorded.
+const timeLayout = "2006-01-02 15:04:05.000Z07:00"
+
+// Text writes the timeline for a terminal: a header for the session, then
+// per turn a summary and an aligned table of its attempts, with times
+// relative to the turn's start ("+1.500s") so a turn reads on its own even
+// in a session that spans days.
+func (tl *Timeline) Text(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	s := tl.Session
+	head := []string{"session " + s.ID, "cwd " + s.Cwd}
+	if s.Model != "" {
+		head = append(head, "model "+s.Model)
+	}
+	if s.AgentVersion != "" {
+		head = append(head, "agent "+s.AgentVersion)
+	}
+	fmt.Fprintln(bw, clean(strings.Join(head, " · ")))
+	if s.Log != "" {
+		fmt.Fprintln(bw, "log     "+clean(s.Log))
+	}
+	fmt.Fprintf(bw, "started %s · %s · %s in turns\n", s.Start.Format(timeLayout),
+		strings.Join(append([]string{plural(tl.Totals.Turns, "turn")}, totals(tl.Totals)...), " · "),
+		dur(tl.Totals.ElapsedMs))
+	for _, t := range tl.Turns {
+		fmt.Fprintln(bw)
+		writeTurn(bw, t, s.Model)
+	}
+	return bw.Flush()
+}
+
+func totals(t Totals) []string {
+	attempts := plural(t.Attempts, "attempt")
+	if t.Failed > 0 {
+		attempts += fmt.Sprintf(", %d failed", t.Failed)
+	}
+	if t.Retries == 0 {
+		return []string{attempts, "no retries"}
+	}
+	return []string{attempts, plural(t.Retries, "retry"), "waited " + dur(t.WaitedMs)}
+}
+
+func writeTurn(w io.Writer, t *Turn, sessionModel string) {
+	fmt.Fprintf(w, "turn %d · %s · %s\n", t.Turn, t.Start.Format(timeLayout), quote(t.Prompt, 60))
+	fmt.Fprintf(w, "  %s\n", turnSummary(t))
+	tb := &table{}
+	tb.row(columns...)
+	for _, r := range turnRows(t, sessionModel) {
+		tb.row(r.Cells...)
+		for _, n := range r.Notes {
+			tb.note(n)
+		}
+	}
+	tb.write(w, "  ")
+}
+
+func turnSummary(t *Turn) string {
+	return fmt.Sprintf("%s · %s · took %s", outcomeWord(t.Outcome), strings.Join(totals(t.Totals), " · "), dur(t.Totals.ElapsedMs))
+}
+
+// columns head the table of a turn, in text and HTML alike.
+var columns = []string{"step", "at", "took", "outcome", "status", "request", "then"}
+
+// row is one line of a turn's table: an attempt, a compaction or the end.
+type row struct {
+	Kind  string // "step", "compaction" or "end"
+	Cells []string
+	Notes []string
+}
+
+// turnRows lays a turn out as table rows, compactions in their place among
+// the attempts and the end last.
+func turnRows(t *Turn, sessionModel string) []row {
+	var rows []row
+	comps := t.Compactions
+	compactions := func(upTo int) {
+		for len(comps) > 0 && comps[0].after <= upTo {
+			c := comps[0]
+			comps = comps[1:]
+			rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(c.AtMs), "", "compaction", "", "", compactionText(c)}})
+		}
+	}
+	for i, s := range t.Steps {
+		compactions(i)
+		outcome, status, req := s.Outcome, "", ""
+		if f := s.Failure; f != nil && s.Outcome != session.OutcomeOK {
+			// An interrupted step's facts are the reloading process's
+			// ABORTED; the outcome says more than that code.
+			if s.Outcome == session.OutcomeFailed {
+				outcome = f.Code
+			}
+			if f.Status != 0 {
+				status = strconv.Itoa(f.Status)
+			}
+			req = f.RequestID
+		}
+		// A fallback is noted where the model changes, not on every step.
+		switched := s.Fallback && (i == 0 || t.Steps[i-1].Model != s.Model)
+		rows = append(rows, row{Kind: "step",
+			Cells: []string{strconv.Itoa(s.Step), offset(s.StartMs), dur(s.DurationMs), outcome, status, req, then(s)},
+			Notes: notes(s, sessionModel, switched)})
+	}
+	compactions(len(t.Steps))
+	o := t.Outcome
+	var status, req, text string
+	switch o.Status {
+	case TurnFailed:
+		if e := o.Error; e != nil {
+			if e.Status != 0 {
+				status = strconv.Itoa(e.Status)
+			}
+			req = e.RequestID
+			text = e.Code + ": " + oneLine(e.Message, messageWidth)
+		}
+	case TurnInterrupted:
+		text = "the process died during the turn; a later process closed it on load"
+	case TurnOpen:
+		text = "the log ends here: the turn is still running, or its process died"
+	}
+	rows = append(rows, row{Kind: "end", Cells: []string{"end", offset(ms(t.End.Sub(t.Start))), "",
+		outcomeWord(Outcome{Status: o.Status, StopReason: o.StopReason}), status, req, text}})
+	return rows
+}
+
+func compactionText(c Compaction) string {
+	what := fmt.Sprintf("%s replaced by a summary (%s)", plural(c.Replaced, "message"), plural(c.SummaryChars, "char"))
+	if c.Step > 0 {
+		what += fmt.Sprintf(" for step %d", c.Step)
+	}
+	return what
+}
+
+// then says what followed an attempt: the retry scheduled and how its wait
+// went, or for a committed attempt the start of its reply.
+func then(s *Step) string {
+	if r := s.Retry; r != nil {
+		n := r.Retry
+		if r.PolicyRetry > 0 {
+			n = r.PolicyRetry // the budget is the policy's
+		}
+		txt := fmt.Sprintf("retry %d/%d in %s", n, r.MaxRetries, dur(r.DelayMs))
+		if r.Policy != "" {
+			txt += " (" + r.Policy
+			if r.Action != "" && r.Action != r.Policy {
+				txt += ": " + r.Action
+			}
+			txt += ")"
+		}
+		switch r.Wait {
+		case WaitDone:
+			txt += " · waited " + dur(*r.WaitedMs)
+		case WaitCancelled:
+			txt += " · cancelled after " + dur(*r.WaitedMs)
+		case WaitFailed:
+			txt += " · turn failed after " + dur(*r.WaitedMs)
+		case WaitInterrupted:
+			txt += " · interrupted: the process died during the wait"
+		case WaitOpen:
+			txt += " · still waiting when the log ends"
+		}
+		return txt
+	}
+	if s.Outcome == session.OutcomeOK && s.MessageID != "" {
+		details := []string{plural(s.ReplyChars, "char")}
+		if s.ReasoningChars > 0 {
+			details = append(details, fmt.Sprintf("%d reasoning", s.ReasoningChars))
+		}
+		if s.FinishReason != "" {
+			details = append(details, s.FinishReason)
+		}
+		return quote(s.Reply, 40) + " (" + strings.Join(details, ", ") + ")"
+	}
+	return ""
+}
+
+// notes are the lines under an attempt: why it failed, what it streamed in
+// vain, a fallback model, its tool calls.
+func notes(s *Step, sessionModel string, switched bool) []string {
+	var out []string
+	if f := s.Failure; f != nil && s.Outcome != session.OutcomeOK {
+		n := oneLine(f.Message, messageWidth)
+		if f.RetryAfterMs != nil {
+			n += " · Retry-After " + dur(*f.RetryAfterMs)
+		}
+		out = append(out, n)
+	}
+	if s.StreamedChars > 0 && s.Outcome != session.OutcomeOK {
+		if s.Retry != nil && s.Retry.Action == "continue" {
+			out = append(out, plural(s.StreamedChars, "char")+" kept: a part of the merged reply")
+		} else {
+			out = append(out, plural(s.StreamedChars, "char")+" streamed, discarded")
+		}
+	}
+	if switched {
+		out = append(out, fmt.Sprintf("fallback: model %s instead of %s", s.Model, sessionModel))
+	}
+	if len(s.Tools) > 0 {
+		calls := make([]string, len(s.Tools))
+		for i, tc := range s.Tools {
+			st := tc.Status
+			if st == "" {
+				st = "no result"
+			}
+			calls[i] = tc.Name + " (" + st + ")"
+		}
+		out = append(out, "tools: "+strings.Join(calls, ", "))
+	}
+	return out
+}
+
+func outcomeWord(o Outcome) string {
+	switch o.Status {
+	case TurnCompleted:
+		if o.StopReason != "" {
+			return o.StopReason
+		}
+		return "completed"
+	case TurnFailed:
+		if o.Error != nil {
+			return "failed " + o.Error.Code
+		}
+	}
+	return o.Status
+}
+
+// table aligns rows of cells; notes are lines under the previous row,
+// indented to its second column, that take no part in the alignment.
+type table struct {
+	rows  [][]string
+	under map[int][]string
+}
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) note(s string) {
+	if t.under == nil {
+		t.under = map[int][]string{}
+	}
+	i := len(t.rows) - 1
+	t.under[i] = append(t.under[i], s)
+}
+
+func (t *table) write(w io.Writer, indent string) {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	noteIndent := indent
+	if len(widths) > 0 {
+		noteIndent += strings.Repeat(" ", widths[0]+2)
+	}
+	for i, r := range t.rows {
+		var b strings.Builder
+		b.WriteString(indent)
+		for j, c := range r {
+			b.WriteString(clean(c))
+			if j < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		for _, n := range t.under[i] {
+			fmt.Fprintln(w, noteIndent+clean(n))
+		}
+	}
+}
+
+// dur shows milliseconds as seconds with millisecond precision, with
+// minutes and hours once they help: "0.500s", "2m05.300s", "1h02m03s".
+func dur(msec int64) string {
+	neg := ""
+	if msec < 0 {
+		neg, msec = "-", -msec
+	}
+	d := time.Duration(msec) * time.Millisecond
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%s%d.%03ds", neg, msec/1000, msec%1000)
+	case d < time.Hour:
+		return fmt.Sprintf("%s%dm%02d.%03ds", neg, msec/60000, msec/1000%60, msec%1000)
+	default:
+		return fmt.Sprintf("%s%dh%02dm%02ds", neg, msec/3600000, msec/60000%60, msec/1000%60)
+	}
+}
+
+func offset(msec int64) string {
+	if msec < 0 {
+		return dur(msec)
+	}
+	return "+" + dur(msec)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// quote shows text on one line, quoted and escaped (a reply's newlines and
+// control characters must not break the table), cut to n characters.
+func quote(s string, n int) string {
+	return strconv.Quote(truncate(s, n))
+}
+
+// oneLine flattens whitespace runs so a message stays on its line.
+func oneLine(s string, n int) string {
+	return truncate(strings.Join(strings.Fields(s), " "), n)
+}
+
+// clean replaces control characters: text from a provider or an editor
+// must not move the cursor or recolour the terminal it is printed to.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '�'
+		}
+		return r
+	}, s)
+}
+
+// JSON writes the timeline as indented JSON, the shape of the Timeline type.
+func (tl *Timeline) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(tl)
+}
