@@ -1,12 +1,10 @@
 package inspect_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rebound-agent/rebound/inspect"
+	"github.com/rebound-agent/rebound/internal/golden"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -40,14 +39,14 @@ func TestInspect_Fixtures(t *testing.T) {
 			if err := tl.JSON(&js); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", name+".txt"), txt.Bytes())
-			golden(t, filepath.Join("testdata", name+".json"), js.Bytes())
+			compareGolden(t, filepath.Join("testdata", name+".txt"), txt.Bytes())
+			compareGolden(t, filepath.Join("testdata", name+".json"), js.Bytes())
 			if name == "fallback_compaction_tools" {
 				var page bytes.Buffer
 				if err := tl.HTML(&page); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, filepath.Join("testdata", name+".html"), page.Bytes())
+				compareGolden(t, filepath.Join("testdata", name+".html"), page.Bytes())
 			}
 		})
 	}
@@ -249,45 +248,10 @@ func load(t *testing.T, name string) *inspect.Timeline {
 // transcript.
 func snapshotLog(t *testing.T, path string) []session.Event {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var events []session.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Dir   string         `json:"dir"`
-			Event *session.Event `json:"event"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if line.Dir == "log" && line.Event != nil {
-			events = append(events, *line.Event)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return events
+	return golden.SnapshotLog(t, path)
 }
 
-func golden(t *testing.T, path string, got []byte) {
+func compareGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./inspect -update` to create it)", err)
-	}
-	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s\nrun `go test ./inspect -update` and read the diff if the change is intended", path, diff)
-	}
+	golden.Compare(t, path, got, *update, "go test ./inspect -update")
 }

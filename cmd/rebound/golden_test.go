@@ -16,11 +16,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/tools/txtar"
 
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/internal/golden"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -404,19 +404,7 @@ func normalise(b []byte) []byte {
 
 func compareGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./cmd/rebound -run TestGolden -update` to create it)", err)
-	}
-	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s\nrun `go test ./cmd/rebound -run TestGolden -update` and read the diff if the change is intended", path, diff)
-	}
+	golden.Compare(t, path, got, *update, "go test ./cmd/rebound -run TestGolden -update")
 }
 
 // acpSchema validates what the agent writes against the pinned official ACP

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rebound-agent/rebound/internal/golden"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -228,29 +228,7 @@ func inspectEnv(t *testing.T, vars map[string]string) env {
 func snapshotEvents(t *testing.T, scenario string) []session.Event {
 	t.Helper()
 	path := filepath.Join("..", "..", "snapshots", scenario+".jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var events []session.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Dir   string         `json:"dir"`
-			Event *session.Event `json:"event"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if line.Dir == "log" && line.Event != nil {
-			events = append(events, *line.Event)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	events := golden.SnapshotLog(t, path)
 	if len(events) == 0 {
 		t.Fatalf("%s has no session log lines", path)
 	}
