@@ -103,6 +103,9 @@ func Classify(err error) *Failure {
 		}
 		return f
 	}
+	if re, ok := errors.AsType[*llm.RequestError](err); ok {
+		f.RequestID = re.RequestID
+	}
 	if f.Code == Unknown {
 		if _, ok := errors.AsType[net.Error](err); ok {
 			f.Code = Transport

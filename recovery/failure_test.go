@@ -242,13 +242,13 @@ func TestClassify_StreamFailures(t *testing.T) {
 			name: "dropped stream",
 			step: mockprovider.Step{Text: "Hello", Chunks: 5, DropAfter: ptr(2)},
 			want: recovery.Failure{Code: recovery.Transport,
-				Message: "stream ended before the reply finished: the body ended without a finish reason or [DONE] (request mock-req-1): unexpected EOF"},
+				Message: "stream ended before the reply finished: the body ended without a finish reason or [DONE]: unexpected EOF (request mock-req-1)", RequestID: "mock-req-1"},
 		},
 		{
 			name: "dropped before any content",
 			step: mockprovider.Step{Text: "Hello", DropAfter: ptr(0)},
 			want: recovery.Failure{Code: recovery.Transport,
-				Message: "stream ended before the reply finished: the body ended without a finish reason or [DONE] (request mock-req-1): unexpected EOF"},
+				Message: "stream ended before the reply finished: the body ended without a finish reason or [DONE]: unexpected EOF (request mock-req-1)", RequestID: "mock-req-1"},
 		},
 	}
 	for _, tt := range tests {

@@ -402,10 +402,8 @@ func (s *stream) readError(err error) error {
 	if tap.sawDone {
 		why = "[DONE] arrived but no chunk carried a finish reason"
 	}
-	if id := s.cap.requestID(); id != "" {
-		why += " (request " + id + ")"
-	}
-	return fmt.Errorf("%w: %s: %w", ErrIncompleteStream, why, io.ErrUnexpectedEOF)
+	return &RequestError{RequestID: s.cap.requestID(),
+		Err: fmt.Errorf("%w: %s: %w", ErrIncompleteStream, why, io.ErrUnexpectedEOF)}
 }
 
 func mustJSON(v any) []byte {
