@@ -1,0 +1,637 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/session"
+)
+
+func init() {
+	register(command{
+		name:    "demo",
+		summary: "watch Rebound recover from provider failures, offline (a scripted tour)",
+		run:     runDemo,
+	})
+}
+
+const demoUsage = `Usage: rebound demo [--fast] [--script FILE] [--state-dir DIR] [--timeout 2m]
+       rebound demo --print-default
+
+Shows, offline and in about ten seconds, what Rebound does when the model
+provider fails. It starts the fault-injecting mock provider in this process,
+spawns this rebound binary as an ACP agent over pipes, as an editor does, and
+plays a scripted conversation against it that meets the faults users hit: a
+429 with Retry-After, a dropped stream, a stalled stream, an overloaded model
+with fallback, a truncated reply, and a cancel during a retry wait.
+
+It prints what an editor user would see: each prompt ("› you: ..."), every
+retry wait (on a terminal a live line with a countdown, replaced in place;
+otherwise one plain line per event), and the reply once it is committed
+("rebound: ..."). It ends with a summary: the faults met, the attempts made,
+the time spent waiting, the text that would have leaked into the editor
+without hold-back, and where the session log is. Colour only on a terminal,
+and not when NO_COLOR is set.
+
+--script FILE plays your own faults instead. FILE is JSON, either
+
+  a mock script, {"steps": [STEP, ...], "fallback": STEP} (the format of
+  'rebound mock-provider', docs/mock-provider.md): prompts are sent one at a
+  time until every step has answered a request; or
+
+  a demo definition ('rebound demo --print-default' prints the built-in one):
+    {
+      "model": "gpt-4o",                  optional: the agent's provider.model
+      "recovery": {"initial_delay": "1s", "stream_idle_timeout": "2s", ...},
+                                          optional: the agent's [recovery] config,
+                                          keys as in the README; nested objects
+                                          are sub-tables ({"truncation": {...}});
+                                          {} for the agent's own defaults
+      "scenes": [{
+        "title": "Rate limited",
+        "note": "what to look for",       optional
+        "prompt": "Summarise the README",
+        "steps": [{"status": 429, "headers": {"Retry-After": "1"}},
+                  {"text": "Done.", "chunks": 2}],
+        "cancel_after": "1.5s",           optional: press stop this long after
+                                          the turn's first retry is scheduled
+        "expect": "end_turn"              optional: end_turn, cancelled,
+                                          max_tokens, refusal or error
+      }],
+      "fallback": STEP                    optional: answers requests after all steps
+    }
+  The scenes' steps form one mock script, in order; each scene must use its
+  own steps, no more and no fewer (else the demo stops and says so). Without
+  "model" or "recovery", and for a plain mock script, the agent gets the
+  built-in demo's (no jitter, 1s initial delay, 2s stream_idle_timeout,
+  fallback_model gpt-4o-mini after 2 overloads).
+
+--fast scales every wait by 1/10 (Retry-After, sent as retry-after-ms; the
+mock's delays; the recovery durations; cancel_after), for CI: the built-in
+demo then takes a second or two.
+
+The agent runs with OPENAI_BASE_URL set to the mock, a dummy OPENAI_API_KEY,
+REBOUND_STATE_DIR set to --state-dir (default: a new temporary directory,
+kept, so the session log can be read afterwards) and REBOUND_CONFIG set to a
+generated config file. REBOUND_DEMO_CHILD names another rebound binary to run
+as the agent.
+
+Exit status: 0 when every scene ended as expected, 1 when one did not, the
+agent died, the script is bad or the timeout passed, 2 for a usage error.
+
+Flags:
+`
+
+// demoCancelGrace is how long the agent may take to exit once its stdin is
+// closed before it is killed.
+const demoCancelGrace = 5 * time.Second
+
+func runDemo(ctx context.Context, args []string, s streams, e env) int {
+	if e.getenv == nil {
+		e.getenv = func(string) string { return "" }
+	}
+	fs := flag.NewFlagSet("rebound demo", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), demoUsage)
+		fs.PrintDefaults()
+	}
+	fast := fs.Bool("fast", false, "scale every wait by 1/10, for CI")
+	scriptPath := fs.String("script", "", "play `FILE`, a demo definition or a mock script (JSON), instead of the built-in demo")
+	stateDir := fs.String("state-dir", "", "`DIR` for the agent's session logs (default: a new temporary directory, kept)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	printDefault := fs.Bool("print-default", false, "print the built-in demo definition and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(s.err, "rebound demo: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if *printDefault {
+		if _, err := s.out.Write(demoDefaultJSON); err != nil {
+			return 1
+		}
+		return 0
+	}
+
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(s.err, "rebound demo: "+format+"\n", args...)
+		return 1
+	}
+
+	var def *demoDef
+	var err error
+	source := "built-in demo"
+	if *scriptPath == "" {
+		def, err = parseDemoDef(demoDefaultJSON)
+	} else {
+		var data []byte
+		if data, err = os.ReadFile(*scriptPath); err == nil {
+			def, err = parseDemoFile(data)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", *scriptPath, err)
+		}
+		source = *scriptPath
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *fast {
+		def.scale(demoFastScale)
+	}
+
+	child := e.getenv("REBOUND_DEMO_CHILD")
+	if child == "" {
+		if child, err = os.Executable(); err != nil {
+			return fail("cannot find the rebound binary to run as the agent: %v (set REBOUND_DEMO_CHILD)", err)
+		}
+		if strings.HasSuffix(strings.TrimSuffix(filepath.Base(child), ".exe"), ".test") {
+			return fail("running inside a test binary (%s); set REBOUND_DEMO_CHILD to a rebound binary", child)
+		}
+	}
+
+	ctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("the demo did not finish within --timeout %s", *timeout))
+	defer cancel()
+
+	// The state directory is kept: the summary points at the session log.
+	state := *stateDir
+	var sessionID string
+	if state == "" {
+		if state, err = os.MkdirTemp("", "rebound-demo-"); err != nil {
+			return fail("%v", err)
+		}
+		// Kept once a session has started; a demo that failed before
+		// leaves nothing behind.
+		defer func() {
+			if sessionID == "" {
+				os.RemoveAll(state)
+			}
+		}()
+	} else {
+		if state, err = filepath.Abs(state); err == nil {
+			err = os.MkdirAll(state, 0o700)
+		}
+		if err != nil {
+			return fail("--state-dir: %v", err)
+		}
+	}
+	cfgDir, err := os.MkdirTemp("", "rebound-demo-config-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(cfgDir)
+	cfgText, err := def.configTOML()
+	if err != nil {
+		return fail("%s: %v", source, err)
+	}
+	cfgPath := filepath.Join(cfgDir, "config.toml")
+	if err := os.WriteFile(cfgPath, cfgText, 0o600); err != nil {
+		return fail("%v", err)
+	}
+
+	script := def.script()
+	mock := mockprovider.New(script)
+	srv, err := mockprovider.Serve(ctx, "127.0.0.1:0", mock)
+	if err != nil {
+		return fail("starting the mock provider: %v", err)
+	}
+	defer srv.Close()
+
+	childEnv := map[string]string{
+		"OPENAI_BASE_URL":   srv.BaseURL(),
+		"OPENAI_API_KEY":    "demo-key-not-a-secret",
+		"REBOUND_STATE_DIR": state,
+		"REBOUND_CONFIG":    cfgPath,
+		"REBOUND_LOG_LEVEL": "info",
+	}
+	if e.home != "" {
+		childEnv["HOME"] = e.home
+	}
+	// Check the config here, so that a bad "recovery" reads as the script's
+	// fault and not as an agent that died.
+	cfg, err := config.Load(config.Flags{}, func(k string) string { return childEnv[k] }, e.home)
+	if err != nil {
+		return fail("%s: the agent's config (from \"recovery\"/\"model\"): %v", source, err)
+	}
+	var envList []string
+	for k, v := range childEnv {
+		envList = append(envList, k+"="+v)
+	}
+
+	agent, err := startDemoAgent(ctx, child, envList)
+	if err != nil {
+		return fail("starting the agent %s: %v", child, err)
+	}
+	defer agent.stop(demoCancelGrace)
+
+	out := &demoOut{w: s.out}
+	out.tty = demoIsTerminal(s.out) && e.getenv("TERM") != "dumb"
+	out.color = out.tty && e.getenv("NO_COLOR") == ""
+	d := &demoDriver{out: out, agent: agent, mock: mock, def: def, shown: map[string]string{}}
+
+	agentFailed := func(err error) int {
+		out.clearLive()
+		out.endReply()
+		if ctx.Err() != nil {
+			// Interrupted or out of time: the agent's exit, if any, is ours
+			// (a terminal's Ctrl-C reaches it too).
+			if cause := context.Cause(ctx); errors.Is(cause, context.Canceled) {
+				fmt.Fprintln(s.err, "rebound demo: interrupted")
+			} else {
+				fmt.Fprintf(s.err, "rebound demo: %v\n", cause)
+			}
+			return 1
+		}
+		if errors.Is(err, errAgentExited) {
+			agent.stop(demoCancelGrace)
+			fmt.Fprintf(s.err, "rebound demo: the agent exited unexpectedly (%v)\n", agent.waitErr)
+		} else {
+			fmt.Fprintf(s.err, "rebound demo: %v\n", err)
+		}
+		if tail := agent.stderr.lastLines(15); tail != "" {
+			fmt.Fprintf(s.err, "the agent's last log lines:\n%s\n", tail)
+		}
+		return 1
+	}
+
+	info, err := d.open(ctx)
+	if err != nil {
+		return agentFailed(err)
+	}
+	sessionID = d.sessionID
+
+	scenes := fmt.Sprintf("%d scenes", len(def.Scenes))
+	if def.plain {
+		scenes = fmt.Sprintf("a mock script of %d steps", len(script.Steps))
+	}
+	out.line("%s %s against the fault-injecting mock provider, offline.", out.c(demoBold, "Rebound demo:"), scenes)
+	out.line(out.c(demoDim, "  agent     %s %s (pid %d), spawned over pipes as an editor would"), info.AgentInfo.Name, info.AgentInfo.Version, agent.cmd.Process.Pid)
+	out.line(out.c(demoDim, "  provider  %s (mock, in this process) · model %s"), srv.BaseURL(), cfg.Provider.Model)
+	if *fast {
+		out.line(out.c(demoDim, "  waits     scaled by %g (--fast)"), demoFastScale)
+	}
+	out.line(out.c(demoDim, "  script    %s"), source)
+
+	ok, err := d.play(ctx)
+	if err != nil {
+		return agentFailed(err)
+	}
+	agent.stop(demoCancelGrace)
+	out.clearLive()
+
+	logPath := filepath.Join(state, "sessions", d.sessionID+".jsonl")
+	ld, err := session.Load(logPath)
+	if err != nil {
+		return fail("reading the session log: %v", err)
+	}
+	stats, err := demoAnalyse(ld.Events)
+	if err != nil {
+		return fail("reading the session log %s: %v", logPath, err)
+	}
+	d.summary(stats, logPath)
+	if out.err != nil {
+		fmt.Fprintf(s.err, "rebound demo: writing to stdout: %v\n", out.err)
+		return 1
+	}
+	if !ok {
+		fmt.Fprintln(s.err, "rebound demo: not every scene ended as expected (see above)")
+		return 1
+	}
+	return 0
+}
+
+// demoDriver is the editor side of the demo.
+type demoDriver struct {
+	out       *demoOut
+	agent     *demoAgent
+	mock      *mockprovider.Mock
+	def       *demoDef
+	sessionID string
+
+	shown      map[string]string // messageId → text shown to the user
+	shownOrder []string
+	prompts    int
+	asExpected int
+	expected   int
+}
+
+type demoInitResult struct {
+	AgentInfo struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"agentInfo"`
+}
+
+// open initializes ACP, advertising notices as a capable editor does, and
+// starts a session.
+func (d *demoDriver) open(ctx context.Context) (demoInitResult, error) {
+	var info demoInitResult
+	err := d.agent.call(ctx, "initialize", map[string]any{
+		"protocolVersion": 1,
+		"clientCapabilities": map[string]any{
+			"fs":       map[string]any{"readTextFile": false, "writeTextFile": false},
+			"terminal": false,
+			"session":  map[string]any{"notices": map[string]any{}},
+		},
+		"clientInfo": map[string]any{"name": "rebound-demo", "version": version()},
+	}, &info)
+	if err != nil {
+		return info, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil || !filepath.IsAbs(cwd) {
+		cwd = "/"
+	}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := d.agent.call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &sess); err != nil {
+		return info, err
+	}
+	if sess.SessionID == "" {
+		return info, errors.New("session/new: no sessionId in the answer")
+	}
+	d.sessionID = sess.SessionID
+	return info, nil
+}
+
+// play runs every scene; ok is false when one did not end as expected. An
+// error means the demo cannot go on (the agent died, the timeout passed,
+// the scenes and the agent's requests went out of step).
+func (d *demoDriver) play(ctx context.Context) (ok bool, err error) {
+	ok = true
+	if d.def.plain {
+		steps := d.def.script().Steps
+		for i := 0; i == 0 || (d.mock.Count() < len(steps) && i < len(steps)); i++ {
+			sc := demoScene{Title: fmt.Sprintf("Prompt %d", i+1), Prompt: fmt.Sprintf("Hello (prompt %d)", i+1)}
+			if _, err := d.scene(ctx, i, 0, sc); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	total := len(d.def.script().Steps)
+	used := 0
+	for i, sc := range d.def.Scenes {
+		good, err := d.scene(ctx, i, len(d.def.Scenes), sc)
+		if err != nil {
+			return false, err
+		}
+		ok = ok && good
+		used += len(sc.Steps)
+		n := d.mock.Count()
+		if (used < total && n != used) || n < used {
+			return false, fmt.Errorf("scene %d (%s) made %d provider requests but has %d steps: the following scenes would get the wrong answers; give each scene exactly the steps its prompt uses (is recovery.max_retries right?)",
+				i+1, sc.Title, n-(used-len(sc.Steps)), len(sc.Steps))
+		}
+	}
+	return ok, nil
+}
+
+// scene sends one prompt and shows what the editor user sees until the
+// agent answers it.
+func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpected bool, err error) {
+	o := d.out
+	o.line("")
+	if of > 0 {
+		o.line("%s %s", o.c(demoBold, fmt.Sprintf("[%d/%d]", i+1, of)), o.c(demoBold, sc.Title))
+	} else {
+		o.line("%s", o.c(demoBold, sc.Title))
+	}
+	if sc.Note != "" {
+		o.line("      %s", o.c(demoDim, sc.Note))
+	}
+	before := d.mock.Count()
+	start := time.Now()
+	id, err := d.agent.request("session/prompt", map[string]any{
+		"sessionId": d.sessionID,
+		"prompt":    []any{map[string]any{"type": "text", "text": sc.Prompt}},
+	})
+	if err != nil {
+		return false, d.agent.writeError("session/prompt", err)
+	}
+	d.prompts++
+	o.line("%s %s", o.c(demoBoldCy, "› you:"), sc.Prompt)
+
+	var (
+		wait       *demoWait
+		busySince  = start // the spinner counts from here when no wait is live
+		cancelC    <-chan time.Time
+		cancelSent bool
+		tick       <-chan time.Time
+	)
+	if o.tty {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	render := func(now time.Time) {
+		if wait != nil {
+			o.setLive(o.c(demoYellow, "  ↻ "+wait.text(wait.scheduledTiming(now))))
+			return
+		}
+		o.setLive(o.c(demoDim, "  … waiting for the provider · "+demoSeconds(now.Sub(busySince))))
+	}
+
+	for {
+		var m demoMsg
+		var open bool
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case now := <-tick:
+			render(now)
+			continue
+		case <-cancelC:
+			cancelC = nil
+			if err := d.agent.send(-1, "session/cancel", map[string]any{"sessionId": d.sessionID}); err != nil {
+				return false, d.agent.writeError("session/cancel", err)
+			}
+			cancelSent = true
+			o.line("%s %s", o.c(demoBoldCy, "› you:"), o.c(demoCyan, "■ stop (session/cancel)"))
+			continue
+		case m, open = <-d.agent.msgs:
+		}
+		if !open {
+			return false, errAgentExited
+		}
+		now := time.Now()
+		switch {
+		case m.bad != "":
+			return false, fmt.Errorf("the agent wrote a line that is not JSON-RPC: %q", m.bad)
+		case m.isResponse(id):
+			return d.finish(sc, m, before, now.Sub(start), cancelSent), nil
+		case m.Method != "" && len(m.ID) > 0:
+			if err := d.agent.refuse(m); err != nil {
+				return false, d.agent.writeError(m.Method+" (the answer)", err)
+			}
+		case m.Method == "session/update":
+			var p struct {
+				Update struct {
+					SessionUpdate string `json:"sessionUpdate"`
+					MessageID     string `json:"messageId"`
+					Content       struct {
+						Type string `json:"type"`
+						Text string `json:"text"`
+					} `json:"content"`
+					Meta map[string]json.RawMessage `json:"_meta"`
+				} `json:"update"`
+			}
+			if json.Unmarshal(m.Params, &p) != nil {
+				continue
+			}
+			u := p.Update
+			switch u.SessionUpdate {
+			case "agent_message_chunk":
+				if u.Content.Type == "text" {
+					if _, seen := d.shown[u.MessageID]; !seen {
+						d.shownOrder = append(d.shownOrder, u.MessageID)
+					}
+					d.shown[u.MessageID] += u.Content.Text
+					o.replyText(u.Content.Text)
+				}
+			case "session_info_update":
+				raw, ok := u.Meta["rebound/retry"]
+				if !ok {
+					continue
+				}
+				var r demoRetryMeta
+				if json.Unmarshal(raw, &r) != nil {
+					continue
+				}
+				switch r.Phase {
+				case "scheduled":
+					wait = &demoWait{p: r, at: now}
+					if o.tty {
+						render(now)
+					} else {
+						o.line("%s", "  ↻ "+wait.text(wait.scheduledTiming(now)))
+					}
+					if sc.cancelAfter > 0 && !cancelSent && cancelC == nil {
+						cancelC = time.After(sc.cancelAfter)
+					}
+				case "started":
+					if wait != nil {
+						waited := now.Sub(wait.at)
+						switch {
+						case o.tty && wait.p.DelayMs > 0:
+							o.line("%s", o.c(demoYellow, "  ↻ "+wait.text("retried after "+demoSeconds(waited))))
+						case o.tty:
+							o.line("%s", o.c(demoYellow, "  ↻ "+wait.text("")))
+						case wait.p.DelayMs > 0:
+							o.line("  ↻ waited %s, retrying", demoSeconds(waited))
+						}
+					}
+					wait, busySince = nil, now
+				case "cancelled":
+					if wait != nil {
+						o.line("%s", o.c(demoRed, fmt.Sprintf("  ✗ %s · wait cancelled after %s · no further request", demoFailureSummary(wait.p), demoSeconds(now.Sub(wait.at)))))
+					} else {
+						o.line("%s", o.c(demoRed, "  ✗ retry cancelled; no further request"))
+					}
+					wait = nil
+				case "exhausted":
+					msg := "recovery gave up"
+					if r.Failure != nil {
+						msg += ": " + demoFailureSummary(r)
+					}
+					o.line("%s", o.c(demoRed, "  ✗ "+msg))
+					wait = nil
+				}
+			}
+		}
+	}
+}
+
+// finish shows the turn's outcome and says whether it was the expected one.
+func (d *demoDriver) finish(sc demoScene, m demoMsg, before int, took time.Duration, cancelSent bool) bool {
+	o := d.out
+	o.clearLive()
+	o.endReply()
+	outcome := ""
+	if m.Error != nil {
+		outcome = "error"
+		o.line("%s %s", o.c(demoBoldGr, "rebound:"), o.c(demoRed, "✗ "+m.Error.Message))
+	} else {
+		var r struct {
+			StopReason string `json:"stopReason"`
+		}
+		_ = json.Unmarshal(m.Result, &r)
+		outcome = r.StopReason
+		if outcome == "" {
+			outcome = "(no stop reason)"
+		}
+	}
+	requests := d.mock.Count() - before
+	plural := "s"
+	if requests == 1 {
+		plural = ""
+	}
+	facts := fmt.Sprintf("%s · %d provider request%s · %s", outcome, requests, plural, demoSeconds(took))
+	if sc.Expect == "" {
+		o.line("  %s", o.c(demoDim, "· "+facts))
+		return true
+	}
+	d.expected++
+	if outcome != sc.Expect {
+		o.line("%s", o.c(demoRed, fmt.Sprintf("  ✗ %s (expected %s)", facts, sc.Expect)))
+		return false
+	}
+	d.asExpected++
+	o.line("%s", o.c(demoGreen, "  ✓ "+facts))
+	return true
+}
+
+// summary prints the closing table.
+func (d *demoDriver) summary(st *demoLogStats, logPath string) {
+	o := d.out
+	// What the user saw that was never committed: none, if hold-back works.
+	leaked := 0
+	for _, id := range d.shownOrder {
+		if text := d.shown[id]; st.committed[id] != text {
+			leaked += len([]rune(text))
+		}
+	}
+	row := func(k, format string, args ...any) {
+		o.line("  %-22s %s", k, fmt.Sprintf(format, args...))
+	}
+	o.line("")
+	o.line("%s", o.c(demoBold, "Summary"))
+	if d.expected > 0 {
+		row("scenes", "%d of %d as expected", d.asExpected, d.expected)
+	}
+	row("faults met", "%d (%s)", st.faultTotal(), st.faultList())
+	prompts := "prompts"
+	if d.prompts == 1 {
+		prompts = "prompt"
+	}
+	row("attempts made", "%d (%d provider requests for %d %s)", st.attempts, d.mock.Count(), d.prompts, prompts)
+	row("time spent waiting", "%s", demoSeconds(st.waited))
+	row("would have leaked", "%d characters of failed attempts' text, without hold-back", st.wouldHaveLeaked())
+	leakedText := fmt.Sprintf("%d characters", leaked)
+	if leaked == 0 {
+		leakedText = o.c(demoGreen, leakedText)
+	} else {
+		leakedText = o.c(demoRed, leakedText)
+	}
+	row("leaked to the editor", "%s", leakedText)
+	row("session log", "%s", logPath)
+	if _, ok := commands["inspect"]; ok {
+		o.line("  %-22s %s", "", o.c(demoDim, "rebound inspect "+logPath+" shows its timeline"))
+	}
+}

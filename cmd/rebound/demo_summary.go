@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/session"
+)
+
+// demoLogStats is what the session log says happened.
+type demoLogStats struct {
+	// faults counts failed steps by failure code, and truncated steps as
+	// "truncated", in the order first met.
+	faults     map[string]int
+	faultOrder []string
+	attempts   int           // step/start events: provider attempts
+	waited     time.Duration // llm/retry → llm/retry-started (or the turn's end)
+	// chunkChars is every character the provider streamed (text and
+	// reasoning), committedChars the characters of committed messages: the
+	// difference is what failed or discarded attempts streamed, which an
+	// editor showing chunks as they arrive would have shown.
+	chunkChars, committedChars int
+	committed                  map[string]string // messageId → committed text
+}
+
+func (s *demoLogStats) wouldHaveLeaked() int { return max(s.chunkChars-s.committedChars, 0) }
+
+func (s *demoLogStats) faultTotal() int {
+	n := 0
+	for _, c := range s.faults {
+		n += c
+	}
+	return n
+}
+
+func (s *demoLogStats) faultList() string {
+	if len(s.faultOrder) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(s.faultOrder))
+	for i, code := range s.faultOrder {
+		parts[i] = fmt.Sprintf("%s ×%d", code, s.faults[code])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// demoAnalyse reads the facts of the summary from a session log's events.
+func demoAnalyse(events []session.Event) (*demoLogStats, error) {
+	s := &demoLogStats{faults: map[string]int{}, committed: map[string]string{}}
+	type waitKey struct {
+		id    string
+		retry int
+	}
+	pending := map[waitKey]struct {
+		turn int
+		at   time.Time
+	}{}
+	fault := func(code string) {
+		if s.faults[code] == 0 {
+			s.faultOrder = append(s.faultOrder, code)
+		}
+		s.faults[code]++
+	}
+	for _, ev := range events {
+		var err error
+		switch ev.Type {
+		case session.TypeStepStart:
+			s.attempts++
+		case session.TypeAssistantChunk:
+			var c session.AssistantChunk
+			if err = json.Unmarshal(ev.Data, &c); err == nil {
+				s.chunkChars += utf8.RuneCountInString(c.Text) + utf8.RuneCountInString(c.Reasoning)
+			}
+		case session.TypeAssistantMessage:
+			var m session.AssistantMessage
+			if err = json.Unmarshal(ev.Data, &m); err == nil {
+				s.committedChars += utf8.RuneCountInString(m.Text) + utf8.RuneCountInString(m.Reasoning)
+				s.committed[m.MessageID] = m.Text
+			}
+		case session.TypeStepEnd:
+			var e session.StepEnd
+			if err = json.Unmarshal(ev.Data, &e); err == nil {
+				switch e.Outcome {
+				case session.OutcomeFailed:
+					var f struct {
+						Code string `json:"code"`
+					}
+					_ = json.Unmarshal(e.Failure, &f)
+					if f.Code == "" {
+						f.Code = "UNKNOWN"
+					}
+					fault(f.Code)
+				case session.OutcomeTruncated:
+					fault("truncated")
+				}
+			}
+		case session.TypeLLMRetry:
+			var r session.LLMRetry
+			if err = json.Unmarshal(ev.Data, &r); err == nil {
+				pending[waitKey{r.RetryID, r.Retry}] = struct {
+					turn int
+					at   time.Time
+				}{r.Turn, ev.Time}
+			}
+		case session.TypeLLMRetryStarted:
+			var r session.LLMRetryStarted
+			if err = json.Unmarshal(ev.Data, &r); err == nil {
+				k := waitKey{r.RetryID, r.Retry}
+				if p, ok := pending[k]; ok {
+					s.waited += ev.Time.Sub(p.at)
+					delete(pending, k)
+				}
+			}
+		case session.TypeTurnEnd:
+			// A wait that never started was cut short by the turn's end
+			// (a cancel): it counts until then.
+			var t session.TurnEnd
+			if err = json.Unmarshal(ev.Data, &t); err == nil {
+				for k, p := range pending {
+					if p.turn == t.Turn {
+						s.waited += ev.Time.Sub(p.at)
+						delete(pending, k)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
+		}
+	}
+	return s, nil
+}
