@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rebound-agent/rebound/session"
@@ -19,7 +20,7 @@ var pageSource string
 // page is parsed once; html/template escapes every value by context, which
 // matters because failure messages and prompts come from providers and
 // editors and may hold markup.
-var page = template.Must(template.New("page").Parse(pageSource))
+var page = sync.OnceValue(func() *template.Template { return template.Must(template.New("page").Parse(pageSource)) })
 
 // Geometry of a turn's chart, in SVG user units.
 const (
@@ -114,7 +115,7 @@ func (tl *Timeline) HTML(w io.Writer) error {
 		v.Turns = append(v.Turns, chart(t, s.Model, used))
 	}
 	v.Legend = legend(used)
-	return page.Execute(w, v)
+	return page().Execute(w, v)
 }
 
 func chart(t *Turn, sessionModel string, used map[string]bool) turnView {

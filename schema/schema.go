@@ -1,127 +1,46 @@
-// Package schema generates JSON Schemas from Rebound's Go types with
-// invopop/jsonschema: the config file, the session log's events and the mock
-// provider's script. The generated files are checked in next to this package
-// (so editors and other tools can use them without Go) and a test keeps them
-// fresh.
+// Package schema holds Rebound's JSON Schemas, as generated from the Go types
+// by schema/generate and checked in next to this file. They are embedded so
+// `rebound schema` can print them without the generator and its
+// dependencies in the binary; the tests here keep them fresh.
 package schema
 
 import (
+	"embed"
 	"encoding/json"
-	"reflect"
-
-	"github.com/invopop/jsonschema"
-
-	"github.com/rebound-agent/rebound/agent"
-	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
-	"github.com/rebound-agent/rebound/config"
-	"github.com/rebound-agent/rebound/session"
+	"io/fs"
+	"strings"
 )
 
-const idBase = "https://github.com/rebound-agent/rebound/schema/"
+//go:embed *.schema.json
+var files embed.FS
 
-// All returns every schema by the file name it is checked in under.
-func All() map[string]*jsonschema.Schema {
-	return map[string]*jsonschema.Schema{
-		"config.schema.json":         Config(),
-		"session-event.schema.json":  SessionEvent(),
-		"mock-script.schema.json":    MockScript(),
-		"retry-progress.schema.json": RetryProgress(),
-	}
+// File is one checked-in schema.
+type File struct {
+	Name  string // short name, e.g. "config"
+	File  string // file name, e.g. "config.schema.json"
+	Title string
+	Data  []byte
 }
 
-// reflector is pinned so the output, $id included, does not depend on the
-// package path or the order of reflection.
-func reflector() *jsonschema.Reflector {
-	return &jsonschema.Reflector{
-		DoNotReference: true,
-		// Every key of the config file and the script is optional; only
-		// fields tagged required are.
-		RequiredFromJSONSchemaTags: true,
-		Mapper: func(t reflect.Type) *jsonschema.Schema {
-			if t == reflect.TypeFor[config.Duration]() {
-				return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$`,
-					Description: `A Go duration such as "500ms", "10s" or "1m30s".`}
-			}
-			return nil
-		},
-	}
-}
-
-// Config describes config.toml (taplo and other TOML tools read JSON Schema).
-func Config() *jsonschema.Schema {
-	s := reflector().Reflect(&config.Config{})
-	s.ID = idBase + "config.schema.json"
-	s.Title = "Rebound configuration (config.toml)"
-	return s
-}
-
-// MockScript describes the fault script of the mock provider.
-func MockScript() *jsonschema.Schema {
-	s := reflector().Reflect(&mockprovider.Script{})
-	s.ID = idBase + "mock-script.schema.json"
-	s.Title = "Rebound mock provider script"
-	return s
-}
-
-// RetryProgress describes `_meta["rebound/retry"]` on the session_info_update
-// and notice updates Rebound sends while it recovers.
-func RetryProgress() *jsonschema.Schema {
-	r := reflector()
-	r.RequiredFromJSONSchemaTags = false // omitempty marks what may be absent
-	s := r.Reflect(&agent.RetryProgress{})
-	s.ID = idBase + "retry-progress.schema.json"
-	s.Title = `Rebound retry progress (_meta["rebound/retry"])`
-	return s
-}
-
-// eventData maps each session log event type to the Go type of its data.
-var eventData = []struct {
-	typ  string
-	data any
-}{
-	{session.TypeSessionStart, session.SessionStart{}},
-	{session.TypeTurnStart, session.TurnStart{}},
-	{session.TypeStepStart, session.StepStart{}},
-	{session.TypeAssistantChunk, session.AssistantChunk{}},
-	{session.TypeAssistantMessage, session.AssistantMessage{}},
-	{session.TypeStepEnd, session.StepEnd{}},
-	{session.TypeToolCall, session.ToolCall{}},
-	{session.TypeToolResult, session.ToolResult{}},
-	{session.TypeLLMRetry, session.LLMRetry{}},
-	{session.TypeLLMRetryStarted, session.LLMRetryStarted{}},
-	{session.TypeCompaction, session.Compaction{}},
-	{session.TypeTurnEnd, session.TurnEnd{}},
-}
-
-// SessionEvent describes one line of a session log: the envelope, with the
-// data's shape selected by the type.
-func SessionEvent() *jsonschema.Schema {
-	r := reflector()
-	r.RequiredFromJSONSchemaTags = false // every envelope field is written
-	s := r.Reflect(&session.Event{})
-	s.ID = idBase + "session-event.schema.json"
-	s.Title = "Rebound session log event (one JSONL line)"
-	for _, e := range eventData {
-		data := r.Reflect(e.data)
-		data.Version, data.ID = "", ""
-		typ := jsonschema.NewProperties()
-		typ.Set("type", &jsonschema.Schema{Const: e.typ})
-		dataProp := jsonschema.NewProperties()
-		dataProp.Set("data", data)
-		s.OneOf = append(s.OneOf, &jsonschema.Schema{
-			If:   &jsonschema.Schema{Properties: typ},
-			Then: &jsonschema.Schema{Properties: dataProp},
-			Else: &jsonschema.Schema{Not: &jsonschema.Schema{}},
-		})
-	}
-	return s
-}
-
-// Marshal renders a schema the way it is checked in.
-func Marshal(s *jsonschema.Schema) ([]byte, error) {
-	b, err := json.MarshalIndent(s, "", "  ")
+// Files returns every schema, sorted by file name.
+func Files() ([]File, error) {
+	names, err := fs.Glob(files, "*.schema.json")
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	var out []File
+	for _, name := range names { // fs.Glob sorts
+		data, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		var head struct {
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil {
+			return nil, err
+		}
+		out = append(out, File{Name: strings.TrimSuffix(name, ".schema.json"), File: name, Title: head.Title, Data: data})
+	}
+	return out, nil
 }

@@ -16,14 +16,23 @@ import (
 
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/schema"
+	"github.com/rebound-agent/rebound/schema/generate"
 )
 
 var update = flag.Bool("update", false, "rewrite the checked-in schemas")
 
-// The checked-in schemas must be what the Go types generate today.
+// The checked-in (and embedded) schemas must be what the Go types generate
+// today.
 func TestSchemas_Fresh(t *testing.T) {
-	for name, s := range schema.All() {
-		got, err := schema.Marshal(s)
+	embedded, err := schema.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(embedded) != len(generate.All()) {
+		t.Errorf("%d schemas embedded, %d generated", len(embedded), len(generate.All()))
+	}
+	for name, s := range generate.All() {
+		got, err := generate.Marshal(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +173,7 @@ func TestConfigSchema_DocumentedInREADME(t *testing.T) {
 			keys = append(keys, key)
 		}
 	}
-	walk("", schema.Config())
+	walk("", generate.Config())
 	if len(keys) < 20 {
 		t.Fatalf("found only %d keys in the config schema", len(keys))
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,17 +45,15 @@ type schemaFile struct {
 	data              []byte
 }
 
-// schemaFiles renders every schema, sorted by name.
+// schemaFiles returns every checked-in schema, sorted by name.
 func schemaFiles() ([]schemaFile, error) {
-	all := reboundschema.All()
-	var out []schemaFile
-	for _, file := range slices.Sorted(maps.Keys(all)) {
-		s := all[file]
-		data, err := reboundschema.Marshal(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		out = append(out, schemaFile{name: strings.TrimSuffix(file, ".schema.json"), file: file, title: s.Title, data: data})
+	all, err := reboundschema.Files()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schemaFile, len(all))
+	for i, f := range all {
+		out[i] = schemaFile{name: f.Name, file: f.File, title: f.Title, data: f.Data}
 	}
 	return out, nil
 }
