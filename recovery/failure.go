@@ -86,7 +86,9 @@ func Classify(err error) *Failure {
 		f.Code = Transport
 	}
 	if pe, ok := errors.AsType[*llm.Error](err); ok {
-		f.Status = pe.Status
+		if !pe.InStream { // a 200 is not the status of an error sent inside the stream
+			f.Status = pe.Status
+		}
 		f.RequestID = pe.RequestID
 		f.ProviderCode = pe.Code
 		f.ProviderType = pe.Type

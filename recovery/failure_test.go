@@ -166,33 +166,33 @@ func TestClassify_ProviderErrors(t *testing.T) {
 		},
 		{
 			name: "in-stream server_error after some text", stream: "openai_server_error.json", text: "Hel",
-			want: recovery.Failure{Code: recovery.Server, Status: 200, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.Server, RequestID: "mock-req-1",
 				Message: "The server had an error while processing your request.", ProviderType: "server_error"},
 		},
 		{
 			name: "in-stream overloaded_error", stream: "anthropic_overloaded_error.json",
-			want: recovery.Failure{Code: recovery.Overloaded, Status: 200, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.Overloaded, RequestID: "mock-req-1",
 				Message: "Overloaded", ProviderType: "overloaded_error"},
 		},
 		{
 			name: "in-stream rate_limit_exceeded", stream: "openai_rate_limit_exceeded.json", text: "Hello",
-			want: recovery.Failure{Code: recovery.RateLimit, Status: 200, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.RateLimit, RequestID: "mock-req-1",
 				Message: "Rate limit reached for requests.", ProviderCode: "rate_limit_exceeded", ProviderType: "requests"},
 		},
 		{
 			name: "in-stream context_length_exceeded", stream: "openai_context_length_exceeded.json",
-			want: recovery.Failure{Code: recovery.ContextOverflow, Status: 200, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.ContextOverflow, RequestID: "mock-req-1",
 				Message:      "This model's maximum context length is 8192 tokens.",
 				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error"},
 		},
 		{
 			name: "in-stream unknown string code", stream: "openrouter_provider_disconnected.json", text: "Hi",
-			want: recovery.Failure{Code: recovery.Server, Status: 200, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.Server, RequestID: "mock-req-1",
 				Message: "Provider disconnected unexpectedly", ProviderCode: "server_error"},
 		},
 		{
 			name: "in-stream unknown numeric code", stream: "numeric_code.json",
-			want: recovery.Failure{Code: recovery.Server, Status: 200, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.Server, RequestID: "mock-req-1",
 				Message: "boom", ProviderCode: "500"},
 		},
 	}
