@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/rebound-agent/rebound/agent"
 )
 
 // demoIsTerminal reports whether w is a terminal, where the live line is
@@ -103,24 +105,9 @@ type demoWait struct {
 	at time.Time // when the scheduled update arrived
 }
 
-// demoRetryMeta is `_meta["rebound/retry"]` of a session update.
-type demoRetryMeta struct {
-	Phase      string `json:"phase"`
-	RetryID    string `json:"retryId"`
-	Retry      int    `json:"retry"`
-	MaxRetries int    `json:"maxRetries"`
-	DelayMs    int64  `json:"delayMs"`
-	Failure    *struct {
-		Code         string `json:"code"`
-		Message      string `json:"message"`
-		Status       int    `json:"status"`
-		RetryAfterMs *int64 `json:"retryAfterMs"`
-		RequestID    string `json:"requestId"`
-	} `json:"failure"`
-	Policy string `json:"policy"`
-	Action string `json:"action"`
-	Model  string `json:"model"`
-}
+// demoRetryMeta is `_meta["rebound/retry"]` of a session update, read into
+// the type the agent writes it from.
+type demoRetryMeta = agent.RetryProgress
 
 // demoFailureSummary is a failure in a few lower-case words, as a status
 // line shows it: "rate limited (429)".
@@ -179,6 +166,10 @@ func demoFailureSummary(p demoRetryMeta) string {
 // after 1.0s" and the like; "" leaves it out.
 func (w *demoWait) text(timing string) string {
 	p := w.p
+	n := p.PolicyRetry // the retry's number within its policy's budget
+	if n == 0 {
+		n = p.Retry
+	}
 	parts := []string{demoFailureSummary(p)}
 	switch p.Action {
 	case "fallback":
@@ -186,7 +177,7 @@ func (w *demoWait) text(timing string) string {
 	case "escalate":
 		parts = append(parts, "retrying with a larger output budget")
 	case "continue":
-		parts = append(parts, "asking the model to continue")
+		parts = append(parts, fmt.Sprintf("asking the model to continue (part %d of at most %d)", n+1, p.MaxRetries+1))
 	case "compact":
 		parts = append(parts, "summarising older messages")
 	case "strip_images":
@@ -196,7 +187,7 @@ func (w *demoWait) text(timing string) string {
 		parts = append(parts, timing)
 	}
 	if p.Action == "" && (p.Policy == "" || p.Policy == "transient" || strings.HasPrefix(p.Policy, "rule")) {
-		parts = append(parts, fmt.Sprintf("attempt %d of %d", p.Retry+1, p.MaxRetries+1))
+		parts = append(parts, fmt.Sprintf("attempt %d of %d", n+1, p.MaxRetries+1))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -112,7 +112,7 @@ func TestDemo_Fast(t *testing.T) {
 		"↻ overloaded (529) · retrying in 0.1s · attempt 2 of 3\n",
 		"↻ overloaded (529) · switching to gpt-4o-mini · retrying in 0.1s\n",
 		"↻ reply cut at the output limit · retrying with a larger output budget\n",
-		"↻ reply cut at the output limit · asking the model to continue\n",
+		"↻ reply cut at the output limit · asking the model to continue (part 2 of at most 4)\n",
 		"↻ rate limited (429) · retrying in 0.8s · attempt 2 of 3\n",
 		"› you: ■ stop (session/cancel)\n",
 		"✗ rate limited (429) · wait cancelled after 0.",
