@@ -51,6 +51,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 		t.chain.Used = map[string]int{}
 	}
 	t.chain.Used[r.Policy] = r.PolicyN
+	t.lastMax = r.Max
 	ev := session.LLMRetry{
 		Turn: t.number, Step: t.steps, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
 		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action),

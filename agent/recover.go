@@ -175,7 +175,7 @@ func imageName(b acp.ContentBlock, i int) string {
 // executor's, in the same chain, with no wait.
 func (t *turn) ownRetry(ctx context.Context, policy, action string, n, maxN int) error {
 	if t.chain.ID == "" {
-		t.chain.ID = newID("retry_")[:len("retry_")+16]
+		t.chain.ID = recovery.NewRetryID()
 	}
 	t.chain.Retries++
 	r := recovery.Retry{ID: t.chain.ID, N: t.chain.Retries, Max: maxN, Policy: policy, PolicyN: n, Action: recovery.Action(action)}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,8 +38,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 			a.cfg.APIKeyEnv))
 	}
 	if !s.turnMu.TryLock() {
-		return acp.PromptResponse{}, &acp.RequestError{Code: acp.CodeInternalError,
-			Message: "A turn is already running in session " + s.id + "; wait for it or send session/cancel."}
+		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
 	defer s.turnMu.Unlock()
 
@@ -110,6 +110,7 @@ type turn struct {
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
 	chain     recovery.Chain    // the retry chain of this logical request
+	lastMax   int               // the budget of the policy behind the last retry
 }
 
 // part is a finished attempt's output, held back until the whole reply is.
@@ -216,7 +217,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 		msg = strings.TrimRight(g.Message(), ". ") + "."
 		if g.Retries > 0 {
 			t.progress(ctx, RetryProgress{Phase: phaseExhausted, RetryID: t.chain.ID, Retry: t.chain.Retries,
-				MaxRetries: t.agent.cfg.Recovery.Policy.MaxRetries, Failure: f})
+				MaxRetries: t.lastMax, Failure: f})
 		}
 	}
 	t.failed = f
@@ -355,7 +356,7 @@ func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text s
 func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.Message) error {
 	for _, m := range msgs {
 		switch m.Role {
-		case "user":
+		case session.RoleUser:
 			var blocks []acp.ContentBlock
 			if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
 				blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
@@ -372,7 +373,7 @@ func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.
 					return err
 				}
 			}
-		case "assistant":
+		case session.RoleAssistant:
 			if m.Reasoning != "" {
 				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, m.MessageID, m.Reasoning); err != nil {
 					return err
@@ -432,7 +433,7 @@ func renderPrompt(blocks []acp.ContentBlock) string {
 		case "text":
 			b.WriteString(blk.Text)
 		case "resource_link":
-			fmt.Fprintf(&b, "[@%s](%s)", cmpStr(blk.Name, blk.URI), blk.URI)
+			fmt.Fprintf(&b, "[@%s](%s)", cmp.Or(blk.Name, blk.URI), blk.URI)
 		case "resource":
 			if r := blk.Resource; r != nil {
 				if r.Text != nil {
@@ -450,13 +451,6 @@ func renderPrompt(blocks []acp.ContentBlock) string {
 		}
 	}
 	return b.String()
-}
-
-func cmpStr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func mustJSON(v any) json.RawMessage {

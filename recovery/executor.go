@@ -181,7 +181,7 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 		}
 		id := chain.ID
 		if id == "" {
-			id = newRetryID()
+			id = NewRetryID()
 		}
 		r := Retry{ID: id, N: chain.Retries + 1, Max: d.max, Delay: d.Delay, Failure: f,
 			Policy: d.policy, PolicyN: used[d.policy] + 1, Action: d.action}
@@ -296,7 +296,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func newRetryID() string {
+// NewRetryID names a new retry chain.
+func NewRetryID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return "retry_" + hex.EncodeToString(b[:])

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,7 +139,7 @@ func (o *OpenAI) requestError(ctx context.Context, c *capture, err error) error 
 		}
 		if f, ok := parseErrorFacts(c.body); ok {
 			e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
-			e.RequestID = cmpOr(e.RequestID, f.RequestID)
+			e.RequestID = cmp.Or(e.RequestID, f.RequestID)
 		} else if s := snippet(c.body); s != "" {
 			e.Message = s
 		} else {
@@ -323,7 +324,7 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 	if len(w.Choices) > 0 {
 		ch := w.Choices[0]
 		c.Content = ch.Delta.Content
-		c.Reasoning = cmpOr(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
+		c.Reasoning = cmp.Or(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
 		for i, tc := range ch.Delta.ToolCalls {
 			idx := i
 			if tc.Index != nil {
@@ -355,7 +356,7 @@ func (s *stream) streamError(payload []byte, goErr error) *Error {
 	}
 	if f, ok := parseErrorFacts(payload); ok {
 		e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
-		e.RequestID = cmpOr(e.RequestID, f.RequestID)
+		e.RequestID = cmp.Or(e.RequestID, f.RequestID)
 	} else {
 		e.Message = "unreadable error event: " + snippet(payload)
 	}

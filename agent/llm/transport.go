@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -206,11 +207,11 @@ func parseErrorFacts(body []byte) (errorFacts, bool) {
 	if flat.Type == "error" && top["error"] != nil {
 		flat.Type = "" // Anthropic's envelope type, not the error's
 	}
-	f.Code = cmpOr(f.Code, flat.Code)
-	f.Type = cmpOr(f.Type, flat.Type)
-	f.Param = cmpOr(f.Param, flat.Param)
-	f.Message = cmpOr(f.Message, flat.Message)
-	f.RequestID = cmpOr(f.RequestID, flat.RequestID)
+	f.Code = cmp.Or(f.Code, flat.Code)
+	f.Type = cmp.Or(f.Type, flat.Type)
+	f.Param = cmp.Or(f.Param, flat.Param)
+	f.Message = cmp.Or(f.Message, flat.Message)
+	f.RequestID = cmp.Or(f.RequestID, flat.RequestID)
 	return f, !f.empty()
 }
 
@@ -270,13 +271,6 @@ func jsonText(raw json.RawMessage) string {
 		return n.String()
 	}
 	return ""
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // snippet is a one-line, bounded excerpt of a body that is not error JSON
