@@ -122,11 +122,14 @@ const (
 	maxMaxTokens = 1_000_000
 )
 
-// failureCodes is the failure taxonomy of DESIGN.md (package recovery), in its
-// documented order; retryable_codes may name only these.
-var failureCodes = []string{
-	"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE",
-	"CONTEXT_OVERFLOW", "AUTH", "QUOTA", "INVALID_REQUEST", "PROTOCOL", "ABORTED", "UNKNOWN",
+// knownCodes lists the failure taxonomy, which package recovery owns, for
+// messages.
+func knownCodes() string {
+	names := make([]string, len(recovery.Codes))
+	for i, c := range recovery.Codes {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
 }
 
 // logLevels are the accepted values of log_level.
@@ -239,8 +242,8 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for _, code := range r.RetryableCodes {
 		switch {
-		case !slices.Contains(failureCodes, code):
-			bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, strings.Join(failureCodes, ", "))
+		case !slices.Contains(recovery.Codes, recovery.Code(code)):
+			bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, knownCodes())
 		case seen[code]:
 			bad("recovery.retryable_codes", "code %q is listed more than once", code)
 		}
