@@ -122,16 +122,6 @@ const (
 	maxMaxTokens = 1_000_000
 )
 
-// knownCodes lists the failure taxonomy, which package recovery owns, for
-// messages.
-func knownCodes() string {
-	names := make([]string, len(recovery.Codes))
-	for i, c := range recovery.Codes {
-		names[i] = string(c)
-	}
-	return strings.Join(names, ", ")
-}
-
 // logLevels are the accepted values of log_level.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
@@ -243,7 +233,7 @@ func (c Config) Validate() error {
 	for _, code := range r.RetryableCodes {
 		switch {
 		case !slices.Contains(recovery.Codes, recovery.Code(code)):
-			bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, knownCodes())
+			bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, recovery.KnownCodes())
 		case seen[code]:
 			bad("recovery.retryable_codes", "code %q is listed more than once", code)
 		}

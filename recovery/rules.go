@@ -59,10 +59,11 @@ func compileMatch(m string) (func(*Failure) bool, error) {
 		code := Code(strings.ToUpper(m))
 		return func(f *Failure) bool { return f.Code == code }, nil
 	}
-	return nil, fmt.Errorf("match %q is none of: an HTTP status such as \"429\", a failure code (%s), field=value, msg~substring", m, joinCodes())
+	return nil, fmt.Errorf("match %q is none of: an HTTP status such as \"429\", a failure code (%s), field=value, msg~substring", m, KnownCodes())
 }
 
-func joinCodes() string {
+// KnownCodes lists every failure code, comma-separated, for messages.
+func KnownCodes() string {
 	s := make([]string, len(Codes))
 	for i, c := range Codes {
 		s[i] = string(c)
