@@ -16,8 +16,33 @@ type Agent interface {
 }
 
 // Client is the agent's view of the editor for one request: where session
-// updates go and what the editor said it can do.
+// updates go, what the editor said it can do, and the requests the agent
+// may send it.
+//
+// The requests share these rules. They must not be made from the goroutine
+// that serves the connection (Agent methods are never called there). When
+// ctx ends before the answer, the call sends $/cancel_request and returns at
+// once with an error that matches both context.Cause(ctx) and ctx.Err() with
+// errors.Is. An error answer from the editor, or a result that is not what
+// the method returns, is a *ClientError. A call the editor did not
+// advertise in initialize is not sent and fails with ErrUnsupported; params
+// the schema would reject are not sent either. A closed connection gives an
+// error wrapping jsonrpc2.ErrClosed.
 type Client interface {
 	Update(ctx context.Context, sessionID string, u SessionUpdate) error
 	Capabilities() ClientCapabilities
+
+	// RequestPermission asks the user to allow a tool call. The response
+	// is cancelled, or selected with one of req.Options.
+	RequestPermission(ctx context.Context, req RequestPermissionRequest) (RequestPermissionResponse, error)
+	// ReadTextFile needs fs.readTextFile.
+	ReadTextFile(ctx context.Context, req ReadTextFileRequest) (ReadTextFileResponse, error)
+	// WriteTextFile needs fs.writeTextFile.
+	WriteTextFile(ctx context.Context, req WriteTextFileRequest) error
+	// CreateTerminal and the other terminal calls need terminal.
+	CreateTerminal(ctx context.Context, req CreateTerminalRequest) (CreateTerminalResponse, error)
+	TerminalOutput(ctx context.Context, req TerminalRequest) (TerminalOutputResponse, error)
+	WaitForTerminalExit(ctx context.Context, req TerminalRequest) (TerminalExitStatus, error)
+	KillTerminal(ctx context.Context, req TerminalRequest) error
+	ReleaseTerminal(ctx context.Context, req TerminalRequest) error
 }

@@ -8,10 +8,22 @@ const (
 	MethodSessionLoad   = "session/load"
 	MethodSessionPrompt = "session/prompt"
 	MethodSessionCancel = "session/cancel"
-	MethodCancelRequest = "$/cancel_request"
 )
 
-// Method names, agent → client.
+// Method names, agent → client (meta.json clientMethods).
 const (
-	MethodSessionUpdate = "session/update"
+	MethodSessionUpdate            = "session/update"
+	MethodSessionRequestPermission = "session/request_permission"
+	MethodFSReadTextFile           = "fs/read_text_file"
+	MethodFSWriteTextFile          = "fs/write_text_file"
+	MethodTerminalCreate           = "terminal/create"
+	MethodTerminalOutput           = "terminal/output"
+	MethodTerminalWaitForExit      = "terminal/wait_for_exit"
+	MethodTerminalKill             = "terminal/kill"
+	MethodTerminalRelease          = "terminal/release"
+)
+
+// Method names, either direction (meta.json protocolMethods).
+const (
+	MethodCancelRequest = "$/cancel_request"
 )

@@ -41,9 +41,9 @@ type Config struct {
 // Concurrency is chosen per method: initialize, session/new and
 // session/cancel run inline on the read goroutine, so they keep wire order
 // and a cancel is never queued behind the turn it cancels; session/prompt and
-// session/load run in their own goroutines because they send updates (and
-// will call back into the client), which a handler blocking the read loop
-// could not wait for.
+// session/load run in their own goroutines because they send updates and
+// call back into the client, whose answers a handler blocking the read loop
+// would never see.
 //
 // Requests before initialize are served anyway, with empty client
 // capabilities: Zed always initializes first, rejecting others would only
@@ -65,6 +65,8 @@ type Server struct {
 	stopping bool             // set once; no work starts after it
 	work     sync.WaitGroup   // prompt and load goroutines; Add only under mu while !stopping
 	readErr  error            // why the input failed, if not a plain EOF
+
+	nextCallID atomic.Uint64 // the last id of a request sent to the client
 }
 
 // turn is one running session/prompt; the pointer is the registry token,
@@ -444,11 +446,14 @@ func wireError(err error) *jsonrpc2.Error {
 	return &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
 }
 
-// client is the Agent's view of the editor.
+// client is the Agent's view of the editor. Its calls to the client are in
+// client.go.
 type client struct {
 	s *Server
 	c *jsonrpc2.Conn
 }
+
+var _ Client = client{}
 
 // Update sends a session/update notification. It is written before Update
 // returns, so updates and the turn's reply keep the order they were made in.
@@ -494,11 +499,18 @@ func decodeJSON(raw []byte, v any, path string) error {
 	if err == nil {
 		return nil
 	}
+	e := NewInvalidParams("%s", describeJSONError(err, path, "params"))
+	e.Err = err
+	return e
+}
+
+// describeJSONError says what is wrong with a value json.Unmarshal refused.
+// A type error names the member: path is where the value sits ("" for the
+// top), top names the top ("params", "result").
+func describeJSONError(err error, path, top string) string {
 	te, ok := errors.AsType[*json.UnmarshalTypeError](err)
 	if !ok {
-		e := NewInvalidParams("%v", err)
-		e.Err = err
-		return e
+		return err.Error()
 	}
 	field := te.Field
 	switch {
@@ -507,11 +519,9 @@ func decodeJSON(raw []byte, v any, path string) error {
 	case path != "":
 		field = path
 	case field == "":
-		field = "params"
+		field = top
 	}
-	e := NewInvalidParams("%s must be %s, not %s", field, jsonKind(te.Type), te.Value)
-	e.Err = err
-	return e
+	return fmt.Sprintf("%s must be %s, not %s", field, jsonKind(te.Type), te.Value)
 }
 
 // jsonKind names the JSON kind a Go type decodes from.

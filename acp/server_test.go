@@ -2,12 +2,14 @@ package acp_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -56,6 +58,26 @@ type wire struct {
 	in    *io.PipeWriter
 	lines chan string
 	done  chan error // Serve's result
+	log   syncBuffer // what the server logged
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines to write
+// and the test to read.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // serve starts a Server inside the current synctest bubble.
@@ -66,7 +88,7 @@ func serve(t *testing.T, ctx context.Context, agent acp.Agent, cfg acp.Config) *
 	w := &wire{t: t, in: inW, lines: make(chan string, 64), done: make(chan error, 1)}
 	// Log everything, to the test's output: the log calls run too, and a
 	// failing test shows what the server saw.
-	cfg.Logger = zerolog.New(t.Output()).Level(zerolog.DebugLevel)
+	cfg.Logger = zerolog.New(io.MultiWriter(t.Output(), &w.log)).Level(zerolog.DebugLevel)
 	srv := acp.NewServer(agent, cfg)
 	go func() {
 		err := srv.Serve(ctx, inR, outW)

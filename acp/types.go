@@ -79,9 +79,12 @@ type InitializeResponse struct {
 }
 
 type NewSessionRequest struct {
-	Cwd        string            `json:"cwd"`
-	McpServers []json.RawMessage `json:"mcpServers"`
-	Meta       Meta              `json:"_meta,omitempty"`
+	Cwd string `json:"cwd"`
+	// AdditionalDirectories are more workspace roots (absolute) that tools
+	// may use besides Cwd.
+	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
+	McpServers            []json.RawMessage `json:"mcpServers"`
+	Meta                  Meta              `json:"_meta,omitempty"`
 }
 
 type NewSessionResponse struct {
@@ -89,10 +92,11 @@ type NewSessionResponse struct {
 }
 
 type LoadSessionRequest struct {
-	SessionID  string            `json:"sessionId"`
-	Cwd        string            `json:"cwd"`
-	McpServers []json.RawMessage `json:"mcpServers"`
-	Meta       Meta              `json:"_meta,omitempty"`
+	SessionID             string            `json:"sessionId"`
+	Cwd                   string            `json:"cwd"`
+	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
+	McpServers            []json.RawMessage `json:"mcpServers"`
+	Meta                  Meta              `json:"_meta,omitempty"`
 }
 
 type LoadSessionResponse struct{}
@@ -169,22 +173,36 @@ const (
 )
 
 // SessionUpdate is the union of the update kinds Rebound sends; SessionUpdate
-// (the discriminator) selects the members that apply.
+// (the discriminator) selects the members that apply. Its own MarshalJSON
+// and UnmarshalJSON (tools.go) define the wire form: both Content (chunks)
+// and ToolContent (tool calls) are "content" there, so set at most one.
 type SessionUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 	// *_chunk
 	Content   *ContentBlock `json:"content,omitempty"`
 	MessageID string        `json:"messageId,omitempty"`
-	// notice
+	// notice; Title is also a tool call's title (always sent for tool_call,
+	// which requires it)
 	Severity    string `json:"severity,omitempty"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
-	// compaction_update
+	// compaction_update; Status is also a tool call's status
+	// (ToolStatusPending and the others)
 	CompactionID string         `json:"compactionId,omitempty"`
 	Status       string         `json:"status,omitempty"` // in_progress, completed, failed, cancelled
 	Summary      []ContentBlock `json:"summary,omitempty"`
 	Error        string         `json:"error,omitempty"`
-	Meta         Meta           `json:"_meta,omitempty"`
+	// tool_call, tool_call_update. A nil ToolContent or Locations is left
+	// out; a non-nil empty one is sent as [] (a tool_call_update then
+	// clears the collection).
+	ToolCallID  string             `json:"toolCallId,omitempty"`
+	Name        string             `json:"name,omitempty"` // the tool's programmatic name
+	Kind        ToolKind           `json:"kind,omitempty"`
+	ToolContent []ToolCallContent  `json:"-"` // "content" on the wire
+	Locations   []ToolCallLocation `json:"locations,omitzero"`
+	RawInput    json.RawMessage    `json:"rawInput,omitempty"`
+	RawOutput   json.RawMessage    `json:"rawOutput,omitempty"`
+	Meta        Meta               `json:"_meta,omitempty"`
 }
 
 // SessionNotification is the params of `session/update`.

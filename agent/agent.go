@@ -4,13 +4,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -35,8 +36,23 @@ type Config struct {
 	// request, which the agent carries out.
 	Truncation Truncation
 	Overflow   Overflow
-	Version    string
-	Logger     zerolog.Logger
+	// MaxSteps bounds the logical model requests of one turn (the agent
+	// loop's steps); the turn then stops with max_turn_requests.
+	MaxSteps int
+	Tools    Tools
+	// Instructions are added to the built-in system prompt, or replace it
+	// when ReplaceInstructions is set.
+	Instructions        string
+	ReplaceInstructions bool
+	Version             string
+	Logger              zerolog.Logger
+}
+
+// Tools configures the tools the model may call.
+type Tools struct {
+	CommandTimeout    time.Duration // run_command's default timeout
+	MaxCommandTimeout time.Duration // the most a call may ask for
+	OutputLimit       int           // bytes of command output kept (head and tail)
 }
 
 // Truncation configures recovery from finish_reason length.
@@ -65,16 +81,35 @@ var _ acp.Agent = (*Agent)(nil)
 // acp server already refuses a second concurrent prompt, this keeps the log
 // consistent even if another caller does not.
 type sessionState struct {
-	id     string
-	cwd    string
-	turnMu sync.Mutex
-	log    *session.Log
-	events []session.Event // everything appended or loaded, in order
+	id             string
+	cwd            string
+	additionalDirs []string
+	turnMu         sync.Mutex
+	log            *session.Log
+	events         []session.Event   // everything appended or loaded, in order
+	rules          map[string]string // standing permission answers by scope, from the log
 }
 
+func newSessionState(id, cwd string, additional []string, log *session.Log, events []session.Event) *sessionState {
+	return &sessionState{id: id, cwd: cwd, additionalDirs: additional, log: log, events: events, rules: session.PermissionRules(events)}
+}
+
+// New returns an agent; zero limits in cfg get their defaults.
 func New(cfg Config) *Agent {
+	cfg.MaxSteps = cmp.Or(cfg.MaxSteps, DefaultMaxSteps)
+	cfg.Tools.CommandTimeout = cmp.Or(cfg.Tools.CommandTimeout, DefaultCommandTimeout)
+	cfg.Tools.MaxCommandTimeout = max(cmp.Or(cfg.Tools.MaxCommandTimeout, DefaultMaxCommandTimeout), cfg.Tools.CommandTimeout)
+	cfg.Tools.OutputLimit = cmp.Or(cfg.Tools.OutputLimit, DefaultOutputLimit)
 	return &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
 }
+
+// Defaults of the agent loop and its tools.
+const (
+	DefaultMaxSteps          = 50
+	DefaultCommandTimeout    = 2 * time.Minute
+	DefaultMaxCommandTimeout = 30 * time.Minute
+	DefaultOutputLimit       = 64 << 10
+)
 
 // NewSession creates the session's log before answering, so a session the
 // editor knows about always exists on disk.
@@ -91,7 +126,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
 	}
 	a.mu.Lock()
-	a.sessions[id] = &sessionState{id: id, cwd: req.Cwd, log: log, events: loaded.Events}
+	a.sessions[id] = newSessionState(id, req.Cwd, req.AdditionalDirectories, log, loaded.Events)
 	a.mu.Unlock()
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
 	return acp.NewSessionResponse{SessionID: id}, nil
@@ -100,12 +135,15 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 // LoadSession opens the session's log (or uses the open one), then replays
 // the committed conversation before answering, as ACP requires.
 func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
-	s, err := a.open(req.SessionID, req.Cwd)
+	s, err := a.open(req.SessionID, req.Cwd, req.AdditionalDirectories)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
+	// The editor may load a session in another directory than the one it
+	// was made in; tools work where the editor says.
+	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	msgs, err := session.Conversation(s.events)
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
@@ -114,7 +152,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 }
 
 // open returns the in-memory session or opens its log from disk.
-func (a *Agent) open(id, cwd string) (*sessionState, error) {
+func (a *Agent) open(id, cwd string, additional []string) (*sessionState, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s, ok := a.sessions[id]; ok {
@@ -130,11 +168,11 @@ func (a *Agent) open(id, cwd string) (*sessionState, error) {
 	for _, w := range loaded.Warnings {
 		a.cfg.Logger.Warn().Str("session", id).Str("path", log.Path()).Msg(w)
 	}
-	s := &sessionState{id: id, cwd: cwd, log: log, events: loaded.Events}
+	s := newSessionState(id, cwd, additional, log, loaded.Events)
 	if loaded.OpenTurn != 0 {
 		// The process that ran this turn died mid-turn. Close the turn so the
 		// log keeps its invariant and the next turn can start.
-		if err := s.closeInterrupted(loaded.OpenTurn, loaded.OpenStep); err != nil {
+		if err := s.closeInterrupted(loaded.OpenTurn, loaded.OpenStep, loaded.PendingToolCalls); err != nil {
 			log.Close()
 			return nil, fmt.Errorf("close interrupted turn %d of session %s: %w", loaded.OpenTurn, id, err)
 		}
@@ -146,13 +184,21 @@ func (a *Agent) open(id, cwd string) (*sessionState, error) {
 
 var interruptedFailure = []byte(`{"code":"ABORTED","message":"the agent process ended during this turn"}`)
 
-// closeInterrupted ends the step and turn a dead process left open, so the
-// log keeps its invariants and the next turn can start.
-func (s *sessionState) closeInterrupted(turn, step int) error {
+// closeInterrupted ends the step and turn a dead process left open, and
+// gives every tool call without a result one saying it was interrupted (it
+// may or may not have run), so the log keeps its invariants, the next
+// request to the model is valid, and the next turn can start.
+func (s *sessionState) closeInterrupted(turn, step int, pendingCalls []string) error {
 	if step != 0 {
 		if _, err := s.append(session.TypeStepEnd, session.StepEnd{
 			Turn: turn, Step: step, Outcome: session.OutcomeFailed, Failure: interruptedFailure,
 		}); err != nil {
+			return err
+		}
+	}
+	for _, id := range pendingCalls {
+		if _, err := s.append(session.TypeToolResult, session.ToolResult{Turn: turn, ToolCallID: id, Status: session.ToolAborted,
+			Output: "Interrupted: the agent process ended while this tool call was pending; it may or may not have run. Check before repeating it."}); err != nil {
 			return err
 		}
 	}
@@ -203,9 +249,4 @@ func newID(prefix string) string {
 	var b [16]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// SessionPath is where the log of session id lives.
-func (a *Agent) SessionPath(id string) string {
-	return filepath.Clean(session.Path(a.cfg.StateDir, id))
 }

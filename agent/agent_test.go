@@ -53,8 +53,11 @@ func (s *fakeStream) Recv() (llm.Chunk, error) {
 
 func (s *fakeStream) Close() error { return nil }
 
-// recorder is an acp.Client that keeps every update.
+// recorder is an acp.Client that keeps every update. It offers no fs or
+// terminal, and these tests make no tool calls: the embedded nil Client
+// makes any call to the editor fail loudly.
 type recorder struct {
+	acp.Client
 	mu      sync.Mutex
 	updates []acp.SessionUpdate
 }
@@ -127,7 +130,10 @@ func TestAgent_LoadAfterCrash(t *testing.T) {
 	if err != nil || resp.StopReason != acp.StopEndTurn {
 		t.Fatalf("Prompt = %v, %v", resp, err)
 	}
-	wantMsgs := []llm.Message{{Role: llm.RoleUser, Content: "hi"}, {Role: llm.RoleUser, Content: "again"}}
+	// The interrupted turn is closed with a note, so roles still alternate.
+	wantMsgs := []llm.Message{{Role: llm.RoleUser, Content: "hi"},
+		{Role: llm.RoleAssistant, Content: "(This turn was interrupted: the agent stopped before it finished.)"},
+		{Role: llm.RoleUser, Content: "again"}}
 	if diff := cmp.Diff(wantMsgs, p.requests[0].Messages[1:]); diff != "" {
 		t.Errorf("history sent (-want +got):\n%s", diff)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -54,12 +55,13 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		agent: a, s: s, c: c,
 		number: session.NextTurn(s.events),
 		start:  time.Now(),
+		ws:     tools.NewWorkspace(s.cwd, s.additionalDirs...),
 	}
 	text := renderPrompt(req.Prompt)
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("record prompt: %w", err)
 	}
-	t.history = append(a.systemMessages(s), toLLM(history)...)
+	t.history = append(a.systemMessages(s, t.start), toLLM(history)...)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.model, t.maxTokens = a.cfg.Model, a.cfg.MaxTokens
 
@@ -99,10 +101,13 @@ type turn struct {
 	agent     *Agent
 	s         *sessionState
 	c         acp.Client
+	ws        *tools.Workspace
 	number    int
 	start     time.Time
 	history   []llm.Message // system prompt and the session's history, as the model gets it
 	prompt    llm.Message   // this turn's user message
+	exchange  []llm.Message // this turn's committed replies and tool results so far
+	requests  int           // logical requests (steps of the agent loop) made
 	model     string        // the fallback policy may switch it for this turn
 	maxTokens int           // the truncation policy may raise it for this turn
 	parts     []part        // truncated parts of the reply being continued
@@ -128,12 +133,13 @@ const continuePrompt = "Your previous reply was cut off at the output limit. Con
 // on.
 func (t *turn) request() llm.Request {
 	msgs := append(slices.Clip(t.history), t.prompt)
+	msgs = append(msgs, t.exchange...)
 	if len(t.parts) > 0 {
 		msgs = append(msgs,
 			llm.Message{Role: llm.RoleAssistant, Content: joinParts(t.parts)},
 			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
 	}
-	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens}
+	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, Tools: tools.Definitions()}
 }
 
 func joinParts(parts []part) string {
@@ -144,13 +150,49 @@ func joinParts(parts []part) string {
 	return b.String()
 }
 
-// run recovers one logical request until a reply is complete, then commits
-// it. Failures go through the executor's policies; a reply cut at the output
-// limit is retried once with a larger budget, then continued.
+// run is the agent loop: a step is one logical request, recovered until its
+// reply is complete and committed; when the reply asks for tools they run,
+// their results join the conversation and the next step follows. Recovery
+// budgets and the recovery deadline apply to each step on its own, and never
+// to the time tools and permission requests take.
 func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
+	for {
+		if t.requests == t.agent.cfg.MaxSteps {
+			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxSteps", t.agent.cfg.MaxSteps).Msg("turn stopped at the step limit")
+			return acp.PromptResponse{StopReason: acp.StopMaxTurnRequests}, nil
+		}
+		t.requests++
+		reply, calls, err := t.complete(ctx)
+		if err != nil {
+			if isCancelled(ctx) {
+				t.cancelled = true
+				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+			}
+			return acp.PromptResponse{}, t.failure(ctx, err)
+		}
+		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
+			return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
+		}
+		if err := t.useTools(ctx, t.steps, calls); err != nil {
+			if isCancelled(ctx) || errors.Is(err, errCancelledDuringTool) {
+				t.cancelled = true
+				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+			}
+			return acp.PromptResponse{}, err
+		}
+	}
+}
+
+// complete recovers one logical request until a reply is complete, then
+// commits it. Failures go through the executor's policies; a reply cut at
+// the output limit is retried once with a larger budget, then continued. The
+// committed reply's tool calls are returned, to run only now that it is
+// committed; a reply still cut at the limit has none (they may be cut too).
+func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
 	id, retries, used := session.RetryChain(t.s.events)
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.start}
+	t.parts = nil
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: time.Now()}
 	trunc := t.agent.cfg.Truncation
 	for {
 		var got part
@@ -160,14 +202,10 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			return err
 		})
 		if err != nil {
-			if isCancelled(ctx) {
-				t.cancelled = true
-				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
-			}
-			return acp.PromptResponse{}, t.failure(ctx, err)
+			return nil, nil, err
 		}
 		// A truncated reply is no success of the logical request: every
-		// policy's count stands until the reply is complete, so a turn makes
+		// policy's count stands until the reply is complete, so a step makes
 		// at most 1 + the sum of the budgets requests.
 		if got.reply.FinishReason == llm.FinishLength {
 			escalate := len(t.parts) == 0 && !t.escalated() && t.maxTokens < trunc.EscalatedMaxTokens
@@ -175,32 +213,33 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			case escalate:
 				// The truncated attempt is discarded, never shown.
 				if err := t.endStep(session.OutcomeTruncated); err != nil {
-					return acp.PromptResponse{}, err
+					return nil, nil, err
 				}
 				t.maxTokens = trunc.EscalatedMaxTokens
 				if err := t.ownRetry(ctx, policyTruncation, actionEscalate, 1, 1); err != nil {
-					return acp.PromptResponse{}, err
+					return nil, nil, err
 				}
 				continue
 			case len(t.parts) < trunc.MaxContinuations:
 				if err := t.endStep(session.OutcomeTruncated); err != nil {
-					return acp.PromptResponse{}, err
+					return nil, nil, err
 				}
 				t.parts = append(t.parts, got)
 				if err := t.ownRetry(ctx, policyContinuation, actionContinue, len(t.parts), trunc.MaxContinuations); err != nil {
-					return acp.PromptResponse{}, err
+					return nil, nil, err
 				}
 				continue
 			}
 		}
 		parts := append(t.parts, got)
-		if err := t.commit(ctx, parts); err != nil {
-			return acp.PromptResponse{}, err
+		var calls []session.MessageToolCall
+		if got.reply.FinishReason != llm.FinishLength {
+			calls = toolCalls(got.reply.ToolCalls)
 		}
-		if got.reply.FinishReason == llm.FinishLength {
-			return acp.PromptResponse{StopReason: acp.StopMaxTokens}, nil
+		if err := t.commit(ctx, parts, calls); err != nil {
+			return nil, nil, err
 		}
-		return acp.PromptResponse{StopReason: stopReason(got.reply.FinishReason)}, nil
+		return got.reply, calls, nil
 	}
 }
 
@@ -239,6 +278,7 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, []llm.Chunk, error) {
 	t.steps++
 	n := t.steps
 	req := t.request()
+	req.Messages = alternate(req.Messages)
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model}); err != nil {
 		return nil, nil, fmt.Errorf("record step: %w", err)
 	}
@@ -269,7 +309,7 @@ func (t *turn) endStep(outcome string) error {
 
 // commit makes the reply final: first in the log (one message joining every
 // part verbatim), then for the editor, which sees it once, in order.
-func (t *turn) commit(ctx context.Context, parts []part) error {
+func (t *turn) commit(ctx context.Context, parts []part, calls []session.MessageToolCall) error {
 	var text, reasoning strings.Builder
 	var chunks []llm.Chunk
 	for _, p := range parts {
@@ -281,9 +321,15 @@ func (t *turn) commit(ctx context.Context, parts []part) error {
 	msgID := newID("msg_")
 	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
 		Turn: t.number, Step: t.steps, MessageID: msgID, Text: text.String(), Reasoning: reasoning.String(), FinishReason: last.FinishReason,
+		ToolCalls: calls,
 	}); err != nil {
 		return fmt.Errorf("commit reply: %w", err)
 	}
+	am := llm.Message{Role: llm.RoleAssistant, Content: text.String(), Reasoning: reasoning.String()}
+	for _, c := range calls {
+		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	t.exchange = append(t.exchange, am)
 	if err := t.endStep(session.OutcomeOK); err != nil {
 		return err
 	}
@@ -379,12 +425,38 @@ func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.
 					return err
 				}
 			}
-			if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, m.MessageID, m.Text); err != nil {
+			if m.Text != "" || len(m.ToolCalls) == 0 {
+				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, m.MessageID, m.Text); err != nil {
+					return err
+				}
+			}
+		case session.RoleTool:
+			if err := c.Update(ctx, sessionID, replayedToolCall(m)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// replayedToolCall is a recorded tool call as the editor saw it last: its
+// title and kind, its final status, and what it showed (a command's output
+// as text, since its terminal is gone).
+func replayedToolCall(m session.Message) acp.SessionUpdate {
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: m.ToolCallID, Title: m.ToolName, Name: m.ToolName,
+		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}
+	if m.Status == session.ToolCompleted {
+		u.Status = acp.ToolStatusCompleted
+	}
+	if call := m.Call; call != nil {
+		u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), rawInput(call.Arguments)
+	}
+	var content []acp.ToolCallContent
+	if len(m.Content) == 0 || json.Unmarshal(m.Content, &content) != nil {
+		content = []acp.ToolCallContent{acp.ContentText(m.Text)}
+	}
+	u.ToolContent = content
+	return u
 }
 
 func stopReason(finish string) acp.StopReason {
@@ -399,25 +471,6 @@ func stopReason(finish string) acp.StopReason {
 
 func isCancelled(ctx context.Context) bool {
 	return ctx.Err() != nil
-}
-
-func (a *Agent) systemMessages(s *sessionState) []llm.Message {
-	return []llm.Message{{Role: llm.RoleSystem, Content: "You are Rebound, a coding assistant working inside the user's editor. " +
-		"The project's working directory is " + s.cwd + ". Answer concisely."}}
-}
-
-func toLLM(msgs []session.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if m.Role == session.RoleCompaction {
-			// From here on the summary stands for the oldest messages.
-			n := min(m.Replaced, len(out))
-			out = append([]llm.Message{summaryMessage(m.Text)}, out[n:]...)
-			continue
-		}
-		out = append(out, llm.Message{Role: llm.Role(m.Role), Content: m.Text, Reasoning: m.Reasoning})
-	}
-	return out
 }
 
 // renderPrompt turns the editor's blocks into the text the model reads.

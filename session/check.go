@@ -54,12 +54,17 @@ type openTurn struct {
 	lastStep int // highest step started in this turn
 	step     int // the open step, 0 if none
 	stepMsg  bool
-	calls    map[string]int // tool calls without a result: id → line
-	callIDs  []string       // the same ids, in order, for stable messages
-	retryID  string         // the current retry chain
-	retry    int            // its last retry number
-	started  bool           // llm/retry-started seen for that retry
-	carried  bool           // retryID came from an interrupted turn and no success has ended it yet
+	// Tool calls of the last committed reply that have no result yet: id →
+	// the line that committed them. Every one needs a tool/result before
+	// the next step or the turn's end.
+	calls      map[string]int
+	callIDs    []string // the same ids, in order, for stable messages
+	callNames  map[string]string
+	dispatched map[string]bool // pending calls that have a tool/call
+	retryID    string          // the current retry chain
+	retry      int             // its last retry number
+	started    bool            // llm/retry-started seen for that retry
+	carried    bool            // retryID came from an interrupted turn and no success has ended it yet
 }
 
 type rule func(c *checker, ev Event) error
@@ -76,6 +81,7 @@ var rules = map[string]rule{
 	TypeLLMRetry:         (*checker).llmRetry,
 	TypeLLMRetryStarted:  (*checker).llmRetryStarted,
 	TypeCompaction:       (*checker).compaction,
+	TypePermission:       (*checker).permission,
 	TypeTurnEnd:          (*checker).turnEnd,
 }
 
@@ -181,7 +187,7 @@ func (c *checker) turnStart(ev Event) error {
 		return c.errorf(ev.Seq, "turn/start for turn %d after turn %d: turns go up by one from 1", d.Turn, c.turn)
 	}
 	c.turn = d.Turn
-	c.open = &openTurn{n: d.Turn, line: c.line + 1, calls: make(map[string]int),
+	c.open = &openTurn{n: d.Turn, line: c.line + 1, calls: make(map[string]int), callNames: make(map[string]string), dispatched: make(map[string]bool),
 		retryID: c.carried.id, retry: c.carried.retry, started: c.carried.id != "", carried: c.carried.id != ""}
 	c.carried.id, c.carried.retry = "", 0
 	return nil
@@ -198,6 +204,10 @@ func (c *checker) stepStart(ev Event) error {
 	}
 	if t.step != 0 {
 		return c.errorf(ev.Seq, "step/start for step %d while step %d is open", d.Step, t.step)
+	}
+	if len(t.callIDs) > 0 {
+		id := t.callIDs[0]
+		return c.errorf(ev.Seq, "step/start for step %d, but tool call %q (line %d) has no tool/result: every call of a reply is answered before the next request", d.Step, id, t.calls[id])
 	}
 	if d.Step < 1 {
 		return c.errorf(ev.Seq, "step/start for step %d: steps count from 1", d.Step)
@@ -229,6 +239,23 @@ func (c *checker) assistantMessage(ev Event) error {
 	}
 	if t.stepMsg {
 		return c.errorf(ev.Seq, "second assistant/message for step %d of turn %d: a step commits at most one", d.Step, d.Turn)
+	}
+	seen := map[string]bool{}
+	for i, tc := range d.ToolCalls {
+		switch {
+		case tc.ID == "":
+			return c.errorf(ev.Seq, "assistant/message toolCalls[%d]: id is empty", i)
+		case tc.Name == "":
+			return c.errorf(ev.Seq, "assistant/message toolCalls[%d]: name is empty", i)
+		case seen[tc.ID]:
+			return c.errorf(ev.Seq, "assistant/message toolCalls[%d]: id %q appears twice", i, tc.ID)
+		}
+		seen[tc.ID] = true
+	}
+	for _, tc := range d.ToolCalls {
+		t.calls[tc.ID] = c.line + 1
+		t.callIDs = append(t.callIDs, tc.ID)
+		t.callNames[tc.ID] = tc.Name
 	}
 	t.stepMsg = true
 	t.carried = false // a success ends the carried chain
@@ -268,11 +295,17 @@ func (c *checker) toolCall(ev Event) error {
 	if d.Step < 1 || d.Step > t.lastStep {
 		return c.errorf(ev.Seq, "tool/call %q for step %d, but turn %d has started steps 1 to %d", d.ToolCallID, d.Step, d.Turn, t.lastStep)
 	}
-	if line, ok := t.calls[d.ToolCallID]; ok {
-		return c.errorf(ev.Seq, "tool/call %q again: the call on line %d has no tool/result yet", d.ToolCallID, line)
+	name, ok := t.callNames[d.ToolCallID]
+	if _, pending := t.calls[d.ToolCallID]; !ok || !pending {
+		return c.errorf(ev.Seq, "tool/call %q is not a call of turn %d's last reply awaiting a result", d.ToolCallID, d.Turn)
 	}
-	t.calls[d.ToolCallID] = c.line + 1
-	t.callIDs = append(t.callIDs, d.ToolCallID)
+	if d.Name != name {
+		return c.errorf(ev.Seq, "tool/call %q names tool %q, but the reply asked for %q", d.ToolCallID, d.Name, name)
+	}
+	if t.dispatched[d.ToolCallID] {
+		return c.errorf(ev.Seq, "tool/call %q again: a call is dispatched at most once", d.ToolCallID)
+	}
+	t.dispatched[d.ToolCallID] = true
 	return nil
 }
 
@@ -286,14 +319,49 @@ func (c *checker) toolResult(ev Event) error {
 		return err
 	}
 	if _, ok := t.calls[d.ToolCallID]; !ok {
-		return c.errorf(ev.Seq, "tool/result for %q, which is not a tool/call of turn %d awaiting a result", d.ToolCallID, d.Turn)
+		return c.errorf(ev.Seq, "tool/result for %q, which is not a tool call of turn %d awaiting a result", d.ToolCallID, d.Turn)
 	}
-	delete(t.calls, d.ToolCallID)
-	for i, id := range t.callIDs {
-		if id == d.ToolCallID {
+	switch d.Status {
+	case ToolCompleted, ToolFailed, ToolAborted:
+	default:
+		return c.errorf(ev.Seq, "tool/result status %q: want %q, %q or %q", d.Status, ToolCompleted, ToolFailed, ToolAborted)
+	}
+	t.settle(d.ToolCallID)
+	return nil
+}
+
+// settle removes an answered call from the pending set.
+func (t *openTurn) settle(id string) {
+	delete(t.calls, id)
+	delete(t.callNames, id)
+	delete(t.dispatched, id)
+	for i, p := range t.callIDs {
+		if p == id {
 			t.callIDs = append(t.callIDs[:i], t.callIDs[i+1:]...)
 			break
 		}
+	}
+}
+
+func (c *checker) permission(ev Event) error {
+	d, err := decode[Permission](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if !t.dispatched[d.ToolCallID] {
+		return c.errorf(ev.Seq, "permission for %q, which is not a dispatched tool call of turn %d awaiting a result", d.ToolCallID, d.Turn)
+	}
+	switch d.Outcome {
+	case AllowOnce, AllowAlways, RejectOnce, RejectAlways, PermissionCancelled:
+	default:
+		return c.errorf(ev.Seq, "permission outcome %q: want allow_once, allow_always, reject_once, reject_always or cancelled", d.Outcome)
+	}
+	if d.Scope == "" {
+		return c.errorf(ev.Seq, "permission for %q: scope is empty", d.ToolCallID)
 	}
 	return nil
 }
@@ -382,7 +450,7 @@ func (c *checker) turnEnd(ev Event) error {
 	}
 	if len(t.callIDs) > 0 {
 		id := t.callIDs[0]
-		return c.errorf(ev.Seq, "turn/end for turn %d, but tool/call %q (line %d) has no tool/result", d.Turn, id, t.calls[id])
+		return c.errorf(ev.Seq, "turn/end for turn %d, but tool call %q (line %d) has no tool/result", d.Turn, id, t.calls[id])
 	}
 	if d.Interrupted && t.retryID != "" {
 		c.carried.id, c.carried.retry = t.retryID, t.retry

@@ -8,6 +8,15 @@ const (
 	RoleAssistant = "assistant"
 	// RoleCompaction marks where a summary replaced older history for the model.
 	RoleCompaction = "compaction"
+	// RoleTool is the result of one tool call of the assistant message
+	// before it.
+	RoleTool = "tool"
+)
+
+// Turn outcomes other than a stop reason, as Message.TurnOutcome reports them.
+const (
+	OutcomeTurnFailed      = "failed"
+	OutcomeTurnInterrupted = "interrupted"
 )
 
 // Message is one entry of the committed conversation.
@@ -25,6 +34,20 @@ type Message struct {
 	// history Text, a summary, stands for from here on.
 	Replaced     int
 	CompactionID string
+	// ToolCalls (assistant only) are the calls the reply asked for.
+	ToolCalls []MessageToolCall
+	// TurnOutcome (user only) is how the turn this prompt started ended: its
+	// stop reason, OutcomeTurnFailed or OutcomeTurnInterrupted; "" while it
+	// runs.
+	TurnOutcome string
+	// Tool results: the call answered, how it ended, and how it was shown
+	// (Text is the output the model reads). Call is the tool/call record,
+	// nil when the call was never dispatched.
+	ToolCallID string
+	ToolName   string
+	Status     string
+	Content    json.RawMessage
+	Call       *ToolCall
 }
 
 // Conversation derives the committed conversation: a user message for each
@@ -36,6 +59,9 @@ type Message struct {
 func Conversation(events []Event) ([]Message, error) {
 	c := newChecker("")
 	var msgs []Message
+	userAt := -1                    // index of the open turn's user message
+	calls := map[string]*ToolCall{} // dispatched calls of the open turn
+	names := map[string]string{}    // tool names asked for in the open turn
 	for _, ev := range events {
 		if err := c.check(ev); err != nil {
 			return nil, err
@@ -46,6 +72,9 @@ func Conversation(events []Event) ([]Message, error) {
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				return nil, err // unreachable: check decoded it
 			}
+			userAt = len(msgs)
+			clear(calls)
+			clear(names)
 			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
 		case TypeCompaction:
 			var d Compaction
@@ -58,13 +87,66 @@ func Conversation(events []Event) ([]Message, error) {
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				return nil, err
 			}
+			for _, tc := range d.ToolCalls {
+				names[tc.ID] = tc.Name
+			}
 			msgs = append(msgs, Message{
 				Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
-				MessageID: d.MessageID, FinishReason: d.FinishReason,
+				MessageID: d.MessageID, FinishReason: d.FinishReason, ToolCalls: d.ToolCalls,
 			})
+		case TypeToolCall:
+			var d ToolCall
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, err
+			}
+			calls[d.ToolCallID] = &d
+		case TypeToolResult:
+			var d ToolResult
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: names[d.ToolCallID],
+				Text: d.Output, Status: d.Status, Content: d.Content, Call: calls[d.ToolCallID]})
+			delete(calls, d.ToolCallID)
+		case TypeTurnEnd:
+			var d TurnEnd
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, err
+			}
+			if userAt >= 0 {
+				msgs[userAt].TurnOutcome = turnOutcome(d)
+			}
+			userAt = -1
 		}
 	}
 	return msgs, nil
+}
+
+func turnOutcome(d TurnEnd) string {
+	switch {
+	case d.Interrupted:
+		return OutcomeTurnInterrupted
+	case len(d.Error) > 0:
+		return OutcomeTurnFailed
+	}
+	return d.StopReason
+}
+
+// PermissionRules returns the session's standing permission answers: for
+// each scope, the outcome of the last allow_always or reject_always answer
+// given for it.
+func PermissionRules(events []Event) map[string]string {
+	rules := map[string]string{}
+	for _, ev := range events {
+		if ev.Type != TypePermission {
+			continue
+		}
+		var d Permission
+		if json.Unmarshal(ev.Data, &d) == nil && (d.Outcome == AllowAlways || d.Outcome == RejectAlways) {
+			rules[d.Scope] = d.Outcome
+		}
+	}
+	return rules
 }
 
 // NextTurn is the number the next turn/start must carry: one more than the

@@ -28,6 +28,11 @@ func user(turn int, text string) session.Message {
 	}
 }
 
+func outcome(m session.Message, o string) session.Message {
+	m.TurnOutcome = o
+	return m
+}
+
 func TestConversation_Derive(t *testing.T) {
 	fixture, err := session.Load("testdata/two_turns.jsonl")
 	if err != nil {
@@ -42,10 +47,13 @@ func TestConversation_Derive(t *testing.T) {
 			name:   "two turns: failed step, retry, tool call, failed turn",
 			events: fixture.Events,
 			want: []session.Message{
-				user(1, "hi"),
-				{Turn: 1, Role: session.RoleAssistant, Text: "Hello!", Reasoning: "greet", MessageID: "msg_1", FinishReason: "tool_calls"},
+				outcome(user(1, "hi"), "end_turn"),
+				{Turn: 1, Role: session.RoleAssistant, Text: "Hello!", Reasoning: "greet", MessageID: "msg_1", FinishReason: "tool_calls",
+					ToolCalls: []session.MessageToolCall{{ID: "call_1", Name: "read_file", Arguments: `{"path":"a.txt"}`}}},
+				{Turn: 1, Role: session.RoleTool, ToolCallID: "call_1", ToolName: "read_file", Text: "A", Status: "completed",
+					Call: &session.ToolCall{Turn: 1, Step: 2, ToolCallID: "call_1", Name: "read_file", Arguments: `{"path":"a.txt"}`}},
 				{Turn: 1, Role: session.RoleAssistant, Text: "Done.", MessageID: "msg_2", FinishReason: "stop"},
-				user(2, "again"),
+				outcome(user(2, "again"), session.OutcomeTurnFailed),
 			},
 		},
 		{
@@ -57,7 +65,7 @@ func TestConversation_Derive(t *testing.T) {
 				rec{session.TypeStepEnd, `{"turn":1,"step":2,"outcome":"ok"}`},
 				rTurnEnd1)),
 			want: []session.Message{
-				user(1, "hi"),
+				outcome(user(1, "hi"), "end_turn"),
 				{Turn: 1, Role: session.RoleAssistant, Text: "Hello", MessageID: "m2"},
 			},
 		},
@@ -66,13 +74,29 @@ func TestConversation_Derive(t *testing.T) {
 			events: events(t, render(rStart, rTurn1, rStep1, rChunk1,
 				rec{session.TypeStepEnd, `{"turn":1,"step":1,"outcome":"cancelled"}`},
 				rec{session.TypeTurnEnd, `{"turn":1,"stopReason":"cancelled"}`})),
-			want: []session.Message{user(1, "hi")},
+			want: []session.Message{outcome(user(1, "hi"), "cancelled")},
 		},
 		{
 			name: "failed turn contributes the user message only",
 			events: events(t, render(rStart, rTurn1, rStep1, rChunk1, rStepFail1,
 				rec{session.TypeTurnEnd, `{"turn":1,"error":{"code":"SERVER"}}`})),
-			want: []session.Message{user(1, "hi")},
+			want: []session.Message{outcome(user(1, "hi"), session.OutcomeTurnFailed)},
+		},
+		{
+			name: "tool calls: a result for each, dispatched or not, and an interrupted turn",
+			events: events(t, render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1,
+				rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":"{}","title":"X it","kind":"read"}`},
+				rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c1","status":"completed","output":"out","content":[{"type":"content"}]}`},
+				rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c2","status":"aborted","output":"not run"}`},
+				rec{session.TypeTurnEnd, `{"turn":1,"error":{"code":"ABORTED"},"interrupted":true}`})),
+			want: []session.Message{
+				outcome(user(1, "hi"), session.OutcomeTurnInterrupted),
+				{Turn: 1, Role: session.RoleAssistant, Text: "Let me look.", MessageID: "m1", FinishReason: "tool_calls",
+					ToolCalls: []session.MessageToolCall{{ID: "c1", Name: "x", Arguments: "{}"}, {ID: "c2", Name: "y", Arguments: "{}"}}},
+				{Turn: 1, Role: session.RoleTool, ToolCallID: "c1", ToolName: "x", Text: "out", Status: "completed", Content: json.RawMessage(`[{"type":"content"}]`),
+					Call: &session.ToolCall{Turn: 1, Step: 1, ToolCallID: "c1", Name: "x", Arguments: "{}", Title: "X it", Kind: "read"}},
+				{Turn: 1, Role: session.RoleTool, ToolCallID: "c2", ToolName: "y", Text: "not run", Status: "aborted"},
+			},
 		},
 		{
 			name:   "open last turn keeps what it committed",
@@ -136,5 +160,21 @@ func TestNextTurn_Numbers(t *testing.T) {
 				t.Errorf("NextTurn = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPermissionRules_LastAlwaysAnswerWins(t *testing.T) {
+	perm := func(id, scope, outcome string) rec {
+		return rec{session.TypePermission, `{"turn":1,"toolCallId":"` + id + `","scope":"` + scope + `","outcome":"` + outcome + `"}`}
+	}
+	call := func(id string) rec {
+		return rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"` + id + `","name":"` + map[string]string{"c1": "x", "c2": "y"}[id] + `","arguments":"{}"}`}
+	}
+	evs := events(t, render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1,
+		call("c1"), perm("c1", "edit_file", "allow_always"), perm("c1", "run_command:make", "reject_always"), perm("c1", "write_file", "allow_once"),
+		call("c2"), perm("c2", "edit_file", "reject_always"), perm("c2", "run_command:ls", "cancelled")))
+	want := map[string]string{"edit_file": "reject_always", "run_command:make": "reject_always"}
+	if diff := cmp.Diff(want, session.PermissionRules(evs)); diff != "" {
+		t.Errorf("PermissionRules (-want +got):\n%s", diff)
 	}
 }

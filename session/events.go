@@ -36,6 +36,7 @@ const (
 	TypeLLMRetry         = "llm/retry"
 	TypeLLMRetryStarted  = "llm/retry-started"
 	TypeCompaction       = "compaction"
+	TypePermission       = "permission"
 	TypeTurnEnd          = "turn/end"
 )
 
@@ -71,14 +72,25 @@ type AssistantChunk struct {
 	Reasoning string `json:"reasoning,omitempty"`
 }
 
-// AssistantMessage commits the reply of a successful step.
+// AssistantMessage commits the reply of a successful step. ToolCalls are
+// the calls the reply asks for; each must get a tool/result before the next
+// step starts or the turn ends.
 type AssistantMessage struct {
-	Turn         int    `json:"turn"`
-	Step         int    `json:"step"`
-	MessageID    string `json:"messageId"`
-	Text         string `json:"text"`
-	Reasoning    string `json:"reasoning,omitempty"`
-	FinishReason string `json:"finishReason,omitempty"`
+	Turn         int               `json:"turn"`
+	Step         int               `json:"step"`
+	MessageID    string            `json:"messageId"`
+	Text         string            `json:"text"`
+	Reasoning    string            `json:"reasoning,omitempty"`
+	FinishReason string            `json:"finishReason,omitempty"`
+	ToolCalls    []MessageToolCall `json:"toolCalls,omitempty"`
+}
+
+// MessageToolCall is one tool call of a committed reply, as the model wrote
+// it (Arguments may not be valid JSON).
+type MessageToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // Step outcomes.
@@ -141,30 +153,60 @@ type LLMRetryStarted struct {
 	Retry   int    `json:"retry"`
 }
 
-// ToolCall records a tool call of a committed step before it is dispatched.
-// Arguments are kept as the model wrote them, which may not be valid JSON.
+// ToolCall records that a tool call of a committed step is dispatched,
+// synced before it runs. Arguments are kept as the model wrote them, which
+// may not be valid JSON. Title, Kind and Locations are how the editor was
+// shown the call, kept so a replay shows it the same way.
 type ToolCall struct {
-	Turn       int    `json:"turn"`
-	Step       int    `json:"step"`
-	ToolCallID string `json:"toolCallId"`
-	Name       string `json:"name"`
-	Arguments  string `json:"arguments"`
+	Turn       int      `json:"turn"`
+	Step       int      `json:"step"`
+	ToolCallID string   `json:"toolCallId"`
+	Name       string   `json:"name"`
+	Arguments  string   `json:"arguments"`
+	Title      string   `json:"title,omitempty"`
+	Kind       string   `json:"kind,omitempty"`
+	Locations  []string `json:"locations,omitempty"`
 }
 
-// Tool result statuses. ToolAborted is the synthetic result of a call that
-// was never dispatched or never finished, so every call still has a result.
+// Tool result statuses. ToolAborted is the result of a call that was never
+// run or never finished (cancelled, interrupted by a crash), so every call
+// still has a result.
 const (
 	ToolCompleted = "completed"
 	ToolFailed    = "failed"
 	ToolAborted   = "aborted"
 )
 
-// ToolResult answers the ToolCall with the same ToolCallID.
+// ToolResult answers a tool call of the turn's last committed reply. Output
+// is what the model reads; Content is what the editor was shown (ACP tool
+// call content, opaque here), for replay.
 type ToolResult struct {
+	Turn       int             `json:"turn"`
+	ToolCallID string          `json:"toolCallId"`
+	Status     string          `json:"status"`
+	Output     string          `json:"output"`
+	Content    json.RawMessage `json:"content,omitempty"`
+}
+
+// Permission outcomes: the option the user picked, or cancelled when the
+// turn was cancelled before they answered.
+const (
+	AllowOnce           = "allow_once"
+	AllowAlways         = "allow_always"
+	RejectOnce          = "reject_once"
+	RejectAlways        = "reject_always"
+	PermissionCancelled = "cancelled"
+)
+
+// Permission records the user's answer to a permission request. An
+// *_always answer is a rule for the rest of the session: Scope says what it
+// covers (a tool name, or a tool and one command), and it is derived from
+// the log again on load.
+type Permission struct {
 	Turn       int    `json:"turn"`
 	ToolCallID string `json:"toolCallId"`
-	Status     string `json:"status"`
-	Output     string `json:"output"`
+	Scope      string `json:"scope"`
+	Outcome    string `json:"outcome"`
 }
 
 // Compaction records that the request of a step was compacted to fit the

@@ -67,15 +67,13 @@ func TestParse_Accepts(t *testing.T) {
 		},
 		{
 			name: "open last turn with a pending tool call",
-			log: render(rStart, rTurn1, rStep1, rMessage1, rStepEnd1,
-				rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":"{}"}`},
-				rec{session.TypeStepStart, `{"turn":1,"step":2}`}),
-			wantEvents: 7,
+			log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1,
+				rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":"{}"}`}),
+			wantEvents: 6,
 			want: session.Loaded{
 				Warnings:         []string{"t.jsonl:2: turn 1 has no turn/end: the last turn was left open"},
 				OpenTurn:         1,
-				OpenStep:         2,
-				PendingToolCalls: []string{"c1"},
+				PendingToolCalls: []string{"c1", "c2"},
 			},
 		},
 		{
@@ -104,14 +102,18 @@ func TestParse_Accepts(t *testing.T) {
 			wantEvents: 14,
 		},
 		{
-			name: "a tool call id may return once answered",
-			log: render(rStart, rTurn1, rStep1, rMessage1, rStepEnd1,
+			name: "tool calls answered, one never dispatched, permission recorded; an id may return in a later reply",
+			log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1,
 				rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":"{}"}`},
+				rec{session.TypePermission, `{"turn":1,"toolCallId":"c1","scope":"x","outcome":"allow_always"}`},
 				rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c1","status":"completed","output":"ok"}`},
-				rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":"{}"}`},
-				rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c1","status":"aborted","output":""}`},
+				rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c2","status":"aborted","output":"not run"}`},
+				rec{session.TypeStepStart, `{"turn":1,"step":2}`},
+				rec{session.TypeAssistantMessage, `{"turn":1,"step":2,"messageId":"m2","text":"","toolCalls":[{"id":"c1","name":"x","arguments":"{}"}]}`},
+				rec{session.TypeStepEnd, `{"turn":1,"step":2,"outcome":"ok"}`},
+				rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c1","status":"failed","output":"no"}`},
 				rTurnEnd1),
-			wantEvents: 10,
+			wantEvents: 14,
 		},
 		{
 			name:       "unknown data fields are allowed",
@@ -143,7 +145,6 @@ func TestParse_Accepts(t *testing.T) {
 // and seq of the offending event and a message that says what is wrong.
 func TestParse_Invariants(t *testing.T) {
 	turn1Open := render(rStart, rTurn1)
-	stepOpen := render(rStart, rTurn1, rStep1)
 	tests := []struct {
 		name string
 		log  string
@@ -180,26 +181,19 @@ func TestParse_Invariants(t *testing.T) {
 		{name: "turn/end outside a turn", log: render(rStart, rTurnEnd1), line: 2, seq: 2, msg: "turn/end for turn 1 outside a turn"},
 		{name: "turn/end for another turn", log: render(rStart, rTurn1, rec{session.TypeTurnEnd, `{"turn":2}`}), line: 3, seq: 3, msg: "turn/end for turn 2, but turn 1 is open"},
 		{name: "turn/end with an open step", log: render(rStart, rTurn1, rStep1, rTurnEnd1), line: 4, seq: 4, msg: "turn/end for turn 1 while step 1 is open: a turn that ends without error or cancellation must close its steps"},
-		{name: "turn/end with an unanswered tool call", log: render(rStart, rTurn1, rStep1, rMessage1, rStepEnd1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}, rTurnEnd1), line: 7, seq: 7, msg: `turn/end for turn 1, but tool/call "c1" (line 6) has no tool/result`},
-		{name: "event after the turn ended", log: render(rStart, rTurn1, rTurnEnd1, rec{session.TypeCompaction, `{"turn":1,"summary":"","replaced":0}`}), line: 4, seq: 4, msg: "compaction for turn 1 outside a turn"},
-
-		{name: "step/start outside a turn", log: render(rStart, rStep1), line: 2, seq: 2, msg: "step/start for turn 1 outside a turn"},
-		{name: "step/start for another turn", log: render(rStart, rTurn1, rec{session.TypeStepStart, `{"turn":2,"step":1}`}), line: 3, seq: 3, msg: "step/start for turn 2, but turn 1 is open"},
-		{name: "step/start while a step is open", log: stepOpen + line(4, session.TypeStepStart, `{"turn":1,"step":2}`), line: 4, seq: 4, msg: "step/start for step 2 while step 1 is open"},
-		{name: "step numbers go back", log: render(rStart, rTurn1, rec{session.TypeStepStart, `{"turn":1,"step":2}`}, rec{session.TypeStepEnd, `{"turn":1,"step":2,"outcome":"failed"}`}, rStep1), line: 5, seq: 5, msg: "step/start for step 1 after step 2: steps must increase within a turn"},
-		{name: "step 0", log: render(rStart, rTurn1, rec{session.TypeStepStart, `{"turn":1,"step":0}`}), line: 3, seq: 3, msg: "step/start for step 0: steps count from 1"},
-		{name: "chunk with no open step", log: render(rStart, rTurn1, rChunk1), line: 3, seq: 3, msg: "assistant/chunk for step 1 of turn 1, but no step is open"},
-		{name: "chunk of another step", log: stepOpen + line(4, session.TypeAssistantChunk, `{"turn":1,"step":2,"text":"x"}`), line: 4, seq: 4, msg: "assistant/chunk for step 2 of turn 1, but step 1 is open"},
-		{name: "chunk of a closed step", log: render(rStart, rTurn1, rStep1, rStepFail1, rChunk1), line: 5, seq: 5, msg: "assistant/chunk for step 1 of turn 1, but no step is open"},
-		{name: "message of a failed step", log: render(rStart, rTurn1, rStep1, rStepFail1, rMessage1), line: 5, seq: 5, msg: "assistant/message for step 1 of turn 1, but no step is open"},
-		{name: "second message in a step", log: render(rStart, rTurn1, rStep1, rMessage1, rMessage1), line: 5, seq: 5, msg: "second assistant/message for step 1 of turn 1: a step commits at most one"},
-		{name: "step/end with no open step", log: render(rStart, rTurn1, rStepEnd1), line: 3, seq: 3, msg: "step/end for step 1 of turn 1, but no step is open"},
-		{name: "step/end with an unknown outcome", log: stepOpen + line(4, session.TypeStepEnd, `{"turn":1,"step":1,"outcome":"done"}`), line: 4, seq: 4, msg: `step/end outcome "done": want "ok", "failed", "cancelled" or "truncated"`},
-
+		{name: "turn/end with an unanswered tool call", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c1","status":"completed","output":""}`}, rTurnEnd1), line: 7, seq: 7, msg: `turn/end for turn 1, but tool call "c2" (line 4) has no tool/result`},
+		{name: "step/start with an unanswered tool call", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypeStepStart, `{"turn":1,"step":2}`}), line: 6, seq: 6, msg: `step/start for step 2, but tool call "c1" (line 4) has no tool/result: every call of a reply is answered before the next request`},
+		{name: "tool call without id in a reply", log: render(rStart, rTurn1, rStep1, rec{session.TypeAssistantMessage, `{"turn":1,"step":1,"messageId":"m","text":"","toolCalls":[{"id":"","name":"x","arguments":""}]}`}), line: 4, seq: 4, msg: "assistant/message toolCalls[0]: id is empty"},
+		{name: "tool call id twice in a reply", log: render(rStart, rTurn1, rStep1, rec{session.TypeAssistantMessage, `{"turn":1,"step":1,"messageId":"m","text":"","toolCalls":[{"id":"a","name":"x","arguments":""},{"id":"a","name":"y","arguments":""}]}`}), line: 4, seq: 4, msg: `assistant/message toolCalls[1]: id "a" appears twice`},
 		{name: "tool/call without id", log: render(rStart, rTurn1, rStep1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"","name":"x","arguments":""}`}), line: 4, seq: 4, msg: "tool/call: toolCallId is empty"},
 		{name: "tool/call of a step not started", log: render(rStart, rTurn1, rStep1, rec{session.TypeToolCall, `{"turn":1,"step":2,"toolCallId":"c1","name":"x","arguments":""}`}), line: 4, seq: 4, msg: `tool/call "c1" for step 2, but turn 1 has started steps 1 to 1`},
-		{name: "tool/call id pending twice", log: render(rStart, rTurn1, rStep1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}), line: 5, seq: 5, msg: `tool/call "c1" again: the call on line 4 has no tool/result yet`},
-		{name: "tool/result without a call", log: render(rStart, rTurn1, rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c9","status":"completed","output":""}`}), line: 3, seq: 3, msg: `tool/result for "c9", which is not a tool/call of turn 1 awaiting a result`},
+		{name: "tool/call the reply did not ask for", log: render(rStart, rTurn1, rStep1, rMessage1, rStepEnd1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}), line: 6, seq: 6, msg: `tool/call "c1" is not a call of turn 1's last reply awaiting a result`},
+		{name: "tool/call with another tool's name", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"y","arguments":""}`}), line: 6, seq: 6, msg: `tool/call "c1" names tool "y", but the reply asked for "x"`},
+		{name: "tool/call dispatched twice", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}), line: 7, seq: 7, msg: `tool/call "c1" again: a call is dispatched at most once`},
+		{name: "tool/result with a bad status", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c1","status":"fine","output":""}`}), line: 6, seq: 6, msg: `tool/result status "fine": want "completed", "failed" or "aborted"`},
+		{name: "permission before dispatch", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypePermission, `{"turn":1,"toolCallId":"c1","scope":"x","outcome":"allow_once"}`}), line: 6, seq: 6, msg: `permission for "c1", which is not a dispatched tool call of turn 1 awaiting a result`},
+		{name: "permission with a bad outcome", log: render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1, rec{session.TypeToolCall, `{"turn":1,"step":1,"toolCallId":"c1","name":"x","arguments":""}`}, rec{session.TypePermission, `{"turn":1,"toolCallId":"c1","scope":"x","outcome":"maybe"}`}), line: 7, seq: 7, msg: `permission outcome "maybe": want allow_once, allow_always, reject_once, reject_always or cancelled`},
+		{name: "tool/result without a call", log: render(rStart, rTurn1, rec{session.TypeToolResult, `{"turn":1,"toolCallId":"c9","status":"completed","output":""}`}), line: 3, seq: 3, msg: `tool/result for "c9", which is not a tool call of turn 1 awaiting a result`},
 
 		{name: "llm/retry without id", log: render(rStart, rTurn1, rec{session.TypeLLMRetry, `{"turn":1,"step":1,"retryId":"","retry":1,"maxRetries":2,"delayMs":1}`}), line: 3, seq: 3, msg: "llm/retry: retryId is empty"},
 		{name: "llm/retry chain starts at 2", log: render(rStart, rTurn1, rec{session.TypeLLMRetry, `{"turn":1,"step":1,"retryId":"a","retry":2,"maxRetries":2,"delayMs":1}`}), line: 3, seq: 3, msg: `llm/retry 2 starts chain "a": a chain starts at retry 1`},

@@ -54,7 +54,8 @@ type scenario struct {
 	script *mockprovider.Script
 	client []string
 	env    map[string]string
-	config string // config.toml
+	config string            // config.toml
+	files  map[string][]byte // cwd/<path> sections: the project tree, made under $CWD
 }
 
 // goldenConfig is used when a scenario has no config.toml: the defaults, but
@@ -67,8 +68,12 @@ func parseScenario(t *testing.T, path string) scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}, config: goldenConfig}
+	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}, config: goldenConfig, files: map[string][]byte{}}
 	for _, f := range ar.Files {
+		if rel, ok := strings.CutPrefix(f.Name, "cwd/"); ok {
+			sc.files[rel] = f.Data
+			continue
+		}
 		switch f.Name {
 		case "script.json":
 			if sc.script, err = mockprovider.ParseScript(f.Data); err != nil {
@@ -101,6 +106,11 @@ func parseScenario(t *testing.T, path string) scenario {
 type process struct {
 	in   *io.PipeWriter
 	done chan int
+	// replies to the agent's requests are written by their own goroutine:
+	// the transcript reader must never block on the agent's stdin while the
+	// agent blocks on its stdout.
+	replies chan string
+	written chan struct{}
 }
 
 // transcript records messages in both directions with the fake time at which
@@ -114,6 +124,10 @@ type transcript struct {
 	t           *testing.T
 	lastSession string
 	answered    map[string]chan struct{} // request id → closed when its response arrived
+	// replies are the scripted answers to the agent's requests, by method,
+	// in order; reply writes one to the agent.
+	replies map[string][]string
+	reply   func(line string)
 }
 
 func (tr *transcript) add(dir, line string) {
@@ -129,6 +143,9 @@ func (tr *transcript) add(dir, line string) {
 	}
 	if dir == "recv" {
 		tr.schema.validate(tr.t, line, tr.ids)
+		if m, ok := msg["method"].(string); ok && msg["id"] != nil {
+			defer tr.answer(m, msg["id"])
+		}
 		if _, isReq := msg["method"]; !isReq && msg["id"] != nil {
 			if ch, ok := tr.answered[fmt.Sprint(msg["id"])]; ok {
 				close(ch)
@@ -148,22 +165,79 @@ func (tr *transcript) add(dir, line string) {
 	tr.lines = append(tr.lines, canonical(map[string]any{"dir": dir, "ms": ms, "msg": msg}))
 }
 
+// answer sends the next scripted reply to a request from the agent. A
+// scripted "hold" is never answered (the editor is still asking the user);
+// a request with no scripted reply fails the test and gets an error, so the
+// agent is not left waiting.
+func (tr *transcript) answer(method string, id any) {
+	idJSON, _ := json.Marshal(id)
+	queue := tr.replies[method]
+	var result string
+	if len(queue) == 0 {
+		tr.t.Errorf("the agent sent %s, but the scenario scripts no reply for it (add `reply %s {...}`)", method, method)
+		result = `{"error":{"code":-32603,"message":"golden: no reply scripted"}}`
+	} else {
+		result, tr.replies[method] = queue[0], queue[1:]
+	}
+	if result == "hold" {
+		return
+	}
+	line := `{"jsonrpc":"2.0","id":` + string(idJSON) + `,` + result[1:]
+	tr.lines = append(tr.lines, canonical(map[string]any{"dir": "send", "ms": time.Since(tr.start).Milliseconds(), "msg": mustDecode(line)}))
+	tr.reply(line)
+}
+
+func mustDecode(line string) any {
+	var v any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		panic(fmt.Sprintf("scripted reply is not JSON: %v: %s", err, line))
+	}
+	return v
+}
+
 func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	stateDir := t.TempDir()
+	cwd := t.TempDir()
+	for rel, data := range sc.files {
+		path := filepath.Join(cwd, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	home := t.TempDir()
 	configPath := filepath.Join(home, "config.toml")
 	if err := os.WriteFile(configPath, []byte(sc.config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	mock := mockprovider.New(sc.script)
-	tr := &transcript{start: time.Now(), schema: schema, ids: map[string]string{}, answered: map[string]chan struct{}{}, t: t}
+	tr := &transcript{start: time.Now(), schema: schema, ids: map[string]string{}, answered: map[string]chan struct{}{}, t: t,
+		replies: map[string][]string{}}
+	var current *process // the running agent, whose stdin replies go to
+	tr.reply = func(line string) {
+		select {
+		case current.replies <- line:
+		default:
+			t.Errorf("more than %d replies to the agent waiting to be written", cap(current.replies))
+		}
+	}
 	var stderr bytes.Buffer
 	var stderrMu sync.Mutex
 
 	start := func() *process {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
-		p := &process{in: inW, done: make(chan int, 1)}
+		p := &process{in: inW, done: make(chan int, 1), replies: make(chan string, 256), written: make(chan struct{})}
+		go func() {
+			defer close(p.written)
+			for line := range p.replies {
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					t.Errorf("write reply %q: %v", line, err)
+				}
+			}
+		}()
 		getenv := func(k string) string {
 			if k == "REBOUND_STATE_DIR" {
 				return stateDir
@@ -191,6 +265,10 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		return p
 	}
 	stop := func(p *process) {
+		tr.mu.Lock()
+		close(p.replies)
+		tr.mu.Unlock()
+		<-p.written
 		p.in.Close()
 		if code := <-p.done; code != 0 {
 			t.Errorf("rebound exited %d; stderr:\n%s", code, stderr.String())
@@ -211,8 +289,26 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		}
 	}
 	p := start()
+	current = p
 	for _, line := range sc.client {
+		line = strings.ReplaceAll(line, "$CWD", cwd)
 		switch {
+		case strings.HasPrefix(line, "reply "):
+			// reply METHOD RESULT-JSON | reply METHOD error ERROR-JSON |
+			// reply METHOD hold: queue the answer to the agent's next METHOD.
+			method, answer, _ := strings.Cut(strings.TrimPrefix(line, "reply "), " ")
+			switch {
+			case answer == "hold":
+			case strings.HasPrefix(answer, "error "):
+				answer = `{"error":` + strings.TrimPrefix(answer, "error ") + `}`
+			default:
+				answer = `{"result":` + answer + `}`
+			}
+			mustDecode(answer)
+			tr.mu.Lock()
+			tr.replies[method] = append(tr.replies[method], answer)
+			tr.mu.Unlock()
+			continue
 		case strings.HasPrefix(line, "sleep "):
 			d, err := time.ParseDuration(strings.TrimPrefix(line, "sleep "))
 			if err != nil {
@@ -222,7 +318,10 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		case line == "restart":
 			awaitAll()
 			stop(p)
+			tr.mu.Lock()
 			p = start()
+			current = p
+			tr.mu.Unlock()
 		default:
 			// "nowait" sends a request without waiting for its response (a
 			// prompt that will be cancelled, or refused as busy).
@@ -266,13 +365,18 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		events = append(events, loaded.Events...)
 	}
 	checkPromises(t, tr.lines, events, len(mock.Requests()))
+	for method, queue := range tr.replies {
+		if len(queue) > 0 {
+			t.Errorf("%d scripted replies to %s were never asked for", len(queue), method)
+		}
+	}
 	if t.Failed() {
 		t.Logf("rebound's stderr:\n%s", stderr.String())
 	}
 	if strings.Contains(stderr.String(), "sk-test-key") || strings.Contains(out.String(), "sk-test-key") {
 		t.Errorf("the API key leaked into the output or the logs")
 	}
-	return normalise(out.Bytes())
+	return normalise(bytes.ReplaceAll(out.Bytes(), []byte(cwd), []byte("$CWD")))
 }
 
 // checkPromises asserts, for every scenario, what Rebound promises whatever
@@ -283,8 +387,12 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 func checkPromises(t *testing.T, lines []string, events []session.Event, requests int) {
 	t.Helper()
 	steps, summaries := 0, 0
-	stepsPerTurn, retriesPerTurn := map[int]int{}, map[int]int{} // retries whose wait ended
-	committed := map[string]string{}                             // messageId → text
+	// A turn's steps are one per logical request (each ends with a
+	// committed message, but the last may have ended uncommitted: failed or
+	// cancelled) plus one per retry whose wait ended.
+	stepsPerTurn, retriesPerTurn := map[int]int{}, map[int]int{}
+	messagesPerTurn, openPerTurn := map[int]int{}, map[int]int{}
+	committed := map[string]string{} // messageId → text
 	for _, ev := range events {
 		var d struct {
 			Turn      int    `json:"turn"`
@@ -296,10 +404,13 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 		case session.TypeStepStart:
 			steps++
 			stepsPerTurn[d.Turn]++
+			openPerTurn[d.Turn] = 1
 		case session.TypeLLMRetryStarted:
 			retriesPerTurn[d.Turn]++
 		case session.TypeAssistantMessage:
 			committed[d.MessageID] = d.Text
+			messagesPerTurn[d.Turn]++
+			openPerTurn[d.Turn] = 0
 		case session.TypeCompaction:
 			summaries++ // the summary is one direct provider request
 		}
@@ -308,8 +419,8 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 		t.Errorf("%d steps and %d summaries in the logs but %d provider requests: one attempt must be one request", steps, summaries, requests)
 	}
 	for turn, n := range stepsPerTurn {
-		if n != 1+retriesPerTurn[turn] {
-			t.Errorf("turn %d: %d steps for %d retries started", turn, n, retriesPerTurn[turn])
+		if want := messagesPerTurn[turn] + openPerTurn[turn] + retriesPerTurn[turn]; n != want {
+			t.Errorf("turn %d: %d steps for %d committed replies, %d uncommitted request and %d retries started", turn, n, messagesPerTurn[turn], openPerTurn[turn], retriesPerTurn[turn])
 		}
 	}
 	shown := map[string]string{}
@@ -450,7 +561,16 @@ func loadACPSchema(t *testing.T) *acpSchema {
 			"session/prompt": compile("acp.json#/$defs/PromptResponse"),
 		},
 		params: map[string]*jsonschema.Schema{
-			"session/update": compile("acp.json#/$defs/SessionNotification"),
+			"session/update":             compile("acp.json#/$defs/SessionNotification"),
+			"session/request_permission": compile("acp.json#/$defs/RequestPermissionRequest"),
+			"fs/read_text_file":          compile("acp.json#/$defs/ReadTextFileRequest"),
+			"fs/write_text_file":         compile("acp.json#/$defs/WriteTextFileRequest"),
+			"terminal/create":            compile("acp.json#/$defs/CreateTerminalRequest"),
+			"terminal/output":            compile("acp.json#/$defs/TerminalOutputRequest"),
+			"terminal/wait_for_exit":     compile("acp.json#/$defs/WaitForTerminalExitRequest"),
+			"terminal/kill":              compile("acp.json#/$defs/KillTerminalRequest"),
+			"terminal/release":           compile("acp.json#/$defs/ReleaseTerminalRequest"),
+			"$/cancel_request":           compile("acp.json#/$defs/CancelRequestNotification"),
 		},
 		event: compile(filepath.Join("..", "..", "schema", "session-event.schema.json")),
 		retry: compile(filepath.Join("..", "..", "schema", "retry-progress.schema.json")),

@@ -90,6 +90,7 @@ var eventData = []struct {
 	{session.TypeLLMRetry, session.LLMRetry{}},
 	{session.TypeLLMRetryStarted, session.LLMRetryStarted{}},
 	{session.TypeCompaction, session.Compaction{}},
+	{session.TypePermission, session.Permission{}},
 	{session.TypeTurnEnd, session.TurnEnd{}},
 }
 

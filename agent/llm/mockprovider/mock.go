@@ -39,7 +39,7 @@ var (
 func New(script *Script) *Mock {
 	m := &Mock{}
 	if script != nil {
-		m.script = Script{Steps: append([]Step(nil), script.Steps...), Fallback: script.Fallback}
+		m.script = Script{Steps: append([]Step(nil), script.Steps...), Fallback: script.Fallback, StrictAlternation: script.StrictAlternation}
 	}
 	return m
 }
@@ -59,15 +59,18 @@ type Message struct {
 
 // Recorded is one request the mock received.
 type Recorded struct {
-	Seq          int       `json:"seq"` // 1 for the first request
-	Time         time.Time `json:"time"`
-	Method       string    `json:"method"`
-	Path         string    `json:"path"`
-	Model        string    `json:"model,omitempty"`
-	Messages     []Message `json:"messages,omitempty"`
-	MaxTokens    int       `json:"maxTokens,omitempty"` // max_tokens, else max_completion_tokens
-	Stream       bool      `json:"stream"`
-	IncludeUsage bool      `json:"includeUsage,omitempty"`
+	Seq       int       `json:"seq"` // 1 for the first request
+	Time      time.Time `json:"time"`
+	Method    string    `json:"method"`
+	Path      string    `json:"path"`
+	Model     string    `json:"model,omitempty"`
+	Messages  []Message `json:"messages,omitempty"`
+	MaxTokens int       `json:"maxTokens,omitempty"` // max_tokens, else max_completion_tokens
+	// Tools are the names of the functions offered (their schemas are not
+	// kept).
+	Tools        []string `json:"tools,omitempty"`
+	Stream       bool     `json:"stream"`
+	IncludeUsage bool     `json:"includeUsage,omitempty"`
 	// Step is the index in Script.Steps that answered, or -1 (fallback,
 	// exhausted script, or a request that was not a chat completion).
 	Step      int  `json:"step"`
@@ -267,11 +270,20 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 			break
 		}
 		rec.Model, rec.Stream, rec.Messages = cr.Model, cr.Stream, cr.messages()
+		for _, t := range cr.Tools {
+			rec.Tools = append(rec.Tools, t.Function.Name)
+		}
 		rec.MaxTokens = cr.MaxTokens
 		if rec.MaxTokens == 0 {
 			rec.MaxTokens = cr.MaxCompletionTokens
 		}
 		rec.IncludeUsage = cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage
+		if m.script.StrictAlternation {
+			if msg := alternationProblem(rec.Messages); msg != "" {
+				rp = apiError(http.StatusBadRequest, "mock provider (strict alternation): "+msg, "invalid_request_error", "invalid_request_error")
+				break
+			}
+		}
 		switch {
 		case m.next < len(m.script.Steps):
 			rec.Step = m.next
@@ -315,6 +327,11 @@ type chatRequest struct {
 		} `json:"tool_calls"`
 		ToolCallID string `json:"tool_call_id"`
 	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
 	MaxTokens           int  `json:"max_tokens"`
 	MaxCompletionTokens int  `json:"max_completion_tokens"`
 	Stream              bool `json:"stream"`
@@ -333,6 +350,49 @@ func (cr *chatRequest) messages() []Message {
 		out = append(out, msg)
 	}
 	return out
+}
+
+// alternationProblem says why messages would be refused by a provider that
+// requires strict alternation (as DeepSeek's reasoner does): after the system
+// messages, user and assistant take turns starting with user, and every
+// assistant tool call is answered by a tool message before anything else.
+func alternationProblem(msgs []Message) string {
+	prev := "" // role of the last non-system message
+	var pending []string
+	for i, m := range msgs {
+		if m.Role == "system" {
+			if prev != "" {
+				return fmt.Sprintf("messages[%d]: a system message after the conversation started", i)
+			}
+			continue
+		}
+		if len(pending) > 0 {
+			if m.Role != "tool" || m.ToolCallID != pending[0] {
+				return fmt.Sprintf("messages[%d]: tool call %q has no tool message answering it", i, pending[0])
+			}
+			pending = pending[1:]
+			prev = "tool"
+			continue
+		}
+		switch {
+		case m.Role == "tool":
+			return fmt.Sprintf("messages[%d]: a tool message that answers no tool call", i)
+		case prev == "" && m.Role != "user":
+			return fmt.Sprintf("messages[%d]: the conversation must start with a user message", i)
+		case m.Role == prev:
+			return fmt.Sprintf("messages[%d]: two %s messages in a row", i, m.Role)
+		case prev == "tool" && m.Role == "user":
+			return fmt.Sprintf("messages[%d]: a user message right after tool results; the assistant must reply first", i)
+		}
+		for _, tc := range m.ToolCalls {
+			pending = append(pending, tc.ID)
+		}
+		prev = m.Role
+	}
+	if len(pending) > 0 {
+		return fmt.Sprintf("tool call %q has no tool message answering it", pending[0])
+	}
+	return ""
 }
 
 // contentText reads content given as a string or as an array of parts.

@@ -24,6 +24,11 @@ type Script struct {
 	// Fallback answers every request after Steps are used up. Without it,
 	// such requests get HTTP 500 saying the script is exhausted.
 	Fallback *Step `json:"fallback,omitempty"`
+	// StrictAlternation makes the mock refuse, with HTTP 400 and without
+	// consuming a step, a request whose messages a strict provider would
+	// refuse: roles that do not alternate user/assistant after the system
+	// messages, or a tool call without its tool message.
+	StrictAlternation bool `json:"strict_alternation,omitempty"`
 }
 
 // Step is the answer to one request. The zero Step is an empty reply that

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/tools/shell"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// runLocally runs a command on this machine, in its own process group, with
+// the timeout and output cap; a cancel kills the group and keeps the output
+// so far.
+func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time.Duration) (toolOutcome, error) {
+	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: t.agent.cfg.Tools.OutputLimit})
+	if err != nil {
+		return failed("The command could not be started: %v", err), nil
+	}
+	out := toolOutcome{status: session.ToolCompleted, output: res.Summary()}
+	if res.ExitCode == nil || *res.ExitCode != 0 {
+		out.status = session.ToolFailed
+	}
+	out.content = []acp.ToolCallContent{acp.ContentText(fence(out.output))}
+	if res.Cancelled {
+		out.status = session.ToolAborted
+		t.cancelled = true
+		return out, errCancelledDuringTool
+	}
+	return out, nil
+}
+
+// runInTerminal runs a command in a terminal of the editor's, shown live in
+// the tool call. The terminal is released in every outcome; a timeout or a
+// cancel kills the command first and keeps its output so far.
+func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, command, dir string, timeout time.Duration) (toolOutcome, error) {
+	limit := int64(t.agent.cfg.Tools.OutputLimit)
+	created, err := t.c.CreateTerminal(ctx, acp.CreateTerminalRequest{
+		SessionID: t.s.id, Command: "/bin/sh", Args: []string{"-c", command}, Cwd: dir, OutputByteLimit: &limit,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			t.cancelled = true
+			return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before the command started."}, errCancelledDuringTool
+		}
+		return failed("The editor could not start the command: %v", err), nil
+	}
+	term := acp.TerminalRequest{SessionID: t.s.id, TerminalID: created.TerminalID}
+	// Clean-up must happen even when the turn's context is cancelled.
+	bg := context.WithoutCancel(ctx)
+	defer func() {
+		if err := t.c.ReleaseTerminal(bg, term); err != nil {
+			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not release the terminal")
+		}
+	}()
+	live := []acp.ToolCallContent{acp.ContentTerminal(created.TerminalID)}
+	t.inProgress(ctx, call.ID, live)
+
+	waitCtx, stop := context.WithTimeout(ctx, timeout)
+	exit, werr := t.c.WaitForTerminalExit(waitCtx, term)
+	stop()
+	timedOut := werr != nil && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded)
+	cancelled := werr != nil && ctx.Err() != nil
+	if werr != nil && (timedOut || cancelled) {
+		if err := t.c.KillTerminal(bg, term); err != nil {
+			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not kill the terminal")
+		}
+	}
+	output, oerr := t.c.TerminalOutput(bg, term)
+	if oerr == nil && output.ExitStatus != nil && werr != nil {
+		exit, werr = *output.ExitStatus, nil
+	}
+	var b strings.Builder
+	b.WriteString(output.Output)
+	if output.Truncated {
+		b.WriteString("\n[the beginning of the output was cut; only the end is shown]")
+	}
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteString("\n")
+	}
+	out := toolOutcome{status: session.ToolCompleted, live: live}
+	switch {
+	case cancelled:
+		out.status = session.ToolAborted
+		b.WriteString("[cancelled by the user; the command was killed; output so far above]")
+	case timedOut:
+		out.status = session.ToolFailed
+		fmt.Fprintf(&b, "[timed out after %s; the command was killed]", timeout)
+	case werr != nil:
+		out.status = session.ToolFailed
+		fmt.Fprintf(&b, "[the editor did not report how the command ended: %v]", werr)
+	case exit.Signal != nil:
+		out.status = session.ToolFailed
+		fmt.Fprintf(&b, "[killed by %s]", *exit.Signal)
+	case exit.ExitCode != nil:
+		if *exit.ExitCode != 0 {
+			out.status = session.ToolFailed
+		}
+		fmt.Fprintf(&b, "[exit code %d]", *exit.ExitCode)
+	default:
+		b.WriteString("[finished]")
+	}
+	if oerr != nil && !cancelled {
+		fmt.Fprintf(&b, "\n[the output could not be read: %v]", oerr)
+	}
+	out.output = b.String()
+	out.content = []acp.ToolCallContent{acp.ContentText(fence(out.output))}
+	if cancelled {
+		t.cancelled = true
+		return out, errCancelledDuringTool
+	}
+	return out, nil
+}
+
+// fence shows command output as a code block, long enough that backticks in
+// the output cannot close it.
+func fence(s string) string {
+	f := "```"
+	for strings.Contains(s, f) {
+		f += "`"
+	}
+	return f + "\n" + strings.TrimRight(s, "\n") + "\n" + f
+}

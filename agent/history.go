@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// toLLM renders the committed conversation as the model gets it. Strict
+// providers (DeepSeek's reasoner, say) refuse two user messages in a row and
+// a tool call without its result, and a turn that failed, was cancelled or
+// was cut short leaves exactly that behind; so every finished turn that did
+// not end with a plain assistant reply is closed with a short assistant note
+// saying what happened, which also tells the model why the user may be
+// asking again.
+func toLLM(msgs []session.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	outcome, inTurn := "", false
+	closeTurn := func() {
+		if inTurn {
+			out = closeTurnMessages(out, outcome)
+		}
+		inTurn = false
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case session.RoleCompaction:
+			// From here on the summary stands for the oldest messages.
+			n := min(max(m.Replaced, 0), len(out))
+			out = append([]llm.Message{summaryMessage(m.Text)}, out[n:]...)
+		case session.RoleUser:
+			closeTurn()
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Text})
+			outcome, inTurn = m.TurnOutcome, m.TurnOutcome != ""
+		case session.RoleAssistant:
+			am := llm.Message{Role: llm.RoleAssistant, Content: m.Text, Reasoning: m.Reasoning}
+			for _, tc := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			}
+			out = append(out, am)
+		case session.RoleTool:
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+		}
+	}
+	closeTurn()
+	return out
+}
+
+// Notes that close a turn that has no plain assistant reply at its end.
+var turnEndNotes = map[string]string{
+	"cancelled":                    "(The user cancelled this turn before it finished.)",
+	session.OutcomeTurnFailed:      "(This turn failed: the model provider could not complete the request, so there is no reply.)",
+	session.OutcomeTurnInterrupted: "(This turn was interrupted: the agent stopped before it finished.)",
+	"max_turn_requests":            "(This turn stopped at the limit of model requests per turn before it finished.)",
+	"max_tokens":                   "(This turn stopped at the output limit before it finished.)",
+}
+
+const defaultTurnEndNote = "(This turn ended without a reply.)"
+
+// closeTurnMessages answers every tool call left without a result (a log
+// repaired after a crash has them all, this is the last line of defence) and
+// adds the note when the turn did not end with a plain assistant reply.
+func closeTurnMessages(out []llm.Message, outcome string) []llm.Message {
+	out = answerToolCalls(out)
+	if last := out[len(out)-1]; last.Role == llm.RoleAssistant && len(last.ToolCalls) == 0 {
+		return out
+	}
+	note, ok := turnEndNotes[outcome]
+	if !ok {
+		note = defaultTurnEndNote
+	}
+	return append(out, llm.Message{Role: llm.RoleAssistant, Content: note})
+}
+
+// answerToolCalls adds a result for every call of the last assistant message
+// with tool calls that has none.
+func answerToolCalls(out []llm.Message) []llm.Message {
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Role == llm.RoleUser {
+			return out
+		}
+		if out[i].Role != llm.RoleAssistant || len(out[i].ToolCalls) == 0 {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, m := range out[i+1:] {
+			if m.Role == llm.RoleTool {
+				answered[m.ToolCallID] = true
+			}
+		}
+		for _, tc := range out[i].ToolCalls {
+			if !answered[tc.ID] {
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: notRunOutput})
+			}
+		}
+		return out
+	}
+	return out
+}
+
+// notRunOutput is the result of a tool call that never ran.
+const notRunOutput = "This tool call was not run: the turn ended before it (cancelled or interrupted)."
+
+// alternate makes a request valid for strict providers whatever compaction
+// cut: consecutive user messages (a summary followed by a kept prompt) are
+// merged, and so are consecutive plain assistant messages.
+func alternate(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if n := len(out); n > 0 {
+			prev := &out[n-1]
+			mergeable := prev.Role == m.Role && (m.Role == llm.RoleUser ||
+				(m.Role == llm.RoleAssistant && len(prev.ToolCalls) == 0 && len(m.ToolCalls) == 0))
+			if mergeable {
+				prev.Content = strings.TrimRight(prev.Content, "\n") + "\n\n" + m.Content
+				prev.Images = append(prev.Images[:len(prev.Images):len(prev.Images)], m.Images...)
+				prev.ToolCalls = m.ToolCalls
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}

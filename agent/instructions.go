@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+)
+
+// maxAgentsFileBytes bounds how much of a project's AGENTS.md goes into every
+// request.
+const maxAgentsFileBytes = 32 << 10
+
+// baseInstructions is the built-in system prompt. The tool names are stable:
+// users refer to them in their own instructions.
+const baseInstructions = `You are Rebound, a coding agent working in the user's project through their editor. You help with software engineering tasks: reading and explaining code, fixing bugs, making changes, running builds and tests.
+
+Tools:
+- read_file reads a text file (use offset and limit for long files). Read a file before you change it.
+- find_files lists files matching a glob (files ignored by .gitignore are skipped); search_files finds a regular expression in files. Use them to find your way instead of guessing paths.
+- edit_file replaces old_text with new_text in a file; old_text must match the file exactly, once (add surrounding lines to make it unique, or set replace_all). Prefer it for changes to existing files.
+- write_file writes a whole file; use it for new files or complete rewrites.
+- run_command runs a shell command (sh -c) in the project, with a timeout; use it for builds, tests, git and other tools. Do not start servers or commands that never exit.
+
+The user is asked before every edit, write and command, and may decline. If they decline, do not retry the same action: continue without it or ask what they want instead. Paths are relative to the working directory unless absolute, and must stay inside the workspace.
+
+Work in small, verifiable steps. After changing code, run the relevant build or tests when you can. When you are done, say briefly what you changed and what you checked. Be concise; use Markdown for code.`
+
+// systemMessages is the system prompt of every request in the session: the
+// instructions, the environment, and the project's AGENTS.md when it has one.
+func (a *Agent) systemMessages(s *sessionState, now time.Time) []llm.Message {
+	var b strings.Builder
+	if !a.cfg.ReplaceInstructions || a.cfg.Instructions == "" {
+		b.WriteString(baseInstructions)
+	}
+	fmt.Fprintf(&b, "\n\nEnvironment:\n- Working directory: %s\n", s.cwd)
+	if len(s.additionalDirs) > 0 {
+		fmt.Fprintf(&b, "- Other workspace directories: %s\n", strings.Join(s.additionalDirs, ", "))
+	}
+	fmt.Fprintf(&b, "- Platform: %s\n- Date: %s\n", runtime.GOOS, now.Format("2006-01-02"))
+	if a.cfg.Instructions != "" {
+		b.WriteString("\n" + strings.TrimSpace(a.cfg.Instructions) + "\n")
+	}
+	if text, err := readAgentsFile(s.cwd); err != nil {
+		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("AGENTS.md not used")
+	} else if text != "" {
+		fmt.Fprintf(&b, "\nThe project's instructions, from AGENTS.md:\n<agents_md>\n%s\n</agents_md>\n", strings.TrimSpace(text))
+	}
+	return []llm.Message{{Role: llm.RoleSystem, Content: strings.TrimRight(b.String(), "\n")}}
+}
+
+// readAgentsFile reads cwd/AGENTS.md, bounded; "" when there is none.
+func readAgentsFile(cwd string) (string, error) {
+	f, err := os.Open(filepath.Join(cwd, "AGENTS.md"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", f.Name())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxAgentsFileBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxAgentsFileBytes {
+		b = b[:maxAgentsFileBytes]
+		return strings.ToValidUTF8(string(b), "") + "\n[AGENTS.md cut: only its first 32 KiB are used]", nil
+	}
+	return strings.ToValidUTF8(string(b), ""), nil
+}

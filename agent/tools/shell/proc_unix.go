@@ -1,0 +1,74 @@
+//go:build unix
+
+package shell
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+const (
+	sigHangup    = syscall.SIGHUP
+	sigTerminate = syscall.SIGTERM
+	sigKill      = syscall.SIGKILL
+)
+
+// setProcessGroup puts the command in a new process group led by itself, so
+// that one signal reaches it and every child it starts.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// signalGroup signals the process group that p leads. Errors are ignored: the
+// usual one is ESRCH, the group having already gone. The group ID cannot be
+// reused while any member is alive, so this never reaches a stranger's group.
+func signalGroup(p *os.Process, sig syscall.Signal) {
+	_ = syscall.Kill(-p.Pid, sig)
+}
+
+// exitStatus reads the exit code or the fatal signal from a finished process.
+func exitStatus(ps *os.ProcessState) (*int, string) {
+	if ps == nil {
+		return nil, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return nil, signalName(ws.Signal())
+	}
+	if ps.Exited() {
+		code := ps.ExitCode()
+		return &code, ""
+	}
+	return nil, ""
+}
+
+// signalName spells signals the way shells and users do; syscall's String
+// gives descriptions such as "killed".
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGABRT: "SIGABRT",
+	syscall.SIGALRM: "SIGALRM",
+	syscall.SIGBUS:  "SIGBUS",
+	syscall.SIGFPE:  "SIGFPE",
+	syscall.SIGHUP:  "SIGHUP",
+	syscall.SIGILL:  "SIGILL",
+	syscall.SIGINT:  "SIGINT",
+	syscall.SIGKILL: "SIGKILL",
+	syscall.SIGPIPE: "SIGPIPE",
+	syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGSEGV: "SIGSEGV",
+	syscall.SIGSYS:  "SIGSYS",
+	syscall.SIGTERM: "SIGTERM",
+	syscall.SIGTRAP: "SIGTRAP",
+	syscall.SIGUSR1: "SIGUSR1",
+	syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGXCPU: "SIGXCPU",
+	syscall.SIGXFSZ: "SIGXFSZ",
+}

@@ -1,0 +1,261 @@
+// Package tools holds the tools Rebound offers the model: their names,
+// argument types and JSON Schemas, the parsing of the model's arguments, the
+// confinement of paths to the workspace, and the local implementations of
+// reading, writing, editing, finding and searching files.
+//
+// The package knows nothing about ACP or the session log: the agent decides
+// whether a call goes to the editor's file system or to LocalFS, asks for
+// permission when Describe says a call mutates, and records the results.
+// Every error meant for the model says what was wrong and how to fix the
+// call.
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+)
+
+// Tool names. They are stable: users mention them in their instructions.
+const (
+	ReadFile    = "read_file"
+	WriteFile   = "write_file"
+	EditFile    = "edit_file"
+	FindFiles   = "find_files"
+	SearchFiles = "search_files"
+	RunCommand  = "run_command"
+)
+
+// MaxArgumentsBytes bounds the arguments JSON of one call.
+const MaxArgumentsBytes = 1 << 20
+
+// ReadFileArgs are the arguments of read_file.
+type ReadFileArgs struct {
+	Path   string `json:"path" jsonschema:"minLength=1" jsonschema_description:"The file to read: a path relative to the workspace directory, or an absolute path inside the workspace."`
+	Offset int    `json:"offset,omitempty" jsonschema:"minimum=1" jsonschema_description:"The 1-based line number to start reading at. Default: 1."`
+	Limit  int    `json:"limit,omitempty" jsonschema:"minimum=1" jsonschema_description:"The maximum number of lines to read. Default: up to 2000 lines."`
+}
+
+// WriteFileArgs are the arguments of write_file.
+type WriteFileArgs struct {
+	Path    string `json:"path" jsonschema:"minLength=1" jsonschema_description:"The file to create or replace: a path relative to the workspace directory, or an absolute path inside the workspace."`
+	Content string `json:"content" jsonschema_description:"The complete new content of the file."`
+}
+
+// EditFileArgs are the arguments of edit_file.
+type EditFileArgs struct {
+	Path       string `json:"path" jsonschema:"minLength=1" jsonschema_description:"The file to edit: a path relative to the workspace directory, or an absolute path inside the workspace."`
+	OldText    string `json:"old_text" jsonschema:"minLength=1" jsonschema_description:"The exact text to replace, copied from the file with its whitespace and indentation. It must occur exactly once unless replace_all is true."`
+	NewText    string `json:"new_text" jsonschema_description:"The text to put in its place. Empty deletes old_text."`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema_description:"Replace every occurrence of old_text instead of requiring exactly one. Default: false."`
+}
+
+// FindFilesArgs are the arguments of find_files.
+type FindFilesArgs struct {
+	Glob string `json:"glob" jsonschema:"minLength=1" jsonschema_description:"A glob such as *.go, **/*_test.go or cmd/**/main.go. ** matches any number of directories. A glob without / matches file names at any depth."`
+	Path string `json:"path,omitempty" jsonschema_description:"The directory to search in, relative to the workspace directory or absolute. Default: the workspace directory."`
+}
+
+// SearchFilesArgs are the arguments of search_files.
+type SearchFilesArgs struct {
+	Pattern string `json:"pattern" jsonschema:"minLength=1" jsonschema_description:"A regular expression in Go RE2 syntax, matched against each line. Escape regexp characters to search for literal text, e.g. foo\\(."`
+	Path    string `json:"path,omitempty" jsonschema_description:"The directory or file to search, relative to the workspace directory or absolute. Default: the workspace directory."`
+	Glob    string `json:"glob,omitempty" jsonschema_description:"Only search files matching this glob, e.g. *.go or src/**/*.ts. A glob without / matches file names at any depth."`
+}
+
+// RunCommandArgs are the arguments of run_command.
+type RunCommandArgs struct {
+	Command        string `json:"command" jsonschema:"minLength=1" jsonschema_description:"The shell command to run with sh -c."`
+	Cwd            string `json:"cwd,omitempty" jsonschema_description:"The directory to run it in, relative to the workspace directory or absolute. Default: the workspace directory."`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1" jsonschema_description:"Stop the command after this many seconds. Leave it out for the default."`
+}
+
+// tool ties a name to its description and argument type, in the order the
+// model is shown them.
+type tool struct {
+	name, description string
+	args              any // pointer to the zero args struct
+}
+
+var all = []tool{
+	{ReadFile, "Read a text file in the workspace. Returns the text as it is in the file, up to 2000 lines or 256 KiB at a time; a note at the end tells how to read on. Use offset and limit for part of a large file. Read a file before editing it.", &ReadFileArgs{}},
+	{WriteFile, "Create a file, or replace the whole content of an existing one. Missing parent directories are created. To change part of an existing file, use edit_file instead.", &WriteFileArgs{}},
+	{EditFile, "Replace text in an existing file. old_text must match the file exactly, including whitespace and indentation, and exactly once: include enough surrounding lines to make it unique, or set replace_all to replace every occurrence. Read the file first.", &EditFileArgs{}},
+	{FindFiles, "Find files by path with a glob. A glob without / matches file names at any depth, so *.go finds every Go file. Skips .git and files ignored by .gitignore. Returns sorted paths; use it to locate files before reading them.", &FindFilesArgs{}},
+	{SearchFiles, "Search the contents of files for a regular expression (Go RE2 syntax) and return the matching lines as path:line: text. Use it to find definitions, usages and strings. Skips binary files, files over 2 MiB, .git and files ignored by .gitignore.", &SearchFilesArgs{}},
+	{RunCommand, "Run a shell command (sh -c) in the workspace and return its output and exit status. Use it to build, test, run git and other programs; the user may be asked to approve it. To read, search or edit files, use the file tools instead.", &RunCommandArgs{}},
+}
+
+// Definitions returns the six tools, in a stable order, for the model's
+// request. The schemas are generated once, on first use.
+func Definitions() []llm.ToolDef {
+	return append([]llm.ToolDef(nil), definitions()...)
+}
+
+var definitions = sync.OnceValue(func() []llm.ToolDef {
+	r := &jsonschema.Reflector{
+		DoNotReference: true, // one self-contained object per tool
+		ExpandedStruct: true,
+		Anonymous:      true, // no $id
+	}
+	defs := make([]llm.ToolDef, 0, len(all))
+	for _, t := range all {
+		s := r.Reflect(t.args)
+		s.Version = "" // no $schema: providers want a bare object schema
+		b, err := json.Marshal(s)
+		if err != nil {
+			panic(fmt.Sprintf("tools: schema of %s: %v", t.name, err)) // static types; cannot happen
+		}
+		defs = append(defs, llm.ToolDef{Name: t.name, Description: t.description, Parameters: b})
+	}
+	return defs
+})
+
+// Parse decodes the model's arguments JSON for the tool name and returns a
+// pointer to the matching args struct (*ReadFileArgs and so on). Unknown
+// fields are ignored; unknown tools, malformed JSON, missing required fields
+// and out-of-range numbers are errors written for the model, naming the tool.
+func Parse(name, arguments string) (any, error) {
+	var args any
+	for _, t := range all {
+		if t.name == name {
+			args = reflect.New(reflect.TypeOf(t.args).Elem()).Interface()
+		}
+	}
+	if args == nil {
+		names := make([]string, len(all))
+		for i, t := range all {
+			names[i] = t.name
+		}
+		return nil, fmt.Errorf("unknown tool %q; the tools are %s", name, strings.Join(names, ", "))
+	}
+	if len(arguments) > MaxArgumentsBytes {
+		return nil, fmt.Errorf("%s: the arguments are too large (%d bytes; the limit is %d); for a large file, write part of it and add the rest with edit_file", name, len(arguments), MaxArgumentsBytes)
+	}
+	if strings.TrimSpace(arguments) == "" {
+		arguments = "{}" // some models send nothing for "no arguments"
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(arguments), &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("%s: the arguments must be one JSON object, like {\"path\": \"...\"}: %v", name, jsonProblem(err))
+	}
+	if err := json.Unmarshal([]byte(arguments), args); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			return nil, fmt.Errorf("%s: %q must be %s, not %s", name, te.Field, jsonType(te.Type), te.Value)
+		}
+		return nil, fmt.Errorf("%s: the arguments cannot be decoded: %v", name, err)
+	}
+	if err := validate(fields, args); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return args, nil
+}
+
+// validate checks what the types cannot: presence, non-emptiness, ranges and
+// syntax. fields tells present from zero.
+func validate(fields map[string]json.RawMessage, args any) error {
+	present := func(k string) bool {
+		v, ok := fields[k]
+		return ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+	}
+	required := func(k, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return fmt.Errorf("%q is required", k)
+		}
+		return nil
+	}
+	notNegative := func(k string, v int) error {
+		if v < 0 {
+			return fmt.Errorf("%q must not be negative (got %d)", k, v)
+		}
+		return nil
+	}
+	switch a := args.(type) {
+	case *ReadFileArgs:
+		return joinErrs(required("path", a.Path), notNegative("offset", a.Offset), notNegative("limit", a.Limit))
+	case *WriteFileArgs:
+		var err error
+		if !present("content") {
+			err = errors.New(`"content" is required (it may be an empty string)`)
+		}
+		return joinErrs(required("path", a.Path), err)
+	case *EditFileArgs:
+		var err error
+		if !present("new_text") {
+			err = errors.New(`"new_text" is required (use an empty string to delete old_text)`)
+		}
+		return joinErrs(required("path", a.Path), required("old_text", a.OldText), err)
+	case *FindFilesArgs:
+		if err := required("glob", a.Glob); err != nil {
+			return err
+		}
+		_, err := globMatcher(a.Glob)
+		return err
+	case *SearchFilesArgs:
+		if a.Pattern == "" {
+			return errors.New(`"pattern" is required`)
+		}
+		if _, err := regexp.Compile(a.Pattern); err != nil {
+			return fmt.Errorf("%q is not a valid Go (RE2) regular expression: %v", "pattern", err)
+		}
+		if a.Glob != "" {
+			_, err := globMatcher(a.Glob)
+			return err
+		}
+		return nil
+	case *RunCommandArgs:
+		return joinErrs(required("command", a.Command), notNegative("timeout_seconds", a.TimeoutSeconds))
+	}
+	return nil
+}
+
+// jsonProblem describes a JSON syntax error briefly.
+func jsonProblem(err error) string {
+	if err == nil {
+		return "got null"
+	}
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		return "got a JSON " + te.Value
+	}
+	return err.Error()
+}
+
+// jsonType names a Go type as the model knows it, in JSON terms.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a " + t.String()
+}
+
+// joinErrs joins the non-nil errors into one line, so that the model sees
+// every problem with its call at once.
+func joinErrs(errs ...error) error {
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}

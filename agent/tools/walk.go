@@ -1,0 +1,429 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+	// go-git's gitignore package implements git's matching rules (anchoring,
+	// directory-only patterns, `**`, negation, per-directory domains) and is
+	// maintained with go-git itself. We feed it patterns ourselves while we
+	// walk, rather than through its ReadPatterns, so that ignored trees are
+	// never read and .gitignore files above the walk root count too.
+	// (boyter/gocodewalker, the other candidate, is not available from our
+	// module proxy and would own the walk, which we need for ctx, symlink
+	// and ordering control.)
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// Defaults and bounds for find_files and search_files.
+const (
+	DefaultFindLimit   = 200
+	DefaultSearchLimit = 100
+	// MaxSearchFileBytes: larger files are skipped by Search (generated
+	// code, data, logs), which keeps one search bounded.
+	MaxSearchFileBytes = 2 << 20
+	// MaxMatchLineBytes is where a matching line is cut in search results.
+	MaxMatchLineBytes = 300
+	// maxIgnoreFileBytes bounds how much of one .gitignore is read.
+	maxIgnoreFileBytes = 1 << 20
+)
+
+// Match is one line found by Search.
+type Match struct {
+	Path string // absolute
+	Line int    // 1-based
+	Text string // the line without its newline, cut if very long
+}
+
+// errStop ends a walk early without being an error.
+var errStop = errors.New("stop walking")
+
+// Find returns the files under root whose path relative to root matches
+// glob, sorted, at most limit of them (DefaultFindLimit if limit <= 0);
+// truncated says that there were more. A glob without a slash matches the
+// base name at any depth, so "*.go" finds every Go file. The .git directory,
+// files ignored by .gitignore and symlinks that lead out of root are skipped;
+// symlinked directories are not followed. The paths are absolute, under
+// root as given.
+func Find(ctx context.Context, root, glob string, limit int) (paths []string, truncated bool, err error) {
+	if limit <= 0 {
+		limit = DefaultFindLimit
+	}
+	match, err := globMatcher(glob)
+	if err != nil {
+		return nil, false, err
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, false, describeOpenErr(root, err)
+	}
+	if !fi.IsDir() {
+		return nil, false, fmt.Errorf("%s is not a directory; find_files searches directories", root)
+	}
+	err = walkFiles(ctx, root, func(path, rel string) error {
+		if !match(rel) {
+			return nil
+		}
+		if len(paths) == limit {
+			truncated = true
+			return errStop
+		}
+		paths = append(paths, path)
+		return nil
+	})
+	return paths, truncated, err
+}
+
+// Search returns the lines matching re in the files under root (or in root
+// itself when it is a file), limited to files whose relative path matches
+// glob when glob is not empty. Results are sorted by path and line, at most
+// limit of them (DefaultSearchLimit if limit <= 0); truncated says there were
+// more. Binary files and files over MaxSearchFileBytes are skipped, and the
+// walk skips what Find skips.
+func Search(ctx context.Context, root string, re *regexp.Regexp, glob string, limit int) (matches []Match, truncated bool, err error) {
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	match := func(string) bool { return true }
+	if glob != "" {
+		if match, err = globMatcher(glob); err != nil {
+			return nil, false, err
+		}
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, false, describeOpenErr(root, err)
+	}
+	visit := func(path, _ string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ms, more, err := searchFile(path, re, limit-len(matches))
+		if err != nil {
+			return nil // unreadable files are skipped, like binary ones
+		}
+		matches = append(matches, ms...)
+		if more {
+			truncated = true
+			return errStop
+		}
+		return nil
+	}
+	if !fi.IsDir() {
+		err = visit(root, filepath.Base(root))
+	} else {
+		err = walkFiles(ctx, root, func(path, rel string) error {
+			if !match(rel) {
+				return nil
+			}
+			return visit(path, rel)
+		})
+	}
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return matches, truncated, err
+}
+
+// searchFile returns up to room matches of re in the file; more reports that
+// the file has further matches. Binary and oversized files give none.
+func searchFile(path string, re *regexp.Regexp, room int) (ms []Match, more bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxSearchFileBytes {
+		return nil, false, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSearchFileBytes+1))
+	if err != nil || len(b) > MaxSearchFileBytes || IsBinary(b) {
+		return nil, false, err
+	}
+	for n := 1; len(b) > 0; n++ {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		loc := re.FindIndex(line)
+		if loc == nil {
+			continue
+		}
+		if len(ms) == room {
+			return ms, true, nil
+		}
+		ms = append(ms, Match{Path: path, Line: n, Text: cutMatchLine(string(line), loc[0])})
+	}
+	return ms, false, nil
+}
+
+// cutMatchLine trims a line's trailing CR and shortens it to about
+// MaxMatchLineBytes around the match starting at byte at, so that a match
+// deep inside a minified line stays visible.
+func cutMatchLine(line string, at int) string {
+	line = strings.TrimSuffix(line, "\r")
+	if len(line) <= MaxMatchLineBytes {
+		return line
+	}
+	start := max(0, at-MaxMatchLineBytes/3)
+	for start > 0 && start < len(line) && !isRuneStart(line[start]) {
+		start--
+	}
+	end := min(len(line), start+MaxMatchLineBytes)
+	for end < len(line) && !isRuneStart(line[end]) {
+		end--
+	}
+	s := line[start:end]
+	if start > 0 {
+		s = "…" + s
+	}
+	if end < len(line) {
+		s += "…"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// globMatcher returns a function matching slash-separated paths relative to
+// the walk root. A glob without a slash is matched against the base name.
+func globMatcher(glob string) (func(rel string) bool, error) {
+	glob = strings.TrimPrefix(filepath.ToSlash(glob), "./")
+	if glob == "" {
+		return nil, errors.New(`the glob is empty; use "**" or "*" to match every file`)
+	}
+	if !doublestar.ValidatePattern(glob) {
+		return nil, fmt.Errorf("glob %q is not valid; check its brackets and braces", glob)
+	}
+	if !strings.Contains(glob, "/") {
+		return func(rel string) bool {
+			ok, _ := doublestar.Match(glob, rel[strings.LastIndexByte(rel, '/')+1:])
+			return ok
+		}, nil
+	}
+	return func(rel string) bool {
+		ok, _ := doublestar.Match(glob, rel)
+		return ok
+	}, nil
+}
+
+// walkFiles calls fn for every file under root that a search should see, in
+// the lexical order of their relative paths, with the absolute path (under
+// root as given) and the slash-separated path relative to root. It skips
+// .git, paths ignored by .gitignore files (root's, nested ones, and those of
+// the enclosing repository above root), non-regular files and symlinks that
+// lead out of root or to a directory. fn may return errStop to end the walk.
+func walkFiles(ctx context.Context, root string, fn func(path, rel string) error) error {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return describeOpenErr(root, err)
+	}
+	w := &walker{ctx: ctx, realRoot: realRoot, fn: fn}
+	w.prefix, w.base = repoPatterns(realRoot)
+	err = w.dir(root, "", w.base)
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+type walker struct {
+	ctx      context.Context
+	realRoot string
+	prefix   []string // root's path components inside its repository
+	base     []gitignore.Pattern
+	fn       func(path, rel string) error
+}
+
+func (w *walker) dir(dir, rel string, patterns []gitignore.Pattern) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if rel == "" {
+			return describeOpenErr(dir, err)
+		}
+		return nil // an unreadable subdirectory is skipped
+	}
+	domain := w.components(rel)
+	// Full slice expression: siblings must not share appended patterns.
+	patterns = append(patterns[:len(patterns):len(patterns)], readIgnoreFile(filepath.Join(dir, ".gitignore"), domain)...)
+	matcher := gitignore.NewMatcher(patterns)
+
+	// Sort by name, with "/" after directory names, so that the walk visits
+	// paths in the lexical order of their full relative paths ("a.go"
+	// before "a/b.go") and the first limit results are the sorted first.
+	key := func(e fs.DirEntry) string {
+		if e.IsDir() {
+			return e.Name() + "/"
+		}
+		return e.Name()
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return cmp.Compare(key(a), key(b)) })
+
+	for _, e := range entries {
+		name := e.Name()
+		if name == ".git" {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		childRel := name
+		if rel != "" {
+			childRel = rel + "/" + name
+		}
+		isDir := e.IsDir()
+		if matcher.Match(append(domain[:len(domain):len(domain)], name), isDir) {
+			continue
+		}
+		switch t := e.Type(); {
+		case isDir:
+			if err := w.dir(path, childRel, patterns); err != nil {
+				return err
+			}
+			continue
+		case t&fs.ModeSymlink != 0:
+			if !w.linkToFileInside(path) {
+				continue
+			}
+		case !t.IsRegular():
+			continue
+		}
+		if err := w.fn(path, childRel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkToFileInside reports whether the symlink at path leads to a regular
+// file inside the walk root. Links to directories are not followed (that
+// could loop, or double the tree); links out of the tree would let a search
+// read outside the workspace.
+func (w *walker) linkToFileInside(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || !within(w.realRoot, real) {
+		return false
+	}
+	fi, err := os.Stat(real)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// components returns the ignore-matching path of rel: root's components in
+// its repository followed by rel's.
+func (w *walker) components(rel string) []string {
+	c := append([]string(nil), w.prefix...)
+	if rel != "" {
+		c = append(c, strings.Split(rel, "/")...)
+	}
+	return c
+}
+
+// repoPatterns finds the git repository enclosing root (the nearest
+// directory at or above it holding .git) and returns root's components
+// relative to that top, with the patterns of .git/info/exclude and of the
+// .gitignore files from the top down to root's parent. Root's own .gitignore
+// is read by the walk. When root is itself ignored by those patterns, the
+// caller asked for it explicitly, so they are dropped, as ripgrep does for a
+// path named on its command line.
+func repoPatterns(root string) (prefix []string, ps []gitignore.Pattern) {
+	top := root
+	for {
+		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+			break
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			return nil, nil // not in a repository: only root and below count
+		}
+		top = parent
+	}
+	if top == root {
+		return nil, readIgnoreFile(filepath.Join(top, ".git", "info", "exclude"), nil)
+	}
+	rel, err := filepath.Rel(top, root)
+	if err != nil {
+		return nil, nil
+	}
+	prefix = strings.Split(filepath.ToSlash(rel), "/")
+	ps = readIgnoreFile(filepath.Join(top, ".git", "info", "exclude"), nil)
+	dir := top
+	for i := range prefix {
+		ps = append(ps, readIgnoreFile(filepath.Join(dir, ".gitignore"), prefix[:i])...)
+		dir = filepath.Join(dir, prefix[i])
+	}
+	if gitignore.NewMatcher(ps).Match(prefix, true) {
+		return prefix, nil
+	}
+	return prefix, ps
+}
+
+// readIgnoreFile parses a .gitignore-style file whose patterns apply below
+// domain. A missing or unreadable file has no patterns.
+func readIgnoreFile(path string, domain []string) []gitignore.Pattern {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(io.LimitReader(f, maxIgnoreFileBytes))
+	for sc.Scan() {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// FormatFind returns the text find_files hands the model: one path per line,
+// relative to the working directory when inside it, and a note when the
+// list was capped.
+func FormatFind(ws *Workspace, paths []string, truncated bool) string {
+	if len(paths) == 0 {
+		return "No files found."
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		b.WriteString(ws.Rel(p))
+		b.WriteByte('\n')
+	}
+	if truncated {
+		fmt.Fprintf(&b, "[showing the first %d files; there are more, so narrow the glob or the path]\n", len(paths))
+	}
+	return b.String()
+}
+
+// FormatSearch returns the text search_files hands the model: one
+// "path:line: text" per match, paths relative to the working directory when
+// inside it, and a note when the results were capped.
+func FormatSearch(ws *Workspace, matches []Match, truncated bool) string {
+	if len(matches) == 0 {
+		return "No matches found."
+	}
+	var b strings.Builder
+	for _, m := range matches {
+		fmt.Fprintf(&b, "%s:%d: %s\n", ws.Rel(m.Path), m.Line, m.Text)
+	}
+	if truncated {
+		fmt.Fprintf(&b, "[showing the first %d matches; there are more, so narrow the pattern, the path or the glob]\n", len(matches))
+	}
+	return b.String()
+}

@@ -1,0 +1,443 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// Bounds on what one reply may ask for and what one result may carry.
+const (
+	maxToolCallsPerReply = 32
+	maxToolOutputBytes   = 64 << 10
+)
+
+// Permission scopes: a standing answer for edits covers edit_file and
+// write_file; one for a command covers that exact command line.
+const scopeEdits = "edits"
+
+func commandScope(command string) string { return tools.RunCommand + ":" + command }
+
+// toolCalls turns a finished reply's tool calls into the calls committed
+// with it: every call gets a non-empty id that is unique within the reply
+// (providers have sent neither), and the number is bounded.
+func toolCalls(calls []llm.ToolCall) []session.MessageToolCall {
+	out := make([]session.MessageToolCall, 0, len(calls))
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if len(out) == maxToolCallsPerReply {
+			break
+		}
+		id := c.ID
+		if id == "" || seen[id] {
+			id = newID("call_")
+		}
+		seen[id] = true
+		name := c.Name
+		if name == "" {
+			name = "unnamed_tool"
+		}
+		out = append(out, session.MessageToolCall{ID: id, Name: name, Arguments: c.Arguments})
+	}
+	return out
+}
+
+// toolOutcome is how one tool call ended.
+type toolOutcome struct {
+	status  string // session.ToolCompleted, ToolFailed or ToolAborted
+	output  string // what the model reads
+	content []acp.ToolCallContent
+	// live is shown to the editor instead of content when set (a terminal
+	// that the log cannot replay).
+	live []acp.ToolCallContent
+}
+
+func failed(format string, args ...any) toolOutcome {
+	msg := fmt.Sprintf(format, args...)
+	return toolOutcome{status: session.ToolFailed, output: msg, content: []acp.ToolCallContent{acp.ContentText(msg)}}
+}
+
+// useTools runs the calls of a committed reply one by one, in order. Every
+// call ends with a result in the log and in the model's next request; a
+// cancelled turn gives the calls it did not reach a result saying so.
+func (t *turn) useTools(ctx context.Context, step int, calls []session.MessageToolCall) error {
+	for i, call := range calls {
+		if ctx.Err() != nil {
+			return t.abortCalls(calls[i:], "This tool call was not run: the user cancelled the turn.")
+		}
+		if err := t.useTool(ctx, step, call); err != nil {
+			return errors.Join(err, t.abortCalls(calls[i+1:], "This tool call was not run: the user cancelled the turn."))
+		}
+	}
+	return nil
+}
+
+// abortCalls gives calls that never ran their result.
+func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
+	for _, c := range calls {
+		if err := t.recordResult(c.ID, toolOutcome{status: session.ToolAborted, output: why}); err != nil {
+			return err
+		}
+	}
+	if len(calls) > 0 {
+		return t.s.log.Sync()
+	}
+	return nil
+}
+
+// useTool runs one call: announce it, ask permission where needed, run it,
+// record and show the result. Only the log failing, or the user cancelling,
+// is an error; everything a tool does wrong is a result for the model.
+func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCall) error {
+	args, perr := tools.Parse(call.Name, call.Arguments)
+	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name}
+	if perr == nil {
+		info = tools.Describe(t.ws, args)
+	}
+	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
+		Turn: t.number, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
+		Title: info.Title, Kind: info.Kind, Locations: info.Locations,
+	}); err != nil {
+		return fmt.Errorf("record tool call: %w", err)
+	}
+	t.notify(ctx, acp.SessionUpdate{
+		SessionUpdate: acp.UpdateToolCall, ToolCallID: call.ID, Title: info.Title, Name: call.Name,
+		Kind: acp.ToolKind(info.Kind), Status: acp.ToolStatusPending, Locations: locations(info.Locations), RawInput: rawInput(call.Arguments),
+	})
+	var out toolOutcome
+	if perr != nil {
+		out = failed("%v", perr)
+	} else {
+		var err error
+		out, err = t.dispatch(ctx, call, info, args)
+		if err != nil {
+			return err
+		}
+	}
+	if err := t.recordResult(call.ID, out); err != nil {
+		return err
+	}
+	shown := out.content
+	if out.live != nil {
+		shown = out.live
+	}
+	status := acp.ToolStatusCompleted
+	if out.status != session.ToolCompleted {
+		status = acp.ToolStatusFailed
+	}
+	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: call.ID, Status: status, ToolContent: nonNil(shown)})
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+func (t *turn) recordResult(id string, out toolOutcome) error {
+	res := session.ToolResult{Turn: t.number, ToolCallID: id, Status: out.status, Output: capOutput(out.output)}
+	if len(out.content) > 0 {
+		res.Content = mustJSON(out.content)
+	}
+	if _, err := t.s.append(session.TypeToolResult, res); err != nil {
+		return fmt.Errorf("record tool result: %w", err)
+	}
+	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: res.Output})
+	return nil
+}
+
+// dispatch prepares the call (resolving paths, computing an edit), asks for
+// permission when it changes something, and carries it out.
+func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info tools.Info, args any) (toolOutcome, error) {
+	switch a := args.(type) {
+	case *tools.ReadFileArgs:
+		return t.readFile(ctx, a), nil
+	case *tools.FindFilesArgs:
+		return t.find(ctx, a), nil
+	case *tools.SearchFilesArgs:
+		return t.search(ctx, a), nil
+	case *tools.WriteFileArgs:
+		path, err := t.ws.Resolve(a.Path)
+		if err != nil {
+			return failed("%v", err), nil
+		}
+		old, err := t.readForChange(ctx, path, true)
+		if err != nil {
+			return failed("%v", err), nil
+		}
+		return t.change(ctx, call, info, path, old, a.Content)
+	case *tools.EditFileArgs:
+		path, err := t.ws.Resolve(a.Path)
+		if err != nil {
+			return failed("%v", err), nil
+		}
+		old, err := t.readForChange(ctx, path, false)
+		if err != nil {
+			return failed("%v", err), nil
+		}
+		updated, _, err := tools.ApplyEdit(*old, a.OldText, a.NewText, a.ReplaceAll)
+		if err != nil {
+			return failed("%v", err), nil
+		}
+		return t.change(ctx, call, info, path, old, updated)
+	case *tools.RunCommandArgs:
+		return t.runCommand(ctx, call, info, a)
+	}
+	return failed("%s is not a tool Rebound can run", call.Name), nil
+}
+
+func (t *turn) readFile(ctx context.Context, a *tools.ReadFileArgs) toolOutcome {
+	path, err := t.ws.Resolve(a.Path)
+	if err != nil {
+		return failed("%v", err)
+	}
+	text, err := t.readText(ctx, path)
+	if err != nil {
+		return failed("%v", err)
+	}
+	out := tools.FormatRead(text, a.Offset, a.Limit)
+	return toolOutcome{status: session.ToolCompleted, output: out,
+		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("Read %s (%d bytes)", t.rel(path), len(text)))}}
+}
+
+// readText reads through the editor when it offers to (it has the unsaved
+// buffers), else from disk.
+func (t *turn) readText(ctx context.Context, path string) (string, error) {
+	if !t.c.Capabilities().FS.ReadTextFile {
+		return tools.LocalFS{}.ReadTextFile(ctx, path)
+	}
+	res, err := t.c.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionID: t.s.id, Path: path})
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", t.rel(path), err)
+	}
+	return res.Content, nil
+}
+
+// readForChange reads the file a change replaces: nil for a file that does
+// not exist yet, which only a write may create.
+func (t *turn) readForChange(ctx context.Context, path string, mayCreate bool) (*string, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if mayCreate {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s does not exist; use write_file to create a file", t.rel(path))
+	}
+	text, err := t.readText(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &text, nil
+}
+
+// change asks permission for a write or edit, showing the diff, and writes.
+func (t *turn) change(ctx context.Context, call session.MessageToolCall, info tools.Info, path string, old *string, updated string) (toolOutcome, error) {
+	diff := []acp.ToolCallContent{acp.ContentDiff(path, old, updated)}
+	ok, out, err := t.permit(ctx, call, info, scopeEdits, "edits to files", diff)
+	if !ok || err != nil {
+		return out, err
+	}
+	t.inProgress(ctx, call.ID, nil)
+	if err := t.writeText(ctx, path, updated); err != nil {
+		return failed("%v", err), nil
+	}
+	verb := "Edited"
+	if old == nil {
+		verb = "Created"
+	}
+	return toolOutcome{status: session.ToolCompleted, output: fmt.Sprintf("%s %s (%d bytes).", verb, t.rel(path), len(updated)), content: diff}, nil
+}
+
+func (t *turn) writeText(ctx context.Context, path, content string) error {
+	if !t.c.Capabilities().FS.WriteTextFile {
+		return tools.LocalFS{}.WriteTextFile(ctx, path, content)
+	}
+	if err := t.c.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionID: t.s.id, Path: path, Content: content}); err != nil {
+		return fmt.Errorf("write %s: %w", t.rel(path), err)
+	}
+	return nil
+}
+
+func (t *turn) find(ctx context.Context, a *tools.FindFilesArgs) toolOutcome {
+	root, err := t.ws.Resolve(cmp.Or(a.Path, "."))
+	if err != nil {
+		return failed("%v", err)
+	}
+	paths, truncated, err := tools.Find(ctx, root, a.Glob, 0)
+	if err != nil {
+		return failed("%v", err)
+	}
+	out := tools.FormatFind(t.ws, paths, truncated)
+	return toolOutcome{status: session.ToolCompleted, output: out,
+		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("%d %s", len(paths), plural(len(paths), "file")))}}
+}
+
+func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome {
+	root, err := t.ws.Resolve(cmp.Or(a.Path, "."))
+	if err != nil {
+		return failed("%v", err)
+	}
+	re, err := regexp.Compile(a.Pattern)
+	if err != nil {
+		return failed("%v", err)
+	}
+	matches, truncated, err := tools.Search(ctx, root, re, a.Glob, 0)
+	if err != nil {
+		return failed("%v", err)
+	}
+	out := tools.FormatSearch(t.ws, matches, truncated)
+	return toolOutcome{status: session.ToolCompleted, output: out,
+		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("%d %s", len(matches), plural(len(matches), "match")))}}
+}
+
+// permit asks the user, unless a standing answer covers scope. ok reports
+// whether the call may go ahead; when it may not, out is its result, and err
+// is set when the user cancelled the turn instead of answering.
+func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope, what string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
+	switch t.s.rules[scope] {
+	case session.AllowAlways:
+		return true, toolOutcome{}, nil
+	case session.RejectAlways:
+		return false, failed("The user has declined %s for this session; do not try again. Ask the user how to proceed instead.", what), nil
+	}
+	always := "Always allow " + what + " in this session"
+	never := "Always reject " + what + " in this session"
+	if strings.HasPrefix(scope, tools.RunCommand+":") {
+		always, never = "Always allow this command", "Always reject this command"
+	}
+	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionID: t.s.id,
+		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: info.Title, Kind: acp.ToolKind(info.Kind),
+			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations)},
+		Options: []acp.PermissionOption{
+			{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
+			{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
+			{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
+			{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
+		},
+	})
+	outcome := session.PermissionCancelled
+	if id, selected := res.Selected(); rerr == nil && selected {
+		outcome = id
+	}
+	if rerr != nil && ctx.Err() == nil {
+		// The editor could not ask: nothing is done without an answer.
+		t.agent.cfg.Logger.Warn().Err(rerr).Str("session", t.s.id).Msg("permission request failed")
+		return false, failed("Permission could not be asked (%v), so the tool was not run.", rerr), nil
+	}
+	if _, lerr := t.s.appendSync(session.TypePermission, session.Permission{Turn: t.number, ToolCallID: call.ID, Scope: scope, Outcome: outcome}); lerr != nil {
+		return false, toolOutcome{}, fmt.Errorf("record permission: %w", lerr)
+	}
+	switch outcome {
+	case session.AllowOnce, session.AllowAlways:
+		if outcome == session.AllowAlways {
+			t.s.rules[scope] = outcome
+		}
+		return true, toolOutcome{}, nil
+	case session.RejectOnce, session.RejectAlways:
+		if outcome == session.RejectAlways {
+			t.s.rules[scope] = outcome
+		}
+		return false, failed("The user declined this %s. Do not retry it; continue without it or ask the user what to do.", strings.TrimSuffix(what, "s")), nil
+	}
+	t.cancelled = true
+	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
+		content: []acp.ToolCallContent{acp.ContentText("Cancelled before permission was given")}}, errCancelledDuringTool
+}
+
+var errCancelledDuringTool = errors.New("the user cancelled the turn during a tool call")
+
+func (t *turn) inProgress(ctx context.Context, id string, content []acp.ToolCallContent) {
+	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: id, Status: acp.ToolStatusInProgress, ToolContent: content})
+}
+
+// runCommand asks permission, then runs the command in the editor's terminal
+// when it offers one (the user watches it live), else locally.
+func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, info tools.Info, a *tools.RunCommandArgs) (toolOutcome, error) {
+	dir, err := t.ws.Resolve(cmp.Or(a.Cwd, "."))
+	if err != nil {
+		return failed("%v", err), nil
+	}
+	ok, out, err := t.permit(ctx, call, info, commandScope(a.Command), "this command", nil)
+	if !ok || err != nil {
+		return out, err
+	}
+	timeout := t.agent.cfg.Tools.CommandTimeout
+	if a.TimeoutSeconds > 0 {
+		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, t.agent.cfg.Tools.MaxCommandTimeout)
+	}
+	if t.c.Capabilities().Terminal {
+		return t.runInTerminal(ctx, call, a.Command, dir, timeout)
+	}
+	t.inProgress(ctx, call.ID, nil)
+	return t.runLocally(ctx, a.Command, dir, timeout)
+}
+
+func (t *turn) rel(path string) string {
+	if r, err := filepath.Rel(t.ws.Cwd(), path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+func locations(paths []string) []acp.ToolCallLocation {
+	if len(paths) == 0 {
+		return nil
+	}
+	out := make([]acp.ToolCallLocation, len(paths))
+	for i, p := range paths {
+		out[i] = acp.ToolCallLocation{Path: p}
+	}
+	return out
+}
+
+// rawInput is the call's arguments for the editor when they are a JSON
+// object; anything else is not sent.
+func rawInput(args string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if len(args) > maxToolOutputBytes || json.Unmarshal([]byte(args), &obj) != nil {
+		return nil
+	}
+	return json.RawMessage(args)
+}
+
+func nonNil(c []acp.ToolCallContent) []acp.ToolCallContent {
+	if c == nil {
+		return []acp.ToolCallContent{}
+	}
+	return c
+}
+
+// capOutput bounds what one result adds to every later request.
+func capOutput(s string) string {
+	if len(s) <= maxToolOutputBytes {
+		return s
+	}
+	cut := maxToolOutputBytes
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", len(s)-cut)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	if strings.HasSuffix(word, "ch") {
+		return word + "es"
+	}
+	return word + "s"
+}
