@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/recovery"
 )
 
@@ -28,6 +29,8 @@ import (
 type Config struct {
 	Provider Provider `toml:"provider" json:"provider" jsonschema_description:"The OpenAI-compatible model provider."`
 	Recovery Recovery `toml:"recovery" json:"recovery" jsonschema_description:"How failed provider requests are retried and timed out."`
+	Agent    Agent    `toml:"agent" json:"agent" jsonschema_description:"The agent loop: steps per turn and instructions."`
+	Tools    Tools    `toml:"tools" json:"tools" jsonschema_description:"The tools the model may call."`
 	LogLevel string   `toml:"log_level" json:"log_level" jsonschema:"enum=debug,enum=info,enum=warn,enum=error,default=info" jsonschema_description:"Minimum level of the log written to stderr: debug, info, warn or error. Default info. Overridden by REBOUND_LOG_LEVEL and --log-level."`
 	StateDir string   `toml:"state_dir" json:"state_dir" jsonschema_description:"Absolute path of the directory holding session logs. Default $XDG_STATE_HOME/rebound, else ~/.local/state/rebound. Overridden by REBOUND_STATE_DIR and --state-dir."`
 
@@ -49,6 +52,20 @@ type Provider struct {
 	APIKey string `toml:"-" json:"-"`
 }
 
+// Agent configures the agent loop.
+type Agent struct {
+	MaxSteps            int    `toml:"max_steps" json:"max_steps" jsonschema:"minimum=1,maximum=1000,default=50" jsonschema_description:"Model requests (steps) one turn may make, 1 to 1000; a step that asks for tools is followed by another. The turn then stops with max_turn_requests. Default 50."`
+	Instructions        string `toml:"instructions" json:"instructions" jsonschema_description:"Text added to the built-in system prompt in every session (the project's AGENTS.md is added too). Default empty."`
+	ReplaceInstructions bool   `toml:"replace_instructions" json:"replace_instructions" jsonschema:"default=false" jsonschema_description:"Use agent.instructions instead of the built-in system prompt, not after it. Default false."`
+}
+
+// Tools configures the tools the model may call.
+type Tools struct {
+	CommandTimeout    Duration `toml:"command_timeout" json:"command_timeout" jsonschema_description:"How long run_command lets a command run when the model asks for no timeout, as a Go duration; then the command is killed. Default 2m."`
+	MaxCommandTimeout Duration `toml:"max_command_timeout" json:"max_command_timeout" jsonschema_description:"The longest timeout the model may ask run_command for, as a Go duration. Default 30m."`
+	OutputLimit       int      `toml:"output_limit" json:"output_limit" jsonschema:"minimum=1024,maximum=16777216,default=65536" jsonschema_description:"Bytes of a command's output kept for the model, 1024 to 16777216; the beginning and the end are kept when it prints more. Default 65536."`
+}
+
 // Recovery holds the settings of the transient-failure retry policy and of
 // the deadlines and watchdogs around provider requests.
 type Recovery struct {
@@ -58,7 +75,7 @@ type Recovery struct {
 	Jitter                float64    `toml:"jitter" json:"jitter" jsonschema:"minimum=0,maximum=1,default=0.1" jsonschema_description:"Each backoff is multiplied by a random factor in [1-jitter, 1+jitter]; between 0 and 1. Default 0.1."`
 	MaxRetryAfter         Duration   `toml:"max_retry_after" json:"max_retry_after" jsonschema_description:"Longest Retry-After from the provider that is honoured, as a Go duration; a longer one ends recovery at once. Default 10s."`
 	RetryableCodes        []string   `toml:"retryable_codes" json:"retryable_codes" jsonschema:"uniqueItems=true,enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN,default=RATE_LIMIT,default=OVERLOADED,default=SERVER,default=TIMEOUT,default=TRANSPORT,default=EMPTY_RESPONSE" jsonschema_description:"Failure codes that are retried: RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE, CONTEXT_OVERFLOW, AUTH, QUOTA, INVALID_REQUEST, PROTOCOL, ABORTED, UNKNOWN. Default RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE."`
-	TurnDeadline          Duration   `toml:"turn_deadline" json:"turn_deadline" jsonschema_description:"Longest time one prompt turn may take, retries included, as a Go duration. Default 5m."`
+	RequestDeadline       Duration   `toml:"request_deadline" json:"request_deadline" jsonschema_description:"Longest time one step (one model request, its retries and the waits between them) may take, as a Go duration; a wait that would pass it is not started. Tools and permission prompts do not count. Default 5m."`
 	AttemptTimeout        Duration   `toml:"attempt_timeout" json:"attempt_timeout" jsonschema_description:"Longest time one provider request may take, as a Go duration; 0 means no limit. Default 0."`
 	FirstTokenTimeout     Duration   `toml:"first_token_timeout" json:"first_token_timeout" jsonschema_description:"Longest wait for the first streamed token of a request, as a Go duration. Default 90s."`
 	StreamIdleTimeout     Duration   `toml:"stream_idle_timeout" json:"stream_idle_timeout" jsonschema_description:"Longest gap between two streamed chunks, as a Go duration. Default 5m."`
@@ -142,7 +159,7 @@ func Default() Config {
 			Jitter:            0.1,
 			MaxRetryAfter:     Duration(10 * time.Second),
 			RetryableCodes:    []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"},
-			TurnDeadline:      Duration(5 * time.Minute),
+			RequestDeadline:   Duration(5 * time.Minute),
 			AttemptTimeout:    0,
 			FirstTokenTimeout: Duration(90 * time.Second),
 			StreamIdleTimeout: Duration(5 * time.Minute),
@@ -150,6 +167,13 @@ func Default() Config {
 			OverloadFallbackAfter: 3,
 			Overflow:              Overflow{Enabled: true, KeepRecentMessages: 2},
 			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
+		},
+		// The agent's own defaults, so they are stated once.
+		Agent: Agent{MaxSteps: agent.DefaultMaxSteps},
+		Tools: Tools{
+			CommandTimeout:    Duration(agent.DefaultCommandTimeout),
+			MaxCommandTimeout: Duration(agent.DefaultMaxCommandTimeout),
+			OutputLimit:       agent.DefaultOutputLimit,
 		},
 		LogLevel: defaultLogLevel,
 	}
@@ -211,7 +235,7 @@ func (c Config) Validate() error {
 		{"recovery.initial_delay", r.InitialDelay, ""},
 		{"recovery.max_delay", r.MaxDelay, ""},
 		{"recovery.max_retry_after", r.MaxRetryAfter, ""},
-		{"recovery.turn_deadline", r.TurnDeadline, ""},
+		{"recovery.request_deadline", r.RequestDeadline, ""},
 		{"recovery.attempt_timeout", r.AttemptTimeout, "no limit"},
 		{"recovery.first_token_timeout", r.FirstTokenTimeout, ""},
 		{"recovery.stream_idle_timeout", r.StreamIdleTimeout, ""},
@@ -266,6 +290,22 @@ func (c Config) Validate() error {
 		if rule.Action != "" && rule.Action != "retry" && rule.Action != "strip_images" {
 			bad(key+".action", "must be retry or strip_images, got %q", rule.Action)
 		}
+	}
+
+	if n := c.Agent.MaxSteps; n < 1 || n > 1000 {
+		bad("agent.max_steps", "must be between 1 and 1000, got %d", n)
+	}
+	if c.Tools.CommandTimeout <= 0 {
+		bad("tools.command_timeout", "must be a positive duration, got %s", c.Tools.CommandTimeout)
+	}
+	switch {
+	case c.Tools.MaxCommandTimeout <= 0:
+		bad("tools.max_command_timeout", "must be a positive duration, got %s", c.Tools.MaxCommandTimeout)
+	case c.Tools.MaxCommandTimeout < c.Tools.CommandTimeout:
+		bad("tools.max_command_timeout", "must be at least tools.command_timeout (%s), got %s", c.Tools.CommandTimeout, c.Tools.MaxCommandTimeout)
+	}
+	if n := c.Tools.OutputLimit; n < 1024 || n > 16<<20 {
+		bad("tools.output_limit", "must be between 1024 and 16777216 bytes, got %d", n)
 	}
 
 	if !slices.Contains(logLevels, c.LogLevel) {

@@ -27,7 +27,7 @@ func TestDefault(t *testing.T) {
 			Jitter:            0.1,
 			MaxRetryAfter:     config.Duration(10 * time.Second),
 			RetryableCodes:    []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"},
-			TurnDeadline:      config.Duration(5 * time.Minute),
+			RequestDeadline:   config.Duration(5 * time.Minute),
 			AttemptTimeout:    0,
 			FirstTokenTimeout: config.Duration(90 * time.Second),
 			StreamIdleTimeout: config.Duration(5 * time.Minute),
@@ -36,6 +36,8 @@ func TestDefault(t *testing.T) {
 			Overflow:              config.Overflow{Enabled: true, KeepRecentMessages: 2},
 			Truncation:            config.Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
+		Agent:    config.Agent{MaxSteps: 50},
+		Tools:    config.Tools{CommandTimeout: config.Duration(2 * time.Minute), MaxCommandTimeout: config.Duration(30 * time.Minute), OutputLimit: 65536},
 		LogLevel: "info",
 	}
 	got := config.Default()
@@ -77,7 +79,11 @@ func TestConfig_Validate(t *testing.T) {
 		{"negative attempt timeout", func(c *config.Config) { c.Recovery.AttemptTimeout = -1 }, "recovery.attempt_timeout", "must not be negative"},
 		{"zero first token", func(c *config.Config) { c.Recovery.FirstTokenTimeout = 0 }, "recovery.first_token_timeout", "positive"},
 		{"zero idle", func(c *config.Config) { c.Recovery.StreamIdleTimeout = 0 }, "recovery.stream_idle_timeout", "positive"},
-		{"zero deadline", func(c *config.Config) { c.Recovery.TurnDeadline = 0 }, "recovery.turn_deadline", "positive"},
+		{"zero deadline", func(c *config.Config) { c.Recovery.RequestDeadline = 0 }, "recovery.request_deadline", "positive"},
+		{"zero max steps", func(c *config.Config) { c.Agent.MaxSteps = 0 }, "agent.max_steps", "between 1 and 1000"},
+		{"zero command timeout", func(c *config.Config) { c.Tools.CommandTimeout = 0 }, "tools.command_timeout", "positive"},
+		{"max command timeout below the default", func(c *config.Config) { c.Tools.MaxCommandTimeout = config.Duration(time.Second) }, "tools.max_command_timeout", "at least tools.command_timeout"},
+		{"tiny output limit", func(c *config.Config) { c.Tools.OutputLimit = 10 }, "tools.output_limit", "between 1024 and 16777216"},
 		{"zero retry after", func(c *config.Config) { c.Recovery.MaxRetryAfter = 0 }, "recovery.max_retry_after", "positive"},
 		{"lower-case code", func(c *config.Config) { c.Recovery.RetryableCodes = []string{"server"} }, "recovery.retryable_codes", `unknown code "server"`},
 		{"log level", func(c *config.Config) { c.LogLevel = "INFO" }, "log_level", `must be one of debug, info, warn, error, got "INFO"`},
@@ -152,7 +158,7 @@ func TestDuration_JSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"initial_delay":"500ms"`, `"attempt_timeout":"0s"`, `"turn_deadline":"5m0s"`} {
+	for _, want := range []string{`"initial_delay":"500ms"`, `"attempt_timeout":"0s"`, `"request_deadline":"5m0s"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("json.Marshal(Recovery) = %s, want it to contain %s", b, want)
 		}

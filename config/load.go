@@ -376,6 +376,9 @@ func fieldByKey(t reflect.Type, name string) (reflect.StructField, bool) {
 // probably meant something else. It never repeats the value, which might be
 // a secret (api_key).
 func unknownKey(t reflect.Type, name string, prefix toml.Key) string {
+	if to, ok := renamedKeys[append(slices.Clone(prefix), name).String()]; ok {
+		return "renamed: this key is now " + to + "; rename it in the file"
+	}
 	if len(prefix) == 1 && prefix[0] == "provider" && strings.Contains(strings.ToLower(name), "key") && name != "api_key_env" {
 		return "unknown key; the API key is read from the environment variable named by provider.api_key_env (default " + defaultAPIKeyEnv + ")"
 	}
@@ -395,6 +398,14 @@ func unknownKey(t reflect.Type, name string, prefix toml.Key) string {
 		}
 	}
 	return fmt.Sprintf("%s; known keys are %s", what, strings.Join(known, ", "))
+}
+
+// renamedKeys are keys of earlier versions and their names now, so an old
+// file stops start-up with the fix rather than a bare "unknown key".
+var renamedKeys = map[string]string{
+	// The deadline bounds recovery of one model request, not a whole turn
+	// of many requests and tools.
+	"recovery.turn_deadline": "recovery.request_deadline",
 }
 
 // editDistance is the Levenshtein distance, for "did you mean" hints.

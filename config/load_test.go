@@ -166,7 +166,7 @@ max_delay = "30s"
 jitter = 0
 max_retry_after = "1m"
 retryable_codes = ["RATE_LIMIT", "UNKNOWN"]
-turn_deadline = "10m"
+request_deadline = "10m"
 attempt_timeout = "2m"
 first_token_timeout = "1m"
 stream_idle_timeout = "30s"
@@ -190,6 +190,16 @@ max_retries = 1
 match = "code=insufficient_quota"
 delay = "1m"
 max_retries = 0
+
+[agent]
+max_steps = 20
+instructions = "Answer in French."
+replace_instructions = true
+
+[tools]
+command_timeout = "30s"
+max_command_timeout = "5m"
+output_limit = 4096
 `)
 	got, err := config.Load(config.Flags{ConfigPath: &path}, env{"LOCAL_KEY": "k"}.get, dir)
 	if err != nil {
@@ -210,7 +220,7 @@ max_retries = 0
 			Jitter:            0,
 			MaxRetryAfter:     config.Duration(time.Minute),
 			RetryableCodes:    []string{"RATE_LIMIT", "UNKNOWN"},
-			TurnDeadline:      config.Duration(10 * time.Minute),
+			RequestDeadline:   config.Duration(10 * time.Minute),
 			AttemptTimeout:    config.Duration(2 * time.Minute),
 			FirstTokenTimeout: config.Duration(time.Minute),
 			StreamIdleTimeout: config.Duration(30 * time.Second),
@@ -224,6 +234,8 @@ max_retries = 0
 				{Match: "code=insufficient_quota", Delay: config.Duration(time.Minute), MaxRetries: 0},
 			},
 		},
+		Agent:    config.Agent{MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true},
+		Tools:    config.Tools{CommandTimeout: config.Duration(30 * time.Second), MaxCommandTimeout: config.Duration(5 * time.Minute), OutputLimit: 4096},
 		LogLevel: "warn",
 		StateDir: "/var/lib/rebound",
 		Source:   path,
@@ -398,7 +410,7 @@ func TestLoad_FileErrors(t *testing.T) {
 		{"unknown key", "[provider]\nmodle = \"x\"\n", "provider.modle", `unknown key (did you mean "model"?)`},
 		{"key in wrong case", "[provider]\nModel = \"x\"\n", "provider.Model", "unknown key"},
 		{"unknown table", "[providers]\nmodel = \"x\"\n", "providers", "unknown key or table"},
-		{"unknown top-level key", "verbose = true\n", "verbose", "unknown key or table; known keys are provider, recovery, log_level, state_dir"},
+		{"unknown top-level key", "verbose = true\n", "verbose", "unknown key or table; known keys are provider, recovery, agent, tools, log_level, state_dir"},
 		{"unknown nested table", "[provider.extra]\na = 1\n", "provider.extra", "unknown key"},
 		{"unknown recovery key", "[recovery]\nretries = 3\n", "recovery.retries", "unknown key"},
 		{"table is a string", "provider = \"x\"\n", "provider", `must be a table, got string "x"`},
@@ -414,7 +426,8 @@ func TestLoad_FileErrors(t *testing.T) {
 		{"max_retries negative", "[recovery]\nmax_retries = -1\n", "recovery.max_retries", "got -1"},
 		{"initial_delay above max_delay", "[recovery]\ninitial_delay = \"20s\"\nmax_delay = \"10s\"\n", "recovery.initial_delay", "must not exceed recovery.max_delay (10s), got 20s"},
 		{"max_delay below default initial_delay", "[recovery]\nmax_delay = \"100ms\"\n", "recovery.initial_delay", "must not exceed recovery.max_delay (100ms), got 500ms"},
-		{"bad duration", "[recovery]\nturn_deadline = \"5 parsecs\"\n", "recovery.turn_deadline", `must be a duration such as "500ms" or "1m30s", got "5 parsecs"`},
+		{"bad duration", "[recovery]\nrequest_deadline = \"5 parsecs\"\n", "recovery.request_deadline", `must be a duration such as "500ms" or "1m30s", got "5 parsecs"`},
+		{"renamed key", "[recovery]\nturn_deadline = \"5m\"\n", "recovery.turn_deadline", "renamed: this key is now recovery.request_deadline; rename it in the file"},
 		{"duration as integer", "[recovery]\ninitial_delay = 500\n", "recovery.initial_delay", "must be a string such as \"500ms\", got integer 500"},
 		{"negative duration", "[recovery]\nmax_delay = \"-1s\"\n", "recovery.max_delay", "must be a positive duration, got -1s"},
 		{"zero first_token_timeout", "[recovery]\nfirst_token_timeout = \"0s\"\n", "recovery.first_token_timeout", "must be a positive duration"},

@@ -13,14 +13,14 @@ import (
 
 // Config is everything recovery needs for one turn.
 type Config struct {
-	Policy         Policy        // the default, transient policy
-	Rules          []Rule        // tried first, in order; the first match owns the failure
-	Overflow       bool          // compact once on CONTEXT_OVERFLOW
-	FallbackModel  string        // "" = no overload fallback
-	FallbackAfter  int           // consecutive OVERLOADED failures before switching
-	TurnDeadline   time.Duration // whole turn, retries and waits included; 0 = none
-	AttemptTimeout time.Duration // one provider request; 0 = none
-	Watchdog       Timeouts
+	Policy          Policy        // the default, transient policy
+	Rules           []Rule        // tried first, in order; the first match owns the failure
+	Overflow        bool          // compact once on CONTEXT_OVERFLOW
+	FallbackModel   string        // "" = no overload fallback
+	FallbackAfter   int           // consecutive OVERLOADED failures before switching
+	RequestDeadline time.Duration // one logical request: its attempts and the waits between them; 0 = none
+	AttemptTimeout  time.Duration // one provider request; 0 = none
+	Watchdog        Timeouts
 }
 
 // Action is what a retry changes in the next request.
@@ -127,10 +127,10 @@ func plural(n int, word string) string {
 }
 
 // Executor runs attempts of one logical request until one succeeds, the
-// policy gives up, the turn deadline would pass, or ctx is cancelled.
+// policy gives up, the request deadline would pass, or ctx is cancelled.
 type Executor struct {
 	Config Config
-	Start  time.Time // when the turn began; the deadline counts from here
+	Start  time.Time // when the logical request began; the deadline counts from here
 }
 
 // Do runs attempt until it succeeds. A cancelled ctx returns the attempt's
@@ -138,8 +138,8 @@ type Executor struct {
 // the sequence is a *GiveUpError.
 func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt func(ctx context.Context) error) error {
 	var deadline time.Time
-	if e.Config.TurnDeadline > 0 {
-		deadline = e.Start.Add(e.Config.TurnDeadline)
+	if e.Config.RequestDeadline > 0 {
+		deadline = e.Start.Add(e.Config.RequestDeadline)
 	}
 	used := maps.Clone(chain.Used)
 	if used == nil {
@@ -176,8 +176,8 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 		// time: fail now rather than sleep into a certain timeout.
 		if !deadline.IsZero() && !time.Now().Add(d.Delay).Before(deadline) {
 			return giveUp(&Failure{Code: Timeout, Message: fmt.Sprintf(
-				"waiting %s to retry would pass the turn deadline (%s) after: %s", d.Delay, e.Config.TurnDeadline, f.Summary()),
-				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the turn deadline (%s)", d.Delay, e.Config.TurnDeadline), err)
+				"waiting %s to retry would pass the request deadline (%s) after: %s", d.Delay, e.Config.RequestDeadline, f.Summary()),
+				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the request deadline (%s)", d.Delay, e.Config.RequestDeadline), err)
 		}
 		id := chain.ID
 		if id == "" {

@@ -193,42 +193,42 @@ func TestExecutor_Do(t *testing.T) {
 			},
 		},
 		{
-			name:   "a wait past the turn deadline fails at once",
-			config: recovery.Config{Policy: testPolicy, TurnDeadline: 2 * time.Second},
+			name:   "a wait past the request deadline fails at once",
+			config: recovery.Config{Policy: testPolicy, RequestDeadline: 2 * time.Second},
 			errs:   []error{rateLimitedAfter("3")},
 			wantAt: []time.Duration{0},
-			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 3s would pass the turn deadline (2s)", Attempts: 1,
-				Message: "The provider did not answer in time; retrying in 3s would pass the turn deadline (2s)"},
+			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 3s would pass the request deadline (2s)", Attempts: 1,
+				Message: "The provider did not answer in time; retrying in 3s would pass the request deadline (2s)"},
 		},
 		{
-			name:   "the turn deadline stops a later retry",
-			config: recovery.Config{Policy: testPolicy, TurnDeadline: time.Second},
+			name:   "the request deadline stops a later retry",
+			config: recovery.Config{Policy: testPolicy, RequestDeadline: time.Second},
 			errs:   []error{rateLimited(), rateLimited()},
 			wantAt: []time.Duration{0, 500 * ms},
 			want: []call{
 				{Kind: "Scheduled", At: 0, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
 				{Kind: "Started", At: 500 * ms, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
 			},
-			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the turn deadline (1s)", Attempts: 2, Retries: 1, Elapsed: 500 * ms,
-				Message: "The provider did not answer in time; retrying in 1s would pass the turn deadline (1s)"},
+			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (1s)", Attempts: 2, Retries: 1, Elapsed: 500 * ms,
+				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (1s)"},
 		},
 		{
 			// Waiting until exactly the deadline would leave the retry no
 			// time at all: it could only fail.
-			name:   "a wait ending exactly at the turn deadline fails at once",
-			config: recovery.Config{Policy: testPolicy, TurnDeadline: 1500 * ms},
+			name:   "a wait ending exactly at the request deadline fails at once",
+			config: recovery.Config{Policy: testPolicy, RequestDeadline: 1500 * ms},
 			errs:   []error{rateLimited(), rateLimited()},
 			wantAt: []time.Duration{0, 500 * ms},
 			want: []call{
 				{Kind: "Scheduled", At: 0, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
 				{Kind: "Started", At: 500 * ms, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
 			},
-			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the turn deadline (1.5s)", Attempts: 2, Retries: 1, Elapsed: 500 * ms,
-				Message: "The provider did not answer in time; retrying in 1s would pass the turn deadline (1.5s)"},
+			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (1.5s)", Attempts: 2, Retries: 1, Elapsed: 500 * ms,
+				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (1.5s)"},
 		},
 		{
-			name:   "a wait ending before the turn deadline goes ahead",
-			config: recovery.Config{Policy: testPolicy, TurnDeadline: 1501 * ms},
+			name:   "a wait ending before the request deadline goes ahead",
+			config: recovery.Config{Policy: testPolicy, RequestDeadline: 1501 * ms},
 			errs:   []error{rateLimited(), rateLimited()},
 			wantAt: []time.Duration{0, 500 * ms, 1500 * ms},
 			want: []call{
@@ -436,18 +436,18 @@ func TestExecutor_DoAttemptTimeout(t *testing.T) {
 				Message: "The provider did not answer in time; gave up after 1 attempt in 30.0s"},
 		},
 		{
-			name:   "the turn deadline comes first",
-			config: recovery.Config{Policy: testPolicy, AttemptTimeout: 30 * time.Second, TurnDeadline: 20 * time.Second},
+			name:   "the request deadline comes first",
+			config: recovery.Config{Policy: testPolicy, AttemptTimeout: 30 * time.Second, RequestDeadline: 20 * time.Second},
 			want:   []window{{0, 20 * time.Second}},
-			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 500ms would pass the turn deadline (20s)", Attempts: 1, Elapsed: 20 * time.Second,
-				Message: "The provider did not answer in time; retrying in 500ms would pass the turn deadline (20s)"},
+			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 500ms would pass the request deadline (20s)", Attempts: 1, Elapsed: 20 * time.Second,
+				Message: "The provider did not answer in time; retrying in 500ms would pass the request deadline (20s)"},
 		},
 		{
 			name:   "a retry gets what is left of the turn",
-			config: recovery.Config{Policy: testPolicy, AttemptTimeout: 30 * time.Second, TurnDeadline: 45 * time.Second},
+			config: recovery.Config{Policy: testPolicy, AttemptTimeout: 30 * time.Second, RequestDeadline: 45 * time.Second},
 			want:   []window{{0, 30 * time.Second}, {30500 * time.Millisecond, 45 * time.Second}},
-			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the turn deadline (45s)", Attempts: 2, Retries: 1, Elapsed: 45 * time.Second,
-				Message: "The provider did not answer in time; retrying in 1s would pass the turn deadline (45s)"},
+			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (45s)", Attempts: 2, Retries: 1, Elapsed: 45 * time.Second,
+				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (45s)"},
 		},
 	}
 	for _, tt := range tests {
@@ -532,7 +532,7 @@ func TestExecutor_DoRequestsThroughProvider(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
 				p, m := newProvider(t, &tt.script)
-				cfg := recovery.Config{Policy: testPolicy, AttemptTimeout: time.Minute, TurnDeadline: 10 * time.Minute,
+				cfg := recovery.Config{Policy: testPolicy, AttemptTimeout: time.Minute, RequestDeadline: 10 * time.Minute,
 					Watchdog: recovery.Timeouts{FirstToken: 10 * time.Second, Idle: 5 * time.Second}}
 				if tt.noWatchdog {
 					cfg.Watchdog = recovery.Timeouts{}

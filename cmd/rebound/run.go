@@ -176,8 +176,16 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
 		},
 		Overflow: agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages},
-		Version:  version(),
-		Logger:   log.With().Str("component", "agent").Logger(),
+		MaxSteps: cfg.Agent.MaxSteps,
+		Tools: agent.Tools{
+			CommandTimeout:    time.Duration(cfg.Tools.CommandTimeout),
+			MaxCommandTimeout: time.Duration(cfg.Tools.MaxCommandTimeout),
+			OutputLimit:       cfg.Tools.OutputLimit,
+		},
+		Instructions:        cfg.Agent.Instructions,
+		ReplaceInstructions: cfg.Agent.ReplaceInstructions,
+		Version:             version(),
+		Logger:              log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
 	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta()})
@@ -226,12 +234,12 @@ func recoveryConfig(r config.Recovery) recovery.Config {
 			MaxRetryAfter: time.Duration(r.MaxRetryAfter),
 			Retryable:     codes,
 		},
-		Rules:          rules,
-		Overflow:       r.Overflow.Enabled,
-		FallbackModel:  r.FallbackModel,
-		FallbackAfter:  r.OverloadFallbackAfter,
-		TurnDeadline:   time.Duration(r.TurnDeadline),
-		AttemptTimeout: time.Duration(r.AttemptTimeout),
-		Watchdog:       recovery.Timeouts{FirstToken: time.Duration(r.FirstTokenTimeout), Idle: time.Duration(r.StreamIdleTimeout)},
+		Rules:           rules,
+		Overflow:        r.Overflow.Enabled,
+		FallbackModel:   r.FallbackModel,
+		FallbackAfter:   r.OverloadFallbackAfter,
+		RequestDeadline: time.Duration(r.RequestDeadline),
+		AttemptTimeout:  time.Duration(r.AttemptTimeout),
+		Watchdog:        recovery.Timeouts{FirstToken: time.Duration(r.FirstTokenTimeout), Idle: time.Duration(r.StreamIdleTimeout)},
 	}
 }
