@@ -60,8 +60,8 @@ type toolOutcome struct {
 	status  string // session.ToolCompleted, ToolFailed or ToolAborted
 	output  string // what the model reads
 	content []acp.ToolCallContent
-	// live is shown to the editor instead of content when set (a terminal
-	// that the log cannot replay).
+	// live is what the editor was shown while the call ran (a terminal the
+	// log cannot replay); content then is what a replay shows instead.
 	live []acp.ToolCallContent
 }
 
@@ -118,27 +118,32 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 		Kind: acp.ToolKind(info.Kind), Status: acp.ToolStatusPending, Locations: locations(info.Locations), RawInput: rawInput(call.Arguments),
 	})
 	var out toolOutcome
+	var runErr error // the user cancelled during the call
 	if perr != nil {
 		out = failed("%v", perr)
 	} else {
-		var err error
-		out, err = t.dispatch(ctx, call, info, args)
-		if err != nil {
-			return err
+		out, runErr = t.dispatch(ctx, call, info, args)
+		if runErr != nil && out.status == "" {
+			return runErr // the log failed: nothing more can be recorded
 		}
 	}
 	if err := t.recordResult(call.ID, out); err != nil {
-		return err
+		return errors.Join(runErr, err)
 	}
-	shown := out.content
+	// A live terminal is already embedded (and now released): leave the
+	// content as the editor has it.
+	shown := nonNil(out.content)
 	if out.live != nil {
-		shown = out.live
+		shown = nil
 	}
 	status := acp.ToolStatusCompleted
 	if out.status != session.ToolCompleted {
 		status = acp.ToolStatusFailed
 	}
-	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: call.ID, Status: status, ToolContent: nonNil(shown)})
+	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: call.ID, Status: status, ToolContent: shown})
+	if runErr != nil {
+		return runErr
+	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -150,9 +155,10 @@ func (t *turn) recordResult(id string, out toolOutcome) error {
 	if len(out.content) > 0 {
 		res.Content = mustJSON(out.content)
 	}
-	if _, err := t.s.append(session.TypeToolResult, res); err != nil {
+	if _, err := t.s.appendSync(session.TypeToolResult, res); err != nil {
 		return fmt.Errorf("record tool result: %w", err)
 	}
+	delete(t.pending, id)
 	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: res.Output})
 	return nil
 }
@@ -243,7 +249,7 @@ func (t *turn) readForChange(ctx context.Context, path string, mayCreate bool) (
 // change asks permission for a write or edit, showing the diff, and writes.
 func (t *turn) change(ctx context.Context, call session.MessageToolCall, info tools.Info, path string, old *string, updated string) (toolOutcome, error) {
 	diff := []acp.ToolCallContent{acp.ContentDiff(path, old, updated)}
-	ok, out, err := t.permit(ctx, call, info, scopeEdits, "edits to files", diff)
+	ok, out, err := t.permit(ctx, call, info, scopeEdits, diff)
 	if !ok || err != nil {
 		return out, err
 	}
@@ -303,17 +309,18 @@ func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome
 // permit asks the user, unless a standing answer covers scope. ok reports
 // whether the call may go ahead; when it may not, out is its result, and err
 // is set when the user cancelled the turn instead of answering.
-func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope, what string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
+func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
+	always, never, declined, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
+		"The user declined this change.", "The user has declined all edits for this session."
+	if scope != scopeEdits {
+		always, never, declined, declinedAlways = "Always allow this command", "Always reject this command",
+			"The user declined to run this command.", "The user has declined this command for this session."
+	}
 	switch t.s.rules[scope] {
 	case session.AllowAlways:
 		return true, toolOutcome{}, nil
 	case session.RejectAlways:
-		return false, failed("The user has declined %s for this session; do not try again. Ask the user how to proceed instead.", what), nil
-	}
-	always := "Always allow " + what + " in this session"
-	never := "Always reject " + what + " in this session"
-	if strings.HasPrefix(scope, tools.RunCommand+":") {
-		always, never = "Always allow this command", "Always reject this command"
+		return false, failed("%s Do not try again; continue without it or ask the user how to proceed.", declinedAlways), nil
 	}
 	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionID: t.s.id,
@@ -348,7 +355,7 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 		if outcome == session.RejectAlways {
 			t.s.rules[scope] = outcome
 		}
-		return false, failed("The user declined this %s. Do not retry it; continue without it or ask the user what to do.", strings.TrimSuffix(what, "s")), nil
+		return false, failed("%s Do not retry it; continue without it or ask the user what to do.", declined), nil
 	}
 	t.cancelled = true
 	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
@@ -368,7 +375,7 @@ func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, inf
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, commandScope(a.Command), "this command", nil)
+	ok, out, err := t.permit(ctx, call, info, commandScope(a.Command), nil)
 	if !ok || err != nil {
 		return out, err
 	}

@@ -76,6 +76,12 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 // settle appends turn/end whatever happened: the log's promise is that every
 // turn/start has one.
 func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
+	// Whatever ended the turn early, every call gets its result first.
+	for id := range t.pending {
+		if err := t.recordResult(id, toolOutcome{status: session.ToolAborted, output: notRunOutput}); err != nil {
+			a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Str("toolCall", id).Msg("could not record a tool result")
+		}
+	}
 	end := session.TurnEnd{Turn: t.number, StopReason: string(resp.StopReason)}
 	if runErr != nil {
 		if t.cancelled {
@@ -104,13 +110,14 @@ type turn struct {
 	ws        *tools.Workspace
 	number    int
 	start     time.Time
-	history   []llm.Message // system prompt and the session's history, as the model gets it
-	prompt    llm.Message   // this turn's user message
-	exchange  []llm.Message // this turn's committed replies and tool results so far
-	requests  int           // logical requests (steps of the agent loop) made
-	model     string        // the fallback policy may switch it for this turn
-	maxTokens int           // the truncation policy may raise it for this turn
-	parts     []part        // truncated parts of the reply being continued
+	history   []llm.Message   // system prompt and the session's history, as the model gets it
+	prompt    llm.Message     // this turn's user message
+	exchange  []llm.Message   // this turn's committed replies and tool results so far
+	pending   map[string]bool // tool calls of the last committed reply without a result
+	requests  int             // logical requests (steps of the agent loop) made
+	model     string          // the fallback policy may switch it for this turn
+	maxTokens int             // the truncation policy may raise it for this turn
+	parts     []part          // truncated parts of the reply being continued
 	steps     int
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
@@ -330,6 +337,10 @@ func (t *turn) commit(ctx context.Context, parts []part, calls []session.Message
 		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	t.exchange = append(t.exchange, am)
+	t.pending = map[string]bool{}
+	for _, c := range calls {
+		t.pending[c.ID] = true
+	}
 	if err := t.endStep(session.OutcomeOK); err != nil {
 		return err
 	}

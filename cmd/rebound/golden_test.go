@@ -56,6 +56,8 @@ type scenario struct {
 	env    map[string]string
 	config string            // config.toml
 	files  map[string][]byte // cwd/<path> sections: the project tree, made under $CWD
+	links  [][2]string       // symlinks section: "path target" lines, path under $CWD
+	state  map[string][]byte // state/<path> sections: files put in the state dir first (a log left by a crash)
 }
 
 // goldenConfig is used when a scenario has no config.toml: the defaults, but
@@ -68,13 +70,25 @@ func parseScenario(t *testing.T, path string) scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}, config: goldenConfig, files: map[string][]byte{}}
+	sc := scenario{env: map[string]string{"OPENAI_API_KEY": "sk-test-key"}, config: goldenConfig, files: map[string][]byte{}, state: map[string][]byte{}}
 	for _, f := range ar.Files {
 		if rel, ok := strings.CutPrefix(f.Name, "cwd/"); ok {
 			sc.files[rel] = f.Data
 			continue
 		}
+		if rel, ok := strings.CutPrefix(f.Name, "state/"); ok {
+			sc.state[rel] = f.Data
+			continue
+		}
 		switch f.Name {
+		case "symlinks":
+			for line := range strings.SplitSeq(strings.TrimSpace(string(f.Data)), "\n") {
+				path, target, ok := strings.Cut(line, " ")
+				if !ok {
+					t.Fatalf("%s: symlinks: want \"path target\", got %q", path, line)
+				}
+				sc.links = append(sc.links, [2]string{path, target})
+			}
 		case "script.json":
 			if sc.script, err = mockprovider.ParseScript(f.Data); err != nil {
 				t.Fatalf("%s: script.json: %v", path, err)
@@ -207,6 +221,20 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			t.Fatal(err)
 		}
 	}
+	for _, l := range sc.links {
+		if err := os.Symlink(strings.ReplaceAll(l[1], "$CWD", cwd), filepath.Join(cwd, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rel, data := range sc.state {
+		path := filepath.Join(stateDir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(data), "$CWD", cwd)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	home := t.TempDir()
 	configPath := filepath.Join(home, "config.toml")
 	if err := os.WriteFile(configPath, []byte(sc.config), 0o600); err != nil {
@@ -304,7 +332,9 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			default:
 				answer = `{"result":` + answer + `}`
 			}
-			mustDecode(answer)
+			if answer != "hold" {
+				mustDecode(answer)
+			}
 			tr.mu.Lock()
 			tr.replies[method] = append(tr.replies[method], answer)
 			tr.mu.Unlock()
@@ -364,7 +394,12 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		}
 		events = append(events, loaded.Events...)
 	}
-	checkPromises(t, tr.lines, events, len(mock.Requests()))
+	// Steps of a log the scenario put in place were never sent here.
+	seeded := 0
+	for _, data := range sc.state {
+		seeded += strings.Count(string(data), `"type":"step/start"`)
+	}
+	checkPromises(t, tr.lines, events, len(mock.Requests())+seeded)
 	for method, queue := range tr.replies {
 		if len(queue) > 0 {
 			t.Errorf("%d scripted replies to %s were never asked for", len(queue), method)

@@ -457,3 +457,38 @@ func TestServe_CloseEndsStalledStreams(t *testing.T) {
 		t.Errorf("second Close() = %v", err)
 	}
 }
+
+// TestMock_StrictAlternation: with strict_alternation the mock refuses, with
+// 400 and without consuming a step, what a strict provider refuses.
+func TestMock_StrictAlternation(t *testing.T) {
+	tests := []struct {
+		name     string
+		messages string
+		want     string // "" = accepted
+	}{
+		{"alternating with tool results", `[{"role":"system","content":"s"},{"role":"user","content":"a"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"assistant","content":"ok"},{"role":"user","content":"b"}]`, ""},
+		{"two user messages", `[{"role":"user","content":"a"},{"role":"user","content":"b"}]`, "messages[1]: two user messages in a row"},
+		{"starts with assistant", `[{"role":"system","content":"s"},{"role":"assistant","content":"a"}]`, "messages[1]: the conversation must start with a user message"},
+		{"unanswered call", `[{"role":"user","content":"a"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"b"}]`, `messages[2]: tool call "c1" has no tool message answering it`},
+		{"user right after tool results", `[{"role":"user","content":"a"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"r"},{"role":"user","content":"b"}]`, "messages[3]: a user message right after tool results; the assistant must reply first"},
+		{"stray tool message", `[{"role":"user","content":"a"},{"role":"tool","tool_call_id":"c9","content":"r"}]`, "messages[1]: a tool message that answers no tool call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Text: "fine"}}, StrictAlternation: true})
+			resp, body := do(t, t.Context(), m, "POST", "/v1/chat/completions", `{"model":"m","stream":true,"messages":`+tt.messages+`}`)
+			if tt.want == "" {
+				if resp.StatusCode != 200 || m.Requests()[0].Step != 0 {
+					t.Fatalf("status %d, step %d; want 200 from step 0: %s", resp.StatusCode, m.Requests()[0].Step, body)
+				}
+				return
+			}
+			if resp.StatusCode != 400 || !strings.Contains(strings.ReplaceAll(string(body), `\"`, `"`), tt.want) {
+				t.Errorf("status %d, body %s; want 400 saying %q", resp.StatusCode, body, tt.want)
+			}
+			if m.Requests()[0].Step != -1 {
+				t.Errorf("a refused request consumed step %d", m.Requests()[0].Step)
+			}
+		})
+	}
+}
