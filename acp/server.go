@@ -239,7 +239,7 @@ func (s *Server) newSession(ctx context.Context, req *jsonrpc2.Request) (_ NewSe
 	if err := decodeParams(req, &p, true); err != nil {
 		return NewSessionResponse{}, err
 	}
-	if err := checkCwd(p.Cwd); err != nil {
+	if err := checkCwd(p.Cwd, p.AdditionalDirectories); err != nil {
 		return NewSessionResponse{}, err
 	}
 	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
@@ -256,7 +256,7 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		err = NewInvalidParams("sessionId is required")
 	}
 	if err == nil {
-		err = checkCwd(p.Cwd)
+		err = checkCwd(p.Cwd, p.AdditionalDirectories)
 	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
@@ -547,12 +547,19 @@ func jsonKind(t reflect.Type) string {
 	return "a valid " + t.String()
 }
 
-func checkCwd(cwd string) error {
+// checkCwd checks the session's directories: tools resolve paths against
+// them, so they must be absolute.
+func checkCwd(cwd string, additional []string) error {
 	switch {
 	case cwd == "":
 		return NewInvalidParams("cwd is required")
 	case !filepath.IsAbs(cwd):
 		return NewInvalidParams("cwd must be an absolute path, got %q", cwd)
+	}
+	for i, d := range additional {
+		if !filepath.IsAbs(d) {
+			return NewInvalidParams("additionalDirectories[%d] must be an absolute path, got %q", i, d)
+		}
 	}
 	return nil
 }

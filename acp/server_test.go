@@ -431,6 +431,17 @@ func TestServer_SessionNew(t *testing.T) {
 			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: cwd must be an absolute path, got \"work\""}}`,
 		},
 		{
+			name:      "relative additional directory",
+			params:    map[string]any{"cwd": "/work", "additionalDirectories": []any{"/lib", "docs"}, "mcpServers": []any{}},
+			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: additionalDirectories[1] must be an absolute path, got \"docs\""}}`,
+		},
+		{
+			name:        "additional directories",
+			params:      map[string]any{"cwd": "/work", "additionalDirectories": []any{"/lib"}, "mcpServers": []any{}},
+			wantReply:   `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess-1"}}`,
+			wantRequest: &acp.NewSessionRequest{Cwd: "/work", AdditionalDirectories: []string{"/lib"}, McpServers: []json.RawMessage{}},
+		},
+		{
 			name:      "cwd missing",
 			params:    map[string]any{"mcpServers": []any{}},
 			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: cwd is required"}}`,
@@ -869,6 +880,7 @@ func TestServer_LoadSessionParams(t *testing.T) {
 	}{
 		{"sessionId missing", map[string]any{"cwd": "/w", "mcpServers": []any{}}, "Invalid params: sessionId is required"},
 		{"relative cwd", map[string]any{"sessionId": "s", "cwd": ".", "mcpServers": []any{}}, `Invalid params: cwd must be an absolute path, got "."`},
+		{"relative additional directory", map[string]any{"sessionId": "s", "cwd": "/w", "additionalDirectories": []any{"x"}, "mcpServers": []any{}}, `Invalid params: additionalDirectories[0] must be an absolute path, got "x"`},
 		{"unknown session", map[string]any{"sessionId": "gone", "cwd": "/w", "mcpServers": []any{}}, "Session not found: gone"},
 	}
 	for _, tt := range tests {

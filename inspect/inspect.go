@@ -148,9 +148,13 @@ type Failure struct {
 
 // Tool is a tool call of a committed step and how it ended.
 type Tool struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Status string `json:"status,omitempty"` // completed, failed, aborted; "" if the log has no result
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Title string `json:"title,omitempty"` // as the editor showed it; "" if the call was never dispatched
+	// Permission is the user's answer when one was asked: allow_once,
+	// allow_always, reject_once, reject_always or cancelled.
+	Permission string `json:"permission,omitempty"`
+	Status     string `json:"status,omitempty"` // completed, failed, aborted; "" if the log has no result
 }
 
 // How a retry's wait ended (Retry.Wait).
@@ -331,6 +335,9 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 			s.ReplyChars = utf8.RuneCountInString(d.Text)
 			s.ReasoningChars = utf8.RuneCountInString(d.Reasoning)
 			s.FinishReason, s.MessageID = d.FinishReason, d.MessageID
+			for _, tc := range d.ToolCalls {
+				s.Tools = append(s.Tools, Tool{ID: tc.ID, Name: tc.Name})
+			}
 		}
 	case session.TypeStepEnd:
 		d, err := decode[session.StepEnd](ev)
@@ -350,23 +357,24 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		if err != nil {
 			return err
 		}
-		if s := t.step(d.Step); s != nil {
-			s.Tools = append(s.Tools, Tool{ID: d.ToolCallID, Name: d.Name})
+		if tc := t.pendingTool(d.ToolCallID); tc != nil {
+			tc.Title = d.Title
+		}
+	case session.TypePermission:
+		d, err := decode[session.Permission](ev)
+		if err != nil {
+			return err
+		}
+		if tc := t.pendingTool(d.ToolCallID); tc != nil {
+			tc.Permission = d.Outcome
 		}
 	case session.TypeToolResult:
 		d, err := decode[session.ToolResult](ev)
 		if err != nil {
 			return err
 		}
-		// The latest call with this id: ids may repeat once answered.
-		for si := len(t.Steps) - 1; si >= 0; si-- {
-			tools := t.Steps[si].Tools
-			for ti := len(tools) - 1; ti >= 0; ti-- {
-				if tools[ti].ID == d.ToolCallID && tools[ti].Status == "" {
-					tools[ti].Status = d.Status
-					return nil
-				}
-			}
+		if tc := t.pendingTool(d.ToolCallID); tc != nil {
+			tc.Status = d.Status
 		}
 	case session.TypeLLMRetry:
 		d, err := decode[session.LLMRetry](ev)
@@ -557,4 +565,18 @@ func truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// pendingTool is the latest call with this id that has no result yet: ids
+// may repeat in later replies once answered.
+func (t *Turn) pendingTool(id string) *Tool {
+	for si := len(t.Steps) - 1; si >= 0; si-- {
+		tools := t.Steps[si].Tools
+		for ti := len(tools) - 1; ti >= 0; ti-- {
+			if tools[ti].ID == id && tools[ti].Status == "" {
+				return &tools[ti]
+			}
+		}
+	}
+	return nil
 }

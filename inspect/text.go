@@ -222,6 +222,9 @@ func notes(s *Step, sessionModel string, switched bool) []string {
 			if st == "" {
 				st = "no result"
 			}
+			if tc.Permission != "" {
+				st = strings.ReplaceAll(tc.Permission, "_", " ") + ", " + st
+			}
 			calls[i] = tc.Name + " (" + st + ")"
 		}
 		out = append(out, "tools: "+strings.Join(calls, ", "))

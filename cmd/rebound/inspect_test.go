@@ -18,7 +18,8 @@ import (
 // inspectScenarios are the golden scenarios whose logs `rebound inspect` is
 // pinned on: a plain turn, retries that recover, exhaustion, a cancel during
 // a wait, a watchdog timeout, a two-turn session, a compaction, a fallback and
-// a continued truncated reply.
+// a continued truncated reply; tool calls with permission answers, a cancel
+// during a permission request, and a retry in a later step.
 var inspectScenarios = []string{
 	"plain_turn",
 	"retry_429_then_drop",
@@ -31,6 +32,9 @@ var inspectScenarios = []string{
 	"overflow_compacted",
 	"overload_fallback",
 	"truncated_continued",
+	"tool_permission_always",
+	"tool_cancel_permission",
+	"tool_multistep_429",
 }
 
 // TestInspect_Golden runs `rebound inspect` (text and --json) on the session
