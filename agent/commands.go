@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,6 +109,13 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 	}
 	out.output = b.String()
 	out.content = []acp.ToolCallContent{acp.ContentText(fence(out.output))}
+	if out.status != session.ToolCompleted {
+		// The user sees the terminal; say how it ended beside it, while the
+		// terminal is still there to be shown (it is released next).
+		status := out.output[strings.LastIndex(strings.TrimRight(out.output, "\n"), "\n")+1:]
+		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: call.ID,
+			ToolContent: append(slices.Clip(live), acp.ContentText(status))})
+	}
 	if cancelled {
 		t.cancelled = true
 		return out, errCancelledDuringTool

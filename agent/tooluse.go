@@ -19,10 +19,12 @@ import (
 	"github.com/rebound-agent/rebound/session"
 )
 
-// Bounds on what one reply may ask for and what one result may carry.
+// Bounds on what one reply may ask for and what one result may carry. Each
+// tool caps its own output well below maxToolOutputBytes (read_file at 256
+// KiB, commands at tools.output_limit); this is the last line of defence.
 const (
 	maxToolCallsPerReply = 32
-	maxToolOutputBytes   = 64 << 10
+	maxToolOutputBytes   = 512 << 10
 )
 
 // Permission scopes: a standing answer for edits covers edit_file and
@@ -70,6 +72,12 @@ func failed(format string, args ...any) toolOutcome {
 	return toolOutcome{status: session.ToolFailed, output: msg, content: []acp.ToolCallContent{acp.ContentText(msg)}}
 }
 
+// declined is the result of a call the user said no to: the model is told
+// what to do about it, the user sees what they chose.
+func declined(forModel, forUser string) toolOutcome {
+	return toolOutcome{status: session.ToolFailed, output: forModel, content: []acp.ToolCallContent{acp.ContentText(forUser)}}
+}
+
 // useTools runs the calls of a committed reply one by one, in order. Every
 // call ends with a result in the log and in the model's next request; a
 // cancelled turn gives the calls it did not reach a result saying so.
@@ -103,7 +111,7 @@ func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
 // is an error; everything a tool does wrong is a result for the model.
 func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCall) error {
 	args, perr := tools.Parse(call.Name, call.Arguments)
-	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name}
+	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name + " (invalid call)"}
 	if perr == nil {
 		info = tools.Describe(t.ws, args)
 	}
@@ -223,6 +231,9 @@ func (t *turn) readText(ctx context.Context, path string) (string, error) {
 	if !t.c.Capabilities().FS.ReadTextFile {
 		return tools.LocalFS{}.ReadTextFile(ctx, path)
 	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s does not exist", t.rel(path))
+	}
 	res, err := t.c.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionID: t.s.id, Path: path})
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", t.rel(path), err)
@@ -310,17 +321,17 @@ func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome
 // whether the call may go ahead; when it may not, out is its result, and err
 // is set when the user cancelled the turn instead of answering.
 func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
-	always, never, declined, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
+	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
 		"The user declined this change.", "The user has declined all edits for this session."
 	if scope != scopeEdits {
-		always, never, declined, declinedAlways = "Always allow this command", "Always reject this command",
+		always, never, declinedText, declinedAlways = "Always allow this command", "Always reject this command",
 			"The user declined to run this command.", "The user has declined this command for this session."
 	}
 	switch t.s.rules[scope] {
 	case session.AllowAlways:
 		return true, toolOutcome{}, nil
 	case session.RejectAlways:
-		return false, failed("%s Do not try again; continue without it or ask the user how to proceed.", declinedAlways), nil
+		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
 	}
 	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionID: t.s.id,
@@ -355,7 +366,11 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 		if outcome == session.RejectAlways {
 			t.s.rules[scope] = outcome
 		}
-		return false, failed("%s Do not retry it; continue without it or ask the user what to do.", declined), nil
+		forUser := "Rejected"
+		if outcome == session.RejectAlways {
+			forUser = "Rejected, and will be for the rest of this session"
+		}
+		return false, declined(declinedText+" Do not retry it; continue without it or ask the user what to do.", forUser), nil
 	}
 	t.cancelled = true
 	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
@@ -425,16 +440,20 @@ func nonNil(c []acp.ToolCallContent) []acp.ToolCallContent {
 	return c
 }
 
-// capOutput bounds what one result adds to every later request.
+// capOutput bounds what one result adds to every later request, keeping its
+// beginning and its end (where a command's exit status is).
 func capOutput(s string) string {
 	if len(s) <= maxToolOutputBytes {
 		return s
 	}
-	cut := maxToolOutputBytes
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
+	head, tail := maxToolOutputBytes/2, len(s)-maxToolOutputBytes/2
+	for head > 0 && !isRuneStart(s[head]) {
+		head--
 	}
-	return s[:cut] + fmt.Sprintf("\n[output cut: %d more bytes not shown]", len(s)-cut)
+	for tail < len(s) && !isRuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + fmt.Sprintf("\n[... %d bytes of output omitted ...]\n", tail-head) + s[tail:]
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

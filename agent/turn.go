@@ -410,7 +410,7 @@ func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text s
 }
 
 // replay sends the committed conversation of a loaded session.
-func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.Message) error {
+func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message) error {
 	for _, m := range msgs {
 		switch m.Role {
 		case session.RoleUser:
@@ -442,7 +442,7 @@ func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.
 				}
 			}
 		case session.RoleTool:
-			if err := c.Update(ctx, sessionID, replayedToolCall(m)); err != nil {
+			if err := c.Update(ctx, sessionID, replayedToolCall(m, ws)); err != nil {
 				return err
 			}
 		}
@@ -453,15 +453,22 @@ func replay(ctx context.Context, c acp.Client, sessionID string, msgs []session.
 // replayedToolCall is a recorded tool call as the editor saw it last: its
 // title and kind, its final status, and what it showed (a command's output
 // as text, since its terminal is gone).
-func replayedToolCall(m session.Message) acp.SessionUpdate {
+func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate {
 	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: m.ToolCallID, Title: m.ToolName, Name: m.ToolName,
 		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}
 	if m.Status == session.ToolCompleted {
 		u.Status = acp.ToolStatusCompleted
 	}
-	if call := m.Call; call != nil {
-		u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), rawInput(call.Arguments)
+	call := m.Call
+	if call == nil {
+		// Never dispatched: describe it from what the model asked.
+		call = &session.ToolCall{Name: m.ToolName, Arguments: m.Arguments}
+		if args, err := tools.Parse(m.ToolName, m.Arguments); err == nil {
+			info := tools.Describe(ws, args)
+			call.Title, call.Kind, call.Locations = info.Title, info.Kind, info.Locations
+		}
 	}
+	u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), rawInput(call.Arguments)
 	var content []acp.ToolCallContent
 	if len(m.Content) == 0 || json.Unmarshal(m.Content, &content) != nil {
 		content = []acp.ToolCallContent{acp.ContentText(m.Text)}

@@ -45,6 +45,7 @@ type Message struct {
 	// nil when the call was never dispatched.
 	ToolCallID string
 	ToolName   string
+	Arguments  string // as the model wrote them
 	Status     string
 	Content    json.RawMessage
 	Call       *ToolCall
@@ -59,9 +60,9 @@ type Message struct {
 func Conversation(events []Event) ([]Message, error) {
 	c := newChecker("")
 	var msgs []Message
-	userAt := -1                    // index of the open turn's user message
-	calls := map[string]*ToolCall{} // dispatched calls of the open turn
-	names := map[string]string{}    // tool names asked for in the open turn
+	userAt := -1                          // index of the open turn's user message
+	calls := map[string]*ToolCall{}       // dispatched calls of the open turn
+	asked := map[string]MessageToolCall{} // tool calls asked for in the open turn
 	for _, ev := range events {
 		if err := c.check(ev); err != nil {
 			return nil, err
@@ -74,7 +75,7 @@ func Conversation(events []Event) ([]Message, error) {
 			}
 			userAt = len(msgs)
 			clear(calls)
-			clear(names)
+			clear(asked)
 			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
 		case TypeCompaction:
 			var d Compaction
@@ -88,7 +89,7 @@ func Conversation(events []Event) ([]Message, error) {
 				return nil, err
 			}
 			for _, tc := range d.ToolCalls {
-				names[tc.ID] = tc.Name
+				asked[tc.ID] = tc
 			}
 			msgs = append(msgs, Message{
 				Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
@@ -105,7 +106,7 @@ func Conversation(events []Event) ([]Message, error) {
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				return nil, err
 			}
-			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: names[d.ToolCallID],
+			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: asked[d.ToolCallID].Name, Arguments: asked[d.ToolCallID].Arguments,
 				Text: d.Output, Status: d.Status, Content: d.Content, Call: calls[d.ToolCallID]})
 			delete(calls, d.ToolCallID)
 		case TypeTurnEnd:

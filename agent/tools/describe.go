@@ -74,7 +74,18 @@ func Describe(ws *Workspace, args any) Info {
 	return Info{Kind: KindOther, Title: fmt.Sprintf("Unknown tool call (%T)", args)}
 }
 
-func code(s string) string { return "`" + s + "`" }
+// code is s as a Markdown code span, fenced with more backticks than any
+// run inside it so a backtick in a command cannot end the span early.
+func code(s string) string {
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if fence == "`" {
+		return fence + s + fence
+	}
+	return fence + " " + s + " " + fence
+}
 
 // in names a directory argument, if one was given.
 func in(ws *Workspace, dir string) string {

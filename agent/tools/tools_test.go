@@ -189,7 +189,7 @@ func TestDescribe(t *testing.T) {
 		{"run", &tools.RunCommandArgs{Command: "go test ./..."},
 			tools.Info{Kind: "execute", Title: "Run `go test ./...`", Mutates: true}},
 		{"run with backticks and cwd", &tools.RunCommandArgs{Command: "echo `date`", Cwd: "sub"},
-			tools.Info{Kind: "execute", Title: "Run `echo `date`` in `sub`", Mutates: true}},
+			tools.Info{Kind: "execute", Title: "Run `` echo `date` `` in `sub`", Mutates: true}},
 		{"run long", &tools.RunCommandArgs{Command: long},
 			tools.Info{Kind: "execute", Title: "Run `" + long[:79] + "…`", Mutates: true}},
 		{"run multi-line", &tools.RunCommandArgs{Command: "cat <<EOF > x\nhello\nEOF"},

@@ -19,6 +19,7 @@ const (
 // that one signal reaches it and every child it starts.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // signalGroup signals the process group that p leads. Errors are ignored: the
