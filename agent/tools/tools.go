@@ -12,6 +12,7 @@ package tools
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +20,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/invopop/jsonschema"
 
 	"github.com/rebound-agent/rebound/agent/llm"
 )
@@ -96,26 +95,21 @@ var all = []tool{
 }
 
 // Definitions returns the six tools, in a stable order, for the model's
-// request. The schemas are generated once, on first use.
+// request. Their schemas are generated from the argument types with
+// invopop/jsonschema by a test (go test ./agent/tools -update), checked in
+// as definitions.json and embedded, so the binary carries no reflection
+// library and starts no slower; the test fails when the file is stale.
 func Definitions() []llm.ToolDef {
 	return append([]llm.ToolDef(nil), definitions()...)
 }
 
+//go:embed definitions.json
+var definitionsJSON []byte
+
 var definitions = sync.OnceValue(func() []llm.ToolDef {
-	r := &jsonschema.Reflector{
-		DoNotReference: true, // one self-contained object per tool
-		ExpandedStruct: true,
-		Anonymous:      true, // no $id
-	}
-	defs := make([]llm.ToolDef, 0, len(all))
-	for _, t := range all {
-		s := r.Reflect(t.args)
-		s.Version = "" // no $schema: providers want a bare object schema
-		b, err := json.Marshal(s)
-		if err != nil {
-			panic(fmt.Sprintf("tools: schema of %s: %v", t.name, err)) // static types; cannot happen
-		}
-		defs = append(defs, llm.ToolDef{Name: t.name, Description: t.description, Parameters: b})
+	var defs []llm.ToolDef
+	if err := json.Unmarshal(definitionsJSON, &defs); err != nil || len(defs) != len(all) {
+		panic(fmt.Sprintf("tools: embedded definitions.json is broken (%d tools, %v); run go test ./agent/tools -update", len(defs), err))
 	}
 	return defs
 })

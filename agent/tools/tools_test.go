@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,13 +15,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-func TestDefinitions_Golden(t *testing.T) {
-	got, err := json.MarshalIndent(tools.Definitions(), "", "  ")
+// TestDefinitions_Fresh keeps the embedded definitions.json what the
+// argument types generate, and Definitions what the file says.
+func TestDefinitions_Fresh(t *testing.T) {
+	got, err := tools.GenerateDefinitions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "definitions.json")
+	embedded, err := json.MarshalIndent(tools.Definitions(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "definitions.json"
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -34,7 +38,10 @@ func TestDefinitions_Golden(t *testing.T) {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("tool definitions changed (-want +got); run go test ./agent/tools -update if intended:\n%s", diff)
+		t.Errorf("definitions.json is stale (-want +got); run go test ./agent/tools -update:\n%s", diff)
+	}
+	if diff := cmp.Diff(strings.TrimSpace(string(want)), string(embedded)); diff != "" && !*update {
+		t.Errorf("Definitions() differs from definitions.json (-file +Definitions):\n%s", diff)
 	}
 }
 

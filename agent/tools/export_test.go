@@ -1,0 +1,35 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+)
+
+// generateDefinitions makes the tool definitions from the argument types:
+// the content definitions.json must have.
+func generateDefinitions() ([]byte, error) {
+	r := &jsonschema.Reflector{
+		DoNotReference: true, // one self-contained object per tool
+		ExpandedStruct: true,
+		Anonymous:      true, // no $id
+	}
+	defs := make([]llm.ToolDef, 0, len(all))
+	for _, t := range all {
+		s := r.Reflect(t.args)
+		s.Version = "" // no $schema: providers want a bare object schema
+		b, err := json.Marshal(s)
+		if err != nil {
+			return nil, fmt.Errorf("schema of %s: %w", t.name, err)
+		}
+		defs = append(defs, llm.ToolDef{Name: t.name, Description: t.description, Parameters: b})
+	}
+	out, err := json.MarshalIndent(defs, "", "  ")
+	return append(out, '\n'), err
+}
+
+// GenerateDefinitions is generateDefinitions for the black-box tests.
+var GenerateDefinitions = generateDefinitions
