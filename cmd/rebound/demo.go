@@ -6,8 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,16 +33,21 @@ Shows, offline and in about ten seconds, what Rebound does when the model
 provider fails. It starts the fault-injecting mock provider in this process,
 spawns this rebound binary as an ACP agent over pipes, as an editor does, and
 plays a scripted conversation against it that meets the faults users hit: a
-429 with Retry-After, a dropped stream, a stalled stream, an overloaded model
-with fallback, a truncated reply, and a cancel during a retry wait.
+429 with Retry-After, a dropped stream, a stream that drops after a tool has
+run, a stalled stream, an overloaded model with fallback, a truncated reply,
+and a cancel during a retry wait. The session works in a small project the
+demo writes to a new temporary directory and removes at the end.
 
 It prints what an editor user would see: each prompt ("› you: ..."), every
 retry wait (on a terminal a live line with a countdown, replaced in place;
-otherwise one plain line per event), and the reply once it is committed
-("rebound: ..."). It ends with a summary: the faults met, the attempts made,
-the time spent waiting, the text that would have leaked into the editor
-without hold-back, and where the session log is. Colour only on a terminal,
-and not when NO_COLOR is set.
+otherwise one plain line per event), the reply once it is committed
+("rebound: ..."), and each tool call, by the title an editor shows, with
+its final status ("⚙ TITLE · completed"). When the agent asks permission
+for an edit or a command, the demo answers "allow once" for you and says
+so. It ends with a summary: the faults met, the attempts made, the tool
+calls run, the time spent waiting, the text that would have leaked into the
+editor without hold-back, and where the session log is. Colour only on a
+terminal, and not when NO_COLOR is set.
 
 --script FILE plays your own faults instead. FILE is JSON, either
 
@@ -56,11 +63,18 @@ and not when NO_COLOR is set.
                                           keys as in the README; nested objects
                                           are sub-tables ({"truncation": {...}});
                                           {} for the agent's own defaults
+      "project": {"README.md": "# Hello\n", "src/main.go": "..."},
+                                          optional: the files of the project the
+                                          session works in (its cwd: a new
+                                          temporary directory, removed at the
+                                          end); {} for an empty one
       "scenes": [{
         "title": "Rate limited",
         "note": "what to look for",       optional
         "prompt": "Summarise the README",
         "steps": [{"status": 429, "headers": {"Retry-After": "1"}},
+                  {"text": "Reading it.", "tool_calls": [{"id": "call_1",
+                   "name": "read_file", "arguments": "{\"path\": \"README.md\"}"}]},
                   {"text": "Done.", "chunks": 2}],
         "cancel_after": "1.5s",           optional: press stop this long after
                                           the turn's first retry is scheduled
@@ -70,10 +84,12 @@ and not when NO_COLOR is set.
       "fallback": STEP                    optional: answers requests after all steps
     }
   The scenes' steps form one mock script, in order; each scene must use its
-  own steps, no more and no fewer (else the demo stops and says so). Without
-  "model" or "recovery", and for a plain mock script, the agent gets the
-  built-in demo's (no jitter, 1s initial delay, 2s stream_idle_timeout,
-  fallback_model gpt-4o-mini after 2 overloads).
+  own steps, no more and no fewer (else the demo stops and says so); a reply
+  with tool calls is followed by another request, so it needs a step after
+  it. Without "model", "recovery" or "project", and for a plain mock script,
+  the agent gets the built-in demo's (no jitter, 1s initial delay, 2s
+  stream_idle_timeout, fallback_model gpt-4o-mini after 2 overloads; a
+  README.md).
 
 --fast scales every wait by 1/10 (Retry-After, sent as retry-after-ms; the
 mock's delays; the recovery durations; cancel_after), for CI: the built-in
@@ -204,6 +220,20 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 		return fail("%v", err)
 	}
 
+	// The session works in a project of its own, so that a script's edits
+	// and commands never touch the directory the demo was started in.
+	project, err := os.MkdirTemp("", "rebound-demo-project-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(project)
+	if real, err := filepath.EvalSymlinks(project); err == nil {
+		project = real
+	}
+	if err := def.writeProject(project); err != nil {
+		return fail("writing the demo project: %v", err)
+	}
+
 	script := def.script()
 	mock := mockprovider.New(script)
 	srv, err := mockprovider.Serve(ctx, "127.0.0.1:0", mock)
@@ -242,7 +272,7 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 	out := &demoOut{w: s.out}
 	out.tty = demoIsTerminal(s.out) && e.getenv("TERM") != "dumb"
 	out.color = out.tty && e.getenv("NO_COLOR") == ""
-	d := &demoDriver{out: out, agent: agent, mock: mock, def: def, shown: map[string]string{}}
+	d := &demoDriver{out: out, agent: agent, mock: mock, def: def, cwd: project, shown: map[string]string{}}
 
 	agentFailed := func(err error) int {
 		out.clearLive()
@@ -275,7 +305,7 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 	}
 	sessionID = d.sessionID
 
-	scenes := fmt.Sprintf("%d scenes", len(def.Scenes))
+	scenes := demoCount(len(def.Scenes), "scene")
 	if def.plain {
 		scenes = fmt.Sprintf("a mock script of %d steps", len(script.Steps))
 	}
@@ -286,6 +316,7 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 		out.line(out.c(demoDim, "  waits     scaled by %g (--fast)"), demoFastScale)
 	}
 	out.line(out.c(demoDim, "  script    %s"), source)
+	out.line(out.c(demoDim, "  project   %s (%s), the session's cwd; removed at the end"), project, demoFileList(def.Project))
 
 	ok, err := d.play(ctx)
 	if err != nil {
@@ -321,6 +352,7 @@ type demoDriver struct {
 	agent     *demoAgent
 	mock      *mockprovider.Mock
 	def       *demoDef
+	cwd       string // the session's working directory: the demo project
 	sessionID string
 
 	shown      map[string]string // messageId → text shown to the user
@@ -353,14 +385,10 @@ func (d *demoDriver) open(ctx context.Context) (demoInitResult, error) {
 	if err != nil {
 		return info, err
 	}
-	cwd, err := os.Getwd()
-	if err != nil || !filepath.IsAbs(cwd) {
-		cwd = "/"
-	}
 	var sess struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := d.agent.call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &sess); err != nil {
+	if err := d.agent.call(ctx, "session/new", map[string]any{"cwd": d.cwd, "mcpServers": []any{}}, &sess); err != nil {
 		return info, err
 	}
 	if sess.SessionID == "" {
@@ -434,6 +462,10 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 		cancelC    <-chan time.Time
 		cancelSent bool
 		tick       <-chan time.Time
+		replyID    string // the message being printed
+		tools      = map[string]*demoTool{}
+		toolOrder  []string
+		running    *demoTool // the tool call in flight, for the live line
 	)
 	if o.tty {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -445,7 +477,20 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 			o.setLive(o.c(demoYellow, "  ↻ "+wait.text(wait.scheduledTiming(now))))
 			return
 		}
+		if running != nil {
+			o.setLive(o.c(demoDim, "  ⚙ "+running.title+" · "+strings.ReplaceAll(running.status, "_", " ")+" · "+demoSeconds(now.Sub(running.at))))
+			return
+		}
 		o.setLive(o.c(demoDim, "  … waiting for the provider · "+demoSeconds(now.Sub(busySince))))
+	}
+	tool := func(id string, now time.Time) *demoTool {
+		t := tools[id]
+		if t == nil {
+			t = &demoTool{title: "a tool call", status: "pending", at: now}
+			tools[id] = t
+			toolOrder = append(toolOrder, id)
+		}
+		return t
 	}
 
 	for {
@@ -475,21 +520,37 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 		case m.bad != "":
 			return false, fmt.Errorf("the agent wrote a line that is not JSON-RPC: %q", m.bad)
 		case m.isResponse(id):
-			return d.finish(sc, m, before, now.Sub(start), cancelSent), nil
+			// A tool call the agent never finished still gets its line.
+			for _, tid := range toolOrder {
+				if t := tools[tid]; !t.done {
+					o.line("%s", d.toolLine(t))
+				}
+			}
+			return d.finish(sc, m, before, len(toolOrder), now.Sub(start), cancelSent), nil
 		case m.Method != "" && len(m.ID) > 0:
-			if err := d.agent.refuse(m); err != nil {
+			if m.Method == "session/request_permission" {
+				var p demoPermissionRequest
+				_ = json.Unmarshal(m.Params, &p)
+				title := p.ToolCall.Title
+				if t := tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
+					title = t.title
+				}
+				_, name := p.allowOnce()
+				o.line("  %s %s · permission asked · %s", o.c(demoCyan, "?"), title, o.c(demoCyan, fmt.Sprintf("the demo answers %q for you", name)))
+			}
+			if _, err := d.agent.answer(m); err != nil {
 				return false, d.agent.writeError(m.Method+" (the answer)", err)
 			}
 		case m.Method == "session/update":
 			var p struct {
 				Update struct {
-					SessionUpdate string `json:"sessionUpdate"`
-					MessageID     string `json:"messageId"`
-					Content       struct {
-						Type string `json:"type"`
-						Text string `json:"text"`
-					} `json:"content"`
-					Meta map[string]json.RawMessage `json:"_meta"`
+					SessionUpdate string                     `json:"sessionUpdate"`
+					MessageID     string                     `json:"messageId"`
+					Content       json.RawMessage            `json:"content"` // a block for chunks, a list for tool calls
+					ToolCallID    string                     `json:"toolCallId"`
+					Title         string                     `json:"title"`
+					Status        string                     `json:"status"`
+					Meta          map[string]json.RawMessage `json:"_meta"`
 				} `json:"update"`
 			}
 			if json.Unmarshal(m.Params, &p) != nil {
@@ -498,12 +559,51 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 			u := p.Update
 			switch u.SessionUpdate {
 			case "agent_message_chunk":
-				if u.Content.Type == "text" {
+				var c struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				}
+				if json.Unmarshal(u.Content, &c) == nil && c.Type == "text" {
 					if _, seen := d.shown[u.MessageID]; !seen {
 						d.shownOrder = append(d.shownOrder, u.MessageID)
 					}
-					d.shown[u.MessageID] += u.Content.Text
-					o.replyText(u.Content.Text)
+					if u.MessageID != replyID {
+						o.endReply() // another message: its own line
+						replyID = u.MessageID
+					}
+					d.shown[u.MessageID] += c.Text
+					o.replyText(c.Text)
+				}
+			case "tool_call", "tool_call_update":
+				if u.ToolCallID == "" {
+					continue
+				}
+				t := tool(u.ToolCallID, now)
+				if u.Title != "" {
+					t.title = u.Title
+				}
+				if u.Status != "" {
+					t.status = u.Status
+				}
+				if len(u.Content) > 0 {
+					t.content = demoToolContent(d.cwd, u.Content)
+				}
+				if t.done {
+					continue
+				}
+				switch t.status {
+				case "completed", "failed":
+					t.done = true
+					o.line("%s", d.toolLine(t))
+					if running == t {
+						running = nil
+					}
+					busySince = now
+				default:
+					running = t
+					if o.tty {
+						render(now)
+					}
 				}
 			case "session_info_update":
 				raw, ok := u.Meta["rebound/retry"]
@@ -559,7 +659,7 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 }
 
 // finish shows the turn's outcome and says whether it was the expected one.
-func (d *demoDriver) finish(sc demoScene, m demoMsg, before int, took time.Duration, cancelSent bool) bool {
+func (d *demoDriver) finish(sc demoScene, m demoMsg, before, toolCalls int, took time.Duration, cancelSent bool) bool {
 	o := d.out
 	o.clearLive()
 	o.endReply()
@@ -582,7 +682,11 @@ func (d *demoDriver) finish(sc demoScene, m demoMsg, before int, took time.Durat
 	if requests == 1 {
 		plural = ""
 	}
-	facts := fmt.Sprintf("%s · %d provider request%s · %s", outcome, requests, plural, demoSeconds(took))
+	facts := fmt.Sprintf("%s · %d provider request%s", outcome, requests, plural)
+	if toolCalls > 0 {
+		facts += " · " + demoCount(toolCalls, "tool call")
+	}
+	facts += " · " + demoSeconds(took)
 	if sc.Expect == "" {
 		o.line("  %s", o.c(demoDim, "· "+facts))
 		return true
@@ -621,6 +725,10 @@ func (d *demoDriver) summary(st *demoLogStats, logPath string) {
 		prompts = "prompt"
 	}
 	row("attempts made", "%d (%d provider requests for %d %s)", st.attempts, d.mock.Count(), d.prompts, prompts)
+	row("tool calls run", "%s", st.toolList())
+	if st.permissions > 0 {
+		row("permission asked", "%s, answered by the demo: %s", demoCount(st.permissions, "time"), st.permissionList())
+	}
 	row("time spent waiting", "%s", demoSeconds(st.waited))
 	row("would have leaked", "%d characters of failed attempts' text, without hold-back", st.wouldHaveLeaked())
 	leakedText := fmt.Sprintf("%d characters", leaked)
@@ -634,4 +742,100 @@ func (d *demoDriver) summary(st *demoLogStats, logPath string) {
 	if _, ok := commands["inspect"]; ok {
 		o.line("  %-22s %s", "", o.c(demoDim, "rebound inspect "+logPath+" shows its timeline"))
 	}
+}
+
+// demoTool is a tool call as the editor shows it.
+type demoTool struct {
+	title, status string
+	content       string    // what it showed, in a few words
+	at            time.Time // announced
+	done          bool      // completed or failed: its line is printed
+}
+
+// toolLine is a tool call's line: its title, its status and what it
+// showed, e.g. "⚙ Read `README.md` · completed · Read README.md (412 bytes)".
+func (d *demoDriver) toolLine(t *demoTool) string {
+	o := d.out
+	status := t.status
+	switch status {
+	case "completed":
+		status = o.c(demoGreen, status)
+	case "failed":
+		status = o.c(demoRed, status)
+	default:
+		status += " (never finished)"
+	}
+	line := "  " + o.c(demoCyan, "⚙") + " " + t.title + " · " + status
+	if t.content != "" {
+		line += " · " + o.c(demoDim, t.content)
+	}
+	return line
+}
+
+// demoToolContent is a tool call's content in a few words: its text (the
+// first line, shortened), "diff of PATH" or "terminal".
+func demoToolContent(cwd string, raw json.RawMessage) string {
+	var list []struct {
+		Type    string `json:"type"`
+		Content struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range list {
+		switch c.Type {
+		case "content":
+			if c.Content.Type == "text" {
+				// The first line that is not a code fence (command
+				// output comes fenced).
+				var lines []string
+				for l := range strings.Lines(c.Content.Text) {
+					if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
+						lines = append(lines, l)
+					}
+				}
+				if len(lines) == 0 {
+					continue
+				}
+				text, cut := lines[0], len(lines) > 1
+				if r := []rune(text); len(r) > 100 {
+					text, cut = string(r[:100]), true
+				}
+				if cut {
+					text += " …"
+				}
+				parts = append(parts, text)
+			}
+		case "diff":
+			path := c.Path
+			if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
+				path = filepath.ToSlash(rel)
+			}
+			parts = append(parts, "diff of "+path)
+		case "terminal":
+			parts = append(parts, "terminal")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// demoFileList names a project's files: "README.md, main.go", or "empty".
+func demoFileList(files map[string]string) string {
+	if len(files) == 0 {
+		return "empty"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(files)), ", ")
+}
+
+// demoCount is "1 tool call", "2 tool calls".
+func demoCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

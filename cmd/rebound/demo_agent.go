@@ -144,12 +144,56 @@ func (a *demoAgent) request(method string, params any) (int, error) {
 	return id, a.send(id, method, params)
 }
 
-// refuse answers a request from the agent: the demo offers no client
-// methods (no file system, no terminal, no permissions).
-func (a *demoAgent) refuse(m demoMsg) error {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "the demo client does not offer " + m.Method}})
-	_, err := a.stdin.Write(append(b, '\n'))
-	return err
+// demoAllowOnce is the option the demo picks when the agent asks
+// permission: what a user clicking "Allow" picks.
+const demoAllowOnce = "allow_once"
+
+// demoPermissionRequest is the part of session/request_permission's params
+// the demo reads.
+type demoPermissionRequest struct {
+	ToolCall struct {
+		ToolCallID string `json:"toolCallId"`
+		Title      string `json:"title"`
+	} `json:"toolCall"`
+	Options []struct {
+		OptionID string `json:"optionId"`
+		Name     string `json:"name"`
+		Kind     string `json:"kind"`
+	} `json:"options"`
+}
+
+// allowOnce is the option to pick: the one of kind allow_once, else the
+// optionId "allow_once". name is its label, for the output.
+func (p demoPermissionRequest) allowOnce() (id, name string) {
+	for _, o := range p.Options {
+		if o.Kind == demoAllowOnce {
+			return o.OptionID, o.Name
+		}
+	}
+	return demoAllowOnce, "Allow"
+}
+
+// answer answers a request from the agent, so that it is never left
+// waiting: session/request_permission with allow once (the demo plays a
+// user who clicks "Allow"), anything else with method not found, since the
+// demo offers no other client methods (no file system, no terminal).
+// picked is the option chosen for a permission request, "" otherwise.
+func (a *demoAgent) answer(m demoMsg) (picked string, err error) {
+	reply := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+	if m.Method == "session/request_permission" {
+		var p demoPermissionRequest
+		_ = json.Unmarshal(m.Params, &p) // a bad request still gets allow_once
+		picked, _ = p.allowOnce()
+		reply["result"] = map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": picked}}
+	} else {
+		reply["error"] = map[string]any{"code": -32601, "message": "the demo client does not offer " + m.Method}
+	}
+	b, err := json.Marshal(reply)
+	if err != nil {
+		return "", err
+	}
+	_, err = a.stdin.Write(append(b, '\n'))
+	return picked, err
 }
 
 // errAgentExited: the agent closed its stdout.
@@ -161,7 +205,7 @@ func (a *demoAgent) writeError(method string, err error) error {
 	return fmt.Errorf("%s: writing to the agent: %w: %w", method, errAgentExited, err)
 }
 
-// call sends a request and waits for its answer, refusing the agent's own
+// call sends a request and waits for its answer, answering the agent's own
 // requests and dropping notifications meanwhile.
 func (a *demoAgent) call(ctx context.Context, method string, params any, result any) error {
 	id, err := a.request(method, params)
@@ -184,7 +228,7 @@ func (a *demoAgent) call(ctx context.Context, method string, params any, result 
 				}
 				return json.Unmarshal(m.Result, result)
 			case m.Method != "" && len(m.ID) > 0:
-				if err := a.refuse(m); err != nil {
+				if _, err := a.answer(m); err != nil {
 					return a.writeError(m.Method+" (the answer)", err)
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +33,10 @@ type demoDef struct {
 	// Recovery is written as the agent's [recovery] table: keys as in the
 	// README, nested objects become sub-tables ([recovery.truncation]).
 	Recovery map[string]any `json:"recovery,omitempty"`
-	Scenes   []demoScene    `json:"scenes"`
+	// Project is the files of the project directory the session works in
+	// (path → content): a new temporary directory, removed at the end.
+	Project map[string]string `json:"project,omitempty"`
+	Scenes  []demoScene       `json:"scenes"`
 	// Fallback answers every request after all scenes' steps are used.
 	Fallback *mockprovider.Step `json:"fallback,omitempty"`
 
@@ -101,6 +106,11 @@ func parseDemoDef(data []byte) (*demoDef, error) {
 	if len(d.Scenes) == 0 {
 		return nil, errors.New("demo definition: scenes: at least one scene is needed")
 	}
+	for _, name := range slices.Sorted(maps.Keys(d.Project)) {
+		if !filepath.IsLocal(name) || strings.Contains(name, `\`) {
+			return nil, fmt.Errorf("demo definition: project: %q is not a relative path inside the project (like \"README.md\" or \"cmd/main.go\")", name)
+		}
+	}
 	d.inheritDefault()
 	for i := range d.Scenes {
 		sc := &d.Scenes[i]
@@ -136,16 +146,19 @@ func parseDemoDef(data []byte) (*demoDef, error) {
 	return &d, nil
 }
 
-// inheritDefault gives a definition without "model" or "recovery" (and a
-// plain mock script) the built-in demo's: quick, unjittered waits that
-// --fast can scale. "recovery": {} asks for the agent's own defaults.
+// inheritDefault gives a definition without "model", "recovery" or
+// "project" (and a plain mock script) the built-in demo's: quick,
+// unjittered waits that --fast can scale, and the small project the
+// built-in scenes read. "recovery": {} asks for the agent's own defaults,
+// "project": {} for an empty directory.
 func (d *demoDef) inheritDefault() {
-	if d.Model != "" && d.Recovery != nil {
+	if d.Model != "" && d.Recovery != nil && d.Project != nil {
 		return
 	}
 	var base struct {
-		Model    string         `json:"model"`
-		Recovery map[string]any `json:"recovery"`
+		Model    string            `json:"model"`
+		Recovery map[string]any    `json:"recovery"`
+		Project  map[string]string `json:"project"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(demoDefaultJSON))
 	dec.UseNumber()
@@ -158,6 +171,23 @@ func (d *demoDef) inheritDefault() {
 	if d.Recovery == nil {
 		d.Recovery = base.Recovery
 	}
+	if d.Project == nil {
+		d.Project = base.Project
+	}
+}
+
+// writeProject creates the project's files under dir.
+func (d *demoDef) writeProject(dir string) error {
+	for _, name := range slices.Sorted(maps.Keys(d.Project)) {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(d.Project[name]), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // script is the mock's one global sequence: the scenes' steps in order.

@@ -24,6 +24,17 @@ type demoLogStats struct {
 	// editor showing chunks as they arrive would have shown.
 	chunkChars, committedChars int
 	committed                  map[string]string // messageId → committed text
+	// toolCalls counts tool/call events (a call is logged once, before it
+	// runs) by tool name, in the order first met; unfinished counts those
+	// whose result says they did not run to the end (cancelled).
+	toolCalls  map[string]int
+	toolOrder  []string
+	unfinished int
+	// permissions counts permission events by outcome, in the order first
+	// met.
+	permissions      int
+	permissionOrder  []string
+	permissionByWhat map[string]int
 }
 
 func (s *demoLogStats) wouldHaveLeaked() int { return max(s.chunkChars-s.committedChars, 0) }
@@ -34,6 +45,40 @@ func (s *demoLogStats) faultTotal() int {
 		n += c
 	}
 	return n
+}
+
+func (s *demoLogStats) toolTotal() int {
+	n := 0
+	for _, c := range s.toolCalls {
+		n += c
+	}
+	return n
+}
+
+// toolList is the "tool calls run" row: "1 (read_file ×1)", "0".
+func (s *demoLogStats) toolList() string {
+	n := s.toolTotal()
+	if n == 0 {
+		return "0"
+	}
+	parts := make([]string, len(s.toolOrder))
+	for i, name := range s.toolOrder {
+		parts[i] = fmt.Sprintf("%s ×%d", name, s.toolCalls[name])
+	}
+	out := fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+	if s.unfinished > 0 {
+		out += fmt.Sprintf(", %d not run to the end", s.unfinished)
+	}
+	return out
+}
+
+// permissionList is "allow_once ×1".
+func (s *demoLogStats) permissionList() string {
+	parts := make([]string, len(s.permissionOrder))
+	for i, o := range s.permissionOrder {
+		parts[i] = fmt.Sprintf("%s ×%d", o, s.permissionByWhat[o])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s *demoLogStats) faultList() string {
@@ -49,11 +94,16 @@ func (s *demoLogStats) faultList() string {
 
 // demoAnalyse reads the facts of the summary from a session log's events.
 func demoAnalyse(events []session.Event) (*demoLogStats, error) {
-	s := &demoLogStats{faults: map[string]int{}, committed: map[string]string{}}
+	s := &demoLogStats{faults: map[string]int{}, committed: map[string]string{}, toolCalls: map[string]int{}, permissionByWhat: map[string]int{}}
 	type waitKey struct {
 		id    string
 		retry int
 	}
+	type callKey struct {
+		turn int
+		id   string
+	}
+	started := map[callKey]bool{} // tool/call events: the calls that began
 	pending := map[waitKey]struct {
 		turn int
 		at   time.Time
@@ -96,6 +146,29 @@ func demoAnalyse(events []session.Event) (*demoLogStats, error) {
 				case session.OutcomeTruncated:
 					fault("truncated")
 				}
+			}
+		case session.TypeToolCall:
+			var c session.ToolCall
+			if err = json.Unmarshal(ev.Data, &c); err == nil {
+				if s.toolCalls[c.Name] == 0 {
+					s.toolOrder = append(s.toolOrder, c.Name)
+				}
+				s.toolCalls[c.Name]++
+				started[callKey{c.Turn, c.ToolCallID}] = true
+			}
+		case session.TypeToolResult:
+			var r session.ToolResult
+			if err = json.Unmarshal(ev.Data, &r); err == nil && r.Status == session.ToolAborted && started[callKey{r.Turn, r.ToolCallID}] {
+				s.unfinished++
+			}
+		case session.TypePermission:
+			var p session.Permission
+			if err = json.Unmarshal(ev.Data, &p); err == nil {
+				if s.permissionByWhat[p.Outcome] == 0 {
+					s.permissionOrder = append(s.permissionOrder, p.Outcome)
+				}
+				s.permissionByWhat[p.Outcome]++
+				s.permissions++
 			}
 		case session.TypeLLMRetry:
 			var r session.LLMRetry

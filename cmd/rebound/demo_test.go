@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/session"
 )
 
 // demoEnv points the demo's agent at the built binary.
@@ -97,7 +101,7 @@ func TestDemo_Fast(t *testing.T) {
 		// scene's reply is its parts joined).
 		if sc.Expect == "end_turn" {
 			want := sc.Steps[len(sc.Steps)-1].Text
-			if sc.Title == "A truncated reply" {
+			if sc.Title == demoTruncatedTitle {
 				want = sc.Steps[1].Text + sc.Steps[2].Text
 			}
 			if !strings.Contains(out, "rebound: "+want+"\n") {
@@ -118,16 +122,17 @@ func TestDemo_Fast(t *testing.T) {
 		"✗ rate limited (429) · wait cancelled after 0.",
 		"✓ cancelled · 1 provider request",
 		"✓ end_turn · 3 provider requests",
+		"✓ end_turn · 3 provider requests · 1 tool call · ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if n := len(regexp.MustCompile(`(?m)^  ↻ waited 0\.\ds, retrying$`).FindAllString(out, -1)); n != 5 {
-		t.Errorf("%d \"waited\" lines, want one per retry with a wait (5)", n)
+	if n := len(regexp.MustCompile(`(?m)^  ↻ waited 0\.\ds, retrying$`).FindAllString(out, -1)); n != 6 {
+		t.Errorf("%d \"waited\" lines, want one per retry with a wait (6)", n)
 	}
 	// The dropped and stalled attempts' text never reaches the user.
-	for _, partial := range []string{"but fir", "stay silent", "max_del\n"} {
+	for _, partial := range []string{"but fir", "From what I read", "stay silent", "max_del\n"} {
 		if strings.Contains(out, partial) {
 			t.Errorf("a failed attempt's text was shown: %q", partial)
 		}
@@ -136,19 +141,22 @@ func TestDemo_Fast(t *testing.T) {
 	if n := summaryInt(t, out, "attempts made"); n != steps {
 		t.Errorf("attempts made = %d, want %d (one per script step)", n, steps)
 	}
-	if !strings.Contains(out, "("+strconv.Itoa(steps)+" provider requests for 6 prompts)") {
-		t.Errorf("summary does not count %d provider requests for 6 prompts:\n%s", steps, out)
+	if !strings.Contains(out, "("+strconv.Itoa(steps)+" provider requests for 7 prompts)") {
+		t.Errorf("summary does not count %d provider requests for 7 prompts:\n%s", steps, out)
 	}
-	if n := summaryInt(t, out, "scenes"); n != 6 || !strings.Contains(out, "6 of 6 as expected") {
-		t.Errorf("scenes row: want 6 of 6 as expected:\n%s", out)
+	if n := summaryInt(t, out, "scenes"); n != 7 || !strings.Contains(out, "7 of 7 as expected") {
+		t.Errorf("scenes row: want 7 of 7 as expected:\n%s", out)
 	}
-	if !strings.Contains(out, "8 (RATE_LIMIT ×2, TRANSPORT ×1, TIMEOUT ×1, OVERLOADED ×2, truncated ×2)") {
+	if !strings.Contains(out, "9 (RATE_LIMIT ×2, TRANSPORT ×2, TIMEOUT ×1, OVERLOADED ×2, truncated ×2)") {
 		t.Errorf("faults met row is wrong:\n%s", out)
+	}
+	if !strings.Contains(out, "\n  tool calls run         1 (read_file ×1)\n") {
+		t.Errorf("tool calls run row: want 1 (read_file ×1):\n%s", out)
 	}
 	if n := summaryInt(t, out, "leaked to the editor"); n != 0 {
 		t.Errorf("leaked to the editor = %d characters, want 0", n)
 	}
-	truncated := len([]rune(def.Scenes[4].Steps[0].Text))
+	truncated := len([]rune(demoSceneNamed(t, def, demoTruncatedTitle).Steps[0].Text))
 	if n := summaryInt(t, out, "would have leaked"); n <= truncated {
 		t.Errorf("would have leaked = %d characters, want more than the discarded truncated reply (%d) plus the dropped and stalled partial text", n, truncated)
 	}
@@ -156,7 +164,7 @@ func TestDemo_Fast(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no time spent waiting row:\n%s", out)
 	}
-	// Waits: 0.1 + 0.1 + 0.1 + 0.1 + 0.1 + ~0.15 (the cancel) at --fast.
+	// Waits: 0.1 × 6 + ~0.15 (the cancel) at --fast.
 	if w, _ := strconv.ParseFloat(m[1], 64); w < 0.5 || w > 5 {
 		t.Errorf("time spent waiting = %ss, want about 0.7s", m[1])
 	}
@@ -167,8 +175,109 @@ func TestDemo_Fast(t *testing.T) {
 	if _, err := os.Stat(logPath); err != nil {
 		t.Errorf("session log: %v", err)
 	}
+	checkDemoToolScene(t, out, logPath, demoSceneNamed(t, def, demoToolTitle))
 	if took > 20*time.Second {
 		t.Errorf("demo --fast took %s", took)
+	}
+}
+
+const (
+	demoTruncatedTitle = "A truncated reply"
+	demoToolTitle      = "A dropped stream, after a tool call"
+)
+
+func demoSceneNamed(t *testing.T, def *demoDef, title string) demoScene {
+	t.Helper()
+	for _, sc := range def.Scenes {
+		if sc.Title == title {
+			return sc
+		}
+	}
+	t.Fatalf("the built-in demo has no scene %q", title)
+	return demoScene{}
+}
+
+// checkDemoToolScene: in the scene where a stream drops after a tool ran,
+// the tool ran exactly once (one tool/call in the log, one line on
+// screen), the dropped attempt streamed text that never reached the
+// output, the reply did, and the demo's project is gone.
+func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene) {
+	t.Helper()
+	if len(sc.Steps) != 3 || len(sc.Steps[0].ToolCalls) != 1 || sc.Steps[1].DropAfter == nil {
+		t.Fatalf("the tool scene is not a tool call, a dropped step and a reply: %+v", sc.Steps)
+	}
+	call := sc.Steps[0].ToolCalls[0]
+	if n := strings.Count(out, "⚙ Read `README.md` · completed · Read README.md ("); n != 1 {
+		t.Errorf("%d lines for the read_file call, want 1:\n%s", n, out)
+	}
+	if strings.Contains(out, "⚙ Read `README.md` · pending") || strings.Contains(out, "never finished") {
+		t.Errorf("a tool call without its final status:\n%s", out)
+	}
+	// The scene's lines in order: prompt, the model's sentence, the tool,
+	// the retry, the reply, the outcome.
+	scene := out[strings.Index(out, sc.Title):]
+	scene = scene[:strings.Index(scene, "\n\n")]
+	order := regexp.MustCompile(`(?s)› you: ` + regexp.QuoteMeta(sc.Prompt) + `\n` +
+		`rebound: ` + regexp.QuoteMeta(sc.Steps[0].Text) + `\n` +
+		`  ⚙ Read ` + "`README.md`" + ` · completed · [^\n]*\n` +
+		`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+		`  ↻ waited 0\.\ds, retrying\n` +
+		`rebound: ` + regexp.QuoteMeta(sc.Steps[2].Text) + `\n` +
+		`  ✓ end_turn · 3 provider requests · 1 tool call · \d+\.\ds$`)
+	if !order.MatchString(scene) {
+		t.Errorf("the tool scene does not read prompt, sentence, tool, retry, reply, outcome:\n%s", scene)
+	}
+
+	ld, err := session.Load(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, results []string
+	dropped := ""
+	for _, ev := range ld.Events {
+		switch ev.Type {
+		case session.TypeToolCall:
+			var c session.ToolCall
+			if err := json.Unmarshal(ev.Data, &c); err != nil {
+				t.Fatal(err)
+			}
+			calls = append(calls, c.ToolCallID+" "+c.Name+" "+c.Title)
+		case session.TypeToolResult:
+			var r session.ToolResult
+			if err := json.Unmarshal(ev.Data, &r); err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, r.ToolCallID+" "+r.Status)
+		case session.TypeAssistantChunk:
+			var c session.AssistantChunk
+			if err := json.Unmarshal(ev.Data, &c); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(sc.Steps[1].Text, dropped+c.Text) {
+				dropped += c.Text
+			}
+		}
+	}
+	if want := []string{call.ID + " read_file Read `README.md`"}; !slices.Equal(calls, want) {
+		t.Errorf("tool/call events %q, want %q: the tool ran once", calls, want)
+	}
+	if want := []string{call.ID + " completed"}; !slices.Equal(results, want) {
+		t.Errorf("tool/result events %q, want %q", results, want)
+	}
+	// The dropped attempt did stream text (else the check below proves
+	// nothing), and none of it reached the output.
+	if len(dropped) < 10 {
+		t.Errorf("the dropped attempt streamed %q; want part of %q", dropped, sc.Steps[1].Text)
+	} else if strings.Contains(out, dropped[:10]) {
+		t.Errorf("the dropped attempt's text %q was shown:\n%s", dropped, out)
+	}
+
+	m := regexp.MustCompile(`(?m)^  project   (\S+) \(README\.md\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no project line in the header:\n%s", out)
+	}
+	if _, err := os.Stat(m[1]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the demo's project %s is still there (%v)", m[1], err)
 	}
 }
 
@@ -319,6 +428,7 @@ func TestDemo_BadScript(t *testing.T) {
 		{"unknown", `{"scenes": [{"prompt": "Hi", "stpes": []}]}`, `unknown field "stpes"`},
 		{"mock", `{"steps": [{"stauts": 500}]}`, `neither a demo definition (no "scenes") nor a valid mock script`},
 		{"config", `{"recovery": {"max_retries": -1}, "scenes": [{"prompt": "Hi", "steps": []}]}`, "recovery.max_retries"},
+		{"project", `{"project": {"../x": ""}, "scenes": [{"prompt": "Hi", "steps": []}]}`, `project: "../x" is not a relative path inside the project`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(dir, c.name+".json")
@@ -393,7 +503,7 @@ func TestDemo_Help(t *testing.T) {
 	if code := runEnv(t.Context(), []string{"demo", "--help"}, nil, &stdout, &stderr, env{}); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
-	for _, w := range []string{"Usage: rebound demo", "-fast", "-script", "-state-dir", "-timeout", "\"scenes\"", "cancel_after", "docs/mock-provider.md", "NO_COLOR"} {
+	for _, w := range []string{"Usage: rebound demo", "-fast", "-script", "-state-dir", "-timeout", "\"scenes\"", "\"project\"", "tool_calls", "cancel_after", "docs/mock-provider.md", "NO_COLOR"} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("help lacks %q", w)
 		}
@@ -420,8 +530,11 @@ func TestDemo_DefaultDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(def.Scenes) != 6 {
-		t.Errorf("%d scenes, want 6", len(def.Scenes))
+	if len(def.Scenes) != 7 {
+		t.Errorf("%d scenes, want 7", len(def.Scenes))
+	}
+	if !strings.HasPrefix(def.Project["README.md"], "# Rebound\n") {
+		t.Errorf("the demo project has no README.md: %v", def.Project)
 	}
 	for _, fast := range []bool{false, true} {
 		if fast {
@@ -514,3 +627,101 @@ func TestDemo_Timeout(t *testing.T) {
 		t.Errorf("the agent (pid %d) is still running", pid)
 	}
 }
+
+// A scene of your own with an edit and a command: the demo answers each
+// permission request with allow once, shows every tool call once with its
+// final status, works in the project the definition describes, and counts
+// it all in the summary.
+func TestDemo_ScriptToolsWithPermission(t *testing.T) {
+	skipShortDemo(t)
+	dir := t.TempDir()
+	def := `{
+  "project": {"notes/todo.txt": "buy milk\n"},
+  "scenes": [
+    {"title": "An edit and a command", "prompt": "Add eggs to my list",
+     "steps": [
+       {"text": "Editing it.", "tool_calls": [{"id": "e1", "name": "edit_file", "arguments": "{\"path\": \"notes/todo.txt\", \"old_text\": \"milk\", \"new_text\": \"eggs and milk\"}"}]},
+       {"tool_calls": [{"id": "r1", "name": "run_command", "arguments": "{\"command\": \"cat notes/todo.txt\"}"},
+                       {"id": "x1", "name": "read_file", "arguments": "{\"path\": \"../outside.txt\"}"}]},
+       {"text": "Your list now says: buy eggs and milk.", "chunks": 2}
+     ],
+     "expect": "end_turn"}
+  ]
+}`
+	path := filepath.Join(dir, "tools.json")
+	if err := os.WriteFile(path, []byte(def), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runDemoCmd(t, demoEnv(t, nil), "--fast", "--script", path, "--state-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"(notes/todo.txt), the session's cwd; removed at the end\n",
+		"rebound: Editing it.\n" +
+			"  ? Edit `notes/todo.txt` · permission asked · the demo answers \"Allow\" for you\n" +
+			"  ⚙ Edit `notes/todo.txt` · completed · diff of notes/todo.txt\n" +
+			"  ? Run `cat notes/todo.txt` · permission asked · the demo answers \"Allow\" for you\n" +
+			"  ⚙ Run `cat notes/todo.txt` · completed · buy eggs and milk",
+		" · failed · path \"../outside.txt\" is outside the workspace (",
+		"rebound: Your list now says: buy eggs and milk.\n",
+		"✓ end_turn · 3 provider requests · 3 tool calls · ",
+		"\n  tool calls run         3 (edit_file ×1, run_command ×1, read_file ×1)\n",
+		"\n  permission asked       2 times, answered by the demo: allow_once ×2\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	ld, err := session.Load(summaryLogPath(t, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var perms []string
+	for _, ev := range ld.Events {
+		if ev.Type == session.TypePermission {
+			var p session.Permission
+			if err := json.Unmarshal(ev.Data, &p); err != nil {
+				t.Fatal(err)
+			}
+			perms = append(perms, p.ToolCallID+" "+p.Outcome)
+		}
+	}
+	if want := []string{"e1 allow_once", "r1 allow_once"}; !slices.Equal(perms, want) {
+		t.Errorf("permission events %q, want %q", perms, want)
+	}
+}
+
+// The demo's client answers every request the agent makes, so that the
+// agent never waits: permission with allow once (the allow_once option
+// the agent offers), anything else with method not found.
+func TestDemo_AnswersAgentRequests(t *testing.T) {
+	var w bytes.Buffer
+	a := &demoAgent{stdin: nopWriteCloser{&w}}
+	for _, c := range []struct {
+		msg, picked, want string
+	}{
+		{`{"id": 7, "method": "session/request_permission", "params": {"toolCall": {"toolCallId": "c1", "title": "Edit x"}, "options": [{"optionId": "no", "name": "Reject", "kind": "reject_once"}, {"optionId": "yes-once", "name": "Allow", "kind": "allow_once"}]}}`,
+			"yes-once", `{"id":7,"jsonrpc":"2.0","result":{"outcome":{"optionId":"yes-once","outcome":"selected"}}}`},
+		{`{"id": "p", "method": "session/request_permission", "params": {}}`,
+			"allow_once", `{"id":"p","jsonrpc":"2.0","result":{"outcome":{"optionId":"allow_once","outcome":"selected"}}}`},
+		{`{"id": 8, "method": "fs/read_text_file", "params": {"path": "/x"}}`,
+			"", `{"error":{"code":-32601,"message":"the demo client does not offer fs/read_text_file"},"id":8,"jsonrpc":"2.0"}`},
+		{`{"id": 9, "method": "terminal/create", "params": {}}`,
+			"", `{"error":{"code":-32601,"message":"the demo client does not offer terminal/create"},"id":9,"jsonrpc":"2.0"}`},
+	} {
+		var m demoMsg
+		if err := json.Unmarshal([]byte(c.msg), &m); err != nil {
+			t.Fatal(err)
+		}
+		w.Reset()
+		picked, err := a.answer(m)
+		if err != nil || picked != c.picked || w.String() != c.want+"\n" {
+			t.Errorf("%s:\n answered %q (picked %q, %v)\n want     %q (picked %q)", m.Method, w.String(), picked, err, c.want+"\n", c.picked)
+		}
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
