@@ -19,7 +19,7 @@ import (
 )
 
 // FailureData is the `data` of the JSON-RPC error that answers a prompt whose
-// turn failed.
+// turn failed: the facts of the step (the logical request) that failed.
 type FailureData struct {
 	Failure   *recovery.Failure `json:"failure"`
 	Attempts  int               `json:"attempts"`
@@ -115,6 +115,8 @@ type turn struct {
 	exchange  []llm.Message   // this turn's committed replies and tool results so far
 	pending   map[string]bool // tool calls of the last committed reply without a result
 	requests  int             // logical requests (steps of the agent loop) made
+	reqStart  time.Time       // when the current logical request began
+	reqFirst  int             // its first attempt's number (t.steps counts attempts)
 	model     string          // the fallback policy may switch it for this turn
 	maxTokens int             // the truncation policy may raise it for this turn
 	parts     []part          // truncated parts of the reply being continued
@@ -199,7 +201,8 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	id, retries, used := session.RetryChain(t.s.events)
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
 	t.parts = nil
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: time.Now()}
+	t.reqStart, t.reqFirst = time.Now(), t.steps+1
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.reqStart}
 	trunc := t.agent.cfg.Truncation
 	for {
 		var got part
@@ -274,8 +277,10 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if f.Code == recovery.Auth {
 		code = acp.CodeAuthRequired
 	}
+	// The facts are the failed step's, as the message's are: earlier steps
+	// and the tools they ran are not part of this recovery.
 	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: FailureData{
-		Failure: f, Attempts: t.steps, ElapsedMs: time.Since(t.start).Milliseconds(),
+		Failure: f, Attempts: t.steps - t.reqFirst + 1, ElapsedMs: time.Since(t.reqStart).Milliseconds(),
 	}}
 }
 
