@@ -100,9 +100,6 @@ func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
 			return err
 		}
 	}
-	if len(calls) > 0 {
-		return t.s.log.Sync()
-	}
 	return nil
 }
 

@@ -269,7 +269,7 @@ func (e *Executor) decide(f *Failure, used map[string]int, overloads int, canAda
 }
 
 // try runs one attempt under the attempt timeout and what is left of the
-// turn deadline.
+// request deadline.
 func (e *Executor) try(ctx context.Context, deadline time.Time, attempt func(context.Context) error) error {
 	if t := e.Config.AttemptTimeout; t > 0 {
 		if d := time.Now().Add(t); deadline.IsZero() || d.Before(deadline) {
