@@ -1,0 +1,575 @@
+#!/usr/bin/env python3
+"""Checks for the editor trial (see README.md).
+
+  check.py TRANSCRIPT.jsonl [...]
+      Schema audit only: validates every agent->client message against the ACP
+      v1 JSON schema shipped with the SDK (node_modules/@agentclientprotocol/
+      sdk/schema/v1/schema.json): requests/notifications by method, responses
+      by the method of the request they answer; reports non-JSON lines on the
+      agent's stdout, error responses to the client's requests and keys the
+      schema does not define (strict audit, _meta excepted).
+
+  check.py --case NAME [--run DIR]
+      The schema audit of DIR/out/NAME.transcript.jsonl plus the assertions of
+      case NAME over the transcript, the client's stdout and exit status, the
+      mock provider's request log (what the model was sent) and the project
+      directory DIR/proj as the case left it. Prints one line,
+      "PASS NAME: what was checked" or "FAIL NAME: what failed", and exits 1
+      on failure. DIR defaults to $TRIAL_RUN or .run next to this script.
+"""
+import json, os, re, sys
+import jsonschema
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCHEMA_FILE = os.path.join(HERE, 'node_modules/@agentclientprotocol/sdk/schema/v1/schema.json')
+SCHEMA = json.load(open(SCHEMA_FILE))
+D = SCHEMA['$defs']
+ROOT = "urn:acp"
+from referencing.jsonschema import DRAFT202012
+res = Resource.from_contents(SCHEMA, default_specification=DRAFT202012)
+reg = Registry().with_resource(ROOT, res)
+
+def validator(defname):
+    return Draft202012Validator({"$ref": f"{ROOT}#/$defs/{defname}"}, registry=reg)
+
+REQ = {"session/request_permission": "RequestPermissionRequest", "fs/read_text_file": "ReadTextFileRequest",
+       "fs/write_text_file": "WriteTextFileRequest", "terminal/create": "CreateTerminalRequest",
+       "terminal/output": "TerminalOutputRequest", "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+       "terminal/kill": "KillTerminalRequest", "terminal/release": "ReleaseTerminalRequest"}
+NOTE = {"session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification"}
+RESP = {"initialize": "InitializeResponse", "session/new": "NewSessionResponse", "session/load": "LoadSessionResponse",
+        "session/prompt": "PromptResponse", "authenticate": "AuthenticateResponse"}
+
+def resolve(node):
+    while isinstance(node, dict) and "$ref" in node:
+        node = D[node["$ref"].split("/")[-1]]
+    return node
+
+def fits(node, inst):
+    try:
+        # resolve internal refs relative to ROOT
+        return not any(True for _ in Draft202012Validator({"allOf": [rewrite(node)]}, registry=reg).iter_errors(inst))
+    except Exception:
+        return False
+
+def rewrite(node):
+    if isinstance(node, dict):
+        return {k: (ROOT + v if k == "$ref" and isinstance(v, str) and v.startswith("#") else rewrite(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [rewrite(x) for x in node]
+    return node
+
+def audit(node, inst, path, out):
+    """Report keys of inst not defined by node (following $ref/allOf and matching oneOf/anyOf branches)."""
+    node = resolve(node)
+    if not isinstance(node, dict):
+        return
+    if isinstance(inst, list):
+        items = node.get("items")
+        if items is not None:
+            for i, x in enumerate(inst):
+                audit(items, x, f"{path}[{i}]", out)
+        for b in node.get("anyOf", []) + node.get("oneOf", []):
+            if fits(b, inst):
+                audit(b, inst, path, out)
+        return
+    if not isinstance(inst, dict):
+        return
+    if not any(k in node for k in ("properties", "allOf", "oneOf", "anyOf", "additionalProperties")):
+        return  # free-form value (e.g. rawInput)
+    props = {}
+    def gather(n):
+        n = resolve(n)
+        if not isinstance(n, dict):
+            return
+        props.update(n.get("properties", {}))
+        for a in n.get("allOf", []):
+            gather(a)
+        for b in n.get("oneOf", []) + n.get("anyOf", []):
+            if fits(b, inst):
+                gather(b)
+        if n.get("additionalProperties") not in (None, False):
+            props["*"] = n["additionalProperties"]
+    gather(node)
+    for k, v in inst.items():
+        if k == "_meta":
+            continue
+        if k in props:
+            audit(props[k], v, f"{path}.{k}", out)
+        elif "*" not in props:
+            out.append(f"{path}.{k}")
+
+def check(file):
+    problems = []
+    pending = {}
+    for n, line in enumerate(open(file), 1):
+        rec = json.loads(line)
+        if rec.get("parseError"):
+            problems.append(f"{file}:{n}: NON-JSON line from {rec['dir']}: {rec['raw'][:200]!r}")
+            continue
+        m = rec["msg"]
+        if rec["dir"] == "send":
+            if "method" in m and "id" in m:
+                pending[m["id"]] = m["method"]
+            continue
+        defname = None
+        body = m
+        if "method" in m:
+            defname = (REQ if "id" in m else NOTE).get(m["method"])
+            body = m.get("params")
+            if defname is None:
+                problems.append(f"{file}:{n}: unknown agent->client method {m['method']}")
+                continue
+        else:
+            meth = pending.get(m.get("id"))
+            if "error" in m:
+                problems.append(f"{file}:{n}: error response to {meth}: {json.dumps(m['error'])[:300]}")
+                continue
+            defname = RESP.get(meth)
+            body = m.get("result")
+            if defname is None:
+                continue
+        errs = list(validator(defname).iter_errors(body))
+        for e in errs[:3]:
+            problems.append(f"{file}:{n}: {defname} INVALID at {'/'.join(map(str, e.absolute_path))}: {e.message[:200]}")
+        extra = []
+        audit(D[defname], body, defname, extra)
+        for x in extra:
+            problems.append(f"{file}:{n}: {defname}: key not in schema: {x}")
+    return problems
+
+
+
+# ----------------------------------------------------------------- the cases
+# Each case function gets a Run and calls r.ok(condition, "what") for every
+# assertion; "what" is what the PASS line lists (or the FAIL line, if false).
+
+MAIN_GO = 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Println("hello BANANA")\n}\n'  # as mkproj.sh writes it
+MODEL_CAP = 64 * 1024 + 1024  # the 64 KiB output cap plus room for Rebound's notes
+
+
+class Run:
+    def __init__(self, run_dir, name):
+        self.name = name
+        self.run_dir = run_dir
+        self.base = os.path.join(run_dir, "out", name)
+        self.proj = os.path.join(run_dir, "proj")
+        self.checked, self.failed = [], []
+        self.recs = self._jsonl(self.base + ".transcript.jsonl")
+        self.stdout = self._read(self.base + ".stdout") or ""
+        self.mock = self._jsonl(self.base + ".mock.log")
+
+    @staticmethod
+    def _read(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def _jsonl(self, path):
+        text = self._read(path)
+        return [json.loads(l) for l in text.splitlines() if l.strip()] if text else []
+
+    def ok(self, cond, what):
+        (self.checked if cond else self.failed).append(what)
+        return cond
+
+    # -- transcript
+    def msgs(self, dir=None):
+        return [(i, r["msg"]) for i, r in enumerate(self.recs)
+                if "msg" in r and (dir is None or r["dir"] == dir)]
+
+    def requests(self, method):
+        """agent->client requests of method, as (index, msg)."""
+        return [(i, m) for i, m in self.msgs("recv") if m.get("method") == method and "id" in m]
+
+    def notes(self, method):
+        return [(i, m) for i, m in self.msgs("recv") if m.get("method") == method and "id" not in m]
+
+    def answer(self, req_id):
+        """the client's response to the agent's request req_id."""
+        for i, m in self.msgs("send"):
+            if m.get("id") == req_id and "method" not in m:
+                return m
+        return None
+
+    def terminal_requests(self):
+        return [(i, m) for i, m in self.msgs("recv") if str(m.get("method", "")).startswith("terminal/")]
+
+    def updates(self, tc=None, kind=None):
+        out = []
+        for i, m in self.notes("session/update"):
+            u = m["params"]["update"]
+            if kind and u["sessionUpdate"] != kind:
+                continue
+            if tc and u.get("toolCallId") != tc:
+                continue
+            out.append((i, u))
+        return out
+
+    def tool(self, tc):
+        return self.updates(tc=tc)
+
+    def started(self, tc):
+        return [u for _, u in self.updates(tc=tc, kind="tool_call")]
+
+    def status(self, tc):
+        st = None
+        for _, u in self.tool(tc):
+            st = u.get("status", st)
+        return st
+
+    def texts(self, tc):
+        """every text the user is shown for tc (tool content of kind text)."""
+        out = []
+        for _, u in self.tool(tc):
+            for c in u.get("content") or []:
+                if c.get("type") == "content" and c["content"].get("type") == "text":
+                    out.append(c["content"]["text"])
+        return out
+
+    def agent_text(self):
+        return "".join(u["content"].get("text", "") for _, u in self.updates(kind="agent_message_chunk"))
+
+    def stop_reasons(self):
+        return re.findall(r"^stopReason: (.*)$", self.stdout, re.M)
+
+    def permissions(self, tc=None):
+        out = []
+        for i, m in self.requests("session/request_permission"):
+            if tc and m["params"]["toolCall"]["toolCallId"] != tc:
+                continue
+            a = self.answer(m["id"])
+            out.append((i, m, (a or {}).get("result", {}).get("outcome", {})))
+        return out
+
+    # -- what the model was sent (mock provider's request log)
+    def model_result(self, tc, req=-1):
+        """the tool result for tc in the req-th request to the model."""
+        if not self.mock:
+            return None
+        found = [m.get("content") for m in self.mock[req]["messages"]
+                 if m.get("role") == "tool" and m.get("toolCallId") == tc]
+        return found[0] if len(found) == 1 else None
+
+    # -- the project
+    def file(self, rel):
+        return self._read(os.path.join(self.proj, rel))
+
+    # -- common assertions
+    def terminal_status_before_release(self, tc, needle):
+        """a tool_call_update with [terminal, text containing needle] for tc,
+        sent before terminal/release of that terminal."""
+        term = None
+        for _, u in self.tool(tc):
+            for c in u.get("content") or []:
+                if c.get("type") == "terminal":
+                    term = c["terminalId"]
+        rel = [i for i, m in self.requests("terminal/release") if m["params"]["terminalId"] == term]
+        for i, u in self.tool(tc):
+            c = u.get("content") or []
+            types = [x.get("type") for x in c]
+            if types == ["terminal", "content"] and c[0]["terminalId"] == term and needle in c[1]["content"].get("text", ""):
+                return bool(rel) and i < rel[0]
+        return False
+
+    def cancel_request_for(self, method):
+        ids = {m["id"] for _, m in self.requests(method)}
+        return any(m["params"].get("requestId") in ids for _, m in self.notes("$/cancel_request"))
+
+    def tail_kept(self, text, exit_code):
+        return (text is not None and len(text.encode()) <= MODEL_CAP
+                and "\nEND\n" in text[-400:] and text.rstrip().endswith(f"[exit code {exit_code}]"))
+
+
+def common(r, stops):
+    """schema, exit statuses, stop reasons, no warn/error in Rebound's log;
+    listed as one item when they all hold."""
+    n = len(r.failed)
+    issues = check(r.base + ".transcript.jsonl") if r.recs else ["no transcript"]
+    if issues:
+        r.failed.append(f"schema: {issues[0]}" + (f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""))
+    rc, mrc = (r._read(r.base + ".rc") or "?").strip(), (r._read(r.base + ".mock.rc") or "?").strip()
+    if rc != "0":
+        r.failed.append(f"client exit {rc}")
+    if mrc != "0":
+        r.failed.append(f"mock-provider exit {mrc}")
+    got = r.stop_reasons()
+    if got != stops:
+        r.failed.append(f"stopReason {got}, want {stops}")
+    stderr = r._read(r.base + ".stderr") or ""
+    bad = [l for l in stderr.splitlines() if re.search(r'"level":"(warn|error|fatal|panic)"', l)]
+    if bad:
+        r.failed.append(f"agent logged: {bad[0][:200]}")
+    if len(r.failed) == n:
+        r.checked.append(f"stopReason {','.join(stops)} (schema ok, exits 0, no warn log)")
+
+
+def case_a(r):
+    common(r, ["end_turn"])
+    reads = [m["params"]["path"] for _, m in r.requests("fs/read_text_file")]
+    r.ok(reads == [os.path.join(r.proj, "README.md")], "README read via fs/read_text_file")
+    r.ok([r.status(t) for t in ("call_1", "call_2", "call_3")] == ["completed"] * 3, "3 tools completed")
+    r.ok(r.texts("call_2") == ["2 files"] and r.model_result("call_2") == "main.go\npkg/util/util.go\n",
+         "find skips .gitignored files")
+    res = r.model_result("call_3") or ""
+    r.ok(r.texts("call_3") == ["3 matches"] and res.count("\n") == 3
+         and not re.search(r"vendor_ignored|build/|debug\.log", res), "search: 3 matches, ignored files skipped")
+
+
+def case_b(r):
+    common(r, ["end_turn"])
+    p = r.permissions("call_1")
+    r.ok(len(p) == 1 and [c["type"] for c in p[0][1]["params"]["toolCall"].get("content", [])] == ["diff"],
+         "permission asked with a diff")
+    r.ok(p and p[0][2].get("optionId") == "allow_once", "allowed once")
+    w = r.requests("fs/write_text_file")
+    r.ok(len(w) == 1 and w[0][1]["params"]["path"] == os.path.join(r.proj, "main.go"), "fs/write_text_file main.go")
+    r.ok(r.status("call_1") == "completed", "completed")
+    r.ok(r.file("main.go") == MAIN_GO.replace("hello BANANA", "hello APPLE"), "main.go changed on disk")
+
+
+def case_c(r):
+    common(r, ["end_turn"])
+    p = r.permissions("call_1")
+    r.ok(p and p[0][2].get("optionId") == "reject_once", "rejected once")
+    r.ok(not r.requests("fs/write_text_file"), "no fs/write_text_file")
+    r.ok(r.status("call_1") == "failed" and r.texts("call_1") == ["Rejected"], 'failed, user sees "Rejected"')
+    r.ok("declined" in (r.model_result("call_1") or ""), "model told the user declined")
+    r.ok(r.file("main.go") == MAIN_GO, "main.go unchanged on disk")
+
+
+def terminal_flow(r, tc):
+    """terminal/create, then wait_for_exit, output and release of that terminal, in order."""
+    c = r.requests("terminal/create")
+    if len(c) != 1:
+        return False
+    a = r.answer(c[0][1]["id"])
+    term = (a or {}).get("result", {}).get("terminalId")
+    seq = [m["method"] for _, m in r.terminal_requests() if m["params"].get("terminalId") == term]
+    shown = any(any(x.get("type") == "terminal" and x.get("terminalId") == term for x in u.get("content") or [])
+                for _, u in r.tool(tc))
+    return shown and seq == ["terminal/wait_for_exit", "terminal/output", "terminal/release"]
+
+
+def case_d(r):
+    common(r, ["end_turn"])
+    c = r.requests("terminal/create")
+    r.ok(len(c) == 1 and c[0][1]["params"]["command"] == "/bin/sh"
+         and c[0][1]["params"].get("args") == ["-c", "echo hi; ls"] and c[0][1]["params"].get("cwd") == r.proj,
+         "terminal/create /bin/sh -c in the project")
+    r.ok(terminal_flow(r, "call_1"), "terminal shown, then wait_for_exit/output/release")
+    r.ok(r.status("call_1") == "completed", "completed")
+    res = r.model_result("call_1") or ""
+    r.ok(res.startswith("hi\n") and res.endswith("[exit code 0]"), "model got output and exit code 0")
+
+
+def case_e(r):
+    common(r, ["end_turn"])
+    r.ok(not r.terminal_requests(), "no terminal/* (not offered): ran locally")
+    r.ok(r.status("call_1") == "completed" and any("hi\n" in t and "[exit code 0]" in t for t in r.texts("call_1")),
+         "completed, user sees output and exit code")
+    res = r.model_result("call_1") or ""
+    r.ok(res.startswith("hi\n") and res.endswith("[exit code 0]"), "model got output and exit code 0")
+
+
+def case_f(r):
+    common(r, ["end_turn"])
+    r.ok(len(r.mock) == 3, "3 model requests (1 dropped stream, 1 retry)")
+    r.ok(len(r.started("call_1")) == 1 and len(r.requests("fs/read_text_file")) == 1, "tool ran once")
+    phases = [u.get("_meta", {}).get("rebound/retry", {}).get("phase") for _, u in r.updates(kind="session_info_update")]
+    r.ok(phases == ["scheduled", "started"], "retry scheduled+started shown")
+    r.ok(r.agent_text() == "Reading the README.The magic word is BANANA, says the README.", "reply shown once, whole")
+    r.ok(len(r.mock) == 3 and r.model_result("call_1", 2) is not None, "retry sent the tool result once")
+
+
+def case_g(r):
+    common(r, ["cancelled"])
+    p = r.permissions("call_1")
+    r.ok(p and p[0][2] == {"outcome": "cancelled"}, "permission answered cancelled")
+    r.ok(r.cancel_request_for("session/request_permission"), "$/cancel_request for the permission request")
+    r.ok(r.status("call_1") == "failed" and not r.started("call_2"), "call_1 failed, call_2 never started")
+    r.ok(not r.requests("fs/write_text_file") and not r.terminal_requests(), "nothing written or run")
+    r.ok(len(r.mock) == 1, "no model request after the cancel")
+    r.ok(r.file("main.go") == MAIN_GO, "main.go unchanged on disk")
+
+
+def case_g2(r):
+    common(r, ["end_turn"])
+    users = [u["content"]["text"] for _, u in r.updates(kind="user_message_chunk")]
+    r.ok(users == ["edit then test"], "replay: the cancelled prompt")
+    st = {u["toolCallId"]: (u.get("status"), u.get("title")) for _, u in r.updates(kind="tool_call")}
+    r.ok(st.get("call_1") == ("failed", "Edit `main.go`") and st.get("call_2") == ("failed", "Run `go vet ./...`"),
+         "replay: both calls failed, the unrun one described")
+    r.ok("after cancel ok" in r.agent_text(), "new prompt answered")
+    msgs = r.mock[0]["messages"] if r.mock else []
+    r.ok(r.model_result("call_1", 0) is not None and r.model_result("call_2", 0) is not None
+         and msgs[-1] == {"role": "user", "content": "again"} if msgs else False,
+         "model history: a result for each call, then the new prompt")
+    r.ok(r.file("main.go") == MAIN_GO, "main.go unchanged")
+
+
+def case_g3(r):
+    common(r, ["cancelled", "end_turn"])
+    r.ok(r.cancel_request_for("session/request_permission"), "$/cancel_request for the permission request")
+    r.ok(r.status("call_1") == "failed" and not r.started("call_2"), "call_1 failed, call_2 never started")
+    r.ok(r.agent_text().endswith("Second prompt answered."), "next prompt in the same connection answered")
+    r.ok(len(r.mock) == 2 and r.model_result("call_1", 1) is not None and r.model_result("call_2", 1) is not None,
+         "model history has a result for each call")
+    r.ok(r.file("main.go") == MAIN_GO, "main.go unchanged")
+
+
+def case_h(r):
+    common(r, ["end_turn"])
+    calls = ("call_1", "call_2", "call_3")
+    locs = [((r.started(t) or [{}])[0].get("locations") or [{}])[0].get("path") for t in calls]
+    r.ok(locs[:2] == ["/etc/passwd", "/etc/passwd"], "../ and absolute path both name /etc/passwd")
+    r.ok([r.status(t) for t in calls] == ["failed"] * 3, "3 escaping reads failed")
+    r.ok(not r.requests("fs/read_text_file"), "escape refused without asking the editor")
+    res = [r.model_result(t) or "" for t in calls]
+    r.ok(all("outside the workspace" in x for x in res) and "symlink" in res[2],
+         "model told: outside the workspace (.., absolute, symlink)")
+    r.ok(not any("root:" in t for tc in calls for t in r.texts(tc)) and not any("root:" in x for x in res),
+         "no passwd content leaked")
+
+
+def case_i1(r):
+    common(r, ["end_turn"] * 3)
+    p = r.permissions()
+    r.ok(len(p) == 1 and p[0][1]["params"]["toolCall"]["toolCallId"] == "call_2"
+         and p[0][2].get("optionId") == "allow_always", "one permission (edit), allow_always")
+    r.ok(r.status("call_3") == "completed" and not r.permissions("call_3"), "later write not asked again")
+    r.ok("hello APPLE" in (r.file("main.go") or "") and r.file("notes/new.txt") == "fresh\n", "files on disk")
+
+
+def case_i2(r):
+    common(r, ["end_turn"])
+    users = [u["content"]["text"] for _, u in r.updates(kind="user_message_chunk")]
+    r.ok(users == ["what does main.go print", "change it to APPLE", "write a note"], "replay: 3 prompts")
+    r.ok([u.get("status") for _, u in r.updates(kind="tool_call")][:3] == ["completed"] * 3, "replay: 3 calls completed")
+    r.ok(not r.permissions() and r.status("call_4") == "completed", "allow_always survived the load (not asked)")
+    r.ok(r.file("notes/new.txt") == "loaded\n", "notes/new.txt edited on disk")
+
+
+def case_k(r):
+    common(r, ["cancelled", "end_turn"])
+    r.ok(r.cancel_request_for("terminal/wait_for_exit"), "$/cancel_request for wait_for_exit")
+    meths = [m["method"] for _, m in r.terminal_requests()]
+    r.ok(meths == ["terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/output", "terminal/release"],
+         "create/wait/kill/output/release")
+    r.ok(r.terminal_status_before_release("call_1", "cancelled"), "[terminal, cancelled status] before release")
+    r.ok(r.status("call_1") == "failed" and not r.started("call_2") and not r.requests("fs/read_text_file"),
+         "failed; next call never ran")
+    res = r.model_result("call_1") or ""
+    r.ok("started" in res and "cancelled" in res and "never" not in res, "model: output so far, cancelled")
+
+
+def case_k2(r):
+    common(r, ["cancelled"])
+    r.ok(not r.terminal_requests(), "ran locally")
+    t = "\n".join(r.texts("call_1"))
+    r.ok(r.status("call_1") == "failed" and "started" in t and "cancelled" in t and "never" not in t,
+         "failed, user sees output so far + cancelled, process killed")
+    r.ok(not r.started("call_2") and len(r.mock) == 1, "next call never ran, no model request after cancel")
+
+
+def case_x(r):
+    common(r, ["end_turn"])
+    r.ok(r.status("call_1") == "failed" and r.terminal_status_before_release("call_1", "[exit code 3]"),
+         "exit 3: failed, [terminal, exit code] before release")
+    r.ok(r.tail_kept(r.model_result("call_1"), 3) and "cut" in r.model_result("call_1"),
+         "100 KB output: model got the tail + exit code, <=64 KiB")
+    kill = [m["params"]["terminalId"] for _, m in r.requests("terminal/kill")]
+    r.ok(r.status("call_2") == "failed" and kill == ["term-2"] and r.cancel_request_for("terminal/wait_for_exit")
+         and r.terminal_status_before_release("call_2", "timed out"),
+         "timeout: killed, $/cancel_request, [terminal, timed out] before release")
+    res2 = r.model_result("call_2") or ""
+    r.ok("start" in res2 and "timed out" in res2 and "never" not in res2, "model told it timed out")
+    r.ok(r.status("call_3") == "failed" and not r.permissions("call_3") and r.file("main.go") == MAIN_GO,
+         "edit with missing old_text: failed, not asked, file unchanged")
+    r.ok(r.status("call_4") == "completed" and r.model_result("call_4") == "vendor_ignored/dep/dep.go\n",
+         "find in an ignored dir named explicitly")
+    r.ok(r.status("call_5") == "failed" and "regular expression" in (r.model_result("call_5") or ""), "bad regexp failed")
+    r.ok(r.status("call_6") == "completed", "read of an ignored file")
+    t7 = (r.started("call_7") or [{}])[0].get("title", "")
+    r.ok(t7.startswith("Run ````") and t7.endswith("````") and r.status("call_7") == "completed"
+         and (r.model_result("call_7") or "").endswith("```\n[exit code 0]"), "backticks stay in the title's code span")
+    reads = [m["params"]["path"] for _, m in r.requests("fs/read_text_file")]
+    r.ok(r.status("call_8") == "failed" and r.texts("call_8") == ["nope.txt does not exist"]
+         and not any(p.endswith("nope.txt") for p in reads), "missing file named, editor not asked")
+
+
+def case_xload(r):
+    common(r, ["(no prompt)"])
+    x = Run(r.run_dir, "x")
+    want = {f"call_{i}": x.status(f"call_{i}") for i in range(1, 9)}
+    got = {u["toolCallId"]: u.get("status") for _, u in r.updates(kind="tool_call")}
+    r.ok(got == want, "replay: the 8 calls with their final statuses")
+    r.ok(not r.terminal_requests() and not r.permissions() and not r.requests("fs/read_text_file") and not r.mock,
+         "nothing re-run, no model request")
+
+
+def case_y(r):
+    common(r, ["end_turn"])
+    r.ok(not r.terminal_requests(), "ran locally")
+    res = r.model_result("call_1")
+    r.ok(r.status("call_1") == "failed", "exit 3: failed")
+    r.ok(r.tail_kept(res, 3) and "omitted" in res, "100 KB output: model got the tail + exit code, <=64 KiB")
+
+
+def case_yt(r):
+    common(r, ["end_turn"])
+    c = r.requests("terminal/create")
+    r.ok(len(c) == 1 and c[0][1]["params"].get("outputByteLimit") == 65536, "terminal/create outputByteLimit 65536")
+    r.ok(r.status("call_1") == "failed" and r.terminal_status_before_release("call_1", "[exit code 3]"),
+         "exit 3: failed, [terminal, exit code] before release")
+    res = r.model_result("call_1")
+    r.ok(r.tail_kept(res, 3) and "cut" in res, "model got the tail + exit code, <=64 KiB")
+
+
+def case_z(r):
+    common(r, ["refusal"])
+    r.ok(bool(r.updates(kind="agent_thought_chunk")), "reasoning shown as thought chunks")
+    r.ok(r.status("call_1") == "completed", "find completed")
+    pol = [u["_meta"]["rebound/retry"].get("policy") for _, u in r.updates(kind="session_info_update")
+           if u.get("_meta", {}).get("rebound/retry", {}).get("phase") == "scheduled"]
+    r.ok(pol == ["truncation"] and len(r.mock) == 3, "truncated step retried once")
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def run_case(name, run_dir):
+    r = Run(run_dir, name)
+    try:
+        CASES[name](r)
+    except Exception as e:  # a malformed transcript must fail the case, not the trial
+        r.failed.append(f"check crashed: {type(e).__name__}: {e}")
+    if r.failed:
+        print(f"FAIL {name}: " + "; ".join(r.failed) + (f" (passed: {len(r.checked)})" if r.checked else ""))
+        return False
+    print(f"PASS {name}: " + "; ".join(r.checked))
+    return True
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args and args[0] == "--case":
+        name = args[1]
+        run_dir = args[3] if len(args) > 3 and args[2] == "--run" else os.environ.get("TRIAL_RUN", os.path.join(HERE, ".run"))
+        if name not in CASES:
+            sys.exit(f"check.py: unknown case {name!r}; cases: {' '.join(CASES)}")
+        sys.exit(0 if run_case(name, run_dir) else 1)
+    if not args or args[0].startswith("-"):
+        sys.exit(__doc__)
+    allp = []
+    for f in args:
+        p = check(f)
+        allp += p
+        print(f"{f}: {len(p)} issue(s)")
+        for x in p:
+            print("  " + x)
+    sys.exit(1 if allp else 0)

@@ -1,0 +1,482 @@
+#!/usr/bin/env node
+// Minimal ACP (Agent Client Protocol) test client.
+//
+// Rebound's editor trial (tools/editor-trial, see README.md). Derived from the
+// team's shared acp-client; extended with --terminal, repeated --prompt,
+// --load-session, --permission allow_always|reject_always and logging of tool
+// calls and terminals.
+//
+// Spawns an agent subprocess, talks ACP v1 over stdio (newline-delimited
+// JSON-RPC) using @agentclientprotocol/sdk (2.x "app" API), runs one prompt
+// turn and records every JSON-RPC line in both directions to a JSONL file.
+//
+// Usage: node client.mjs --prompt "text" [options] -- <agent-cmd> [agent-args...]
+// See README.md for the option list.
+
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as fs from "node:fs";
+import * as fsp from "node:fs/promises";
+import * as path from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+
+const USAGE = `usage: node client.mjs --prompt TEXT [--prompt TEXT ...] [options] -- AGENT_CMD [AGENT_ARGS...]
+
+options:
+  --prompt TEXT              prompt text to send (required; repeat to send
+                             several prompts, one after another, in one session)
+  --terminal                 advertise clientCapabilities.terminal=true and serve
+                             terminal/create|output|wait_for_exit|kill|release
+  --load-session ID          session/load ID instead of session/new (then the
+                             prompts, if any, run in the loaded session)
+  --cwd DIR                  session cwd (default: current dir; made absolute)
+  --transcript FILE          write every JSON-RPC line as JSONL {ts,dir,msg}
+  --cancel-after-ms N        send session/cancel N ms after the first session/prompt
+  --permission MODE          allow (default: first allow_* option), reject
+                             (first reject_* option), allow_always,
+                             reject_always (that exact kind) or cancel
+  --permission-delay-ms N    hold each permission request N ms before
+                             answering (a session/cancel answers held
+                             requests with outcome "cancelled" at once)
+  --authenticate METHOD_ID   call authenticate after initialize
+  --client-caps JSON         extra clientCapabilities, deep-merged over the
+                             defaults, e.g. '{"session":{"notices":{}}}'
+  --protocol-version N       protocolVersion to offer (default ${acp.PROTOCOL_VERSION})
+  --timeout-ms N             give up after N ms (default 300000)
+  --quiet                    do not print session updates to stderr
+  -h, --help                 show this help`;
+
+function parseArgs(argv) {
+  const opts = {
+    cwd: process.cwd(),
+    permission: "allow",
+    permissionDelayMs: 0,
+    protocolVersion: acp.PROTOCOL_VERSION,
+    timeoutMs: 300000,
+    quiet: false,
+    prompts: [],
+    terminal: false,
+  };
+  const sep = argv.indexOf("--");
+  const own = sep >= 0 ? argv.slice(0, sep) : argv;
+  opts.agent = sep >= 0 ? argv.slice(sep + 1) : [];
+  const num = (name, v) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) die(`${name} needs a non-negative number`);
+    return n;
+  };
+  for (let i = 0; i < own.length; i++) {
+    const a = own[i];
+    const next = () => {
+      if (i + 1 >= own.length) die(`${a} needs a value`);
+      return own[++i];
+    };
+    switch (a) {
+      case "--prompt": opts.prompts.push(next()); break;
+      case "--terminal": opts.terminal = true; break;
+      case "--load-session": opts.loadSession = next(); break;
+      case "--cwd": opts.cwd = next(); break;
+      case "--transcript": opts.transcript = next(); break;
+      case "--cancel-after-ms": opts.cancelAfterMs = num(a, next()); break;
+      case "--permission": opts.permission = next(); break;
+      case "--permission-delay-ms": opts.permissionDelayMs = num(a, next()); break;
+      case "--authenticate": opts.authenticate = next(); break;
+      case "--client-caps":
+        try { opts.clientCaps = JSON.parse(next()); } catch { die("--client-caps needs JSON"); }
+        break;
+      case "--protocol-version": opts.protocolVersion = num(a, next()); break;
+      case "--timeout-ms": opts.timeoutMs = num(a, next()); break;
+      case "--quiet": opts.quiet = true; break;
+      case "-h": case "--help": console.log(USAGE); process.exit(0);
+      default: die(`unknown option ${a}`);
+    }
+  }
+  if (opts.prompts.length === 0 && !opts.loadSession) die("--prompt is required");
+  if (opts.agent.length === 0) die("agent command missing (put it after --)");
+  if (!["allow", "reject", "cancel", "allow_always", "reject_always"].includes(opts.permission)) {
+    die("--permission must be allow, reject, allow_always, reject_always or cancel");
+  }
+  opts.cwd = path.resolve(opts.cwd);
+  return opts;
+}
+
+function die(msg) {
+  console.error(`acp-client: ${msg}\n\n${USAGE}`);
+  process.exit(64);
+}
+
+const log = (...a) => console.error("[acp-client]", ...a);
+
+function deepMerge(base, extra) {
+  if (extra === null || typeof extra !== "object" || Array.isArray(extra)) return extra;
+  const out = { ...(base && typeof base === "object" ? base : {}) };
+  for (const [k, v] of Object.entries(extra)) out[k] = deepMerge(out[k], v);
+  return out;
+}
+
+// ---------------------------------------------------------------- transcript
+// Taps the raw byte streams, so it also records lines the SDK rejects or
+// writes on its own (e.g. parse-error responses).
+function makeTranscript(file) {
+  const out = file ? fs.createWriteStream(file, { flags: "w" }) : null;
+  const write = (dir, line) => {
+    if (!out || line.trim() === "") return;
+    let rec;
+    try {
+      rec = { ts: new Date().toISOString(), dir, msg: JSON.parse(line) };
+    } catch {
+      rec = { ts: new Date().toISOString(), dir, raw: line, parseError: true };
+    }
+    out.write(JSON.stringify(rec) + "\n");
+  };
+  const tap = (dir) => {
+    const dec = new TextDecoder();
+    let buf = "";
+    return new TransformStream({
+      transform(chunk, controller) {
+        buf += dec.decode(chunk, { stream: true });
+        let nl;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          write(dir, buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+        }
+        controller.enqueue(chunk);
+      },
+      flush() {
+        buf += dec.decode();
+        if (buf) write(dir, buf);
+      },
+    });
+  };
+  const close = () => new Promise((r) => (out ? out.end(r) : r()));
+  return { tap, close };
+}
+
+// ------------------------------------------------------------------- display
+function showUpdate(quiet, n) {
+  if (quiet) return;
+  const u = n.update;
+  switch (u.sessionUpdate) {
+    case "agent_message_chunk":
+    case "user_message_chunk":
+    case "agent_thought_chunk": {
+      const c = u.content;
+      const text = c.type === "text" ? c.text : `[${c.type}]`;
+      const tag = u.sessionUpdate === "agent_message_chunk" ? "agent" :
+        u.sessionUpdate === "agent_thought_chunk" ? "thought" : "user";
+      log(`${tag}: ${text}`);
+      break;
+    }
+    case "tool_call":
+      log(`tool_call ${u.toolCallId} "${u.title}" kind=${u.kind ?? "-"} status=${u.status ?? "pending"}` +
+        ` content=${contentTypes(u.content)} locations=${JSON.stringify((u.locations ?? []).map((l) => l.path + (l.line != null ? ":" + l.line : "")))}` +
+        ` rawInput=${JSON.stringify(u.rawInput ?? null)}`);
+      break;
+    case "tool_call_update":
+      log(`tool_call_update ${u.toolCallId} status=${u.status ?? "-"}${u.title ? ` title="${u.title}"` : ""}` +
+        `${u.kind ? ` kind=${u.kind}` : ""} content=${contentTypes(u.content)}` +
+        `${u.content ? " " + contentSummary(u.content) : ""}`);
+      break;
+    case "plan":
+      log(`plan: ${u.entries.map((e) => `[${e.status}] ${e.content}`).join(" | ")}`);
+      break;
+    default:
+      log(`${u.sessionUpdate}: ${JSON.stringify(u)}`);
+  }
+}
+
+// content types of a ToolCallContent[] (undefined/null => "-")
+function contentTypes(content) {
+  if (content == null) return "-";
+  return "[" + content.map((c) => c.type === "content" ? `content/${c.content?.type}` : c.type).join(",") + "]";
+}
+function contentSummary(content) {
+  return content.map((c) => {
+    if (c.type === "diff") return `{diff ${c.path} old=${c.oldText == null ? "null" : c.oldText.length + "ch"} new=${c.newText.length}ch}`;
+    if (c.type === "terminal") return `{terminal ${c.terminalId}}`;
+    if (c.type === "content" && c.content?.type === "text") {
+      const t = c.content.text;
+      return `{text ${JSON.stringify(t.length > 160 ? t.slice(0, 160) + "…" : t)}}`;
+    }
+    return `{${c.type}}`;
+  }).join(" ");
+}
+
+// ------------------------------------------------------------------ terminals
+// Serves terminal/* the way an editor would: spawns command+args (no shell) in
+// cwd, captures stdout+stderr interleaved, keeps at most outputByteLimit bytes
+// (dropping from the beginning, at a character boundary).
+function makeTerminals(quiet) {
+  const terms = new Map();
+  let next = 1;
+  const trim = (t) => {
+    if (t.limit == null || t.buf.length <= t.limit) return;
+    let start = t.buf.length - t.limit;
+    while (start < t.buf.length && (t.buf[start] & 0xc0) === 0x80) start++; // UTF-8 continuation byte
+    t.buf = t.buf.subarray(start);
+    t.truncated = true;
+  };
+  const status = (t) => t.exit ? { exitCode: t.exit.exitCode, signal: t.exit.signal } : null;
+  const get = (params) => {
+    const t = terms.get(params.terminalId);
+    if (!t) throw acp.RequestError.invalidParams({ terminalId: params.terminalId, reason: "unknown or released terminal" });
+    return t;
+  };
+  const killTree = (t) => {
+    if (t.exit) return;
+    try { process.kill(-t.child.pid, "SIGKILL"); } catch { try { t.child.kill("SIGKILL"); } catch {} }
+  };
+  return {
+    create(params) {
+      const id = `term-${next++}`;
+      const env = { ...process.env };
+      for (const e of params.env ?? []) env[e.name] = e.value;
+      const t = { id, buf: Buffer.alloc(0), truncated: false, limit: params.outputByteLimit ?? null, exit: null };
+      if (!quiet) log(`terminal/create ${id}: ${JSON.stringify([params.command, ...(params.args ?? [])])} cwd=${params.cwd ?? "-"} outputByteLimit=${params.outputByteLimit ?? "-"} env=${JSON.stringify(params.env ?? [])}`);
+      t.child = spawn(params.command, params.args ?? [], {
+        cwd: params.cwd ?? undefined, env, stdio: ["ignore", "pipe", "pipe"], detached: true,
+      });
+      const onData = (d) => { t.buf = Buffer.concat([t.buf, d]); trim(t); };
+      t.child.stdout.on("data", onData);
+      t.child.stderr.on("data", onData);
+      t.exited = new Promise((resolve) => {
+        let done = false;
+        const finish = (exit) => { if (done) return; done = true; t.exit = exit; if (!quiet) log(`terminal ${id} exited ${JSON.stringify(exit)}`); resolve(exit); };
+        t.child.on("close", (code, signal) => finish({ exitCode: code ?? null, signal: signal ?? null }));
+        t.child.on("error", (err) => { onData(Buffer.from(`spawn error: ${err.message}\n`)); finish({ exitCode: 127, signal: null }); });
+      });
+      terms.set(id, t);
+      return { terminalId: id };
+    },
+    output(params) {
+      const t = get(params);
+      const out = { output: t.buf.toString("utf8"), truncated: t.truncated };
+      const st = status(t);
+      if (st) out.exitStatus = st;
+      return out;
+    },
+    async waitForExit(params, signal) {
+      const t = get(params);
+      const exit = await Promise.race([t.exited, new Promise((_, rej) => signal?.addEventListener("abort", () => rej(acp.RequestError.requestCancelled()), { once: true }))]);
+      return { exitCode: exit.exitCode, signal: exit.signal };
+    },
+    kill(params) { killTree(get(params)); return {}; },
+    release(params) {
+      const t = get(params);
+      killTree(t);
+      terms.delete(params.terminalId);
+      return {};
+    },
+    killAll() { for (const t of terms.values()) killTree(t); },
+  };
+}
+
+// ---------------------------------------------------------------------- main
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const transcript = makeTranscript(opts.transcript);
+
+  const child = spawn(opts.agent[0], opts.agent.slice(1), {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  let childExit = null;
+  const childExited = new Promise((resolve) => {
+    child.on("exit", (code, signal) => {
+      childExit = { code, signal };
+      resolve(childExit);
+    });
+    child.on("error", (err) => {
+      log(`failed to start agent: ${err.message}`);
+      childExit = { code: null, signal: null, error: err.message };
+      resolve(childExit);
+    });
+  });
+  child.stdin.on("error", () => {}); // EPIPE if the agent dies early
+
+  // client -> agent: SDK writes bytes into sendTap, which copies to stdin.
+  const sendTap = transcript.tap("send");
+  void sendTap.readable.pipeTo(Writable.toWeb(child.stdin)).catch(() => {});
+  // agent -> client: stdout bytes pass through recvTap into the SDK.
+  const recvStream = Readable.toWeb(child.stdout).pipeThrough(transcript.tap("recv"));
+  const stream = acp.ndJsonStream(sendTap.writable, recvStream);
+
+  let sessionId = null;
+  let cancelSent = false;
+  const heldPermissions = new Set(); // resolvers for delayed permission answers
+
+  const chooseOutcome = (options) => {
+    if (cancelSent || opts.permission === "cancel") return { outcome: "cancelled" };
+    const prefix = opts.permission === "allow" ? "allow" : opts.permission === "reject" ? "reject" : opts.permission;
+    const opt = options.find((o) => String(o.kind).startsWith(prefix));
+    if (!opt) {
+      log(`no ${prefix}_* option offered; answering "cancelled"`);
+      return { outcome: "cancelled" };
+    }
+    return { outcome: "selected", optionId: opt.optionId };
+  };
+
+  const terminals = makeTerminals(opts.quiet);
+  let app = acp
+    .client({ name: "acp-client" })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      showUpdate(opts.quiet, params);
+    })
+    .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+      if (!opts.quiet) {
+        const tc = params.toolCall;
+        log(`permission requested for ${tc.toolCallId}: title=${JSON.stringify(tc.title ?? null)} kind=${tc.kind ?? "-"}` +
+          ` content=${contentTypes(tc.content)}${tc.content ? " " + contentSummary(tc.content) : ""} options: ` +
+          params.options.map((o) => `${o.optionId}(${o.kind} "${o.name}")`).join(", "));
+      }
+      if (opts.permissionDelayMs > 0 && !cancelSent) {
+        await new Promise((resolve) => {
+          const entry = { resolve };
+          const t = setTimeout(() => { heldPermissions.delete(entry); resolve(); },
+            opts.permissionDelayMs);
+          entry.timer = t;
+          heldPermissions.add(entry);
+        });
+      }
+      const outcome = chooseOutcome(params.options);
+      if (!opts.quiet) log(`permission answer: ${JSON.stringify(outcome)}`);
+      return { outcome };
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
+      let text;
+      try {
+        text = await fsp.readFile(params.path, "utf8");
+      } catch (err) {
+        if (err.code === "ENOENT") throw acp.RequestError.resourceNotFound(params.path);
+        throw acp.RequestError.internalError({ details: err.message });
+      }
+      if (params.line != null || params.limit != null) {
+        const lines = text.split("\n");
+        const start = Math.max(0, (params.line ?? 1) - 1);
+        const end = params.limit != null ? start + params.limit : lines.length;
+        text = lines.slice(start, end).join("\n");
+      }
+      return { content: text };
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
+      await fsp.mkdir(path.dirname(params.path), { recursive: true });
+      await fsp.writeFile(params.path, params.content, "utf8");
+      return {};
+    });
+  if (opts.terminal) {
+    const T = acp.methods.client.terminal;
+    const wrap = (name, fn) => async (ctx) => {
+      const res = await fn(ctx.params, ctx.signal);
+      if (!opts.quiet && name !== "create") log(`${name} ${ctx.params.terminalId} -> ${JSON.stringify(res).slice(0, 200)}`);
+      return res;
+    };
+    app = app
+      .onRequest(T.create, wrap("create", (p) => terminals.create(p)))
+      .onRequest(T.output, wrap("terminal/output", (p) => terminals.output(p)))
+      .onRequest(T.waitForExit, wrap("terminal/wait_for_exit", (p, sig) => terminals.waitForExit(p, sig)))
+      .onRequest(T.kill, wrap("terminal/kill", (p) => terminals.kill(p)))
+      .onRequest(T.release, wrap("terminal/release", (p) => terminals.release(p)));
+  }
+
+  const timeout = setTimeout(() => {
+    log(`timeout after ${opts.timeoutMs} ms; killing agent`);
+    child.kill("SIGKILL");
+  }, opts.timeoutMs);
+
+  let exitCode = 0;
+  try {
+    const result = await app.connectWith(stream, async (agent) => {
+      const init = await agent.request(acp.methods.agent.initialize, {
+        protocolVersion: opts.protocolVersion,
+        clientCapabilities: deepMerge({
+          fs: { readTextFile: true, writeTextFile: true },
+          terminal: opts.terminal,
+        }, opts.clientCaps ?? {}),
+        clientInfo: { name: "acp-client", title: "ACP test client", version: "0.1.0" },
+      });
+      if (init.protocolVersion !== opts.protocolVersion) {
+        log(`warning: agent answered protocolVersion ${init.protocolVersion}, offered ${opts.protocolVersion}`);
+      }
+      if (!opts.quiet) {
+        log(`initialized: agent=${JSON.stringify(init.agentInfo ?? null)} loadSession=${init.agentCapabilities?.loadSession ?? false} ` +
+          `authMethods=${(init.authMethods ?? []).map((m) => m.id).join(",") || "-"}`);
+      }
+      if (opts.authenticate) {
+        await agent.request(acp.methods.agent.authenticate, { methodId: opts.authenticate });
+      }
+      if (opts.loadSession) {
+        await agent.request(acp.methods.agent.session.load, {
+          sessionId: opts.loadSession,
+          cwd: opts.cwd,
+          mcpServers: [],
+        });
+        sessionId = opts.loadSession;
+        if (!opts.quiet) log(`session loaded: ${sessionId}`);
+      } else {
+        const sess = await agent.request(acp.methods.agent.session.new, {
+          cwd: opts.cwd,
+          mcpServers: [],
+        });
+        sessionId = sess.sessionId;
+        if (!opts.quiet) log(`session: ${sessionId}`);
+      }
+      console.log(`sessionId: ${sessionId}`);
+
+      let last = { stopReason: "(no prompt)" };
+      for (const [i, text] of opts.prompts.entries()) {
+        cancelSent = false;
+        if (!opts.quiet && opts.prompts.length > 1) log(`--- prompt ${i + 1}/${opts.prompts.length}`);
+        const promptDone = agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: "text", text }],
+        });
+        let cancelTimer;
+        if (opts.cancelAfterMs !== undefined && i === 0) {
+          cancelTimer = setTimeout(() => {
+            cancelSent = true;
+            if (!opts.quiet) log("sending session/cancel");
+            void agent.notify(acp.methods.agent.session.cancel, { sessionId });
+            // Spec: pending permission requests MUST be answered "cancelled".
+            for (const entry of heldPermissions) {
+              clearTimeout(entry.timer);
+              entry.resolve();
+            }
+            heldPermissions.clear();
+          }, opts.cancelAfterMs);
+        }
+        try {
+          last = await promptDone;
+        } finally {
+          clearTimeout(cancelTimer);
+        }
+        if (opts.prompts.length > 1 && i < opts.prompts.length - 1) console.log(`stopReason: ${last.stopReason}`);
+      }
+      return last;
+    });
+    console.log(`stopReason: ${result.stopReason}`);
+  } catch (err) {
+    exitCode = 1;
+    if (err instanceof acp.RequestError) {
+      log(`error ${err.code}: ${err.message}${err.data !== undefined ? " " + JSON.stringify(err.data) : ""}`);
+    } else {
+      log(`error: ${err?.message ?? err}`);
+    }
+    await Promise.race([childExited, new Promise((r) => setTimeout(r, 500))]);
+    if (childExit) log(`agent exited: ${JSON.stringify(childExit)}`);
+  } finally {
+    clearTimeout(timeout);
+    terminals.killAll();
+    // Spec (stdio transport): close stdin, then terminate the subprocess.
+    child.stdin.end();
+    const grace = setTimeout(() => child.kill("SIGTERM"), 2000);
+    await Promise.race([childExited, new Promise((r) => setTimeout(r, 5000))]);
+    clearTimeout(grace);
+    if (!childExit) child.kill("SIGKILL");
+    await transcript.close();
+  }
+  process.exit(exitCode);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
