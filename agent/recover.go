@@ -116,7 +116,9 @@ func (t *turn) summarise(ctx context.Context, msgs []llm.Message) (string, error
 		if err != nil {
 			return "", err
 		}
-		reply.Add(c)
+		if err := reply.Add(c); err != nil {
+			return "", err
+		}
 	}
 	if strings.TrimSpace(reply.Content) == "" {
 		return "", recovery.ErrEmptyResponse

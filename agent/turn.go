@@ -375,7 +375,9 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, []llm.
 		if err != nil {
 			return nil, nil, err
 		}
-		reply.Add(c)
+		if err := reply.Add(c); err != nil {
+			return nil, nil, err
+		}
 		if !c.HasDelta() {
 			continue
 		}

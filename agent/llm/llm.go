@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 type Role string
@@ -192,25 +193,50 @@ type Reply struct {
 	Usage        *Usage
 	// Deltas counts chunks that carried model output.
 	Deltas int
+
+	// The text grows in builders, so a reply of n chunks costs O(n), not
+	// O(n²) as += would; the exported strings are views of them.
+	content, reasoning strings.Builder
+	args               []*strings.Builder
 }
 
-// Add folds one chunk into the reply.
-func (r *Reply) Add(c Chunk) {
+// MaxToolCalls bounds the tool calls of one reply: a provider's index is
+// trusted no further than this.
+const MaxToolCalls = 128
+
+// Add folds one chunk into the reply. A tool call index outside [0,
+// MaxToolCalls) is a malformed stream.
+func (r *Reply) Add(c Chunk) error {
+	for _, d := range c.ToolCalls {
+		if d.Index < 0 || d.Index >= MaxToolCalls {
+			return fmt.Errorf("%w: tool call index %d is outside 0 to %d", ErrMalformedStream, d.Index, MaxToolCalls-1)
+		}
+	}
 	if c.HasDelta() {
 		r.Deltas++
 	}
-	r.Content += c.Content
-	r.Reasoning += c.Reasoning
+	if c.Content != "" {
+		r.content.WriteString(c.Content)
+		r.Content = r.content.String()
+	}
+	if c.Reasoning != "" {
+		r.reasoning.WriteString(c.Reasoning)
+		r.Reasoning = r.reasoning.String()
+	}
 	for _, d := range c.ToolCalls {
 		for len(r.ToolCalls) <= d.Index {
 			r.ToolCalls = append(r.ToolCalls, ToolCall{})
+			r.args = append(r.args, &strings.Builder{})
 		}
 		tc := &r.ToolCalls[d.Index]
 		if d.ID != "" {
 			tc.ID = d.ID
 		}
-		tc.Name += d.Name
-		tc.Arguments += d.Arguments
+		tc.Name += d.Name // names come whole or in a few pieces
+		if d.Arguments != "" {
+			r.args[d.Index].WriteString(d.Arguments)
+			tc.Arguments = r.args[d.Index].String()
+		}
 	}
 	if c.FinishReason != "" {
 		r.FinishReason = c.FinishReason
@@ -218,6 +244,7 @@ func (r *Reply) Add(c Chunk) {
 	if c.Usage != nil {
 		r.Usage = c.Usage
 	}
+	return nil
 }
 
 // Empty reports a finished reply with no content and no tool call.

@@ -56,7 +56,9 @@ func drain(t *testing.T, s llm.Stream) ([]llm.Chunk, llm.Reply, error) {
 		if c.HasDelta() {
 			chunks = append(chunks, c)
 		}
-		r.Add(c)
+		if err := r.Add(c); err != nil {
+			return chunks, r, err
+		}
 	}
 	t.Fatal("stream never ended")
 	return nil, r, nil
@@ -138,7 +140,7 @@ func TestOpenAI_StreamReplies(t *testing.T) {
 			if got.Usage == nil {
 				t.Error("no usage: the adapter asks for include_usage and the mock sends it")
 			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(llm.Reply{}, "Usage")); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(llm.Reply{}, "Usage"), cmpopts.IgnoreUnexported(llm.Reply{})); diff != "" {
 				t.Errorf("reply (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantChunks, chunks); diff != "" {
@@ -449,7 +451,7 @@ func TestOpenAI_RawBodies(t *testing.T) {
 			}
 			defer s.Close()
 			_, got, err := drain(t, s)
-			if diff := cmp.Diff(tt.wantReply, got); diff != "" {
+			if diff := cmp.Diff(tt.wantReply, got, cmpopts.IgnoreUnexported(llm.Reply{})); diff != "" {
 				t.Errorf("reply (-want +got):\n%s", diff)
 			}
 			if tt.wantFacts != nil {
@@ -706,7 +708,7 @@ func TestOpenAI_OverLoopback(t *testing.T) {
 	_, got, err := drain(t, s)
 	s.Close()
 	want := llm.Reply{Reasoning: "hmm", Content: "Hello there", FinishReason: "stop", Deltas: 4}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(llm.Reply{}, "Usage")); diff != "" || err != io.EOF {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(llm.Reply{}, "Usage"), cmpopts.IgnoreUnexported(llm.Reply{})); diff != "" || err != io.EOF {
 		t.Errorf("reply (-want +got):\n%s\nerr = %v", diff, err)
 	}
 
@@ -817,4 +819,58 @@ func TestOpenAI_CloseMidStreamReleasesRequest(t *testing.T) {
 			t.Errorf("Recv() after Close = %v, want ErrStreamClosed", err)
 		}
 	})
+}
+
+
+func TestReply_AddBoundsToolCallIndex(t *testing.T) {
+	for _, idx := range []int{-1, llm.MaxToolCalls, 1_000_000_000} {
+		var r llm.Reply
+		err := r.Add(llm.Chunk{ToolCalls: []llm.ToolCallDelta{{Index: idx, ID: "x", Name: "f"}}})
+		if !errors.Is(err, llm.ErrMalformedStream) || len(r.ToolCalls) != 0 {
+			t.Errorf("index %d: err = %v, %d calls; want ErrMalformedStream and none", idx, err, len(r.ToolCalls))
+		}
+	}
+}
+
+// TestReply_AddIsLinear: a reply built from many small deltas keeps every
+// byte in order (the builders are views, not copies made per delta).
+func TestReply_AddManyDeltas(t *testing.T) {
+	var r llm.Reply
+	var want strings.Builder
+	for i := range 20000 {
+		d := string(rune('a' + i%26))
+		want.WriteString(d)
+		if err := r.Add(llm.Chunk{Content: d, Reasoning: d, ToolCalls: []llm.ToolCallDelta{{Index: 1, Arguments: d}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Content != want.String() || r.Reasoning != want.String() || r.ToolCalls[1].Arguments != want.String() || r.ToolCalls[0].Arguments != "" {
+		t.Errorf("accumulated text differs from the deltas")
+	}
+	if r.Deltas != 20000 {
+		t.Errorf("Deltas = %d", r.Deltas)
+	}
+}
+
+func BenchmarkReply_Add16kChunks(b *testing.B) {
+	c := llm.Chunk{Content: "0123456789"}
+	for b.Loop() {
+		var r llm.Reply
+		for range 16384 {
+			r.Add(c)
+		}
+	}
+}
+
+// BenchmarkReply_ConcatBaseline16kChunks is the baseline for the one above:
+// the string += that Reply.Add used to do, in the same run.
+func BenchmarkReply_ConcatBaseline16kChunks(b *testing.B) {
+	c := llm.Chunk{Content: "0123456789"}
+	for b.Loop() {
+		var s string
+		for range 16384 {
+			s += c.Content
+		}
+		_ = s
+	}
 }
