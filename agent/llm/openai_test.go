@@ -821,7 +821,6 @@ func TestOpenAI_CloseMidStreamReleasesRequest(t *testing.T) {
 	})
 }
 
-
 func TestReply_AddBoundsToolCallIndex(t *testing.T) {
 	for _, idx := range []int{-1, llm.MaxToolCalls, 1_000_000_000} {
 		var r llm.Reply
