@@ -148,7 +148,7 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 	overloads := 0 // consecutive OVERLOADED failures
 	adapter, canAdapt := obs.(Adapter)
 	for attempts := 1; ; attempts++ {
-		err := e.try(ctx, deadline, attempt)
+		err := e.try(ctx, attempt)
 		if err == nil {
 			return nil
 		}
@@ -268,18 +268,16 @@ func (e *Executor) decide(f *Failure, used map[string]int, overloads int, canAda
 	return decision{Decision: d, policy: PolicyTransient, max: c.Policy.MaxRetries}
 }
 
-// try runs one attempt under the attempt timeout and what is left of the
-// request deadline.
-func (e *Executor) try(ctx context.Context, deadline time.Time, attempt func(context.Context) error) error {
-	if t := e.Config.AttemptTimeout; t > 0 {
-		if d := time.Now().Add(t); deadline.IsZero() || d.Before(deadline) {
-			deadline = d
-		}
-	}
-	if deadline.IsZero() {
+// try runs one attempt under the attempt timeout, if one is set. The request
+// deadline does not cut an attempt: it bounds recovery (the waits, and the
+// time failed attempts took), never a healthy stream that is still producing;
+// a stream that stalls is the watchdogs' to end.
+func (e *Executor) try(ctx context.Context, attempt func(context.Context) error) error {
+	t := e.Config.AttemptTimeout
+	if t <= 0 {
 		return attempt(ctx)
 	}
-	actx, cancel := context.WithDeadline(ctx, deadline)
+	actx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
 	return attempt(actx)
 }

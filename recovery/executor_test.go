@@ -436,17 +436,17 @@ func TestExecutor_DoAttemptTimeout(t *testing.T) {
 				Message: "The provider did not answer in time; gave up after 1 attempt in 30.0s"},
 		},
 		{
-			name:   "the request deadline comes first",
+			name:   "the request deadline does not cut an attempt; it stops the wait after it",
 			config: recovery.Config{Policy: testPolicy, AttemptTimeout: 30 * time.Second, RequestDeadline: 20 * time.Second},
-			want:   []window{{0, 20 * time.Second}},
-			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 500ms would pass the request deadline (20s)", Attempts: 1, Elapsed: 20 * time.Second,
+			want:   []window{{0, 30 * time.Second}},
+			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 500ms would pass the request deadline (20s)", Attempts: 1, Elapsed: 30 * time.Second,
 				Message: "The provider did not answer in time; retrying in 500ms would pass the request deadline (20s)"},
 		},
 		{
-			name:   "a retry gets what is left of the turn",
+			name:   "a retry gets its whole attempt timeout; the deadline stops the next wait",
 			config: recovery.Config{Policy: testPolicy, AttemptTimeout: 30 * time.Second, RequestDeadline: 45 * time.Second},
-			want:   []window{{0, 30 * time.Second}, {30500 * time.Millisecond, 45 * time.Second}},
-			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (45s)", Attempts: 2, Retries: 1, Elapsed: 45 * time.Second,
+			want:   []window{{0, 30 * time.Second}, {30500 * time.Millisecond, 60500 * time.Millisecond}},
+			wantOut: outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (45s)", Attempts: 2, Retries: 1, Elapsed: 60500 * time.Millisecond,
 				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (45s)"},
 		},
 	}
@@ -573,4 +573,26 @@ func TestExecutor_DoRequestsThroughProvider(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestExecutor_DeadlineSparesAHealthyStream: an attempt that is still
+// producing when the request deadline passes is not cut; it finishes.
+func TestExecutor_DeadlineSparesAHealthyStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		e := recovery.Executor{Config: recovery.Config{Policy: testPolicy, RequestDeadline: 3 * time.Second}, Start: start}
+		err := e.Do(t.Context(), recovery.Chain{}, newObserver(t), func(ctx context.Context) error {
+			for range 5 { // a chunk a second for 5 s
+				select {
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				case <-time.After(time.Second):
+				}
+			}
+			return nil
+		})
+		if err != nil || time.Since(start) != 5*time.Second {
+			t.Errorf("Do() = %v after %v, want success after 5s", err, time.Since(start))
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
@@ -333,7 +334,7 @@ func TestWatch_FiresAfterFinish(t *testing.T) {
 		if got := time.Since(start); got != 5*time.Second {
 			t.Errorf("stream ended after %v, want 5s (the idle watchdog)", got)
 		}
-		if diff := cmp.Diff(llm.Reply{Content: "Hello", FinishReason: llm.FinishStop, Deltas: 1}, r); diff != "" {
+		if diff := cmp.Diff(llm.Reply{Content: "Hello", FinishReason: llm.FinishStop, Deltas: 1}, r, cmpopts.IgnoreUnexported(llm.Reply{})); diff != "" {
 			t.Errorf("reply (-want +got):\n%s", diff)
 		}
 		if cause := context.Cause(fp.ctx); !errors.Is(cause, recovery.ErrIdleTimeout) {
