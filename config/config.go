@@ -52,8 +52,15 @@ type Provider struct {
 	APIKey string `toml:"-" json:"-"`
 }
 
+// Streaming modes (agent.streaming).
+const (
+	StreamingLive = "live"
+	StreamingHeld = "held"
+)
+
 // Agent configures the agent loop.
 type Agent struct {
+	Streaming           string `toml:"streaming" json:"streaming" jsonschema:"enum=live,enum=held,default=live" jsonschema_description:"live: the editor sees each reply as it streams; an attempt that fails after text was shown is continued from that text, so nothing shown is thrown away. held: a reply is shown once it has finished, so a failed attempt shows nothing. Default live. Overridden by REBOUND_STREAMING and --streaming."`
 	MaxSteps            int    `toml:"max_steps" json:"max_steps" jsonschema:"minimum=1,maximum=1000,default=50" jsonschema_description:"Model requests (steps) one turn may make, 1 to 1000; a step that asks for tools is followed by another. The turn then stops with max_turn_requests. Default 50."`
 	Instructions        string `toml:"instructions" json:"instructions" jsonschema_description:"Text added to the built-in system prompt in every session (the project's AGENTS.md is added too). Default empty."`
 	ReplaceInstructions bool   `toml:"replace_instructions" json:"replace_instructions" jsonschema:"default=false" jsonschema_description:"Use agent.instructions instead of the built-in system prompt, not after it. Default false."`
@@ -75,7 +82,7 @@ type Recovery struct {
 	Jitter                float64    `toml:"jitter" json:"jitter" jsonschema:"minimum=0,maximum=1,default=0.1" jsonschema_description:"Each backoff is multiplied by a random factor in [1-jitter, 1+jitter]; between 0 and 1. Default 0.1."`
 	MaxRetryAfter         Duration   `toml:"max_retry_after" json:"max_retry_after" jsonschema_description:"Longest Retry-After from the provider that is honoured, as a Go duration; a longer one ends recovery at once. Default 10s."`
 	RetryableCodes        []string   `toml:"retryable_codes" json:"retryable_codes" jsonschema:"uniqueItems=true,enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN,default=RATE_LIMIT,default=OVERLOADED,default=SERVER,default=TIMEOUT,default=TRANSPORT,default=EMPTY_RESPONSE" jsonschema_description:"Failure codes that are retried: RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE, CONTEXT_OVERFLOW, AUTH, QUOTA, INVALID_REQUEST, PROTOCOL, ABORTED, UNKNOWN. Default RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE."`
-	RequestDeadline       Duration   `toml:"request_deadline" json:"request_deadline" jsonschema_description:"Longest time one step (one model request, its retries and the waits between them) may take, as a Go duration; a wait that would pass it is not started. Tools and permission prompts do not count. Default 5m."`
+	RequestDeadline       Duration   `toml:"request_deadline" json:"request_deadline" jsonschema_description:"Bounds the recovery of one step (one model request): its failed attempts and the waits between them, as a Go duration; a wait that would pass it is not started. A stream that is still producing is never cut by it, and tools and permission prompts do not count. Default 5m."`
 	AttemptTimeout        Duration   `toml:"attempt_timeout" json:"attempt_timeout" jsonschema_description:"Longest time one provider request may take, as a Go duration; 0 means no limit. Default 0."`
 	FirstTokenTimeout     Duration   `toml:"first_token_timeout" json:"first_token_timeout" jsonschema_description:"Longest wait for the first streamed token of a request, as a Go duration. Default 90s."`
 	StreamIdleTimeout     Duration   `toml:"stream_idle_timeout" json:"stream_idle_timeout" jsonschema_description:"Longest gap between two streamed chunks, as a Go duration. Default 5m."`
@@ -169,7 +176,7 @@ func Default() Config {
 			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		// The agent's own defaults, so they are stated once.
-		Agent: Agent{MaxSteps: agent.DefaultMaxSteps},
+		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxSteps},
 		Tools: Tools{
 			CommandTimeout:    Duration(agent.DefaultCommandTimeout),
 			MaxCommandTimeout: Duration(agent.DefaultMaxCommandTimeout),
@@ -292,6 +299,9 @@ func (c Config) Validate() error {
 		}
 	}
 
+	if c.Agent.Streaming != StreamingLive && c.Agent.Streaming != StreamingHeld {
+		bad("agent.streaming", "must be live or held, got %q", c.Agent.Streaming)
+	}
 	if n := c.Agent.MaxSteps; n < 1 || n > 1000 {
 		bad("agent.max_steps", "must be between 1 and 1000, got %d", n)
 	}

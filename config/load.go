@@ -20,28 +20,30 @@ import (
 // Environment variables read by Load, besides the one named by
 // provider.api_key_env.
 const (
-	EnvBaseURL  = "OPENAI_BASE_URL"
-	EnvModel    = "REBOUND_MODEL"
-	EnvStateDir = "REBOUND_STATE_DIR"
-	EnvConfig   = "REBOUND_CONFIG"
-	EnvLogLevel = "REBOUND_LOG_LEVEL"
+	EnvBaseURL   = "OPENAI_BASE_URL"
+	EnvModel     = "REBOUND_MODEL"
+	EnvStateDir  = "REBOUND_STATE_DIR"
+	EnvConfig    = "REBOUND_CONFIG"
+	EnvLogLevel  = "REBOUND_LOG_LEVEL"
+	EnvStreaming = "REBOUND_STREAMING"
 )
 
 // Flags are the command-line overrides; a nil pointer means "not given".
 type Flags struct {
-	BaseURL, Model, StateDir, ConfigPath, LogLevel *string
+	BaseURL, Model, StateDir, ConfigPath, LogLevel, Streaming *string
 }
 
 // Flag names, as typed on the command line without the dashes.
 const (
-	flagBaseURL  = "base-url"
-	flagModel    = "model"
-	flagStateDir = "state-dir"
-	flagConfig   = "config"
-	flagLogLevel = "log-level"
+	flagBaseURL   = "base-url"
+	flagModel     = "model"
+	flagStateDir  = "state-dir"
+	flagConfig    = "config"
+	flagLogLevel  = "log-level"
+	flagStreaming = "streaming"
 )
 
-// RegisterFlags binds the five flags on fs and returns a func that yields
+// RegisterFlags binds the six flags on fs and returns a func that yields
 // Flags with only the flags actually set, so that a flag left alone does not
 // override the environment or the file with its zero value.
 func RegisterFlags(fs *flag.FlagSet) func() Flags {
@@ -50,6 +52,7 @@ func RegisterFlags(fs *flag.FlagSet) func() Flags {
 	stateDir := fs.String(flagStateDir, "", "directory for session logs (overrides "+EnvStateDir+" and state_dir; default $XDG_STATE_HOME/rebound or ~/.local/state/rebound)")
 	configPath := fs.String(flagConfig, "", "TOML config file (overrides "+EnvConfig+"; default $XDG_CONFIG_HOME/rebound/config.toml or ~/.config/rebound/config.toml, if present)")
 	logLevel := fs.String(flagLogLevel, "", "log level: debug, info, warn or error (overrides "+EnvLogLevel+" and log_level; default "+defaultLogLevel+")")
+	streaming := fs.String(flagStreaming, "", "live (show replies as they stream) or held (show a reply once it has finished) (overrides "+EnvStreaming+" and agent.streaming; default "+StreamingLive+")")
 	return func() Flags {
 		var f Flags
 		fs.Visit(func(fl *flag.Flag) {
@@ -64,6 +67,8 @@ func RegisterFlags(fs *flag.FlagSet) func() Flags {
 				f.ConfigPath = configPath
 			case flagLogLevel:
 				f.LogLevel = logLevel
+			case flagStreaming:
+				f.Streaming = streaming
 			}
 		})
 		return f
@@ -125,6 +130,7 @@ func Load(flags Flags, getenv func(string) string, home string) (Config, error) 
 		{"provider.model", &cfg.Provider.Model, EnvModel, flags.Model, flagModel},
 		{"state_dir", &cfg.StateDir, EnvStateDir, flags.StateDir, flagStateDir},
 		{"log_level", &cfg.LogLevel, EnvLogLevel, flags.LogLevel, flagLogLevel},
+		{"agent.streaming", &cfg.Agent.Streaming, EnvStreaming, flags.Streaming, flagStreaming},
 	} {
 		// An empty variable counts as unset, as shells make the two hard to
 		// tell apart; an empty flag was typed on purpose and is validated.

@@ -99,6 +99,10 @@ func TestLoad_Precedence(t *testing.T) {
 			func(f *config.Flags, v *string) { f.LogLevel = v },
 			func(c config.Config) string { return c.LogLevel },
 			layer{"debug", "warn", "error"}},
+		{"streaming", "[agent]\nstreaming = %q\n", "REBOUND_STREAMING",
+			func(f *config.Flags, v *string) { f.Streaming = v },
+			func(c config.Config) string { return c.Agent.Streaming },
+			layer{"held", "live", "held"}},
 	}
 	for _, s := range settings {
 		for _, tt := range []struct {
@@ -192,6 +196,7 @@ delay = "1m"
 max_retries = 0
 
 [agent]
+streaming = "held"
 max_steps = 20
 instructions = "Answer in French."
 replace_instructions = true
@@ -234,7 +239,7 @@ output_limit = 4096
 				{Match: "code=insufficient_quota", Delay: config.Duration(time.Minute), MaxRetries: 0},
 			},
 		},
-		Agent:    config.Agent{MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true},
+		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true},
 		Tools:    config.Tools{CommandTimeout: config.Duration(30 * time.Second), MaxCommandTimeout: config.Duration(5 * time.Minute), OutputLimit: 4096},
 		LogLevel: "warn",
 		StateDir: "/var/lib/rebound",
@@ -617,8 +622,8 @@ func TestRegisterFlags(t *testing.T) {
 	}{
 		{"none", nil, config.Flags{}},
 		{"some", []string{"--model", "m", "--log-level=debug"}, config.Flags{Model: ptr("m"), LogLevel: ptr("debug")}},
-		{"all", []string{"-base-url", "http://h", "--model", "m", "--state-dir", "/s", "--config", "/c.toml", "--log-level", "warn"},
-			config.Flags{BaseURL: ptr("http://h"), Model: ptr("m"), StateDir: ptr("/s"), ConfigPath: ptr("/c.toml"), LogLevel: ptr("warn")}},
+		{"all", []string{"-base-url", "http://h", "--model", "m", "--state-dir", "/s", "--config", "/c.toml", "--log-level", "warn", "--streaming", "held"},
+			config.Flags{BaseURL: ptr("http://h"), Model: ptr("m"), StateDir: ptr("/s"), ConfigPath: ptr("/c.toml"), LogLevel: ptr("warn"), Streaming: ptr("held")}},
 		{"explicitly empty", []string{"--model="}, config.Flags{Model: ptr("")}},
 	}
 	for _, tt := range tests {
