@@ -37,6 +37,9 @@ type Config struct {
 	// request, which the agent carries out.
 	Truncation Truncation
 	Overflow   Overflow
+	// Live sends each chunk as it arrives (recorded first); otherwise a
+	// step's reply is held back until it has finished.
+	Live bool
 	// MaxSteps bounds the logical model requests of one turn (the agent
 	// loop's steps); the turn then stops with max_turn_requests.
 	MaxSteps int
@@ -173,7 +176,7 @@ func (a *Agent) open(id, cwd string, additional []string) (*sessionState, error)
 	if loaded.OpenTurn != 0 {
 		// The process that ran this turn died mid-turn. Close the turn so the
 		// log keeps its invariant and the next turn can start.
-		if err := s.closeInterrupted(loaded.OpenTurn, loaded.OpenStep, loaded.PendingToolCalls); err != nil {
+		if err := s.closeInterrupted(loaded); err != nil {
 			log.Close()
 			return nil, fmt.Errorf("close interrupted turn %d of session %s: %w", loaded.OpenTurn, id, err)
 		}
@@ -185,19 +188,30 @@ func (a *Agent) open(id, cwd string, additional []string) (*sessionState, error)
 
 var interruptedFailure = []byte(`{"code":"ABORTED","message":"the agent process ended during this turn"}`)
 
-// closeInterrupted ends the step and turn a dead process left open, and
-// gives every tool call without a result one saying it was interrupted (it
-// may or may not have run), so the log keeps its invariants, the next
-// request to the model is valid, and the next turn can start.
-func (s *sessionState) closeInterrupted(turn, step int, pendingCalls []string) error {
-	if step != 0 {
+// closeInterrupted ends the step and turn a dead process left open, commits
+// the reply it was showing, and gives every tool call without a result one
+// saying it was interrupted (it may or may not have run), so the log keeps
+// its invariants, the next request to the model is valid, and the next turn
+// can start.
+func (s *sessionState) closeInterrupted(ld *session.Loaded) error {
+	turn := ld.OpenTurn
+	if ld.OpenStep != 0 {
 		if _, err := s.append(session.TypeStepEnd, session.StepEnd{
-			Turn: turn, Step: step, Outcome: session.OutcomeFailed, Failure: interruptedFailure,
+			Turn: turn, Step: ld.OpenStep, Outcome: session.OutcomeFailed, Failure: interruptedFailure,
 		}); err != nil {
 			return err
 		}
 	}
-	for _, id := range pendingCalls {
+	// Live mode: what the user saw of the reply stays, as it does when a
+	// live process fails or is cancelled.
+	if u, ok := session.UnfinishedReply(s.events); ok {
+		if _, err := s.append(session.TypeAssistantMessage, session.AssistantMessage{
+			Turn: turn, Step: ld.LastStep, MessageID: u.MessageID, Text: u.Text, Reasoning: u.Reasoning, Incomplete: true,
+		}); err != nil {
+			return err
+		}
+	}
+	for _, id := range ld.PendingToolCalls {
 		if _, err := s.append(session.TypeToolResult, session.ToolResult{Turn: turn, ToolCallID: id, Status: session.ToolAborted,
 			Output: "Interrupted: the agent process ended while this tool call was pending; it may or may not have run. Check before repeating it."}); err != nil {
 			return err

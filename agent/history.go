@@ -35,6 +35,11 @@ func toLLM(msgs []session.Message) []llm.Message {
 			outcome, inTurn = m.TurnOutcome, m.TurnOutcome != ""
 		case session.RoleAssistant:
 			am := llm.Message{Role: llm.RoleAssistant, Content: m.Text, Reasoning: m.Reasoning}
+			if m.Incomplete {
+				// What the user saw of a reply that never finished: the
+				// model is told where and why it stops.
+				am.Content = strings.TrimRight(am.Content, " ") + "\n\n" + turnEndNote(outcome)
+			}
 			for _, tc := range m.ToolCalls {
 				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 			}
@@ -50,7 +55,7 @@ func toLLM(msgs []session.Message) []llm.Message {
 // Notes that close a turn that has no plain assistant reply at its end.
 var turnEndNotes = map[string]string{
 	"cancelled":                    "(The user cancelled this turn before it finished.)",
-	session.OutcomeTurnFailed:      "(This turn failed: the model provider could not complete the request, so there is no reply.)",
+	session.OutcomeTurnFailed:      "(This turn failed here: the model provider could not complete the request.)",
 	session.OutcomeTurnInterrupted: "(This turn was interrupted: the agent stopped before it finished.)",
 	"max_turn_requests":            "(This turn stopped at the limit of model requests per turn before it finished.)",
 	"max_tokens":                   "(This turn stopped at the output limit before it finished.)",
@@ -66,11 +71,14 @@ func closeTurnMessages(out []llm.Message, outcome string) []llm.Message {
 	if last := out[len(out)-1]; last.Role == llm.RoleAssistant && len(last.ToolCalls) == 0 {
 		return out
 	}
-	note, ok := turnEndNotes[outcome]
-	if !ok {
-		note = defaultTurnEndNote
+	return append(out, llm.Message{Role: llm.RoleAssistant, Content: turnEndNote(outcome)})
+}
+
+func turnEndNote(outcome string) string {
+	if note, ok := turnEndNotes[outcome]; ok {
+		return note
 	}
-	return append(out, llm.Message{Role: llm.RoleAssistant, Content: note})
+	return defaultTurnEndNote
 }
 
 // answerToolCalls adds a result for every call of the last assistant message

@@ -119,23 +119,30 @@ type turn struct {
 	reqFirst  int             // its first attempt's number (t.steps counts attempts)
 	model     string          // the fallback policy may switch it for this turn
 	maxTokens int             // the truncation policy may raise it for this turn
-	parts     []part          // truncated parts of the reply being continued
-	steps     int
-	cancelled bool
-	failed    *recovery.Failure // why the turn failed, once it has
-	chain     recovery.Chain    // the retry chain of this logical request
-	lastMax   int               // the budget of the policy behind the last retry
+	parts     []part          // truncated parts of the reply being continued (held mode)
+	msgID     string          // the id of the message the current step makes
+	// Live mode: what the editor was shown of the current step's reply, and
+	// the trimmer of the attempt continuing it.
+	shown, shownThought strings.Builder
+	resume              *resumer
+	continuations       int // live continuations of a reply cut at the output limit
+	steps               int
+	cancelled           bool
+	failed              *recovery.Failure // why the turn failed, once it has
+	chain               recovery.Chain    // the retry chain of this logical request
+	lastMax             int               // the budget of the policy behind the last retry
 }
 
 // part is a finished attempt's output, held back until the whole reply is.
 type part struct {
-	reply  *llm.Reply
-	chunks []llm.Chunk
+	reply *llm.Reply
+	out   output
 }
 
-// continuePrompt asks for the rest of a reply cut at the output limit. It is
-// sent after the partial reply and never enters the session's history.
-const continuePrompt = "Your previous reply was cut off at the output limit. Continue exactly where you left off, without repeating anything and without any preamble."
+// continuePrompt asks for the rest of a reply that was cut off (at the
+// output limit, or by a failure after it was shown). It is sent after the
+// partial reply and never enters the session's history.
+const continuePrompt = "Your previous reply was cut off. Continue exactly where you left off, without repeating anything and without any preamble."
 
 // request is the next attempt's request: the history, the prompt and, when a
 // truncated reply is being continued, the partial reply and the request to go
@@ -143,21 +150,32 @@ const continuePrompt = "Your previous reply was cut off at the output limit. Con
 func (t *turn) request() llm.Request {
 	msgs := append(slices.Clip(t.history), t.prompt)
 	msgs = append(msgs, t.exchange...)
-	if len(t.parts) > 0 {
+	if prefix := t.prefix(); prefix != "" {
 		msgs = append(msgs,
-			llm.Message{Role: llm.RoleAssistant, Content: joinParts(t.parts)},
+			llm.Message{Role: llm.RoleAssistant, Content: prefix},
 			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
 	}
 	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, Tools: tools.Definitions()}
 }
 
-func joinParts(parts []part) string {
+// prefix is the reply so far that the next attempt continues: what was shown
+// (live), or the truncated parts (held).
+func (t *turn) prefix() string {
+	if t.live() {
+		return t.shown.String()
+	}
 	var b strings.Builder
-	for _, p := range parts {
+	for _, p := range t.parts {
 		b.WriteString(p.reply.Content)
 	}
 	return b.String()
 }
+
+func (t *turn) live() bool { return t.agent.cfg.Live }
+
+// shownAny reports whether the editor was shown any of the current step's
+// reply.
+func (t *turn) shownAny() bool { return t.shown.Len() > 0 || t.shownThought.Len() > 0 }
 
 // run is the agent loop: a step is one logical request, recovered until its
 // reply is complete and committed; when the reply asks for tools they run,
@@ -200,24 +218,43 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
 	id, retries, used := session.RetryChain(t.s.events)
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	t.parts = nil
+	t.parts, t.resume, t.msgID, t.continuations = nil, nil, newID("msg_"), 0
+	t.shown.Reset()
+	t.shownThought.Reset()
 	t.reqStart, t.reqFirst = time.Now(), t.steps+1
 	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.reqStart}
 	trunc := t.agent.cfg.Truncation
 	for {
 		var got part
 		err := exec.Do(ctx, t.chain, t, func(ctx context.Context) error {
-			r, chunks, err := t.step(ctx)
-			got = part{reply: r, chunks: chunks}
+			r, out, err := t.step(ctx)
+			got = part{reply: r, out: out}
 			return err
 		})
 		if err != nil {
+			if t.live() && t.shownAny() {
+				// What the user saw stays: it is committed as it was.
+				err = errors.Join(err, t.commitIncomplete())
+			}
 			return nil, nil, err
 		}
 		// A truncated reply is no success of the logical request: every
 		// policy's count stands until the reply is complete, so a step makes
 		// at most 1 + the sum of the budgets requests.
-		if got.reply.FinishReason == llm.FinishLength {
+		if got.reply.FinishReason == llm.FinishLength && t.live() && t.shownAny() {
+			// Shown, so never discarded: continued, with the larger budget.
+			if n := t.continuations + 1; n <= trunc.MaxContinuations {
+				if err := t.endStep(session.OutcomeTruncated); err != nil {
+					return nil, nil, err
+				}
+				t.continuations = n
+				t.maxTokens = max(t.maxTokens, trunc.EscalatedMaxTokens)
+				if err := t.ownRetry(ctx, policyContinuation, actionContinue, n, trunc.MaxContinuations); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+		} else if got.reply.FinishReason == llm.FinishLength {
 			escalate := len(t.parts) == 0 && !t.escalated() && t.maxTokens < trunc.EscalatedMaxTokens
 			switch {
 			case escalate:
@@ -284,17 +321,23 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	}}
 }
 
-// step runs one attempt. A failed attempt is closed in the log and sends
-// nothing; a finished one is returned, uncommitted, for run to decide on.
-func (t *turn) step(ctx context.Context) (*llm.Reply, []llm.Chunk, error) {
+// step runs one attempt. A failed attempt is closed in the log (held, it
+// sent nothing; live, what it showed is kept for the next attempt to
+// continue); a finished one is returned, uncommitted, for complete to decide
+// on.
+func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 	t.steps++
 	n := t.steps
 	req := t.request()
 	req.Messages = alternate(req.Messages)
+	t.resume = nil
+	if t.live() && t.shown.Len() > 0 {
+		t.resume = &resumer{shown: t.shown.String()}
+	}
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model}); err != nil {
 		return nil, nil, fmt.Errorf("record step: %w", err)
 	}
-	reply, chunks, err := t.attempt(ctx, req)
+	reply, out, err := t.attempt(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
 	}
@@ -308,7 +351,7 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, []llm.Chunk, error) {
 		}
 		return nil, nil, err
 	}
-	return reply, chunks, nil
+	return reply, out, nil
 }
 
 // endStep closes the current step of a finished attempt.
@@ -320,19 +363,22 @@ func (t *turn) endStep(outcome string) error {
 }
 
 // commit makes the reply final: first in the log (one message joining every
-// part verbatim), then for the editor, which sees it once, in order.
+// part verbatim, or in live mode what was shown), then, in held mode, for the
+// editor, which sees it once, in order.
 func (t *turn) commit(ctx context.Context, parts []part, calls []session.MessageToolCall) error {
 	var text, reasoning strings.Builder
-	var chunks []llm.Chunk
-	for _, p := range parts {
-		text.WriteString(p.reply.Content)
-		reasoning.WriteString(p.reply.Reasoning)
-		chunks = append(chunks, p.chunks...)
+	if t.live() {
+		text.WriteString(t.shown.String())
+		reasoning.WriteString(t.shownThought.String())
+	} else {
+		for _, p := range parts {
+			text.WriteString(p.reply.Content)
+			reasoning.WriteString(p.reply.Reasoning)
+		}
 	}
 	last := parts[len(parts)-1].reply
-	msgID := newID("msg_")
 	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
-		Turn: t.number, Step: t.steps, MessageID: msgID, Text: text.String(), Reasoning: reasoning.String(), FinishReason: last.FinishReason,
+		Turn: t.number, Step: t.steps, MessageID: t.msgID, Text: text.String(), Reasoning: reasoning.String(), FinishReason: last.FinishReason,
 		ToolCalls: calls,
 	}); err != nil {
 		return fmt.Errorf("commit reply: %w", err)
@@ -349,28 +395,52 @@ func (t *turn) commit(ctx context.Context, parts []part, calls []session.Message
 	if err := t.endStep(session.OutcomeOK); err != nil {
 		return err
 	}
-	if err := commit(ctx, t.c, t.s.id, msgID, chunks); err != nil {
-		return fmt.Errorf("send reply: %w", err)
+	if t.live() {
+		return nil // sent as it came
+	}
+	for _, p := range parts {
+		if err := p.out.send(ctx, t.c, t.s.id, t.msgID); err != nil {
+			return fmt.Errorf("send reply: %w", err)
+		}
 	}
 	return nil
 }
 
+// commitIncomplete commits what the editor was shown of a step whose
+// recovery failed or was cancelled: the user saw it, so it stays, marked
+// incomplete, and the next turn's history holds it. Nothing is sent.
+func (t *turn) commitIncomplete() error {
+	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+		Turn: t.number, Step: t.steps, MessageID: t.msgID, Text: t.shown.String(), Reasoning: t.shownThought.String(), Incomplete: true,
+	}); err != nil {
+		return fmt.Errorf("commit the reply shown so far: %w", err)
+	}
+	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleAssistant, Content: t.shown.String(), Reasoning: t.shownThought.String()})
+	return nil
+}
+
 // attempt runs one provider request to its end, recording every chunk as it
-// arrives. The chunks are returned for the emitter, never sent from here.
-func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, []llm.Chunk, error) {
+// arrives. Held, the output is returned for the commit; live, each chunk is
+// sent as soon as it is recorded.
+func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output, error) {
 	stream, err := recovery.Watch(ctx, t.agent.cfg.Provider, req, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer stream.Close()
 	var (
-		reply  llm.Reply
-		chunks []llm.Chunk
+		reply llm.Reply
+		out   output
 	)
 	for {
 		c, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return &reply, chunks, nil
+			if t.resume != nil {
+				if err := t.show(ctx, acp.UpdateAgentMessageChunk, t.resume.finish()); err != nil {
+					return nil, nil, err
+				}
+			}
+			return &reply, out, nil
 		}
 		if err != nil {
 			return nil, nil, err
@@ -378,35 +448,52 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, []llm.
 		if err := reply.Add(c); err != nil {
 			return nil, nil, err
 		}
-		if !c.HasDelta() {
+		if c.Content == "" && c.Reasoning == "" {
 			continue
 		}
-		chunks = append(chunks, c)
-		if c.Content != "" || c.Reasoning != "" {
-			if _, err := t.s.append(session.TypeAssistantChunk, session.AssistantChunk{
-				Turn: t.number, Step: t.steps, Text: c.Content, Reasoning: c.Reasoning,
-			}); err != nil {
-				return nil, nil, fmt.Errorf("record chunk: %w", err)
+		if t.live() {
+			text := c.Content
+			if t.resume != nil {
+				text = t.resume.feed(text)
 			}
+			if err := t.show(ctx, acp.UpdateAgentThoughtChunk, c.Reasoning); err != nil {
+				return nil, nil, err
+			}
+			if err := t.show(ctx, acp.UpdateAgentMessageChunk, text); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		out.add(acp.UpdateAgentThoughtChunk, c.Reasoning)
+		out.add(acp.UpdateAgentMessageChunk, c.Content)
+		if _, err := t.s.append(session.TypeAssistantChunk, session.AssistantChunk{
+			Turn: t.number, Step: t.steps, Text: c.Content, Reasoning: c.Reasoning,
+		}); err != nil {
+			return nil, nil, fmt.Errorf("record chunk: %w", err)
 		}
 	}
 }
 
-// commit sends a committed step's output, keeping the provider's chunking so
-// the editor still renders it progressively; every chunk carries the
-// message's id.
-func commit(ctx context.Context, c acp.Client, sessionID, msgID string, chunks []llm.Chunk) error {
-	for _, ch := range chunks {
-		if ch.Reasoning != "" {
-			if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, msgID, ch.Reasoning); err != nil {
-				return err
-			}
-		}
-		if ch.Content != "" {
-			if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, msgID, ch.Content); err != nil {
-				return err
-			}
-		}
+// show records live text, then sends it: what the editor has is always in
+// the log first.
+func (t *turn) show(ctx context.Context, kind, text string) error {
+	if text == "" {
+		return nil
+	}
+	ch := session.AssistantChunk{Turn: t.number, Step: t.steps, Shown: true, MessageID: t.msgID}
+	if kind == acp.UpdateAgentThoughtChunk {
+		ch.Reasoning = text
+		t.shownThought.WriteString(text)
+	} else {
+		ch.Text = text
+		t.shown.WriteString(text)
+	}
+	if _, err := t.s.append(session.TypeAssistantChunk, ch); err != nil {
+		return fmt.Errorf("record chunk: %w", err)
+	}
+	if err := sendChunk(ctx, t.c, t.s.id, kind, t.msgID, text); err != nil {
+		// The editor went away; the reply is recorded and goes on.
+		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("could not send a chunk")
 	}
 	return nil
 }

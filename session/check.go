@@ -54,6 +54,9 @@ type openTurn struct {
 	lastStep int // highest step started in this turn
 	step     int // the open step, 0 if none
 	stepMsg  bool
+	// lastMsgStep is the step of the last assistant/message, so an
+	// incomplete one after the step ended is still one per step.
+	lastMsgStep int
 	// Tool calls of the last committed reply that have no result yet: id →
 	// the line that committed them. Every one needs a tool/result before
 	// the next step or the turn's end.
@@ -233,13 +236,26 @@ func (c *checker) assistantMessage(ev Event) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.inStep(ev, d.Turn, d.Step)
+	var t *openTurn
+	if d.Incomplete {
+		// What a failed, cancelled or interrupted step showed is committed
+		// after the step may have ended.
+		if t, err = c.inTurn(ev, d.Turn); err == nil && d.Step != t.lastStep {
+			err = c.errorf(ev.Seq, "incomplete assistant/message for step %d of turn %d, but its last step is %d", d.Step, d.Turn, t.lastStep)
+		}
+		if err == nil && len(d.ToolCalls) > 0 {
+			err = c.errorf(ev.Seq, "incomplete assistant/message for step %d of turn %d has tool calls: an unfinished reply's calls are never run", d.Step, d.Turn)
+		}
+	} else {
+		t, err = c.inStep(ev, d.Turn, d.Step)
+	}
 	if err != nil {
 		return err
 	}
-	if t.stepMsg {
+	if t.stepMsg || t.lastMsgStep == d.Step {
 		return c.errorf(ev.Seq, "second assistant/message for step %d of turn %d: a step commits at most one", d.Step, d.Turn)
 	}
+	t.lastMsgStep = d.Step
 	seen := map[string]bool{}
 	for i, tc := range d.ToolCalls {
 		switch {

@@ -1,6 +1,9 @@
 package session
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Roles of a Message.
 const (
@@ -36,6 +39,9 @@ type Message struct {
 	CompactionID string
 	// ToolCalls (assistant only) are the calls the reply asked for.
 	ToolCalls []MessageToolCall
+	// Incomplete (assistant only): the part of a reply the user saw before
+	// its recovery failed, was cancelled or was interrupted.
+	Incomplete bool
 	// TurnOutcome (user only) is how the turn this prompt started ended: its
 	// stop reason, OutcomeTurnFailed or OutcomeTurnInterrupted; "" while it
 	// runs.
@@ -93,7 +99,7 @@ func Conversation(events []Event) ([]Message, error) {
 			}
 			msgs = append(msgs, Message{
 				Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
-				MessageID: d.MessageID, FinishReason: d.FinishReason, ToolCalls: d.ToolCalls,
+				MessageID: d.MessageID, FinishReason: d.FinishReason, ToolCalls: d.ToolCalls, Incomplete: d.Incomplete,
 			})
 		case TypeToolCall:
 			var d ToolCall
@@ -193,4 +199,38 @@ func RetryChain(events []Event) (id string, retries int, used map[string]int) {
 		}
 	}
 	return id, retries, used
+}
+
+// Unfinished is what the editor was shown of a reply that was never
+// committed: the live chunks of the open turn since its last committed
+// message.
+type Unfinished struct {
+	Step      int // the step of the last shown chunk
+	MessageID string
+	Text      string
+	Reasoning string
+}
+
+// UnfinishedReply returns the shown, uncommitted reply of a log whose last
+// turn is open (its process died mid-stream), or ok false when there is none.
+func UnfinishedReply(events []Event) (u Unfinished, ok bool) {
+	var text, reasoning strings.Builder
+	for _, ev := range events {
+		switch ev.Type {
+		case TypeTurnStart, TypeAssistantMessage, TypeTurnEnd:
+			text.Reset()
+			reasoning.Reset()
+			u, ok = Unfinished{}, false
+		case TypeAssistantChunk:
+			var d AssistantChunk
+			if json.Unmarshal(ev.Data, &d) != nil || !d.Shown {
+				continue
+			}
+			text.WriteString(d.Text)
+			reasoning.WriteString(d.Reasoning)
+			u.Step, u.MessageID, ok = d.Step, d.MessageID, true
+		}
+	}
+	u.Text, u.Reasoning = text.String(), reasoning.String()
+	return u, ok
 }

@@ -178,3 +178,47 @@ func TestPermissionRules_LastAlwaysAnswerWins(t *testing.T) {
 		t.Errorf("PermissionRules (-want +got):\n%s", diff)
 	}
 }
+
+func TestUnfinishedReply_ShownChunksOfTheOpenTurn(t *testing.T) {
+	shown := func(step int, text string) rec {
+		return rec{session.TypeAssistantChunk, `{"turn":1,"step":` + string(rune('0'+step)) + `,"text":"` + text + `","shown":true,"messageId":"m9"}`}
+	}
+	tests := []struct {
+		name string
+		log  string
+		want session.Unfinished
+		ok   bool
+	}{
+		{"none: held chunks are not shown", render(rStart, rTurn1, rStep1, rChunk1), session.Unfinished{}, false},
+		{"across a failed attempt", render(rStart, rTurn1, rStep1, shown(1, "Hel"), rStepFail1,
+			rec{session.TypeStepStart, `{"turn":1,"step":2}`}, shown(2, "lo")), session.Unfinished{Step: 2, MessageID: "m9", Text: "Hello"}, true},
+		{"committed: nothing unfinished", render(rStart, rTurn1, rStep1, shown(1, "Hello"), rMessage1), session.Unfinished{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := session.UnfinishedReply(events(t, tt.log))
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("UnfinishedReply = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestConversation_IncompleteReplyAfterItsStep(t *testing.T) {
+	evs := events(t, render(rStart, rTurn1, rStep1, rStepFail1,
+		rec{session.TypeAssistantMessage, `{"turn":1,"step":1,"messageId":"m1","text":"Hel","incomplete":true}`},
+		rec{session.TypeTurnEnd, `{"turn":1,"error":{"code":"SERVER"}}`}))
+	got, err := session.Conversation(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[1].Incomplete || got[1].Text != "Hel" {
+		t.Errorf("Conversation = %+v, want the incomplete reply", got)
+	}
+	// One message per step, incomplete or not.
+	bad := render(rStart, rTurn1, rStep1, rMessage1, rStepEnd1,
+		rec{session.TypeAssistantMessage, `{"turn":1,"step":1,"messageId":"m2","text":"x","incomplete":true}`})
+	if _, err := session.Parse(strings.NewReader(bad), "t.jsonl"); err == nil || !strings.Contains(err.Error(), "a step commits at most one") {
+		t.Errorf("a second, incomplete message for a step: err = %v", err)
+	}
+}

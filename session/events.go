@@ -63,13 +63,20 @@ type StepStart struct {
 	Model string `json:"model,omitempty"`
 }
 
-// AssistantChunk is streamed output of a step as it arrived. Chunks are a
-// record of the attempt, never a message: only AssistantMessage commits.
+// AssistantChunk is streamed output of a step. Chunks are a record of the
+// attempt, never a message: only AssistantMessage commits.
+//
+// In held mode a chunk is what arrived. In live mode (Shown) it is what was
+// sent to the editor, written before it was sent, under the message's id:
+// an interrupted turn's shown chunks are committed on load as the
+// incomplete reply the user saw.
 type AssistantChunk struct {
 	Turn      int    `json:"turn"`
 	Step      int    `json:"step"`
 	Text      string `json:"text,omitempty"`
 	Reasoning string `json:"reasoning,omitempty"`
+	Shown     bool   `json:"shown,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
 }
 
 // AssistantMessage commits the reply of a successful step. ToolCalls are
@@ -83,6 +90,10 @@ type AssistantMessage struct {
 	Reasoning    string            `json:"reasoning,omitempty"`
 	FinishReason string            `json:"finishReason,omitempty"`
 	ToolCalls    []MessageToolCall `json:"toolCalls,omitempty"`
+	// Incomplete marks a reply the user saw part of (live mode) whose
+	// recovery failed, was cancelled or was interrupted: what was shown is
+	// committed as it was. It may come after its step has ended.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // MessageToolCall is one tool call of a committed reply, as the model wrote

@@ -30,6 +30,7 @@ type Loaded struct {
 	// turn writes what is needed to settle them.
 	OpenTurn         int
 	OpenStep         int
+	LastStep         int // the open turn's last started step
 	PendingToolCalls []string
 }
 
@@ -105,7 +106,7 @@ func parse(r io.Reader, name string) (*Loaded, *checker, error) {
 		return nil, nil, &InvariantError{Path: name, Line: 1, Msg: "no events: a log must begin with " + TypeSessionStart}
 	}
 	if t := c.open; t != nil {
-		ld.OpenTurn, ld.OpenStep = t.n, t.step
+		ld.OpenTurn, ld.OpenStep, ld.LastStep = t.n, t.step, t.lastStep
 		ld.PendingToolCalls = append([]string(nil), t.callIDs...)
 		ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: turn %d has no turn/end: the last turn was left open", name, t.line, t.n))
 	}

@@ -53,6 +53,7 @@ func TestParse_Accepts(t *testing.T) {
 				ValidSize: int64(len(complete)),
 				OpenTurn:  1,
 				OpenStep:  1,
+				LastStep:  1,
 			},
 		},
 		{
@@ -73,6 +74,7 @@ func TestParse_Accepts(t *testing.T) {
 			want: session.Loaded{
 				Warnings:         []string{"t.jsonl:2: turn 1 has no turn/end: the last turn was left open"},
 				OpenTurn:         1,
+				LastStep:         1,
 				PendingToolCalls: []string{"c1", "c2"},
 			},
 		},

@@ -176,6 +176,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
 		},
 		Overflow: agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages},
+		Live:     cfg.Agent.Streaming == config.StreamingLive,
 		MaxSteps: cfg.Agent.MaxSteps,
 		Tools: agent.Tools{
 			CommandTimeout:    time.Duration(cfg.Tools.CommandTimeout),
