@@ -248,6 +248,8 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 		"REBOUND_STATE_DIR": state,
 		"REBOUND_CONFIG":    cfgPath,
 		"REBOUND_LOG_LEVEL": "info",
+		// Held until the demo shows live streaming and its seams.
+		"REBOUND_STREAMING": "held",
 	}
 	if e.home != "" {
 		childEnv["HOME"] = e.home
