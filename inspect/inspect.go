@@ -117,6 +117,13 @@ type Step struct {
 	// StreamedChars counts the characters (text and reasoning) the attempt
 	// streamed; for a failed attempt they were discarded, never shown.
 	StreamedChars int `json:"streamedChars,omitempty"`
+	// ShownChars counts the characters a live attempt showed the editor
+	// (recorded before they were sent); they are never discarded: a failed
+	// attempt's are continued by the next, or committed as incomplete.
+	ShownChars int `json:"shownChars,omitempty"`
+	// Incomplete: the reply committed here is what was shown of a step whose
+	// recovery failed, was cancelled or was interrupted.
+	Incomplete bool `json:"incomplete,omitempty"`
 	// Reply is the start of the committed text (at most ReplyPreview
 	// characters); ReplyChars its full length. The log holds the rest.
 	Reply          string `json:"reply,omitempty"`
@@ -323,7 +330,12 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 			return err
 		}
 		if s := t.step(d.Step); s != nil {
-			s.StreamedChars += utf8.RuneCountInString(d.Text) + utf8.RuneCountInString(d.Reasoning)
+			n := utf8.RuneCountInString(d.Text) + utf8.RuneCountInString(d.Reasoning)
+			if d.Shown {
+				s.ShownChars += n
+			} else {
+				s.StreamedChars += n
+			}
 		}
 	case session.TypeAssistantMessage:
 		d, err := decode[session.AssistantMessage](ev)
@@ -334,7 +346,7 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 			s.Reply = truncate(d.Text, ReplyPreview)
 			s.ReplyChars = utf8.RuneCountInString(d.Text)
 			s.ReasoningChars = utf8.RuneCountInString(d.Reasoning)
-			s.FinishReason, s.MessageID = d.FinishReason, d.MessageID
+			s.FinishReason, s.MessageID, s.Incomplete = d.FinishReason, d.MessageID, d.Incomplete
 			for _, tc := range d.ToolCalls {
 				s.Tools = append(s.Tools, Tool{ID: tc.ID, Name: tc.Name})
 			}

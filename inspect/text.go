@@ -181,8 +181,11 @@ func then(s *Step) string {
 		}
 		return txt
 	}
-	if s.Outcome == session.OutcomeOK && s.MessageID != "" {
+	if (s.Outcome == session.OutcomeOK || s.Incomplete) && s.MessageID != "" {
 		details := []string{plural(s.ReplyChars, "char")}
+		if s.Incomplete {
+			details = append(details, "incomplete: what was shown")
+		}
 		if s.ReasoningChars > 0 {
 			details = append(details, fmt.Sprintf("%d reasoning", s.ReasoningChars))
 		}
@@ -211,6 +214,9 @@ func notes(s *Step, sessionModel string, switched bool) []string {
 		} else {
 			out = append(out, plural(s.StreamedChars, "char")+" streamed, discarded")
 		}
+	}
+	if s.ShownChars > 0 && s.Outcome != session.OutcomeOK && !s.Incomplete {
+		out = append(out, plural(s.ShownChars, "char")+" shown live, kept: continued by the next attempt")
 	}
 	if switched {
 		out = append(out, fmt.Sprintf("fallback: model %s instead of %s", s.Model, sessionModel))

@@ -35,6 +35,9 @@ var inspectScenarios = []string{
 	"tool_permission_always",
 	"tool_cancel_permission",
 	"tool_multistep_429",
+	"live_drop_continued",
+	"live_exhausted_after_text",
+	"live_crash_mid_stream",
 }
 
 // TestInspect_Golden runs `rebound inspect` (text and --json) on the session
