@@ -60,8 +60,10 @@ func (o output) send(ctx context.Context, c acp.Client, sessionID, msgID string)
 }
 
 // minOverlap is the shortest repeat of the shown text's end that is trimmed
-// from a continuation: shorter ones are as likely to be the reply going on.
-const minOverlap = 4
+// anywhere; a shorter one is trimmed only when it is whole words (" fox"
+// repeated as "fox jumps"), since a few letters are as likely to be the
+// reply going on.
+const minOverlap = 8
 
 // maxOverlapWindow bounds how much of a continuation is held back while
 // deciding whether it repeats the end of what was shown.
@@ -112,10 +114,20 @@ func (r *resumer) decide() string {
 	if strings.HasPrefix(r.shown, p) {
 		return "" // a restart that stopped short: all of it is shown already
 	}
-	for o := min(len(p), len(r.shown)); o >= minOverlap; o-- {
-		if strings.HasSuffix(r.shown, p[:o]) {
+	for o := min(len(p), len(r.shown)); o >= 2; o-- {
+		if !strings.HasSuffix(r.shown, p[:o]) {
+			continue
+		}
+		if o >= minOverlap || wordsAt(r.shown, len(r.shown)-o) && (o == len(p) || !isWordByte(p[o])) {
 			return p[o:] // repeated the end of the shown text
 		}
 	}
 	return p
+}
+
+// wordsAt reports whether s[i:] starts at the beginning of a word.
+func wordsAt(s string, i int) bool { return i == 0 || !isWordByte(s[i-1]) }
+
+func isWordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b >= 0x80
 }

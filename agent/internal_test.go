@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -111,4 +113,87 @@ func TestAlternate_MergesRepeatedRoles(t *testing.T) {
 	if diff := cmp.Diff(want, alternate(in)); diff != "" {
 		t.Errorf("alternate (-want +got):\n%s", diff)
 	}
+}
+
+func TestResumer_TrimsWhatWasShown(t *testing.T) {
+	const shown = "The quick brown fox"
+	tests := []struct {
+		name   string
+		chunks []string
+		want   string
+	}{
+		{"a plain continuation", []string{" jumps", " over."}, " jumps over."},
+		{"repeats the end", []string{"brown f", "ox jumps."}, " jumps."},
+		{"repeats the end in one piece", []string{"fox jumps."}, " jumps."},
+		{"restarts from the beginning", []string{"The quick ", "brown fox", " jumps."}, " jumps."},
+		{"a restart that stops short", []string{"The quick"}, ""},
+		{"an overlap shorter than minOverlap is kept", []string{"x and more"}, "x and more"},
+		{"a few letters that are not whole words are kept", []string{"oxen run."}, "oxen run."},
+		{"text found inside the shown text but not at its end", []string{"quick thinking"}, "quick thinking"},
+		{"rewrites after a common beginning", []string{"The quick red fox."}, "The quick red fox."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &resumer{shown: shown}
+			var got strings.Builder
+			for _, c := range tt.chunks {
+				got.WriteString(r.feed(c))
+			}
+			got.WriteString(r.finish())
+			if got.String() != tt.want {
+				t.Errorf("shown after %q: %q, want %q", tt.chunks, got.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestResumer_HoldsBackOnlyWhileItMustDecide: text is released as soon as
+// it cannot be a repeat, and never held past the window.
+func TestResumer_HoldsBackOnlyWhileItMustDecide(t *testing.T) {
+	r := &resumer{shown: "The quick brown fox"}
+	if got := r.feed("zebra"); got != "zebra" {
+		t.Errorf("a continuation that is no repeat was held back: got %q", got)
+	}
+	long := strings.Repeat("ab", maxOverlapWindow)
+	r = &resumer{shown: "x" + long + "end"}
+	if got := r.feed(long[:maxOverlapWindow+2]); got == "" {
+		t.Errorf("held back more than the window")
+	}
+}
+
+func TestOutput_SendsPiecesAtRuneBoundaries(t *testing.T) {
+	var o output
+	text := strings.Repeat("é", heldPieceBytes) // 2 bytes each: pieces must not split one
+	for i := 0; i < len(text); i += 100 {
+		o.add("agent_message_chunk", text[i:min(i+100, len(text))])
+	}
+	o.add("agent_thought_chunk", "think")
+	if len(o) != 2 {
+		t.Fatalf("%d segments, want 2 (one per run of a kind)", len(o))
+	}
+	c := &pieces{}
+	if err := o.send(t.Context(), c, "s", "m"); err != nil {
+		t.Fatal(err)
+	}
+	var joined strings.Builder
+	for i, p := range c.texts[:len(c.texts)-1] {
+		if len(p) > heldPieceBytes || !utf8.ValidString(p) {
+			t.Errorf("piece %d: %d bytes, valid UTF-8 %v", i, len(p), utf8.ValidString(p))
+		}
+		joined.WriteString(p)
+	}
+	if joined.String() != text || c.texts[len(c.texts)-1] != "think" || len(c.texts) != 3 {
+		t.Errorf("pieces do not rebuild the text in order: %d pieces", len(c.texts))
+	}
+}
+
+// pieces is an acp.Client that keeps the text of each update.
+type pieces struct {
+	acp.Client
+	texts []string
+}
+
+func (p *pieces) Update(_ context.Context, _ string, u acp.SessionUpdate) error {
+	p.texts = append(p.texts, u.Content.Text)
+	return nil
 }
