@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
@@ -51,8 +52,45 @@ type LineStream struct {
 
 	buf []byte // the current line; reused, never much over limit
 
-	mu sync.Mutex // serialises writes: replies, notifications, refusals
+	// Output. WriteObject appends a line to pending and, unless one is
+	// running, starts the writer goroutine, which writes everything pending
+	// with one Write and loops until nothing is; lines written while it
+	// writes go out together in its next Write. Everything below is
+	// guarded by mu; cond is signalled when the writer takes pending, ends
+	// a Write or stops.
+	mu      sync.Mutex
+	cond    sync.Cond
+	pending []byte // lines not yet taken by the writer
+	spare   []byte // the writer's last buffer, for reuse as pending
+	writing bool   // the writer goroutine runs
+	queued  uint64 // lines appended to pending so far
+	written uint64 // lines whose Write has returned
+	werr    error  // the first write error; every later write fails with it
+	// syncWrites is set when the input ends: the connection is closing, so
+	// WriteObject returns only once its line is written. Whoever waits for
+	// the last writers (Server's shutdown) then knows their lines are out.
+	syncWrites bool
+	closed     bool
 }
+
+// maxPending is how much output may wait for the writer: when it is reached
+// (the reader is slow), WriteObject waits for the writer to take it.
+const maxPending = 4 << 20
+
+// maxSpare is the largest buffer kept for reuse once written.
+const maxSpare = 256 << 10
+
+// flushTimeout bounds how long Close, and ReadObject at the end of the
+// input, wait for pending output to be written, in case nobody reads it;
+// closeGrace is how long Close then waits for the writer to end once the
+// underlying stream is closed.
+const (
+	flushTimeout = 5 * time.Second
+	closeGrace   = time.Second
+)
+
+// errStreamClosed is returned by WriteObject after Close.
+var errStreamClosed = errors.New("acp: write to a closed stream")
 
 var _ jsonrpc2.ObjectStream = (*LineStream)(nil)
 
@@ -62,13 +100,15 @@ func NewLineStream(rwc io.ReadWriteCloser, cfg StreamConfig) *LineStream {
 	if limit <= 0 {
 		limit = MaxLineBytes
 	}
-	return &LineStream{
+	s := &LineStream{
 		r:     bufio.NewReaderSize(rwc, readChunk),
 		w:     rwc,
 		c:     rwc,
 		limit: limit,
 		log:   cfg.Logger,
 	}
+	s.cond.L = &s.mu
+	return s
 }
 
 // ReadObject decodes the next acceptable line into v. Lines that are not
@@ -76,7 +116,30 @@ func NewLineStream(rwc io.ReadWriteCloser, cfg StreamConfig) *LineStream {
 // an error response (id null unless the id could be read) and skipped;
 // blank lines are skipped silently. It returns an error only when the input
 // ends or fails, or a refusal cannot be written.
+//
+// The error ends the connection (jsonrpc2.Conn closes on it), so before
+// returning it ReadObject waits, at most flushTimeout, for the output
+// written so far, and from then on WriteObject returns only when its line
+// is written: the replies of turns cancelled at shutdown are out before
+// anyone sees the connection closed.
 func (s *LineStream) ReadObject(v any) error {
+	err := s.readObject(v)
+	if err != nil {
+		s.inputEnded()
+	}
+	return err
+}
+
+func (s *LineStream) inputEnded() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncWrites = true
+	if !s.closed {
+		s.waitWriter(flushTimeout)
+	}
+}
+
+func (s *LineStream) readObject(v any) error {
 	for {
 		line, tooLong, err := s.readLine()
 		if tooLong {
@@ -198,23 +261,215 @@ func (s *LineStream) refuse(id json.RawMessage, code int, msg string) error {
 	return s.WriteObject(wireRefusal{JSONRPC: "2.0", ID: id, Error: jsonrpc2.Error{Code: int64(code), Message: msg}})
 }
 
-// WriteObject writes v as one compact JSON line with a single Write, so
-// messages from concurrent turns never interleave. json.Marshal escapes
-// '\n' inside strings, so a message never spans lines.
+// WriteObject writes v as one compact JSON line: json.Marshal's bytes and
+// '\n' (json.Marshal escapes '\n' inside strings, so a message never spans
+// lines). Lines go out whole and in the order of the WriteObject calls, so
+// messages from concurrent turns never interleave.
+//
+// The line is queued, not written, when WriteObject returns (except once
+// the input has ended, see ReadObject): the writer goroutine writes all
+// queued lines with one Write, so a burst of notifications costs a few
+// writes, and an idle stream still writes each line at once. If more than
+// 4 MiB waits (the reader is slow), WriteObject waits for the writer. A
+// failed Write is not lost: the next WriteObject returns its error, and so
+// does every later one, without writing.
 func (s *LineStream) WriteObject(v any) error {
-	b, err := json.Marshal(v)
+	e := lineEncoders.Get().(*lineEncoder)
+	defer e.put()
+	line, err := e.encode(v)
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err = s.w.Write(b)
-	return err
+	for len(s.pending) > 0 && len(s.pending)+len(line) > maxPending && s.werr == nil && !s.closed {
+		s.cond.Wait()
+	}
+	switch {
+	case s.werr != nil:
+		return s.werr
+	case s.closed:
+		return errStreamClosed
+	}
+	s.pending = append(s.pending, line...)
+	s.queued++
+	if !s.writing {
+		s.writing = true
+		go s.writeLoop()
+	}
+	if s.syncWrites {
+		for n := s.queued; s.written < n && s.werr == nil; {
+			s.cond.Wait()
+		}
+		return s.werr
+	}
+	return nil
 }
 
-// Close closes the underlying ReadWriteCloser.
-func (s *LineStream) Close() error { return s.c.Close() }
+// writeLoop writes what is pending until nothing is, then ends.
+func (s *LineStream) writeLoop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.pending) > 0 && s.werr == nil {
+		out, n := s.pending, s.queued
+		s.pending, s.spare = s.spare[:0], nil
+		s.cond.Broadcast() // room for writers waiting on maxPending
+		s.mu.Unlock()
+		_, err := s.w.Write(out)
+		s.mu.Lock()
+		if err != nil {
+			s.werr = err
+			s.pending = nil
+		}
+		s.written = n
+		if cap(out) <= maxSpare {
+			s.spare = out
+		}
+		s.cond.Broadcast()
+	}
+	s.writing = false
+	s.cond.Broadcast()
+}
+
+// waitWriter waits, with s.mu held, until the writer has written all that
+// is pending and ended, or for d. It reports whether the writer ended.
+func (s *LineStream) waitWriter(d time.Duration) bool {
+	if !s.writing {
+		return true
+	}
+	expired := false
+	t := time.AfterFunc(d, func() {
+		s.mu.Lock()
+		expired = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer t.Stop()
+	for s.writing && !expired {
+		s.cond.Wait()
+	}
+	return !s.writing
+}
+
+// lineEncoder marshals one line; pooled so WriteObject allocates nothing
+// for itself. Encode writes json.Marshal's bytes (HTML escaping included)
+// and '\n'.
+type lineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var lineEncoders = sync.Pool{New: func() any {
+	e := new(lineEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// encode returns json.Marshal's bytes for v and '\n'. The result is valid
+// until e is put back.
+func (e *lineEncoder) encode(v any) ([]byte, error) {
+	if m, ok := v.(json.Marshaler); ok && fromJSONRPC2(v) {
+		// jsonrpc2.Conn's messages marshal themselves with json.Marshal,
+		// so their bytes are what json.Marshal(v) would write: it would
+		// only check and compact them again, a third scan of every
+		// message. The quick check below covers what compacting could
+		// still change.
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return nil, &json.MarshalerError{Type: reflect.TypeOf(v), Err: err}
+		}
+		if compactEscaped(b) {
+			return append(b, '\n'), nil
+		}
+	}
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return e.buf.Bytes(), nil
+}
+
+// fromJSONRPC2 reports whether v is one of the jsonrpc2 package's types,
+// or a non-nil pointer to one.
+func fromJSONRPC2(v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return false
+		}
+		rv = rv.Elem()
+	}
+	return rv.Type().PkgPath() == jsonrpc2PkgPath
+}
+
+var jsonrpc2PkgPath = reflect.TypeFor[jsonrpc2.Request]().PkgPath()
+
+// compactEscaped reports whether b, which must be valid JSON, is left as it
+// is by json.Marshal's compacting of a Marshaler's output: no whitespace
+// outside strings, and no '<', '>', '&', U+2028 or U+2029 to escape.
+func compactEscaped(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !jsonSpecial[c] {
+			continue
+		}
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2:
+			if i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8 {
+				return false
+			}
+		case c == '"':
+			inString = !inString
+		case inString:
+			if c == '\\' {
+				i++ // the escaped byte can't end the string
+			}
+		default: // whitespace outside a string
+			return false
+		}
+	}
+	return true
+}
+
+// jsonSpecial marks the bytes compactEscaped looks at.
+var jsonSpecial = [256]bool{'<': true, '>': true, '&': true, 0xE2: true, '"': true, '\\': true, ' ': true, '\t': true, '\n': true, '\r': true}
+
+func (e *lineEncoder) put() {
+	if e.buf.Cap() > maxSpare {
+		return // don't keep a big message's buffer
+	}
+	e.buf.Reset()
+	lineEncoders.Put(e)
+}
+
+// Close writes what is pending, waiting at most flushTimeout (5 s) for it,
+// then closes the underlying ReadWriteCloser, which may unblock a Write
+// nobody reads (a pipe's; StdioConn leaves stdout open), waits at most
+// closeGrace (1 s) more for the writer goroutine to end, and returns. It
+// returns the write error, if a Write failed, with that of closing. Later
+// WriteObjects fail.
+func (s *LineStream) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.cond.Broadcast() // writers waiting for room give up
+	flushed := s.waitWriter(flushTimeout)
+	s.mu.Unlock()
+
+	err := s.c.Close()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !flushed && !s.waitWriter(closeGrace) {
+		err = errors.Join(err, fmt.Errorf("acp: output not written after %v: nobody reads it", flushTimeout+closeGrace))
+	}
+	if s.werr != nil && !errors.Is(err, s.werr) {
+		err = errors.Join(fmt.Errorf("acp: write: %w", s.werr), err)
+	}
+	return err
+}
 
 // StdioConn joins an input and an output into the io.ReadWriteCloser that
 // NewLineStream takes. Close closes in when it is an io.Closer, so a read

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -41,19 +43,54 @@ func Path(stateDir, sessionID string) string {
 	return filepath.Join(stateDir, "sessions", sessionID+".jsonl")
 }
 
+// Bounds on what an appended record may wait in memory before it is
+// written to the file: a process killed with SIGKILL loses at most the
+// appends of the last FlushDelay (the OS keeps what was written; only an OS
+// crash loses unsynced data, and Sync covers that).
+const (
+	// FlushDelay is the longest time from an Append to the write of its
+	// record.
+	FlushDelay = 100 * time.Millisecond
+	// FlushSize is how much may be pending: an Append that makes more
+	// pending writes it all at once.
+	FlushSize = 64 << 10
+)
+
 // Log appends events to one session's file. It is safe for concurrent use.
 // Every event is checked against the log's invariants before it is written,
 // so a Log never writes a file that Load refuses.
+//
+// Append buffers: records are written to the file, all pending ones in one
+// Write, by Flush, by Sync and AppendSync (the durability points), when more
+// than FlushSize bytes are pending, and at the latest FlushDelay after the
+// first unwritten record. Readers of the file see written records only.
+//
+// The flush timer is armed by Append and stopped by Close. A Log appended
+// to inside a testing/synctest bubble must be closed inside it (stopping a
+// bubble's timer from outside is fatal); its timer then runs on the
+// bubble's fake clock.
 type Log struct {
 	path string
 	id   string
 
 	mu    sync.Mutex
 	f     *os.File
+	w     io.Writer // f, or a test's wrapper around it
 	check *checker
+	// pending holds whole encoded records not yet written.
+	pending []byte
+	// timer flushes pending at the latest FlushDelay after the first
+	// record; armed is true while it is set to fire. Each arming makes a
+	// new timer, so no timer is ever reset from another goroutine's bubble.
+	timer *time.Timer
+	armed bool
 	// err is set after a failed write or sync: a partial record may be on
 	// disk, so appending more would bury it mid-file. Reopening repairs it.
 	err error
+}
+
+func newLog(path, id string, f *os.File, c *checker) *Log {
+	return &Log{path: path, id: id, f: f, w: f, check: c}
 }
 
 // Create starts the log of a new session, which must not exist yet, and
@@ -71,7 +108,7 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create session log: %w", err)
 	}
-	l := &Log{path: path, id: sessionID, f: f, check: newChecker(path)}
+	l := newLog(path, sessionID, f, newChecker(path))
 	if _, err := l.AppendSync(TypeSessionStart, start); err != nil {
 		f.Close()
 		os.Remove(path)
@@ -117,7 +154,7 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("open session log: repair %s: %w", path, err)
 	}
-	return &Log{path: path, id: sessionID, f: f, check: c}, ld, nil
+	return newLog(path, sessionID, f, c), ld, nil
 }
 
 func repair(f *os.File, ld *Loaded) error {
@@ -145,16 +182,34 @@ func (l *Log) Path() string { return l.path }
 // SessionID is the session the log belongs to.
 func (l *Log) SessionID() string { return l.id }
 
-// Append writes one event with the next seq and the current time. It does
-// not sync; see AppendSync.
+// Append adds one event with the next seq and the current time. The record
+// is checked and encoded now and written to the file within FlushDelay; it
+// is not synced. See Flush, Sync and AppendSync.
+//
+// The error of a write that happens later, on the timer, is kept: the next
+// call returns it.
 func (l *Log) Append(typ string, data any) (Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.append(typ, data)
+	ev, err := l.append(typ, data)
+	if err != nil {
+		return Event{}, err
+	}
+	if len(l.pending) > FlushSize {
+		if err := l.flush(); err != nil {
+			return Event{}, fmt.Errorf("append %s: %w", typ, err)
+		}
+		return ev, nil
+	}
+	if !l.armed {
+		l.armed = true
+		l.timer = time.AfterFunc(FlushDelay, l.onTimer)
+	}
+	return ev, nil
 }
 
-// AppendSync appends and then syncs the file, for records that must be on
-// disk before the agent waits or reports a commit.
+// AppendSync appends, writes everything pending and syncs the file, for
+// records that must be on disk before the agent waits or reports a commit.
 func (l *Log) AppendSync(typ string, data any) (Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -168,6 +223,7 @@ func (l *Log) AppendSync(typ string, data any) (Event, error) {
 	return ev, nil
 }
 
+// append checks and encodes one event into pending.
 func (l *Log) append(typ string, data any) (Event, error) {
 	if l.f == nil {
 		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, ErrClosed)
@@ -183,22 +239,108 @@ func (l *Log) append(typ string, data any) (Event, error) {
 	if err := l.check.check(ev); err != nil {
 		return Event{}, fmt.Errorf("append %s: %w", typ, err)
 	}
-	line, err := json.Marshal(ev)
+	pending, err := appendRecord(l.pending, ev)
 	if err != nil {
 		// Unreachable: ev holds only marshalable values. Poison the log
 		// anyway, since the checker already counted the event.
 		l.err = err
 		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
 	}
-	// One Write per record: a crash leaves at most one torn line, at the end.
-	if _, err := l.f.Write(append(line, '\n')); err != nil {
-		l.err = err
-		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
-	}
+	l.pending = pending
 	return ev, nil
 }
 
-// Sync flushes appended events to stable storage.
+// appendRecord appends ev's line, '\n' included, to dst: the bytes of
+// json.Marshal(ev) and a newline, written out without reflection because
+// Append runs for every streamed chunk. ev.Data must be the output of
+// json.Marshal (compact, HTML-escaped). An event whose type or time would
+// be escaped or formatted otherwise goes through json.Marshal. On error dst
+// is returned unchanged.
+func appendRecord(dst []byte, ev Event) ([]byte, error) {
+	if !plainJSONString(ev.Type) || ev.Time.Location() != time.UTC || ev.Time.Year() < 0 || ev.Time.Year() > 9999 {
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return dst, err
+		}
+		return append(append(dst, line...), '\n'), nil
+	}
+	b := append(dst, `{"seq":`...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	b = append(b, `,"v":`...)
+	b = strconv.AppendInt(b, int64(ev.V), 10)
+	b = append(b, `,"time":"`...)
+	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","type":"`...)
+	b = append(b, ev.Type...)
+	b = append(b, `","data":`...)
+	b = append(b, ev.Data...)
+	return append(b, "}\n"...), nil
+}
+
+// plainJSONString reports whether s is encoded by encoding/json as itself
+// between quotes: printable ASCII without '"', '\\' or the HTML-escaped
+// '<', '>' and '&'. Event types are.
+func plainJSONString(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// onTimer writes what is pending FlushDelay after the first record. A
+// failure is kept in l.err for the next call to report.
+func (l *Log) onTimer() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	if l.f == nil || l.err != nil {
+		return
+	}
+	l.flush()
+}
+
+// flush writes everything pending with one Write: a crash leaves at most
+// one torn line, at the end.
+func (l *Log) flush() error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	_, err := l.w.Write(l.pending)
+	l.pending = l.pending[:0]
+	if err != nil {
+		l.err = err
+		return fmt.Errorf("write %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// usable says why the log can't be written, if it can't.
+func (l *Log) usable(op string) error {
+	if l.f == nil {
+		return fmt.Errorf("%s %s: %w", op, l.path, ErrClosed)
+	}
+	if l.err != nil {
+		return fmt.Errorf("%s %s: an earlier write failed: %w", op, l.path, l.err)
+	}
+	return nil
+}
+
+// Flush writes the appended events to the file, all in one Write, without
+// syncing. Other readers of the file see them from then on.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable("flush"); err != nil {
+		return err
+	}
+	return l.flush()
+}
+
+// Sync writes the appended events to the file and flushes them to stable
+// storage.
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -206,11 +348,11 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) sync() error {
-	if l.f == nil {
-		return fmt.Errorf("sync %s: %w", l.path, ErrClosed)
+	if err := l.usable("sync"); err != nil {
+		return err
 	}
-	if l.err != nil {
-		return fmt.Errorf("sync %s: an earlier write failed: %w", l.path, l.err)
+	if err := l.flush(); err != nil {
+		return fmt.Errorf("sync: %w", err)
 	}
 	if err := l.f.Sync(); err != nil {
 		l.err = err
@@ -219,19 +361,23 @@ func (l *Log) sync() error {
 	return nil
 }
 
-// Close syncs and closes the file. Closing a closed Log does nothing.
+// Close writes what is pending, syncs and closes the file, and stops the
+// flush timer. If a write failed earlier, it says so. Closing a closed Log
+// does nothing.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
-	var err error
-	if l.err == nil {
-		err = l.f.Sync()
+	if l.armed {
+		l.timer.Stop()
+		l.armed = false
 	}
+	err := l.sync()
 	err = errors.Join(err, l.f.Close())
 	l.f = nil
+	l.pending = nil
 	if err != nil {
 		return fmt.Errorf("close %s: %w", l.path, err)
 	}
