@@ -26,7 +26,8 @@ func init() {
 	})
 }
 
-const demoUsage = `Usage: rebound demo [--fast] [--script FILE] [--state-dir DIR] [--timeout 2m]
+const demoUsage = `Usage: rebound demo [--fast] [--streaming live|held] [--script FILE] [--state-dir DIR]
+                    [--timeout 2m]
        rebound demo --print-default
 
 Shows, offline and in about ten seconds, what Rebound does when the model
@@ -40,14 +41,28 @@ demo writes to a new temporary directory and removes at the end.
 
 It prints what an editor user would see: each prompt ("› you: ..."), every
 retry wait (on a terminal a live line with a countdown, replaced in place;
-otherwise one plain line per event), the reply once it is committed
+otherwise one plain line per event), each reply as the editor gets it
 ("rebound: ..."), and each tool call, by the title an editor shows, with
 its final status ("⚙ TITLE · completed"). When the agent asks permission
 for an edit or a command, the demo answers "allow once" for you and says
-so. It ends with a summary: the faults met, the attempts made, the tool
-calls run, the time spent waiting, the text that would have leaked into the
-editor without hold-back, and where the session log is. Colour only on a
-terminal, and not when NO_COLOR is set.
+so. Colour only on a terminal, and not when NO_COLOR is set.
+
+--streaming sets the agent's agent.streaming (REBOUND_STREAMING). live, the
+default: a reply shows as it streams, and when a retry interrupts it (the
+stream dropped or stalled after text was shown, or the reply was cut at
+the output limit) the retry goes on from the text shown, and so does the
+reply. On a terminal the rest follows on the same line, with the countdown
+below it meanwhile and the retry noted under it afterwards; otherwise the
+reply's line ends with "…", the retry's lines follow, and the rest is on a
+line that starts with "…". held: a reply shows once it has finished, so a
+failed attempt shows nothing.
+
+It ends with a summary: the faults met, the attempts made, the tool calls
+run, the time spent waiting; live, the characters shown before an attempt
+failed or was cut, which the next went on from instead of sending them
+again; held, the characters of failed or discarded attempts held back; in
+both, the characters the editor was shown that no committed reply holds
+(0: the editor's text is never taken back); and where the session log is.
 
 --script FILE plays your own faults instead. FILE is JSON, either
 
@@ -126,6 +141,7 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 	stateDir := fs.String("state-dir", "", "`DIR` for the agent's session logs (default: a new temporary directory, kept)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
 	printDefault := fs.Bool("print-default", false, "print the built-in demo definition and exit")
+	streaming := fs.String("streaming", config.StreamingLive, "the agent's `MODE`: live (replies show as they stream) or held (a reply shows once it has finished)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -134,6 +150,11 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(s.err, "rebound demo: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if *streaming != config.StreamingLive && *streaming != config.StreamingHeld {
+		fmt.Fprintf(s.err, "rebound demo: --streaming: want live or held, got %q\n", *streaming)
 		fs.Usage()
 		return 2
 	}
@@ -248,8 +269,7 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 		"REBOUND_STATE_DIR": state,
 		"REBOUND_CONFIG":    cfgPath,
 		"REBOUND_LOG_LEVEL": "info",
-		// Held until the demo shows live streaming and its seams.
-		"REBOUND_STREAMING": "held",
+		"REBOUND_STREAMING": *streaming,
 	}
 	if e.home != "" {
 		childEnv["HOME"] = e.home
@@ -274,7 +294,8 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 	out := &demoOut{w: s.out}
 	out.tty = demoIsTerminal(s.out) && e.getenv("TERM") != "dumb"
 	out.color = out.tty && e.getenv("NO_COLOR") == ""
-	d := &demoDriver{out: out, agent: agent, mock: mock, def: def, cwd: project, shown: map[string]string{}}
+	d := &demoDriver{out: out, agent: agent, mock: mock, def: def, cwd: project, streaming: *streaming,
+		shown: map[string]string{}, shownThought: map[string]string{}}
 
 	agentFailed := func(err error) int {
 		out.clearLive()
@@ -314,6 +335,11 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 	out.line("%s %s against the fault-injecting mock provider, offline.", out.c(demoBold, "Rebound demo:"), scenes)
 	out.line(out.c(demoDim, "  agent     %s %s (pid %d), spawned over pipes as an editor would"), info.AgentInfo.Name, info.AgentInfo.Version, agent.cmd.Process.Pid)
 	out.line(out.c(demoDim, "  provider  %s (mock, in this process) · model %s"), srv.BaseURL(), cfg.Provider.Model)
+	if *streaming == config.StreamingLive {
+		out.line("%s", out.c(demoDim, "  streaming live: replies show as they stream (--streaming held: once finished)"))
+	} else {
+		out.line("%s", out.c(demoDim, "  streaming held: a reply shows once it has finished (--streaming live: as it streams)"))
+	}
 	if *fast {
 		out.line(out.c(demoDim, "  waits     scaled by %g (--fast)"), demoFastScale)
 	}
@@ -355,13 +381,16 @@ type demoDriver struct {
 	mock      *mockprovider.Mock
 	def       *demoDef
 	cwd       string // the session's working directory: the demo project
+	streaming string // the agent's mode: live or held
 	sessionID string
 
-	shown      map[string]string // messageId → text shown to the user
-	shownOrder []string
-	prompts    int
-	asExpected int
-	expected   int
+	// What the editor was sent, by messageId: agent_message_chunk and
+	// agent_thought_chunk text, in order.
+	shown, shownThought map[string]string
+	shownOrder          []string
+	prompts             int
+	asExpected          int
+	expected            int
 }
 
 type demoInitResult struct {
@@ -464,7 +493,6 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 		cancelC    <-chan time.Time
 		cancelSent bool
 		tick       <-chan time.Time
-		replyID    string // the message being printed
 		tools      = map[string]*demoTool{}
 		toolOrder  []string
 		running    *demoTool // the tool call in flight, for the live line
@@ -476,14 +504,14 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 	}
 	render := func(now time.Time) {
 		if wait != nil {
-			o.setLive(o.c(demoYellow, "  ↻ "+wait.text(wait.scheduledTiming(now))))
+			o.setLive(demoYellow, "  ↻ "+wait.text(wait.scheduledTiming(now)))
 			return
 		}
 		if running != nil {
-			o.setLive(o.c(demoDim, "  ⚙ "+running.title+" · "+strings.ReplaceAll(running.status, "_", " ")+" · "+demoSeconds(now.Sub(running.at))))
+			o.setLive(demoDim, "  ⚙ "+running.title+" · "+strings.ReplaceAll(running.status, "_", " ")+" · "+demoSeconds(now.Sub(running.at)))
 			return
 		}
-		o.setLive(o.c(demoDim, "  … waiting for the provider · "+demoSeconds(now.Sub(busySince))))
+		o.setLive(demoDim, "  … waiting for the provider · "+demoSeconds(now.Sub(busySince)))
 	}
 	tool := func(id string, now time.Time) *demoTool {
 		t := tools[id]
@@ -566,15 +594,17 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 					Text string `json:"text"`
 				}
 				if json.Unmarshal(u.Content, &c) == nil && c.Type == "text" {
-					if _, seen := d.shown[u.MessageID]; !seen {
-						d.shownOrder = append(d.shownOrder, u.MessageID)
-					}
-					if u.MessageID != replyID {
-						o.endReply() // another message: its own line
-						replyID = u.MessageID
-					}
-					d.shown[u.MessageID] += c.Text
-					o.replyText(c.Text)
+					d.received(u.MessageID, c.Text, "")
+					o.replyText(u.MessageID, c.Text)
+				}
+			case "agent_thought_chunk":
+				// Not printed, but counted: the editor was shown it.
+				var c struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				}
+				if json.Unmarshal(u.Content, &c) == nil && c.Type == "text" {
+					d.received(u.MessageID, "", c.Text)
 				}
 			case "tool_call", "tool_call_update":
 				if u.ToolCallID == "" {
@@ -619,6 +649,7 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 				switch r.Phase {
 				case "scheduled":
 					wait = &demoWait{p: r, at: now}
+					o.interrupt() // a reply being printed goes on after the retry
 					if o.tty {
 						render(now)
 					} else {
@@ -630,11 +661,17 @@ func (d *demoDriver) scene(ctx context.Context, i, of int, sc demoScene) (asExpe
 				case "started":
 					if wait != nil {
 						waited := now.Sub(wait.at)
+						timing := ""
+						if wait.p.DelayMs > 0 {
+							timing = "retried after " + demoSeconds(waited)
+						}
 						switch {
-						case o.tty && wait.p.DelayMs > 0:
-							o.line("%s", o.c(demoYellow, "  ↻ "+wait.text("retried after "+demoSeconds(waited))))
+						case o.tty && o.note(wait.text(timing)):
+							// Printed under the reply once it has gone on.
 						case o.tty:
-							o.line("%s", o.c(demoYellow, "  ↻ "+wait.text("")))
+							o.line("%s", o.c(demoYellow, "  ↻ "+wait.text(timing)))
+						case wait.p.DelayMs > 0 && o.cut:
+							o.line("  ↻ waited %s, retrying from where the reply stopped", demoSeconds(waited))
 						case wait.p.DelayMs > 0:
 							o.line("  ↻ waited %s, retrying", demoSeconds(waited))
 						}
@@ -665,6 +702,7 @@ func (d *demoDriver) finish(sc demoScene, m demoMsg, before, toolCalls int, took
 	o := d.out
 	o.clearLive()
 	o.endReply()
+	o.cut, o.replyID = false, "" // the turn's replies can go on no more
 	outcome := ""
 	if m.Error != nil {
 		outcome = "error"
@@ -703,16 +741,18 @@ func (d *demoDriver) finish(sc demoScene, m demoMsg, before, toolCalls int, took
 	return true
 }
 
+// received records text the editor was sent for a message.
+func (d *demoDriver) received(id, text, thought string) {
+	if _, seen := d.shown[id]; !seen {
+		d.shownOrder = append(d.shownOrder, id)
+	}
+	d.shown[id] += text
+	d.shownThought[id] += thought
+}
+
 // summary prints the closing table.
 func (d *demoDriver) summary(st *demoLogStats, logPath string) {
 	o := d.out
-	// What the user saw that was never committed: none, if hold-back works.
-	leaked := 0
-	for _, id := range d.shownOrder {
-		if text := d.shown[id]; st.committed[id] != text {
-			leaked += len([]rune(text))
-		}
-	}
 	row := func(k, format string, args ...any) {
 		o.line("  %-22s %s", k, fmt.Sprintf(format, args...))
 	}
@@ -732,14 +772,25 @@ func (d *demoDriver) summary(st *demoLogStats, logPath string) {
 		row("permission asked", "%s, answered by the demo: %s", demoCount(st.permissions, "time"), st.permissionList())
 	}
 	row("time spent waiting", "%s", demoSeconds(st.waited))
-	row("would have leaked", "%d characters of failed attempts' text, without hold-back", st.wouldHaveLeaked())
-	leakedText := fmt.Sprintf("%d characters", leaked)
-	if leaked == 0 {
-		leakedText = o.c(demoGreen, leakedText)
+	if d.streaming == config.StreamingHeld {
+		row("held back", "%d characters of failed or discarded attempts' text, never shown", st.heldBack)
 	} else {
-		leakedText = o.c(demoRed, leakedText)
+		row("continued, not resent", "%d characters shown before an attempt failed or was cut; the next went on from them", st.continued)
+		if st.incomplete > 0 {
+			row("kept, incomplete", "%d characters of replies whose recovery failed or was cancelled, committed as shown", st.incomplete)
+		}
 	}
-	row("leaked to the editor", "%s", leakedText)
+	// What the editor was shown that no committed message holds: none, in
+	// either mode.
+	discarded := 0
+	for _, id := range d.shownOrder {
+		discarded += demoDiscarded(d.shown[id], st.committed[id]) + demoDiscarded(d.shownThought[id], st.committedThought[id])
+	}
+	if discarded == 0 {
+		row("shown, then discarded", "%s: every character the editor showed is in a committed reply", o.c(demoGreen, "0 characters"))
+	} else {
+		row("shown, then discarded", "%s the editor showed that no committed reply holds", o.c(demoRed, demoCount(discarded, "character")))
+	}
 	row("session log", "%s", logPath)
 	if _, ok := commands["inspect"]; ok {
 		o.line("  %-22s %s", "", o.c(demoDim, "rebound inspect "+logPath+" shows its timeline"))

@@ -18,12 +18,20 @@ type demoLogStats struct {
 	faultOrder []string
 	attempts   int           // step/start events: provider attempts
 	waited     time.Duration // llm/retry → llm/retry-started (or the turn's end)
-	// chunkChars is every character the provider streamed (text and
-	// reasoning), committedChars the characters of committed messages: the
-	// difference is what failed or discarded attempts streamed, which an
-	// editor showing chunks as they arrive would have shown.
-	chunkChars, committedChars int
-	committed                  map[string]string // messageId → committed text
+	// committed and committedThought are the committed messages' text and
+	// reasoning, by messageId: what the editor was shown of a message must
+	// all be there.
+	committed, committedThought map[string]string
+	// Live mode: continued counts the characters shown by the attempts
+	// before the one that finished a message (a drop, a stall, a cut at the
+	// output limit), which the next attempt went on from instead of showing
+	// them again; incomplete the characters of replies committed as shown
+	// when their recovery failed or was cancelled.
+	continued, incomplete int
+	// Held mode: heldBack counts the characters failed or discarded
+	// attempts streamed, which were never shown: the chunks not shown and
+	// not part of a committed message.
+	heldBack int
 	// toolCalls counts tool/call events (a call is logged once, before it
 	// runs) by tool name, in the order first met; unfinished counts those
 	// whose result says they did not run to the end (cancelled).
@@ -37,7 +45,18 @@ type demoLogStats struct {
 	permissionByWhat map[string]int
 }
 
-func (s *demoLogStats) wouldHaveLeaked() int { return max(s.chunkChars-s.committedChars, 0) }
+// demoDiscarded counts the characters of shown that committed does not
+// hold: everything after their longest common prefix.
+func demoDiscarded(shown, committed string) int {
+	i := 0
+	for i < len(shown) && i < len(committed) && shown[i] == committed[i] {
+		i++
+	}
+	for i > 0 && i < len(shown) && !utf8.RuneStart(shown[i]) {
+		i--
+	}
+	return utf8.RuneCountInString(shown[i:])
+}
 
 func (s *demoLogStats) faultTotal() int {
 	n := 0
@@ -94,7 +113,11 @@ func (s *demoLogStats) faultList() string {
 
 // demoAnalyse reads the facts of the summary from a session log's events.
 func demoAnalyse(events []session.Event) (*demoLogStats, error) {
-	s := &demoLogStats{faults: map[string]int{}, committed: map[string]string{}, toolCalls: map[string]int{}, permissionByWhat: map[string]int{}}
+	s := &demoLogStats{faults: map[string]int{}, committed: map[string]string{}, committedThought: map[string]string{}, toolCalls: map[string]int{}, permissionByWhat: map[string]int{}}
+	// Live mode's shown chunks, by messageId: characters by step.
+	type shownRun struct{ step, chars int }
+	shownBy := map[string][]shownRun{}
+	unshown, heldCommitted := 0, 0
 	type waitKey struct {
 		id    string
 		retry int
@@ -122,13 +145,31 @@ func demoAnalyse(events []session.Event) (*demoLogStats, error) {
 		case session.TypeAssistantChunk:
 			var c session.AssistantChunk
 			if err = json.Unmarshal(ev.Data, &c); err == nil {
-				s.chunkChars += utf8.RuneCountInString(c.Text) + utf8.RuneCountInString(c.Reasoning)
+				n := utf8.RuneCountInString(c.Text) + utf8.RuneCountInString(c.Reasoning)
+				if c.Shown {
+					shownBy[c.MessageID] = append(shownBy[c.MessageID], shownRun{c.Step, n})
+				} else {
+					unshown += n
+				}
 			}
 		case session.TypeAssistantMessage:
 			var m session.AssistantMessage
 			if err = json.Unmarshal(ev.Data, &m); err == nil {
-				s.committedChars += utf8.RuneCountInString(m.Text) + utf8.RuneCountInString(m.Reasoning)
+				n := utf8.RuneCountInString(m.Text) + utf8.RuneCountInString(m.Reasoning)
 				s.committed[m.MessageID] = m.Text
+				s.committedThought[m.MessageID] = m.Reasoning
+				switch runs := shownBy[m.MessageID]; {
+				case len(runs) == 0:
+					heldCommitted += n
+				case m.Incomplete:
+					s.incomplete += n
+				default:
+					for _, r := range runs {
+						if r.step < m.Step {
+							s.continued += r.chars
+						}
+					}
+				}
 			}
 		case session.TypeStepEnd:
 			var e session.StepEnd
@@ -204,5 +245,6 @@ func demoAnalyse(events []session.Event) (*demoLogStats, error) {
 			return nil, fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
 		}
 	}
+	s.heldBack = max(unshown-heldCommitted, 0)
 	return s, nil
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/config"
@@ -67,124 +68,281 @@ func skipShortDemo(t *testing.T) {
 	}
 }
 
-// The built-in demo, scaled for CI: every scene ends as expected, the
-// summary counts one request per script step and nothing leaked.
+// The built-in demo, scaled for CI, in both streaming modes: every scene
+// ends as expected, each reply reads once and whole (live, the dropped
+// scene's reply goes on after the retry where it stopped), the summary
+// counts one request per script step and nothing the editor was shown is
+// discarded.
 func TestDemo_Fast(t *testing.T) {
 	skipShortDemo(t)
-	state := t.TempDir()
-	e := demoEnv(t, nil) // builds the binary
-	start := time.Now()
-	code, out, stderr := runDemoCmd(t, e, "--fast", "--state-dir", state)
-	took := time.Since(start)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
-	t.Logf("demo --fast took %s\n%s", took, out)
-
 	def, err := parseDemoDef(demoDefaultJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps := len(def.script().Steps)
+	dropped := demoSceneNamed(t, def, demoDroppedTitle)
+	truncated := demoSceneNamed(t, def, demoTruncatedTitle)
 
-	if strings.ContainsAny(out, "\r\x1b") {
-		t.Errorf("output to a non-terminal has carriage returns or escape codes:\n%q", out)
-	}
-	for _, sc := range def.Scenes {
-		if !strings.Contains(out, "› you: "+sc.Prompt+"\n") {
-			t.Errorf("output lacks the prompt %q", sc.Prompt)
-		}
-		if !strings.Contains(out, sc.Title) {
-			t.Errorf("output lacks the scene title %q", sc.Title)
-		}
-		// The committed reply is the last step's text (the truncated
-		// scene's reply is its parts joined).
-		if sc.Expect == "end_turn" {
-			want := sc.Steps[len(sc.Steps)-1].Text
-			if sc.Title == demoTruncatedTitle {
-				want = sc.Steps[1].Text + sc.Steps[2].Text
+	for _, mode := range []string{"live", "held"} {
+		t.Run(mode, func(t *testing.T) {
+			live := mode == "live"
+			state := t.TempDir()
+			e := demoEnv(t, nil) // builds the binary
+			start := time.Now()
+			code, out, stderr := runDemoCmd(t, e, "--fast", "--streaming", mode, "--state-dir", state)
+			took := time.Since(start)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 			}
-			if !strings.Contains(out, "rebound: "+want+"\n") {
-				t.Errorf("output lacks the reply %q", want)
-			}
-		}
-	}
-	for _, want := range []string{
-		"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
-		"↻ connection dropped · retrying in 0.1s · attempt 2 of 3\n",
-		"↻ stream stalled (idle timeout) · retrying in 0.1s · attempt 2 of 3\n",
-		"↻ overloaded (529) · retrying in 0.1s · attempt 2 of 3\n",
-		"↻ overloaded (529) · switching to gpt-4o-mini · retrying in 0.1s\n",
-		"↻ reply cut at the output limit · retrying with a larger output budget\n",
-		"↻ reply cut at the output limit · asking the model to continue (part 2 of at most 4)\n",
-		"↻ rate limited (429) · retrying in 0.8s · attempt 2 of 3\n",
-		"› you: ■ stop (session/cancel)\n",
-		"✗ rate limited (429) · wait cancelled after 0.",
-		"✓ cancelled · 1 provider request",
-		"✓ end_turn · 3 provider requests",
-		"✓ end_turn · 3 provider requests · 1 tool call · ",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q", want)
-		}
-	}
-	if n := len(regexp.MustCompile(`(?m)^  ↻ waited 0\.\ds, retrying$`).FindAllString(out, -1)); n != 6 {
-		t.Errorf("%d \"waited\" lines, want one per retry with a wait (6)", n)
-	}
-	// The dropped and stalled attempts' text never reaches the user.
-	for _, partial := range []string{"but fir", "From what I read", "stay silent", "max_del\n"} {
-		if strings.Contains(out, partial) {
-			t.Errorf("a failed attempt's text was shown: %q", partial)
-		}
-	}
+			t.Logf("demo --fast --streaming %s took %s\n%s", mode, took, out)
 
-	if n := summaryInt(t, out, "attempts made"); n != steps {
-		t.Errorf("attempts made = %d, want %d (one per script step)", n, steps)
-	}
-	if !strings.Contains(out, "("+strconv.Itoa(steps)+" provider requests for 7 prompts)") {
-		t.Errorf("summary does not count %d provider requests for 7 prompts:\n%s", steps, out)
-	}
-	if n := summaryInt(t, out, "scenes"); n != 7 || !strings.Contains(out, "7 of 7 as expected") {
-		t.Errorf("scenes row: want 7 of 7 as expected:\n%s", out)
-	}
-	if !strings.Contains(out, "9 (RATE_LIMIT ×2, TRANSPORT ×2, TIMEOUT ×1, OVERLOADED ×2, truncated ×2)") {
-		t.Errorf("faults met row is wrong:\n%s", out)
-	}
-	if !strings.Contains(out, "\n  tool calls run         1 (read_file ×1)\n") {
-		t.Errorf("tool calls run row: want 1 (read_file ×1):\n%s", out)
-	}
-	if n := summaryInt(t, out, "leaked to the editor"); n != 0 {
-		t.Errorf("leaked to the editor = %d characters, want 0", n)
-	}
-	truncated := len([]rune(demoSceneNamed(t, def, demoTruncatedTitle).Steps[0].Text))
-	if n := summaryInt(t, out, "would have leaked"); n <= truncated {
-		t.Errorf("would have leaked = %d characters, want more than the discarded truncated reply (%d) plus the dropped and stalled partial text", n, truncated)
-	}
-	m := regexp.MustCompile(`(?m)^  time spent waiting\s+(\d+\.\d)s$`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no time spent waiting row:\n%s", out)
-	}
-	// Waits: 0.1 × 6 + ~0.15 (the cancel) at --fast.
-	if w, _ := strconv.ParseFloat(m[1], 64); w < 0.5 || w > 5 {
-		t.Errorf("time spent waiting = %ss, want about 0.7s", m[1])
-	}
-	logPath := summaryLogPath(t, out)
-	if !strings.HasPrefix(logPath, state) {
-		t.Errorf("session log %s is not under --state-dir %s", logPath, state)
-	}
-	if _, err := os.Stat(logPath); err != nil {
-		t.Errorf("session log: %v", err)
-	}
-	checkDemoToolScene(t, out, logPath, demoSceneNamed(t, def, demoToolTitle))
-	if took > 20*time.Second {
-		t.Errorf("demo --fast took %s", took)
+			if strings.ContainsAny(out, "\r\x1b") {
+				t.Errorf("output to a non-terminal has carriage returns or escape codes:\n%q", out)
+			}
+			if !strings.Contains(out, "\n  streaming "+mode+": ") {
+				t.Errorf("the header does not say the agent streams %s", mode)
+			}
+			replies := demoReplies(out)
+			for _, sc := range def.Scenes {
+				if !strings.Contains(out, "› you: "+sc.Prompt+"\n") {
+					t.Errorf("output lacks the prompt %q", sc.Prompt)
+				}
+				if !strings.Contains(out, sc.Title) {
+					t.Errorf("output lacks the scene title %q", sc.Title)
+				}
+				if sc.Expect != "end_turn" {
+					continue
+				}
+				// The reply reads once, whole: the last step's text (the
+				// truncated scene's parts joined); live, where an attempt
+				// failed after showing text, the reply it began, which
+				// the retry went on with.
+				want := sc.Steps[len(sc.Steps)-1].Text
+				if sc.Title == demoTruncatedTitle {
+					want = sc.Steps[1].Text + sc.Steps[2].Text
+				}
+				if live {
+					for _, st := range sc.Steps {
+						if st.DropAfter != nil || st.StallAfter != nil {
+							want = st.Text
+						}
+					}
+				}
+				if n := demoCountEqual(replies, want); n != 1 {
+					t.Errorf("the reply %q reads %d times, want once; replies:\n%s", want, n, strings.Join(replies, "\n"))
+				}
+			}
+
+			// The dropped scene: live, the first words show, the retry's
+			// lines follow, and the reply goes on from where it stopped on
+			// a continuation line, nothing shown twice; held, the reply
+			// shows once, after the retry.
+			scene := demoSceneOutput(t, out, dropped)
+			first := dropped.Steps[0]
+			shown := demoShownPrefix(first)
+			rest := strings.TrimPrefix(first.Text, shown)
+			if live {
+				order := regexp.MustCompile(`(?m)^rebound: ` + regexp.QuoteMeta(shown) + `…\n` +
+					`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+					`  ↻ waited 0\.\ds, retrying from where the reply stopped\n` +
+					`        …` + regexp.QuoteMeta(rest) + `\n` +
+					`  ✓ end_turn · 2 provider requests · `)
+				if !order.MatchString(scene) {
+					t.Errorf("live, the dropped scene does not read first words, retry, the rest of the same reply:\n%s", scene)
+				}
+			} else {
+				order := regexp.MustCompile(`(?m)^› you: [^\n]*\n` +
+					`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+					`  ↻ waited 0\.\ds, retrying\n` +
+					`rebound: ` + regexp.QuoteMeta(dropped.Steps[1].Text) + `\n` +
+					`  ✓ end_turn · 2 provider requests · `)
+				if !order.MatchString(scene) {
+					t.Errorf("held, the dropped scene does not read retry, then the whole reply:\n%s", scene)
+				}
+				if strings.Contains(scene, shown) {
+					t.Errorf("held, the dropped attempt's text %q was shown:\n%s", shown, scene)
+				}
+			}
+			// The model repeated the words the user had seen; they show once.
+			if n := strings.Count(scene, "Run go test"); n != 1 {
+				t.Errorf("\"Run go test\" shows %d times in the dropped scene, want once:\n%s", n, scene)
+			}
+
+			retries := []string{
+				"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
+				"↻ connection dropped · retrying in 0.1s · attempt 2 of 3\n",
+				"↻ stream stalled (idle timeout) · retrying in 0.1s · attempt 2 of 3\n",
+				"↻ overloaded (529) · retrying in 0.1s · attempt 2 of 3\n",
+				"↻ overloaded (529) · switching to gpt-4o-mini · retrying in 0.1s\n",
+				"↻ reply cut at the output limit · asking the model to continue (part 2 of at most 4)\n",
+				"↻ rate limited (429) · retrying in 0.8s · attempt 2 of 3\n",
+				"› you: ■ stop (session/cancel)\n",
+				"✗ rate limited (429) · wait cancelled after 0.",
+				"✓ cancelled · 1 provider request",
+				"✓ end_turn · 3 provider requests",
+				"✓ end_turn · 3 provider requests · 1 tool call · ",
+			}
+			if live {
+				// Shown, the cut reply is continued, never retried afresh.
+				retries = append(retries, "↻ reply cut at the output limit · asking the model to continue (part 3 of at most 4)\n")
+			} else {
+				retries = append(retries, "↻ reply cut at the output limit · retrying with a larger output budget\n")
+			}
+			for _, want := range retries {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q", want)
+				}
+			}
+			if n := len(regexp.MustCompile(`(?m)^  ↻ waited 0\.\ds, retrying( from where the reply stopped)?$`).FindAllString(out, -1)); n != 6 {
+				t.Errorf("%d \"waited\" lines, want one per retry with a wait (6)", n)
+			}
+
+			if n := summaryInt(t, out, "attempts made"); n != steps {
+				t.Errorf("attempts made = %d, want %d (one per script step)", n, steps)
+			}
+			if !strings.Contains(out, "("+strconv.Itoa(steps)+" provider requests for 7 prompts)") {
+				t.Errorf("summary does not count %d provider requests for 7 prompts:\n%s", steps, out)
+			}
+			if n := summaryInt(t, out, "scenes"); n != 7 || !strings.Contains(out, "7 of 7 as expected") {
+				t.Errorf("scenes row: want 7 of 7 as expected:\n%s", out)
+			}
+			if !strings.Contains(out, "9 (RATE_LIMIT ×2, TRANSPORT ×2, TIMEOUT ×1, OVERLOADED ×2, truncated ×2)") {
+				t.Errorf("faults met row is wrong:\n%s", out)
+			}
+			if !strings.Contains(out, "\n  tool calls run         1 (read_file ×1)\n") {
+				t.Errorf("tool calls run row: want 1 (read_file ×1):\n%s", out)
+			}
+			if n := summaryInt(t, out, "shown, then discarded"); n != 0 {
+				t.Errorf("shown, then discarded = %d characters, want 0", n)
+			}
+			// What the failed attempts streamed before they failed: the
+			// dropped and stalled attempts' first chunks and the first,
+			// truncated reply.
+			failed := 0
+			for _, sc := range def.Scenes {
+				for _, st := range sc.Steps {
+					if st.DropAfter != nil || st.StallAfter != nil {
+						failed += utf8.RuneCountInString(demoShownPrefix(st))
+					}
+				}
+			}
+			cut := truncated.Steps[0].Text
+			failed += utf8.RuneCountInString(cut)
+			if live {
+				if summaryHas(out, "held back") {
+					t.Errorf("live, the summary has a held back row:\n%s", out)
+				}
+				// Live, the truncated reply was shown, then continued twice:
+				// the first time by a restart, of which only the new end
+				// showed.
+				want := failed + utf8.RuneCountInString(strings.TrimPrefix(truncated.Steps[1].Text, cut))
+				if n := summaryInt(t, out, "continued, not resent"); n != want {
+					t.Errorf("continued, not resent = %d characters, want %d", n, want)
+				}
+			} else {
+				if summaryHas(out, "continued, not resent") {
+					t.Errorf("held, the summary has a continued row:\n%s", out)
+				}
+				if n := summaryInt(t, out, "held back"); n != failed {
+					t.Errorf("held back = %d characters, want %d (the failed attempts' text)", n, failed)
+				}
+			}
+			m := regexp.MustCompile(`(?m)^  time spent waiting\s+(\d+\.\d)s$`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("no time spent waiting row:\n%s", out)
+			}
+			// Waits: 0.1 × 6 + ~0.15 (the cancel) at --fast.
+			if w, _ := strconv.ParseFloat(m[1], 64); w < 0.5 || w > 5 {
+				t.Errorf("time spent waiting = %ss, want about 0.7s", m[1])
+			}
+			logPath := summaryLogPath(t, out)
+			if !strings.HasPrefix(logPath, state) {
+				t.Errorf("session log %s is not under --state-dir %s", logPath, state)
+			}
+			if _, err := os.Stat(logPath); err != nil {
+				t.Errorf("session log: %v", err)
+			}
+			checkDemoToolScene(t, out, logPath, demoSceneNamed(t, def, demoToolTitle), live)
+			if took > 20*time.Second {
+				t.Errorf("demo --fast took %s", took)
+			}
+		})
 	}
 }
 
 const (
+	demoDroppedTitle   = "A dropped stream"
 	demoTruncatedTitle = "A truncated reply"
 	demoToolTitle      = "A dropped stream, after a tool call"
 )
+
+// demoShownPrefix is the text a dropped or stalled mock step streams
+// before it fails: its first drop_after (stall_after) chunks, split as the
+// mock splits them.
+func demoShownPrefix(st mockprovider.Step) string {
+	k := 0
+	switch {
+	case st.DropAfter != nil:
+		k = *st.DropAfter
+	case st.StallAfter != nil:
+		k = *st.StallAfter
+	}
+	r := []rune(st.Text)
+	n := min(max(st.Chunks, 1), len(r))
+	return string(r[:min(k, n)*len(r)/n])
+}
+
+// demoReplies reads the replies in plain demo output: each "rebound: "
+// line joined with its continuation lines ("        …", after the retry
+// lines that interrupted it), without the "…" that marks where it stopped.
+func demoReplies(out string) []string {
+	var replies []string
+	open := false
+	for l := range strings.Lines(out) {
+		l = strings.TrimSuffix(l, "\n")
+		switch {
+		case strings.HasPrefix(l, "rebound: "):
+			replies = append(replies, strings.TrimPrefix(l, "rebound: "))
+			open = true
+		case open && strings.HasPrefix(l, "        …"):
+			last := &replies[len(replies)-1]
+			*last = strings.TrimSuffix(*last, "…") + strings.TrimPrefix(l, "        …")
+		case open && strings.HasPrefix(l, "  ↻ "):
+		default:
+			open = false
+		}
+	}
+	return replies
+}
+
+func demoCountEqual(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// demoSceneOutput is the scene's part of plain demo output, from its title
+// to the blank line after it.
+func demoSceneOutput(t *testing.T, out string, sc demoScene) string {
+	t.Helper()
+	i := strings.Index(out, "] "+sc.Title+"\n")
+	if i < 0 {
+		t.Fatalf("no scene %q in the output:\n%s", sc.Title, out)
+	}
+	scene := out[i:]
+	if j := strings.Index(scene, "\n\n"); j >= 0 {
+		scene = scene[:j+1]
+	}
+	return scene
+}
+
+func summaryHas(out, key string) bool {
+	return regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(key) + `\s`).MatchString(out)
+}
 
 func demoSceneNamed(t *testing.T, def *demoDef, title string) demoScene {
 	t.Helper()
@@ -199,9 +357,9 @@ func demoSceneNamed(t *testing.T, def *demoDef, title string) demoScene {
 
 // checkDemoToolScene: in the scene where a stream drops after a tool ran,
 // the tool ran exactly once (one tool/call in the log, one line on
-// screen), the dropped attempt streamed text that never reached the
-// output, the reply did, and the demo's project is gone.
-func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene) {
+// screen), the dropped attempt streamed text (live, shown and gone on from;
+// held, never shown), the reply reads once, and the demo's project is gone.
+func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene, live bool) {
 	t.Helper()
 	if len(sc.Steps) != 3 || len(sc.Steps[0].ToolCalls) != 1 || sc.Steps[1].DropAfter == nil {
 		t.Fatalf("the tool scene is not a tool call, a dropped step and a reply: %+v", sc.Steps)
@@ -214,18 +372,30 @@ func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene) {
 		t.Errorf("a tool call without its final status:\n%s", out)
 	}
 	// The scene's lines in order: prompt, the model's sentence, the tool,
-	// the retry, the reply, the outcome.
-	scene := out[strings.Index(out, sc.Title):]
-	scene = scene[:strings.Index(scene, "\n\n")]
+	// the retry, the reply, the outcome. Live, the reply's first words
+	// come before the retry, and the model's restart is trimmed to what
+	// is new.
+	scene := demoSceneOutput(t, out, sc)
+	shown := demoShownPrefix(sc.Steps[1])
+	reply := `  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+		`  ↻ waited 0\.\ds, retrying\n` +
+		`rebound: ` + regexp.QuoteMeta(sc.Steps[2].Text) + `\n`
+	if live {
+		reply = `rebound: ` + regexp.QuoteMeta(shown) + `…\n` +
+			`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+			`  ↻ waited 0\.\ds, retrying from where the reply stopped\n` +
+			`        …` + regexp.QuoteMeta(strings.TrimPrefix(sc.Steps[2].Text, shown)) + `\n`
+	}
 	order := regexp.MustCompile(`(?s)› you: ` + regexp.QuoteMeta(sc.Prompt) + `\n` +
 		`rebound: ` + regexp.QuoteMeta(sc.Steps[0].Text) + `\n` +
 		`  ⚙ Read ` + "`README.md`" + ` · completed · [^\n]*\n` +
-		`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
-		`  ↻ waited 0\.\ds, retrying\n` +
-		`rebound: ` + regexp.QuoteMeta(sc.Steps[2].Text) + `\n` +
-		`  ✓ end_turn · 3 provider requests · 1 tool call · \d+\.\ds$`)
+		reply +
+		`  ✓ end_turn · 3 provider requests · 1 tool call · \d+\.\ds\n$`)
 	if !order.MatchString(scene) {
 		t.Errorf("the tool scene does not read prompt, sentence, tool, retry, reply, outcome:\n%s", scene)
+	}
+	if n := strings.Count(scene, shown); n != 1 {
+		t.Errorf("the reply's first words %q show %d times, want once:\n%s", shown, n, scene)
 	}
 
 	ld, err := session.Load(logPath)
@@ -233,7 +403,7 @@ func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene) {
 		t.Fatal(err)
 	}
 	var calls, results []string
-	dropped := ""
+	dropped, droppedShown := "", true
 	for _, ev := range ld.Events {
 		switch ev.Type {
 		case session.TypeToolCall:
@@ -253,8 +423,9 @@ func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene) {
 			if err := json.Unmarshal(ev.Data, &c); err != nil {
 				t.Fatal(err)
 			}
-			if strings.HasPrefix(sc.Steps[1].Text, dropped+c.Text) {
+			if dropped != shown && strings.HasPrefix(shown, dropped+c.Text) {
 				dropped += c.Text
+				droppedShown = droppedShown && c.Shown
 			}
 		}
 	}
@@ -264,12 +435,12 @@ func checkDemoToolScene(t *testing.T, out, logPath string, sc demoScene) {
 	if want := []string{call.ID + " completed"}; !slices.Equal(results, want) {
 		t.Errorf("tool/result events %q, want %q", results, want)
 	}
-	// The dropped attempt did stream text (else the check below proves
-	// nothing), and none of it reached the output.
-	if len(dropped) < 10 {
-		t.Errorf("the dropped attempt streamed %q; want part of %q", dropped, sc.Steps[1].Text)
-	} else if strings.Contains(out, dropped[:10]) {
-		t.Errorf("the dropped attempt's text %q was shown:\n%s", dropped, out)
+	// The dropped attempt did stream text: live, it was shown (and the
+	// reply went on from it); held, it was not.
+	if dropped != shown {
+		t.Errorf("the dropped attempt streamed %q; want %q", dropped, shown)
+	} else if droppedShown != live {
+		t.Errorf("the dropped attempt's chunks: shown = %v, want %v", droppedShown, live)
 	}
 
 	m := regexp.MustCompile(`(?m)^  project   (\S+) \(README\.md\)`).FindStringSubmatch(out)
@@ -344,13 +515,14 @@ func TestDemo_ScriptDefinition(t *testing.T) {
 	if n := summaryInt(t, out, "attempts made"); n != 4 {
 		t.Errorf("attempts made = %d, want 4", n)
 	}
-	if n := summaryInt(t, out, "leaked to the editor"); n != 0 {
-		t.Errorf("leaked = %d", n)
+	if n := summaryInt(t, out, "shown, then discarded"); n != 0 {
+		t.Errorf("shown, then discarded = %d", n)
 	}
 }
 
 // A plain mock script: prompts go out one at a time until its steps are
-// used up.
+// used up. Its dropped reply is gone on from (live) or held back (held);
+// either way nothing shown is discarded.
 func TestDemo_ScriptMock(t *testing.T) {
 	skipShortDemo(t)
 	dir := t.TempDir()
@@ -359,31 +531,46 @@ func TestDemo_ScriptMock(t *testing.T) {
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := runDemoCmd(t, demoEnv(t, nil), "--fast", "--script", path, "--state-dir", dir)
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
-	for _, want := range []string{
-		"a mock script of 4 steps",
-		"› you: Hello (prompt 1)\n",
-		"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
-		"rebound: Plain reply.\n",
-		"› you: Hello (prompt 2)\n",
-		"↻ connection dropped",
-		"rebound: Second reply.\n",
+	for _, c := range []struct {
+		mode  string
+		reply []string // the second prompt's reply, as printed
+		row   string   // the summary row that counts the dropped attempt's "Half "
+	}{
+		// The mock does not read the request: its "continuation" is just
+		// the next step's text, which live mode shows after what was shown.
+		{"live", []string{"rebound: Half …\n", "  ↻ waited 0.1s, retrying from where the reply stopped\n        …Second reply.\n"}, "continued, not resent"},
+		{"held", []string{"  ↻ waited 0.1s, retrying\nrebound: Second reply.\n"}, "held back"},
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "prompt 3") || strings.Contains(out, "as expected") {
-		t.Errorf("a third prompt, or expectations, for a plain script:\n%s", out)
-	}
-	if n := summaryInt(t, out, "attempts made"); n != 4 {
-		t.Errorf("attempts made = %d, want 4", n)
-	}
-	if n := summaryInt(t, out, "would have leaked"); n != len("Half ") {
-		t.Errorf("would have leaked = %d, want %d", n, len("Half "))
+		t.Run(c.mode, func(t *testing.T) {
+			code, out, stderr := runDemoCmd(t, demoEnv(t, nil), "--fast", "--streaming", c.mode, "--script", path, "--state-dir", dir)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+			for _, want := range append([]string{
+				"a mock script of 4 steps",
+				"› you: Hello (prompt 1)\n",
+				"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
+				"rebound: Plain reply.\n",
+				"› you: Hello (prompt 2)\n",
+				"↻ connection dropped",
+			}, c.reply...) {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "prompt 3") || strings.Contains(out, "as expected") {
+				t.Errorf("a third prompt, or expectations, for a plain script:\n%s", out)
+			}
+			if n := summaryInt(t, out, "attempts made"); n != 4 {
+				t.Errorf("attempts made = %d, want 4", n)
+			}
+			if n := summaryInt(t, out, c.row); n != len("Half ") {
+				t.Errorf("%s = %d, want %d", c.row, n, len("Half "))
+			}
+			if n := summaryInt(t, out, "shown, then discarded"); n != 0 {
+				t.Errorf("shown, then discarded = %d, want 0", n)
+			}
+		})
 	}
 }
 
@@ -498,12 +685,195 @@ func TestDemo_Terminal(t *testing.T) {
 	}
 }
 
+// On a terminal, a reply that a retry interrupts goes on on its own line,
+// where it stopped: the countdown shows below it meanwhile, and the retry is
+// noted under it afterwards.
+func TestDemo_TerminalDroppedReply(t *testing.T) {
+	skipShortDemo(t)
+	old := demoIsTerminal
+	demoIsTerminal = func(io.Writer) bool { return true }
+	t.Cleanup(func() { demoIsTerminal = old })
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mock.json")
+	// The retry starts the reply over; only its new end shows.
+	if err := os.WriteFile(path, []byte(`{"steps": [{"text": "One two three four.", "chunks": 2, "drop_after": 1}, {"text": "One two three four."}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runDemoCmd(t, demoEnv(t, map[string]string{"NO_COLOR": "1"}), "--fast", "--script", path, "--state-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"rebound: One two t\x1bD\x1bM\x1b7\x1bD\r",         // parked at its end
+		"\r\x1b[2K  ↻ connection dropped · retrying in 0.", // the countdown below
+		"\x1b8hree four.\n",                                // on where it stopped
+		"\n  ↻ connection dropped · retried after 0.",
+		" · attempt 2 of 3 · the reply went on where it stopped\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output lacks %q:\n%q", want, out)
+		}
+	}
+	screen := demoVT(out, 80, 24)
+	if !slices.Contains(screen, "rebound: One two three four.") || slices.Contains(screen, "rebound: hree four.") {
+		t.Errorf("the reply does not read as one line on the screen:\n%s", strings.Join(screen, "\n"))
+	}
+}
+
+// The parked reply, drawn on terminals of a few sizes (the reply ending at
+// the right margin; a screen that scrolls), and in plain output.
+func TestDemoOut_InterruptedReply(t *testing.T) {
+	oldWidth := demoTermWidth
+	t.Cleanup(func() { demoTermWidth = oldWidth })
+	play := func(o *demoOut, exhausted bool) {
+		o.line("› you: Count to four")
+		o.replyText("msg_1", "One two t")
+		o.interrupt()
+		o.setLive("", "  ↻ connection dropped · retrying in 1.0s · attempt 2 of 3")
+		if !o.note("connection dropped · retried after 1.0s") {
+			o.line("  ↻ waited 1.0s, retrying")
+		}
+		o.setLive("", "  … waiting for the provider · 0.1s")
+		if exhausted {
+			o.line("  ✗ recovery gave up")
+			return
+		}
+		o.replyText("msg_1", "hree four.")
+		o.line("  ✓ end_turn")
+	}
+	for _, c := range []struct {
+		name          string
+		width, height int
+		exhausted     bool
+		want          []string // the screen's rows
+	}{
+		{"wide", 80, 24, false, []string{
+			"› you: Count to four",
+			"rebound: One two three four.",
+			"  ↻ connection dropped · retried after 1.0s · the reply went on where it stopped",
+			"  ✓ end_turn"}},
+		{"scrolls", 80, 2, false, []string{
+			"› you: Count to four",
+			"rebound: One two three four.",
+			"  ↻ connection dropped · retried after 1.0s · the reply went on where it stopped",
+			"  ✓ end_turn"}},
+		// "rebound: One two t" fills the line: the reply goes on at the
+		// start of the next, as the terminal wraps it.
+		{"at the margin", 18, 24, false, []string{
+			"› you: Count to fo", "ur",
+			"rebound: One two t", "hree four.",
+			"  ↻ connection dro", "pped · retried aft", "er 1.0s · the repl", "y went on where it", " stopped",
+			"  ✓ end_turn"}},
+		{"gives up", 80, 24, true, []string{
+			"› you: Count to four",
+			"rebound: One two t",
+			"  ↻ connection dropped · retried after 1.0s",
+			"  ✗ recovery gave up"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			demoTermWidth = func(io.Writer) int { return c.width }
+			var b bytes.Buffer
+			o := &demoOut{w: &b, tty: true}
+			play(o, c.exhausted)
+			if got := demoVT(b.String(), c.width, c.height); !slices.Equal(got, c.want) {
+				t.Errorf("screen:\n%s\nwant:\n%s\n(output %q)", strings.Join(got, "\n"), strings.Join(c.want, "\n"), b.String())
+			}
+		})
+	}
+
+	var b bytes.Buffer
+	play(&demoOut{w: &b}, false)
+	want := "› you: Count to four\n" +
+		"rebound: One two t…\n" +
+		"  ↻ waited 1.0s, retrying\n" +
+		"        …hree four.\n" +
+		"  ✓ end_turn\n"
+	if b.String() != want {
+		t.Errorf("plain output:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// demoVT plays terminal output on a width×height screen, as a VT100 does
+// (just the controls the demo writes), and returns every row written,
+// scrolled off or not, without trailing blanks.
+func demoVT(out string, width, height int) []string {
+	blank := func() []rune { return []rune(strings.Repeat(" ", width)) }
+	var gone [][]rune
+	screen := make([][]rune, height)
+	for i := range screen {
+		screen[i] = blank()
+	}
+	row, col, wrap := 0, 0, false
+	var saved [3]int
+	down := func() {
+		if row == height-1 {
+			gone = append(gone, screen[0])
+			screen = append(screen[1:], blank())
+		} else {
+			row++
+		}
+	}
+	for rest := out; rest != ""; {
+		if m := regexp.MustCompile(`^\x1b\[([0-9;]*)([A-Za-z])`).FindStringSubmatch(rest); m != nil {
+			if m[2] == "K" && m[1] == "2" {
+				screen[row] = blank()
+			}
+			rest = rest[len(m[0]):]
+			continue
+		}
+		if strings.HasPrefix(rest, "\x1b") && len(rest) > 1 {
+			switch rest[1] {
+			case 'D':
+				down()
+				wrap = false
+			case 'M':
+				row, wrap = max(row-1, 0), false
+			case '7':
+				saved = [3]int{row, col, map[bool]int{true: 1}[wrap]}
+			case '8':
+				row, col, wrap = saved[0], saved[1], saved[2] == 1
+			}
+			rest = rest[2:]
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(rest)
+		rest = rest[n:]
+		switch r {
+		case '\r':
+			col, wrap = 0, false
+		case '\n': // a terminal's output processing adds the carriage return
+			down()
+			col, wrap = 0, false
+		default:
+			if wrap {
+				down()
+				col, wrap = 0, false
+			}
+			screen[row][col] = r
+			if col == width-1 {
+				wrap = true
+			} else {
+				col++
+			}
+		}
+	}
+	var rows []string
+	for _, l := range append(gone, screen...) {
+		rows = append(rows, strings.TrimRight(string(l), " "))
+	}
+	for len(rows) > 0 && rows[len(rows)-1] == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
+}
+
 func TestDemo_Help(t *testing.T) {
 	var stdout, stderr strings.Builder
 	if code := runEnv(t.Context(), []string{"demo", "--help"}, nil, &stdout, &stderr, env{}); code != 0 {
 		t.Errorf("exit code = %d, want 0", code)
 	}
-	for _, w := range []string{"Usage: rebound demo", "-fast", "-script", "-state-dir", "-timeout", "\"scenes\"", "\"project\"", "tool_calls", "cancel_after", "docs/mock-provider.md", "NO_COLOR"} {
+	for _, w := range []string{"Usage: rebound demo", "-fast", "-streaming", "live", "held", "-script", "-state-dir", "-timeout", "\"scenes\"", "\"project\"", "tool_calls", "cancel_after", "docs/mock-provider.md", "NO_COLOR"} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("help lacks %q", w)
 		}
@@ -515,6 +885,10 @@ func TestDemo_Help(t *testing.T) {
 	}
 	if code := runEnv(t.Context(), []string{"demo", "extra"}, nil, &stdout, &stderr, env{}); code != 2 {
 		t.Errorf("extra argument: exit %d, want 2", code)
+	}
+	stderr.Reset()
+	if code := runEnv(t.Context(), []string{"demo", "--streaming", "fast"}, nil, &stdout, &stderr, env{}); code != 2 || !strings.Contains(stderr.String(), `--streaming: want live or held, got "fast"`) {
+		t.Errorf("--streaming fast: exit %d, want 2; stderr:\n%s", code, stderr.String())
 	}
 
 	stdout.Reset()
