@@ -54,6 +54,7 @@ type Server struct {
 	log   zerolog.Logger
 
 	served atomic.Bool
+	out    *LineStream // the connection's stream: session updates are written to it directly
 	// base parents every turn and load context; Serve sets it before the
 	// read goroutine starts and cancels it with ErrShutdown on the way out.
 	base context.Context
@@ -107,8 +108,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return errors.New("acp: Serve called twice; a Server serves one connection")
 	}
 	s.base, s.stop = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.out = NewLineStream(StdioConn(in, out), StreamConfig{MaxLineBytes: s.cfg.MaxLineBytes, Logger: s.log})
 	stream := endingStream{
-		ObjectStream: NewLineStream(StdioConn(in, out), StreamConfig{MaxLineBytes: s.cfg.MaxLineBytes, Logger: s.log}),
+		ObjectStream: s.out,
 		onEnd:        s.inputEnded,
 	}
 	// The connection must outlive ctx: turns are answered before it closes.
@@ -460,7 +462,31 @@ var _ Client = client{}
 // It does not refuse a cancelled ctx: the spec lets a cancelled turn send its
 // last updates before it answers.
 func (cl client) Update(ctx context.Context, sessionID string, u SessionUpdate) error {
-	return cl.c.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: sessionID, Update: u})
+	line, err := updateLine(sessionID, u)
+	if err != nil {
+		return err
+	}
+	return cl.s.out.WriteLine(line)
+}
+
+// updateLine encodes a session/update notification as the line
+// jsonrpc2.Conn.Notify would send (keys in the same order, the same escaping),
+// once: Notify marshals the params, then the envelope around them, and the
+// stream would check them a third time. Updates are most of what Rebound
+// writes, one per streamed chunk.
+func updateLine(sessionID string, u SessionUpdate) ([]byte, error) {
+	update, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	id, err := json.Marshal(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	const head = `{"jsonrpc":"2.0","method":"` + MethodSessionUpdate + `","params":{"sessionId":`
+	line := make([]byte, 0, len(head)+len(id)+len(update)+len(`,"update":}}`)+1)
+	line = append(append(append(append(line, head...), id...), `,"update":`...), update...)
+	return append(line, "}}\n"...), nil
 }
 
 // Capabilities returns what the client advertised in initialize (zero

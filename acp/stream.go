@@ -280,7 +280,13 @@ func (s *LineStream) WriteObject(v any) error {
 	if err != nil {
 		return err
 	}
+	return s.WriteLine(line)
+}
 
+// WriteLine queues a message that is already one line: compact JSON, as
+// json.Marshal writes it, ending in '\n'. It is WriteObject for a hot path
+// that encodes its own messages; line is copied before WriteLine returns.
+func (s *LineStream) WriteLine(line []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.pending) > 0 && len(s.pending)+len(line) > maxPending && s.werr == nil && !s.closed {

@@ -164,7 +164,7 @@ func (u ToolCallUpdate) AsUpdate() SessionUpdate {
 type sessionUpdateJSON struct {
 	SessionUpdate string             `json:"sessionUpdate"`
 	ToolCallID    string             `json:"toolCallId,omitempty"`
-	Content       json.RawMessage    `json:"content,omitempty"`
+	Content       any                `json:"content,omitempty"` // *ContentBlock or []ToolCallContent, encoded in place
 	MessageID     string             `json:"messageId,omitempty"`
 	Severity      string             `json:"severity,omitempty"`
 	Title         *string            `json:"title,omitempty"`
@@ -209,17 +209,13 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 	if u.Title != "" || u.SessionUpdate == UpdateToolCall {
 		w.Title = &u.Title
 	}
-	var err error
 	switch {
 	case u.Content != nil && u.ToolContent != nil:
 		return nil, fmt.Errorf("acp: %s update has both Content and ToolContent; they are both \"content\" on the wire", u.SessionUpdate)
 	case u.Content != nil:
-		w.Content, err = json.Marshal(u.Content)
+		w.Content = u.Content
 	case u.ToolContent != nil:
-		w.Content, err = json.Marshal(u.ToolContent)
-	}
-	if err != nil {
-		return nil, err
+		w.Content = u.ToolContent
 	}
 	return json.Marshal(w)
 }
@@ -228,7 +224,13 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 // and into ToolContent when it is an array (tool calls).
 func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 	var w sessionUpdateJSON
+	var c struct {
+		Content json.RawMessage `json:"content"`
+	}
 	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
 		return err
 	}
 	*u = SessionUpdate{
@@ -251,12 +253,12 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 	if w.Title != nil {
 		u.Title = *w.Title
 	}
-	switch c := firstByte(w.Content); c {
+	switch firstByte(c.Content) {
 	case 0, 'n': // absent or null
 	case '[':
-		return json.Unmarshal(w.Content, &u.ToolContent)
+		return json.Unmarshal(c.Content, &u.ToolContent)
 	default:
-		return json.Unmarshal(w.Content, &u.Content)
+		return json.Unmarshal(c.Content, &u.Content)
 	}
 	return nil
 }
