@@ -40,6 +40,9 @@ type checker struct {
 	// retryIDs holds the retry chains of earlier turns and finished chains
 	// of the open one: a chain keeps one id, and an id names one chain.
 	retryIDs map[string]bool
+	// typed is the Go value an appended event's data was encoded from, if
+	// the caller has one (Append); decode uses it instead of the JSON.
+	typed any
 	// carried is the retry chain of a turn that was interrupted, which the
 	// next turn continues.
 	carried struct {
@@ -128,6 +131,14 @@ func (c *checker) check(ev Event) error {
 // decode reads an event's data into its struct. Unknown fields are allowed:
 // within one schema version, additions are compatible.
 func decode[T any](c *checker, ev Event) (T, error) {
+	switch t := c.typed.(type) {
+	case T:
+		return t, nil
+	case *T:
+		if t != nil {
+			return *t, nil
+		}
+	}
 	var v T
 	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
 		return v, c.errorf(ev.Seq, "%s: data must be a JSON object", ev.Type)

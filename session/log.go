@@ -236,7 +236,12 @@ func (l *Log) append(typ string, data any) (Event, error) {
 		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
 	}
 	ev := Event{Seq: l.check.lastSeq + 1, V: SchemaVersion, Time: time.Now().UTC(), Type: typ, Data: b}
-	if err := l.check.check(ev); err != nil {
+	// The checker may use data as it is instead of decoding what was just
+	// encoded from it: the same values, without a second JSON pass.
+	l.check.typed = data
+	err = l.check.check(ev)
+	l.check.typed = nil
+	if err != nil {
 		return Event{}, fmt.Errorf("append %s: %w", typ, err)
 	}
 	pending, err := appendRecord(l.pending, ev)
