@@ -434,3 +434,87 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 		t.Errorf("process B exit: %v\nstderr:\n%s", err, b.stderr)
 	}
 }
+
+// TestE2E_CrashMidStreamThenLoad kills the built binary (SIGKILL) while a
+// live reply streams: a new process loading the session replays what the
+// user saw, less at most the last 100 ms (the log's write delay), and
+// commits it as an incomplete reply.
+func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
+		{Text: "one two three four five six seven eight nine ten", Chunks: 10, ChunkDelay: "300ms"},
+		{Text: "Picking up again."},
+	}})
+	srv := httptest.NewServer(mock)
+	defer srv.Close()
+	state := t.TempDir()
+	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-e2e-secret", "REBOUND_STATE_DIR=" + state, "REBOUND_STREAMING=live"}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard against a hang, not a wait
+	defer cancel()
+
+	a := spawn(t, ctx, env...)
+	a.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	a.until(t, 0)
+	a.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	_, resp := a.until(t, 1)
+	sid := resp["result"].(map[string]any)["sessionId"].(string)
+	a.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"count"}]}}`)
+	// Five chunks shown, 300 ms apart: by the fifth, the first four are
+	// past the log's 100 ms write delay.
+	var shown, early strings.Builder
+	for n := 0; n < 5; {
+		msg := a.next(t)
+		if kind, u := updateKind(msg); kind == "agent_message_chunk" {
+			text := u["content"].(map[string]any)["text"].(string)
+			shown.WriteString(text)
+			if n < 4 {
+				early.WriteString(text)
+			}
+			n++
+		}
+	}
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Wait()
+
+	b := spawn(t, ctx, env...)
+	b.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	b.until(t, 0)
+	b.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"`+sid+`","cwd":"/tmp","mcpServers":[]}}`)
+	notes, resp := b.until(t, 1)
+	if resp["result"] == nil {
+		t.Fatalf("session/load answered %v", resp)
+	}
+	var replayed strings.Builder
+	for _, n := range notes {
+		if kind, u := updateKind(n); kind == "agent_message_chunk" {
+			replayed.WriteString(u["content"].(map[string]any)["text"].(string))
+		}
+	}
+	if !strings.HasPrefix(shown.String(), replayed.String()) || !strings.HasPrefix(replayed.String(), early.String()) {
+		t.Errorf("replayed %q: want a prefix of what was shown (%q) holding at least the chunks older than 100 ms (%q)",
+			replayed.String(), shown.String(), early.String())
+	}
+	b.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"go on"}]}}`)
+	if _, resp := b.until(t, 2); resp["result"] == nil {
+		t.Fatalf("prompt after the crash: %v", resp)
+	}
+	b.stdin.Close()
+	if err := b.cmd.Wait(); err != nil {
+		t.Errorf("process B exit: %v\nstderr:\n%s", err, b.stderr)
+	}
+	final, err := session.Load(session.Path(state, sid))
+	if err != nil {
+		t.Fatalf("final log: %v", err)
+	}
+	msgs, err := session.Conversation(final.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) < 2 || !msgs[1].Incomplete || msgs[1].Text != replayed.String() {
+		t.Errorf("conversation after the crash: %+v; want the shown text committed as incomplete", msgs)
+	}
+}
