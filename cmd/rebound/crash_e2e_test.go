@@ -338,11 +338,7 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 	defer cancel()
 
 	a := spawn(t, ctx, env...)
-	a.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	a.until(t, 0)
-	a.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"`+project+`","mcpServers":[]}}`)
-	_, resp := a.until(t, 1)
-	sid := resp["result"].(map[string]any)["sessionId"].(string)
+	sid := a.newSession(t, project)
 	a.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"deploy"}]}}`)
 	for {
 		msg := a.next(t)
@@ -396,13 +392,7 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 	}
 
 	b := spawn(t, ctx, env...)
-	b.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	b.until(t, 0)
-	b.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"`+sid+`","cwd":"`+project+`","mcpServers":[]}}`)
-	notes, resp := b.until(t, 1)
-	if resp["result"] == nil {
-		t.Fatalf("session/load answered %v", resp)
-	}
+	notes := b.loadSession(t, sid, project)
 	var toolStatus string
 	for _, n := range notes {
 		if kind, u := updateKind(n); kind == "tool_call" {
@@ -455,11 +445,7 @@ func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
 	defer cancel()
 
 	a := spawn(t, ctx, env...)
-	a.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	a.until(t, 0)
-	a.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
-	_, resp := a.until(t, 1)
-	sid := resp["result"].(map[string]any)["sessionId"].(string)
+	sid := a.newSession(t, "/tmp")
 	a.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"count"}]}}`)
 	// Five chunks shown, 300 ms apart: by the fifth, the first four are
 	// past the log's 100 ms write delay.
@@ -481,13 +467,7 @@ func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
 	a.cmd.Wait()
 
 	b := spawn(t, ctx, env...)
-	b.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	b.until(t, 0)
-	b.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"`+sid+`","cwd":"/tmp","mcpServers":[]}}`)
-	notes, resp := b.until(t, 1)
-	if resp["result"] == nil {
-		t.Fatalf("session/load answered %v", resp)
-	}
+	notes := b.loadSession(t, sid, "/tmp")
 	var replayed strings.Builder
 	for _, n := range notes {
 		if kind, u := updateKind(n); kind == "agent_message_chunk" {

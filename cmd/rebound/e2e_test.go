@@ -100,6 +100,35 @@ func (p *agentProc) next(tb testing.TB) map[string]any {
 }
 
 // until reads messages up to the response with the given id.
+// newSession initializes the agent (no client capabilities) and makes a
+// session in cwd, returning its id.
+func (p *agentProc) newSession(tb testing.TB, cwd string) string {
+	tb.Helper()
+	p.send(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	p.until(tb, 0)
+	p.send(tb, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"`+cwd+`","mcpServers":[]}}`)
+	_, resp := p.until(tb, 1)
+	sid, _ := resp["result"].(map[string]any)["sessionId"].(string)
+	if sid == "" {
+		tb.Fatalf("session/new answered %v", resp)
+	}
+	return sid
+}
+
+// loadSession initializes the agent and loads session sid, returning the
+// updates replayed before the answer.
+func (p *agentProc) loadSession(tb testing.TB, sid, cwd string) []map[string]any {
+	tb.Helper()
+	p.send(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	p.until(tb, 0)
+	p.send(tb, `{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"`+sid+`","cwd":"`+cwd+`","mcpServers":[]}}`)
+	notes, resp := p.until(tb, 1)
+	if resp["result"] == nil {
+		tb.Fatalf("session/load answered %v", resp)
+	}
+	return notes
+}
+
 func (p *agentProc) until(tb testing.TB, id float64) (notes []map[string]any, resp map[string]any) {
 	tb.Helper()
 	for {
