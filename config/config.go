@@ -345,6 +345,20 @@ func checkBaseURL(s string) string {
 		}
 		return fmt.Sprintf("%s, got %q", want, s)
 	}
+	shown := s
+	if u.User != nil {
+		shown = u.Redacted()
+	}
+	switch {
+	case strings.ContainsAny(s, " \t\r\n"):
+		return fmt.Sprintf("must not contain spaces, got %q", shown)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Sprintf("must not have a query or fragment, got %q", shown)
+	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions") || strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/completions"):
+		// Rebound appends /chat/completions itself.
+		return fmt.Sprintf("must be the API's base, up to and including the version path (e.g. %q), not the endpoint itself, got %q",
+			strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(shown, "/"), "/completions"), "/chat"), shown)
+	}
 	return ""
 }
 

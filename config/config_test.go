@@ -91,6 +91,12 @@ func TestConfig_Validate(t *testing.T) {
 		{"relative state dir", func(c *config.Config) { c.StateDir = "state" }, "state_dir", "must be an absolute path"},
 		{"url without host", func(c *config.Config) { c.Provider.BaseURL = "https://" }, "provider.base_url", "absolute http or https URL"},
 		{"url password redacted", func(c *config.Config) { c.Provider.BaseURL = "ftp://u:hunter2@x" }, "provider.base_url", `got "ftp://u:xxxxx@x"`},
+		{"url with a space", func(c *config.Config) { c.Provider.BaseURL = "https://api.example.com/ v1" }, "provider.base_url", "must not contain spaces"},
+		{"url of the endpoint", func(c *config.Config) { c.Provider.BaseURL = "https://api.example.com/v1/chat/completions" }, "provider.base_url",
+			`not the endpoint itself, got "https://api.example.com/v1/chat/completions"`},
+		{"url of the endpoint names the base", func(c *config.Config) { c.Provider.BaseURL = "http://localhost:8080/v1/chat/completions/" }, "provider.base_url",
+			`(e.g. "http://localhost:8080/v1")`},
+		{"url with a query", func(c *config.Config) { c.Provider.BaseURL = "https://api.example.com/v1?key=x" }, "provider.base_url", "must not have a query"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -255,3 +255,32 @@ func compareGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	golden.Compare(t, path, got, *update, "go test ./inspect -update")
 }
+
+// TestText_NoControlCharactersFromTheLog: a hostile log's stop reason, code
+// or model cannot send escape sequences to the terminal.
+func TestText_NoControlCharactersFromTheLog(t *testing.T) {
+	log := strings.Join([]string{
+		`{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"session/start","data":{"sessionId":"s","cwd":"/w","model":"m` + `\u001b[31m"}}`,
+		`{"seq":2,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/start","data":{"turn":1,"prompt":[],"text":"hi"}}`,
+		`{"seq":3,"v":1,"time":"2000-01-01T00:00:00Z","type":"step/start","data":{"turn":1,"step":1,"model":"m"}}`,
+		`{"seq":4,"v":1,"time":"2000-01-01T00:00:00Z","type":"step/end","data":{"turn":1,"step":1,"outcome":"failed","failure":{"code":"X\u001b[2J","message":"bad\u0007","requestId":"r\u001b]0;x\u0007"}}}`,
+		`{"seq":5,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/end","data":{"turn":1,"stopReason":"end\u001b[2J","error":{"code":"Y\u001b[0m"}}}`,
+	}, "\n") + "\n"
+	ld, err := session.Parse(strings.NewReader(log), "hostile.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := inspect.Build(ld.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := tl.Text(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.String() {
+		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) {
+			t.Fatalf("control character %U in the output:\n%q", r, out.String())
+		}
+	}
+}

@@ -27,7 +27,10 @@ const timeLayout = "2006-01-02 15:04:05.000Z07:00"
 // relative to the turn's start ("+1.500s") so a turn reads on its own even
 // in a session that spans days.
 func (tl *Timeline) Text(w io.Writer) error {
-	bw := bufio.NewWriter(w)
+	// Everything printed comes from a log that may hold anything: the whole
+	// page is cleaned of control characters (but its newlines) on the way
+	// out, so no field can move the cursor or recolour the terminal.
+	bw := bufio.NewWriter(cleanWriter{w})
 	s := tl.Session
 	head := []string{"session " + s.ID, "cwd " + s.Cwd}
 	if s.Model != "" {
@@ -344,6 +347,25 @@ func quote(s string, n int) string {
 // oneLine flattens whitespace runs so a message stays on its line.
 func oneLine(s string, n int) string {
 	return truncate(strings.Join(strings.Fields(s), " "), n)
+}
+
+// cleanWriter passes text through clean, line by line: the newlines that lay
+// out the page stay.
+type cleanWriter struct{ w io.Writer }
+
+func (c cleanWriter) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	for _, l := range lines {
+		body, nl := strings.CutSuffix(l, "\n")
+		out := clean(body)
+		if nl {
+			out += "\n"
+		}
+		if _, err := io.WriteString(c.w, out); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }
 
 // clean replaces control characters: text from a provider or an editor

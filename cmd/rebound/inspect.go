@@ -121,7 +121,8 @@ func runInspect(_ context.Context, args []string, s streams, e env) int {
 			fmt.Fprintf(s.err, "rebound inspect: render HTML: %v\n", err)
 			return 1
 		}
-		if err := os.WriteFile(*htmlPath, page.Bytes(), 0o644); err != nil {
+		// 0600, like the logs it shows: prompts and replies are private.
+		if err := os.WriteFile(*htmlPath, page.Bytes(), 0o600); err != nil {
 			fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
 			return 1
 		}
