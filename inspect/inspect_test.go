@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,7 +16,7 @@ import (
 	"github.com/rebound-agent/rebound/session"
 )
 
-var update = flag.Bool("update", false, "rewrite inspect/testdata/*.{txt,json,html} from the current output")
+var update = golden.Update
 
 // fixtures are hand-written logs for what the golden scenarios do not (yet)
 // produce: a fallback model, tool calls and a compaction; a turn whose

@@ -3,7 +3,6 @@ package schema_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,9 +16,11 @@ import (
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/schema"
 	"github.com/rebound-agent/rebound/schema/generate"
+
+	"github.com/rebound-agent/rebound/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the checked-in schemas")
+var update = golden.Update
 
 // The checked-in (and embedded) schemas must be what the Go types generate
 // today.

@@ -3,7 +3,6 @@ package tools_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -11,9 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+
+	"github.com/rebound-agent/rebound/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+var update = golden.Update
 
 // TestDefinitions_Fresh keeps the embedded definitions.json what the
 // argument types generate, and Definitions what the file says.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +23,7 @@ import (
 	"github.com/rebound-agent/rebound/session"
 )
 
-var update = flag.Bool("update", false, "rewrite snapshots/*.jsonl from the current behaviour")
+var update = golden.Update
 
 // TestGolden runs every scenario in testdata/scenarios against the real
 // server in-process, on synctest's fake clock, and compares the transcript

@@ -6,6 +6,7 @@ package golden
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +15,11 @@ import (
 
 	"github.com/rebound-agent/rebound/session"
 )
+
+// Update is the -update flag of every test binary in the module: each
+// package's tests import this package, so `go test ./... -update` is
+// understood everywhere and rewrites every golden file there is.
+var Update = flag.Bool("update", false, "rewrite golden files (snapshots, schemas, testdata) from the current behaviour")
 
 // Compare checks got against the file at path, or rewrites the file when
 // update is set. rerun is the command that rewrites it, for the message.
