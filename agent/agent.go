@@ -5,12 +5,16 @@ package agent
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -50,6 +54,14 @@ type Config struct {
 	ReplaceInstructions bool
 	Version             string
 	Logger              zerolog.Logger
+	// MaxOpenLogs bounds the session logs held open at once, each with a
+	// file descriptor and the session's lock; past it, the least recently
+	// used idle one is closed. 0 means DefaultMaxOpenLogs.
+	MaxOpenLogs int
+	// LogIdleTimeout closes a session's log once the session has been idle
+	// this long, which releases it for another Rebound process (another
+	// editor window). 0 means DefaultLogIdleTimeout; negative, never.
+	LogIdleTimeout time.Duration
 }
 
 // Tools configures the tools the model may call.
@@ -77,25 +89,44 @@ type Agent struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
+	// open holds the sessions whose log is open, most recently used first.
+	open   *list.List
+	closed bool
 }
 
 var _ acp.Agent = (*Agent)(nil)
 
-// sessionState is one open session. turnMu serialises turns and loads; the
-// acp server already refuses a second concurrent prompt, this keeps the log
-// consistent even if another caller does not.
+// sessionState is one session this process knows. turnMu serialises turns
+// and loads; the acp server already refuses a second concurrent prompt, this
+// keeps the log consistent even if another caller does not.
+//
+// The log is open only while the session is in use or recently used: a
+// turn or load acquires it (opening the log again if it was closed, which
+// reads it from disk afresh) and releases it. Holding a session's log open
+// holds its lock, so another Rebound process cannot write it meanwhile; a
+// released log is closed after LogIdleTimeout, or sooner when more than
+// MaxOpenLogs are open.
 type sessionState struct {
-	id             string
+	id string
+
+	// Used under turnMu.
+	turnMu         sync.Mutex
 	cwd            string
 	additionalDirs []string
-	turnMu         sync.Mutex
-	log            *session.Log
-	events         []session.Event   // everything appended or loaded, in order
+	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
 	rules          map[string]string // standing permission answers by scope, from the log
-}
+	// reload makes the next acquire close the log and read it again: a
+	// turn panicked, and memory may not match the file.
+	reload bool
+	// loaded is set once the log was opened in this process.
+	loaded bool
 
-func newSessionState(id, cwd string, additional []string, log *session.Log, events []session.Event) *sessionState {
-	return &sessionState{id: id, cwd: cwd, additionalDirs: additional, log: log, events: events, rules: session.PermissionRules(events)}
+	// Under Agent.mu.
+	log  *session.Log  // nil while closed
+	busy bool          // acquired: the log is not closed under its user
+	elem *list.Element // in Agent.open while log is set
+	idle *time.Timer   // closes the log when it fires
+	gen  uint64        // bumped by every release, so a stale idle timer does nothing
 }
 
 // New returns an agent; zero limits in cfg get their defaults.
@@ -104,7 +135,9 @@ func New(cfg Config) *Agent {
 	cfg.Tools.CommandTimeout = cmp.Or(cfg.Tools.CommandTimeout, DefaultCommandTimeout)
 	cfg.Tools.MaxCommandTimeout = max(cmp.Or(cfg.Tools.MaxCommandTimeout, DefaultMaxCommandTimeout), cfg.Tools.CommandTimeout)
 	cfg.Tools.OutputLimit = cmp.Or(cfg.Tools.OutputLimit, DefaultOutputLimit)
-	return &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
+	cfg.MaxOpenLogs = max(cmp.Or(cfg.MaxOpenLogs, DefaultMaxOpenLogs), 1)
+	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
+	return &Agent{cfg: cfg, sessions: make(map[string]*sessionState), open: list.New()}
 }
 
 // Defaults of the agent loop and its tools.
@@ -113,38 +146,60 @@ const (
 	DefaultCommandTimeout    = 2 * time.Minute
 	DefaultMaxCommandTimeout = 30 * time.Minute
 	DefaultOutputLimit       = 64 << 10
+	DefaultMaxOpenLogs       = 64
+	DefaultLogIdleTimeout    = time.Minute
 )
 
 // NewSession creates the session's log before answering, so a session the
-// editor knows about always exists on disk.
+// editor knows about always exists on disk. A session/new that fails leaves
+// no log behind.
 func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	id := newID("sess_")
 	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version}
 	log, err := session.Create(a.cfg.StateDir, id, start)
 	if err != nil {
-		return acp.NewSessionResponse{}, fmt.Errorf("create session log: %w", err)
+		return acp.NewSessionResponse{}, a.createError(err)
+	}
+	discard := func() {
+		log.Close()
+		os.Remove(log.Path())
 	}
 	loaded, err := session.Load(log.Path())
 	if err != nil {
-		log.Close()
+		discard()
 		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
 	}
+	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events)}
 	a.mu.Lock()
-	a.sessions[id] = newSessionState(id, req.Cwd, req.AdditionalDirectories, log, loaded.Events)
+	if a.closed {
+		a.mu.Unlock()
+		discard()
+		return acp.NewSessionResponse{}, errAgentClosed
+	}
+	a.sessions[id] = s
+	a.opened(s, log)
+	a.releaseLocked(s)
 	a.mu.Unlock()
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
 	return acp.NewSessionResponse{SessionID: id}, nil
 }
 
+var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
+
 // LoadSession opens the session's log (or uses the open one), then replays
 // the committed conversation before answering, as ACP requires.
 func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
-	s, err := a.open(req.SessionID, req.Cwd, req.AdditionalDirectories)
+	s, err := a.state(req.SessionID)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
+	if err := a.acquire(s); err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	defer a.release(s)
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
@@ -155,49 +210,282 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	return acp.LoadSessionResponse{}, replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs)
 }
 
-// open returns the in-memory session or opens its log from disk.
-func (a *Agent) open(id, cwd string, additional []string) (*sessionState, error) {
+// state returns the session's state, making an empty one (its log not yet
+// opened) for a session this process has not seen.
+func (a *Agent) state(id string) (*sessionState, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if s, ok := a.sessions[id]; ok {
-		return s, nil
+	if a.closed {
+		return nil, errAgentClosed
 	}
-	log, loaded, err := session.Open(a.cfg.StateDir, id)
-	if errors.Is(err, session.ErrNotFound) {
-		return nil, acp.NewSessionNotFound(id)
+	s, ok := a.sessions[id]
+	if !ok {
+		s = &sessionState{id: id}
+		a.sessions[id] = s
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open session %s: %w", id, err)
-	}
-	for _, w := range loaded.Warnings {
-		a.cfg.Logger.Warn().Str("session", id).Str("path", log.Path()).Msg(w)
-	}
-	s := newSessionState(id, cwd, additional, log, loaded.Events)
-	if loaded.OpenTurn != 0 {
-		// The process that ran this turn died mid-turn. Close the turn so the
-		// log keeps its invariant and the next turn can start.
-		if err := s.closeInterrupted(loaded); err != nil {
-			log.Close()
-			return nil, fmt.Errorf("close interrupted turn %d of session %s: %w", loaded.OpenTurn, id, err)
-		}
-		a.cfg.Logger.Warn().Str("session", id).Int("turn", loaded.OpenTurn).Msg("closed a turn interrupted by a previous process")
-	}
-	a.sessions[id] = s
 	return s, nil
 }
 
-var interruptedFailure = []byte(`{"code":"ABORTED","message":"the agent process ended during this turn"}`)
+// acquire makes the session's log open and usable for the caller, who
+// holds s.turnMu, until release. A closed log is opened again, which reads
+// it from disk afresh (another process may have written it meanwhile) and
+// closes a turn a dead process left open. A log broken by a failed write (a
+// full disk) is closed and opened again, which repairs its tail: a session
+// recovers once the disk does.
+func (a *Agent) acquire(s *sessionState) (err error) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return errAgentClosed
+	}
+	s.busy = true
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	l := s.log
+	if l != nil {
+		a.open.MoveToFront(s.elem)
+	}
+	a.mu.Unlock()
+	defer func() {
+		if err != nil {
+			a.release(s)
+		}
+	}()
+	if l != nil && !s.reload && l.Err() == nil {
+		return nil
+	}
+	var why []byte // what ended a turn this process left open, if it did
+	if l != nil {
+		if werr := l.Err(); werr != nil {
+			a.cfg.Logger.Warn().Err(werr).Str("session", s.id).Msg("reopening a session log after a failed write")
+			why = mustJSON(recovery.Failure{Code: recovery.Aborted, Message: "this turn could not be recorded: " + werr.Error()})
+		} else {
+			why = panicFailure
+		}
+		a.mu.Lock()
+		a.closeLocked(s)
+		a.mu.Unlock()
+	}
+	s.reload = false
+	log, loaded, err := session.Open(a.cfg.StateDir, s.id)
+	if err != nil {
+		if !s.loaded {
+			a.forget(s)
+		}
+		return a.openError(s.id, err)
+	}
+	for _, w := range loaded.Warnings {
+		a.cfg.Logger.Warn().Str("session", s.id).Str("path", log.Path()).Msg(w)
+	}
+	s.loaded = true
+	s.events, s.rules = loaded.Events, session.PermissionRules(loaded.Events)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		log.Close()
+		return errAgentClosed
+	}
+	if _, ok := a.sessions[s.id]; !ok {
+		a.sessions[s.id] = s // forgotten by a load that failed meanwhile
+	}
+	a.opened(s, log)
+	a.mu.Unlock()
+	if loaded.OpenTurn != 0 {
+		// The process that ran this turn died mid-turn (or this one could
+		// not record its end). Close the turn so the log keeps its
+		// invariant and the next turn can start.
+		if err := s.closeInterrupted(loaded, why); err != nil {
+			return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", loaded.OpenTurn, s.id, err))
+		}
+		a.cfg.Logger.Warn().Str("session", s.id).Int("turn", loaded.OpenTurn).Msg("closed a turn left open")
+	}
+	return nil
+}
+
+// forget drops a session whose log was never opened (a session/load of a
+// session that does not exist, or can't be read).
+func (a *Agent) forget(s *sessionState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+	}
+}
+
+// opened records s's newly opened log as the most recently used, and closes
+// the least recently used idle logs beyond MaxOpenLogs. Called under a.mu.
+func (a *Agent) opened(s *sessionState, log *session.Log) {
+	s.log = log
+	s.elem = a.open.PushFront(s)
+	a.evictLocked()
+}
+
+// evictLocked closes idle logs, least recently used first, while more than
+// MaxOpenLogs are open. Logs in use are never closed, so more may stay open
+// while more sessions than that run turns at once.
+func (a *Agent) evictLocked() {
+	for e := a.open.Back(); e != nil && a.open.Len() > a.cfg.MaxOpenLogs; {
+		prev := e.Prev()
+		if s := e.Value.(*sessionState); !s.busy {
+			a.closeLocked(s)
+		}
+		e = prev
+	}
+}
+
+// closeLocked closes s's log and forgets its events until the next acquire
+// reads them again. Called under a.mu, for a session that is not in use.
+func (a *Agent) closeLocked(s *sessionState) {
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	if s.log == nil {
+		return
+	}
+	if err := s.log.Close(); err != nil {
+		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("closing a session log failed")
+	}
+	a.open.Remove(s.elem)
+	s.log, s.elem = nil, nil
+	s.events, s.rules = nil, nil
+}
+
+// release ends a use that acquire began: the log stays open for the next
+// prompt until it has been idle for LogIdleTimeout.
+func (a *Agent) release(s *sessionState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.releaseLocked(s)
+}
+
+func (a *Agent) releaseLocked(s *sessionState) {
+	s.busy = false
+	s.gen++
+	if s.log == nil || a.closed {
+		return
+	}
+	if d := a.cfg.LogIdleTimeout; d > 0 {
+		gen := s.gen
+		s.idle = time.AfterFunc(d, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if s.gen == gen && !s.busy {
+				a.closeLocked(s)
+			}
+		})
+	}
+	a.evictLocked()
+}
+
+// openError is what the editor is told when a session's log can't be
+// opened.
+func (a *Agent) openError(id string, err error) error {
+	if errors.Is(err, session.ErrNotFound) {
+		return acp.NewSessionNotFound(id)
+	}
+	if le, ok := errors.AsType[*session.LockedError](err); ok {
+		msg := "Session " + id + " is open in another Rebound process"
+		if le.PID > 0 {
+			msg += fmt.Sprintf(" (pid %d)", le.PID)
+		}
+		msg += ", perhaps in another editor window; close it there first"
+		if d := a.cfg.LogIdleTimeout; d > 0 {
+			msg += fmt.Sprintf(" (Rebound lets go of a session %s after its last use)", d)
+		}
+		data := map[string]any{"sessionId": id, "reason": "session_locked", "path": le.Path}
+		if le.PID > 0 {
+			data["pid"] = le.PID
+		}
+		return &acp.RequestError{Code: acp.CodeSessionBusy, Message: msg + ".", Data: data, Err: err}
+	}
+	if _, ok := errors.AsType[*session.WriteError](err); ok {
+		return a.logError(id, err)
+	}
+	return fmt.Errorf("open session %s: %w", id, err)
+}
+
+// stateDirSetting names where the user sets the state directory.
+const stateDirSetting = "REBOUND_STATE_DIR (or state_dir in the config file, or --state-dir)"
+
+// createError is what the editor is told when a new session's log can't be
+// created: the setting that chose the directory, and what to do.
+func (a *Agent) createError(err error) error {
+	we, ok := errors.AsType[*session.WriteError](err)
+	if !ok {
+		return fmt.Errorf("create session log: %w", err)
+	}
+	advice := fmt.Sprintf("the state directory %s is set by %s: make it writable, or set REBOUND_STATE_DIR to a directory that is.", a.cfg.StateDir, stateDirSetting)
+	if specific := writeAdvice(err); specific != "" && !notWritable(err) {
+		advice = specific + " (the state directory " + a.cfg.StateDir + " is set by " + stateDirSetting + ")."
+	}
+	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice, Err: err,
+		Data: map[string]any{"reason": "session_log_create", "path": we.Path, "stateDir": a.cfg.StateDir}}
+}
+
+// logError is what the editor is told when the session log fails: a write
+// that failed (a full disk) is Rebound's own failure, named with its path
+// and what to do, and never a provider's. Other log errors are internal.
+func (a *Agent) logError(id string, err error) error {
+	if re, ok := errors.AsType[*acp.RequestError](err); ok {
+		return re
+	}
+	we, ok := errors.AsType[*session.WriteError](err)
+	if !ok {
+		return &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound could not record this in its session log: " + err.Error(), Err: err,
+			Data: map[string]any{"sessionId": id, "reason": "session_log"}}
+	}
+	advice := writeAdvice(err)
+	if advice == "" {
+		advice = "check the disk and the state directory (set by " + stateDirSetting + ") and try again"
+	}
+	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice + "; the session recovers with the next prompt.", Err: err,
+		Data: map[string]any{"sessionId": id, "reason": "session_log_write", "path": we.Path}}
+}
+
+// writeAdvice says what to do about a failed write, when the cause says.
+func writeAdvice(err error) string {
+	switch {
+	case diskFull(err):
+		return "free disk space and try again"
+	case errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE):
+		return "Rebound has too many files open: raise the open-file limit (ulimit -n) it is started with, or close other programs, and try again"
+	case notWritable(err):
+		return "make the state directory writable (it is set by " + stateDirSetting + ") and try again"
+	}
+	return ""
+}
+
+func notWritable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+var (
+	interruptedFailure = []byte(`{"code":"ABORTED","message":"the agent process ended during this turn"}`)
+	panicFailure       = []byte(`{"code":"ABORTED","message":"Rebound hit an internal error during this turn"}`)
+)
 
 // closeInterrupted ends the step and turn a dead process left open, commits
 // the reply it was showing, and gives every tool call without a result one
 // saying it was interrupted (it may or may not have run), so the log keeps
 // its invariants, the next request to the model is valid, and the next turn
-// can start.
-func (s *sessionState) closeInterrupted(ld *session.Loaded) error {
+// can start. why is the failure recorded, when this process knows better
+// than "the process ended".
+func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte) error {
 	turn := ld.OpenTurn
+	failure := interruptedFailure
+	if why != nil {
+		failure = why
+	}
 	if ld.OpenStep != 0 {
 		if _, err := s.append(session.TypeStepEnd, session.StepEnd{
-			Turn: turn, Step: ld.OpenStep, Outcome: session.OutcomeFailed, Failure: interruptedFailure,
+			Turn: turn, Step: ld.OpenStep, Outcome: session.OutcomeFailed, Failure: failure,
 		}); err != nil {
 			return err
 		}
@@ -217,7 +505,7 @@ func (s *sessionState) closeInterrupted(ld *session.Loaded) error {
 			return err
 		}
 	}
-	_, err := s.appendSync(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Error: interruptedFailure, Interrupted: true})
+	_, err := s.appendSync(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Error: failure, Interrupted: true})
 	return err
 }
 
@@ -235,28 +523,46 @@ func (a *Agent) lookup(id string) (*sessionState, error) {
 func (a *Agent) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.closed = true
 	var errs []error
 	for id, s := range a.sessions {
-		errs = append(errs, s.log.Close())
+		if s.idle != nil {
+			s.idle.Stop()
+			s.idle = nil
+		}
+		if s.log != nil {
+			errs = append(errs, s.log.Close())
+			s.log, s.elem = nil, nil
+		}
 		delete(a.sessions, id)
 	}
+	a.open.Init()
 	return errors.Join(errs...)
 }
 
+// recordError marks a failure of the session log (its write, or its rules
+// refusing an event), so it is never taken for the provider's.
+type recordError struct{ err error }
+
+func (e *recordError) Error() string { return e.err.Error() }
+func (e *recordError) Unwrap() error { return e.err }
+
 func (s *sessionState) append(typ string, data any) (session.Event, error) {
 	ev, err := s.log.Append(typ, data)
-	if err == nil {
-		s.events = append(s.events, ev)
+	if err != nil {
+		return ev, &recordError{err}
 	}
-	return ev, err
+	s.events = append(s.events, ev)
+	return ev, nil
 }
 
 func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
 	ev, err := s.log.AppendSync(typ, data)
-	if err == nil {
-		s.events = append(s.events, ev)
+	if err != nil {
+		return ev, &recordError{err}
 	}
-	return ev, err
+	s.events = append(s.events, ev)
+	return ev, nil
 }
 
 // newID returns prefix + 128 random bits in hex.

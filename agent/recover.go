@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
@@ -94,17 +95,55 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 // summariseInstruction is the summariser's system prompt.
 const summariseInstruction = "Summarise the conversation below for a model that will continue it. Keep every fact, decision, file name, code identifier and open question; drop pleasantries. Write plain prose, no preamble."
 
+// MaxSummaryTime bounds the summary request of a compaction when neither
+// attempt_timeout nor request_deadline bounds it sooner.
+const MaxSummaryTime = 5 * time.Minute
+
+// summaryLimit is how long the summary request may take: the attempt
+// timeout, what is left of the request deadline, or MaxSummaryTime,
+// whichever is least, and the setting that says so.
+func (t *turn) summaryLimit() (time.Duration, string) {
+	limit, why := MaxSummaryTime, "Rebound's limit for a summary"
+	rc := t.agent.cfg.Recovery
+	if at := rc.AttemptTimeout; at > 0 && at < limit {
+		limit, why = at, "attempt_timeout"
+	}
+	if rd := rc.RequestDeadline; rd > 0 {
+		if left := time.Until(t.reqStart.Add(rd)); left < limit {
+			limit, why = left, fmt.Sprintf("what was left of request_deadline %s", rd)
+		}
+	}
+	return limit, why
+}
+
+// summarise asks the provider for a summary of msgs, directly (never
+// through the executor) but under the same watchdogs as every attempt, and
+// within summaryLimit: a provider that never answers ends the compaction,
+// and the recovery, with the reason.
 func (t *turn) summarise(ctx context.Context, msgs []llm.Message) (string, error) {
+	limit, why := t.summaryLimit()
+	if limit <= 0 {
+		return "", fmt.Errorf("no time was left for the summary request: %s has passed", why)
+	}
+	expired := fmt.Errorf("the summary request did not finish within %s (%s): %w", limit.Round(time.Millisecond), why, context.DeadlineExceeded)
+	ctx, cancel := context.WithTimeoutCause(ctx, limit, expired)
+	defer cancel()
+	explain := func(err error) error {
+		if errors.Is(context.Cause(ctx), expired) {
+			return expired
+		}
+		return fmt.Errorf("the summary request failed: %w", err)
+	}
 	var transcript strings.Builder
 	for _, m := range msgs {
 		fmt.Fprintf(&transcript, "%s: %s\n\n", m.Role, m.Content)
 	}
-	s, err := t.agent.cfg.Provider.Stream(ctx, llm.Request{Model: t.model, MaxTokens: t.agent.cfg.MaxTokens, Messages: []llm.Message{
+	s, err := recovery.Watch(ctx, t.agent.cfg.Provider, llm.Request{Model: t.model, MaxTokens: t.agent.cfg.MaxTokens, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: summariseInstruction},
 		{Role: llm.RoleUser, Content: transcript.String()},
-	}})
+	}}, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
-		return "", err
+		return "", explain(err)
 	}
 	defer s.Close()
 	var reply llm.Reply
@@ -114,14 +153,14 @@ func (t *turn) summarise(ctx context.Context, msgs []llm.Message) (string, error
 			break
 		}
 		if err != nil {
-			return "", err
+			return "", explain(err)
 		}
 		if err := reply.Add(c); err != nil {
-			return "", err
+			return "", explain(err)
 		}
 	}
 	if strings.TrimSpace(reply.Content) == "" {
-		return "", recovery.ErrEmptyResponse
+		return "", explain(recovery.ErrEmptyResponse)
 	}
 	return reply.Content, nil
 }

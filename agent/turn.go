@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,9 @@ type FailureData struct {
 }
 
 // Prompt runs one turn: record the prompt, run the step, commit its reply to
-// the log and then to the editor, and close the turn in every outcome.
-func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (acp.PromptResponse, error) {
+// the log and then to the editor, and close the turn in every outcome, a
+// panic included.
+func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
 	s, err := a.lookup(req.SessionID)
 	if err != nil {
 		return acp.PromptResponse{}, err
@@ -42,7 +44,17 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
 	defer s.turnMu.Unlock()
+	if err := a.acquire(s); err != nil {
+		return acp.PromptResponse{}, err
+	}
+	defer a.release(s)
 
+	var t *turn
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = a.recoverTurn(s, t, r)
+		}
+	}()
 	history, err := session.Conversation(s.events)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
@@ -51,7 +63,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("encode prompt: %w", err)
 	}
-	t := &turn{
+	t = &turn{
 		agent: a, s: s, c: c,
 		number: session.NextTurn(s.events),
 		start:  time.Now(),
@@ -59,18 +71,75 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	}
 	text := renderPrompt(req.Prompt)
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
-		return acp.PromptResponse{}, fmt.Errorf("record prompt: %w", err)
+		t = nil // no turn to close
+		return acp.PromptResponse{}, a.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
 	t.history = append(a.systemMessages(s, t.start), toLLM(history)...)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.model, t.maxTokens = a.cfg.Model, a.cfg.MaxTokens
 
-	resp, err := t.run(ctx)
+	resp, err = t.run(ctx)
+	if err != nil && recorded(err) {
+		// The log failed: Rebound's own failure, reported as such.
+		t.failed = ownFailure(err)
+		err = a.logError(s.id, err)
+	}
 	a.settle(t, &resp, err)
 	if err != nil && isCancelled(ctx) {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
 	return resp, err
+}
+
+// recorded reports whether err is a failure of the session log.
+func recorded(err error) bool {
+	_, ok := errors.AsType[*recordError](err)
+	return ok
+}
+
+// ownFailure describes a failure of Rebound itself (its log, a bug) in the
+// shape of failure facts, for the log's turn/end and step/end: never a
+// provider's code.
+func ownFailure(err error) *recovery.Failure {
+	return &recovery.Failure{Code: recovery.Unknown, Message: err.Error()}
+}
+
+// recoverTurn ends a turn that panicked as a failed one: what the editor
+// was shown is committed, the open step is closed, every pending tool call
+// gets a result and turn/end is written, so the log stays valid and the
+// next prompt works. The session's log is read again before its next use.
+// The prompt is answered with an internal error.
+func (a *Agent) recoverTurn(s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
+	a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
+	s.reload = true
+	msg := fmt.Sprintf("Rebound hit an internal error (a bug: %v)", r)
+	if t != nil {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Msg("closing a turn that panicked panicked too")
+				}
+			}()
+			f := &recovery.Failure{Code: recovery.Unknown, Message: msg}
+			t.failed = f
+			if t.live() && t.shownAny() && !t.msgDone {
+				if err := t.commitIncomplete(); err != nil {
+					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not commit the reply shown so far")
+				}
+			}
+			if t.stepOpen {
+				if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
+					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the step")
+				}
+			}
+			a.settle(t, &acp.PromptResponse{}, errors.New(msg))
+		}()
+		msg += " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
+	} else {
+		msg += "; the session is intact. Please report the bug with Rebound's log."
+	}
+	return acp.PromptResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Message: msg,
+		Data: map[string]any{"sessionId": s.id, "reason": "internal_error"}}
 }
 
 // settle appends turn/end whatever happened: the log's promise is that every
@@ -127,6 +196,8 @@ type turn struct {
 	resume              *resumer
 	continuations       int // live continuations of a reply cut at the output limit
 	steps               int
+	stepOpen            bool // the current step has a step/start and no step/end
+	msgDone             bool // the current logical request committed its message
 	cancelled           bool
 	failed              *recovery.Failure // why the turn failed, once it has
 	chain               recovery.Chain    // the retry chain of this logical request
@@ -218,17 +289,25 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
 	id, retries, used := session.RetryChain(t.s.events)
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	t.parts, t.resume, t.msgID, t.continuations = nil, nil, newID("msg_"), 0
+	t.parts, t.resume, t.msgID, t.continuations, t.msgDone = nil, nil, newID("msg_"), 0, false
 	t.shown.Reset()
 	t.shownThought.Reset()
 	t.reqStart, t.reqFirst = time.Now(), t.steps+1
 	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.reqStart}
 	trunc := t.agent.cfg.Truncation
+	// A failure of the log ends recovery at once: it is Rebound's own, so
+	// no provider policy (or user rule) may retry it. Cancelling the
+	// executor's context is how it is told, without classifying.
+	dctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	for {
 		var got part
-		err := exec.Do(ctx, t.chain, t, func(ctx context.Context) error {
+		err := exec.Do(dctx, t.chain, t, func(ctx context.Context) error {
 			r, out, err := t.step(ctx)
 			got = part{reply: r, out: out}
+			if err != nil && recorded(err) {
+				stop(err)
+			}
 			return err
 		})
 		if err != nil {
@@ -296,6 +375,10 @@ func (t *turn) escalated() bool { return t.maxTokens != t.agent.cfg.MaxTokens }
 // failure turns a failed turn's error into the wire shape the editor gets: a
 // message a person can act on, and the facts in data.
 func (t *turn) failure(ctx context.Context, err error) error {
+	if recorded(err) {
+		t.failed = ownFailure(err)
+		return t.agent.logError(t.s.id, err)
+	}
 	f := recovery.Classify(err)
 	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."
 	if g, ok := recovery.AsGiveUp(err); ok {
@@ -337,17 +420,24 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model}); err != nil {
 		return nil, nil, fmt.Errorf("record step: %w", err)
 	}
+	t.stepOpen = true
 	reply, out, err := t.attempt(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
 	}
 	if err != nil {
-		end := session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeFailed, Failure: mustJSON(recovery.Classify(err))}
-		if isCancelled(ctx) {
+		facts := recovery.Classify(err)
+		if recorded(err) {
+			facts = ownFailure(err)
+		}
+		end := session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeFailed, Failure: mustJSON(facts)}
+		if isCancelled(ctx) && !recorded(err) {
 			end = session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeCancelled}
 		}
 		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("record step end: %w", lerr))
+		} else {
+			t.stepOpen = false
 		}
 		return nil, nil, err
 	}
@@ -359,6 +449,7 @@ func (t *turn) endStep(outcome string) error {
 	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: outcome}); err != nil {
 		return fmt.Errorf("record step end: %w", err)
 	}
+	t.stepOpen = false
 	return nil
 }
 
@@ -383,6 +474,7 @@ func (t *turn) commit(ctx context.Context, parts []part, calls []session.Message
 	}); err != nil {
 		return fmt.Errorf("commit reply: %w", err)
 	}
+	t.msgDone = true
 	am := llm.Message{Role: llm.RoleAssistant, Content: text.String(), Reasoning: reasoning.String()}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
@@ -415,6 +507,7 @@ func (t *turn) commitIncomplete() error {
 	}); err != nil {
 		return fmt.Errorf("commit the reply shown so far: %w", err)
 	}
+	t.msgDone = true
 	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleAssistant, Content: t.shown.String(), Reasoning: t.shownThought.String()})
 	return nil
 }

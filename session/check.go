@@ -405,6 +405,9 @@ func (c *checker) llmRetry(ev Event) error {
 	if d.RetryID == "" {
 		return c.errorf(ev.Seq, "llm/retry: retryId is empty")
 	}
+	if d.MaxRetries < 0 || d.DelayMs < 0 || d.PolicyRetry < 0 {
+		return c.errorf(ev.Seq, "llm/retry: maxRetries %d, delayMs %d, policyRetry %d: none may be negative", d.MaxRetries, d.DelayMs, d.PolicyRetry)
+	}
 	if d.RetryID == t.retryID {
 		if d.Retry != t.retry+1 {
 			return c.errorf(ev.Seq, "llm/retry %d of chain %q after retry %d: retry numbers in a chain go up by one", d.Retry, d.RetryID, t.retry)
@@ -455,8 +458,18 @@ func (c *checker) compaction(ev Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.inTurn(ev, d.Turn)
-	return err
+	if _, err := c.inTurn(ev, d.Turn); err != nil {
+		return err
+	}
+	switch {
+	case d.Replaced < 0:
+		return c.errorf(ev.Seq, "compaction replaces %d messages: the count is not negative", d.Replaced)
+	case d.BeforeChars < 0 || d.AfterChars < 0:
+		return c.errorf(ev.Seq, "compaction sizes %d and %d: sizes are not negative", d.BeforeChars, d.AfterChars)
+	case d.Step < 0:
+		return c.errorf(ev.Seq, "compaction for step %d: steps count from 1", d.Step)
+	}
+	return nil
 }
 
 func (c *checker) turnEnd(ev Event) error {

@@ -4,8 +4,4 @@ import "io"
 
 // WrapWriter makes l write its file through wrap(w), where w is what it
 // wrote through so far, so a test can count or fail the writes.
-func WrapWriter(l *Log, wrap func(w io.Writer) io.Writer) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.w = wrap(l.w)
-}
+func WrapWriter(l *Log, wrap func(w io.Writer) io.Writer) { l.WrapWriter(wrap) }

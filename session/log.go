@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,7 +87,10 @@ type Log struct {
 	armed bool
 	// err is set after a failed write or sync: a partial record may be on
 	// disk, so appending more would bury it mid-file. Reopening repairs it.
+	// It is always a *WriteError.
 	err error
+	// dirty is set when something was written since the last sync.
+	dirty bool
 }
 
 func newLog(path, id string, f *os.File, c *checker) *Log {
@@ -94,7 +98,9 @@ func newLog(path, id string, f *os.File, c *checker) *Log {
 }
 
 // Create starts the log of a new session, which must not exist yet, and
-// writes and syncs its session/start.
+// writes and syncs its session/start. The new log is locked for writing
+// (see Open). A failure leaves no file behind; a failure to write is a
+// *WriteError.
 func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 	if err := CheckSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("create session log: %w", err)
@@ -102,22 +108,33 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 	path := Path(stateDir, sessionID)
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create session log: %w", err)
+		return nil, &WriteError{Op: "create", Path: path, Err: err}
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("create session log: %w", err)
+	}
+	if err != nil {
+		return nil, &WriteError{Op: "create", Path: path, Err: err}
+	}
+	fail := func(err error) (*Log, error) {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	if err := lockFile(f); err != nil {
+		if errors.Is(err, errLockHeld) {
+			return fail(&LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)})
+		}
+		return fail(fmt.Errorf("lock session log %s: %w", path, err))
 	}
 	l := newLog(path, sessionID, f, newChecker(path))
 	if _, err := l.AppendSync(TypeSessionStart, start); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("create session log: %w", err)
+		return fail(err)
 	}
 	// The new directory entry must survive a crash too.
 	if err := syncDir(dir); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("create session log: %w", err)
+		return fail(&WriteError{Op: "create", Path: path, Err: err})
 	}
 	return l, nil
 }
@@ -134,6 +151,12 @@ func syncDir(dir string) error {
 // Open loads an existing session's log, repairs its tail (drops a torn last
 // line, terminates a complete one) and reopens it for appending after the
 // last event. The error wraps ErrNotFound if there is no log.
+//
+// One writer per log: Open (and Create) take an exclusive advisory lock on
+// the file, held until Close, so a second Log for the same session, in
+// this process or another, fails with a *LockedError (ErrLocked) instead of
+// interleaving its records with the first one's. The lock is released by
+// Close, or by the OS when the process dies.
 func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 	if err := CheckSessionID(sessionID); err != nil {
 		return nil, nil, fmt.Errorf("open session log: %w", err)
@@ -145,6 +168,16 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open session log: %w", openError(err))
 	}
+	// Locked before reading: what is checked can't change under us.
+	if err := lockFile(f); err != nil {
+		if errors.Is(err, errLockHeld) {
+			err = &LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)}
+		} else {
+			err = fmt.Errorf("lock session log %s: %w", path, err)
+		}
+		f.Close()
+		return nil, nil, err
+	}
 	ld, c, err := parse(f, path)
 	if err != nil {
 		f.Close()
@@ -152,7 +185,7 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 	}
 	if err := repair(f, ld); err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("open session log: repair %s: %w", path, err)
+		return nil, nil, &WriteError{Op: "repair", Path: path, Err: err}
 	}
 	return newLog(path, sessionID, f, c), ld, nil
 }
@@ -181,6 +214,25 @@ func (l *Log) Path() string { return l.path }
 
 // SessionID is the session the log belongs to.
 func (l *Log) SessionID() string { return l.id }
+
+// WrapWriter makes l write its file through wrap(w), where w is what it
+// wrote through so far: a seam for fault injection (a test's full disk).
+// The wrapper lasts as long as this Log; opening the log again writes to
+// the file directly.
+func (l *Log) WrapWriter(wrap func(w io.Writer) io.Writer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w = wrap(l.w)
+}
+
+// Err returns the *WriteError that broke the log, if a write or sync failed:
+// every later call fails with it until the log is closed and opened again,
+// which repairs the file. It is nil for a log that is writing fine.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
 
 // Append adds one event with the next seq and the current time. The record
 // is checked and encoded now and written to the file within FlushDelay; it
@@ -315,9 +367,10 @@ func (l *Log) flush() error {
 	}
 	_, err := l.w.Write(l.pending)
 	l.pending = l.pending[:0]
+	l.dirty = true
 	if err != nil {
-		l.err = err
-		return fmt.Errorf("write %s: %w", l.path, err)
+		l.err = &WriteError{Op: "write", Path: l.path, Err: err}
+		return l.err
 	}
 	return nil
 }
@@ -357,12 +410,16 @@ func (l *Log) sync() error {
 		return err
 	}
 	if err := l.flush(); err != nil {
-		return fmt.Errorf("sync: %w", err)
+		return err
+	}
+	if !l.dirty {
+		return nil // nothing written since the last sync
 	}
 	if err := l.f.Sync(); err != nil {
-		l.err = err
-		return fmt.Errorf("sync %s: %w", l.path, err)
+		l.err = &WriteError{Op: "sync", Path: l.path, Err: err}
+		return l.err
 	}
+	l.dirty = false
 	return nil
 }
 

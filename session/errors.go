@@ -1,0 +1,60 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// WriteError is a failure to create, write, sync or repair a session log:
+// Rebound's own failure (a full disk, a read-only or vanished state
+// directory), never the model provider's. A Log that had one refuses every
+// later write with it (a partial record may be on disk); Open repairs the
+// file and gives a usable Log again.
+type WriteError struct {
+	Op   string // "create", "write", "sync" or "repair"
+	Path string // the log file
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	cause := e.Err
+	// The path is said once: an *fs.PathError about the log file itself
+	// contributes only its cause.
+	if pe, ok := errors.AsType[*fs.PathError](cause); ok && pe.Path == e.Path {
+		cause = pe.Err
+	}
+	return fmt.Sprintf("Rebound could not %s its session log %s: %v", e.Op, e.Path, cause)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// ErrLocked is matched (errors.Is) by the *LockedError of Create and Open
+// when the session's log is already open for writing elsewhere.
+var ErrLocked = errors.New("session log is open for writing elsewhere")
+
+// LockedError: another Log holds the session's log open for writing, most
+// likely another Rebound process serving another editor window. Two
+// writers would interleave their records and break the log for good, so a
+// log is only ever opened for writing under an exclusive advisory lock.
+type LockedError struct {
+	SessionID string
+	Path      string
+	// PID is the process holding the lock, when the OS says (Linux); 0
+	// otherwise. It may be this process: a lock belongs to an open file,
+	// not to a process.
+	PID int
+}
+
+func (e *LockedError) Error() string {
+	pid := ""
+	if e.PID > 0 {
+		pid = fmt.Sprintf(" (pid %d)", e.PID)
+	}
+	return fmt.Sprintf("session %s is open in another Rebound process%s; close it there first", e.SessionID, pid)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// errLockHeld is lockFile's answer when someone else holds the lock.
+var errLockHeld = errors.New("lock held")
