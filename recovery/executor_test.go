@@ -176,6 +176,43 @@ func TestExecutor_Do(t *testing.T) {
 				Message: "Rate limited by the provider (429); the provider asked to wait 2m0s, longer than max_retry_after (10s)"},
 		},
 		{
+			// Issue #10: a wait of more than a day used to be read as an
+			// invalid header and retried after the local backoff.
+			name:   "Retry-After of more than a day gives up at once",
+			config: recovery.Config{Policy: testPolicy},
+			errs:   []error{rateLimitedAfter("90000")},
+			wantAt: []time.Duration{0},
+			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 25h0m0s, longer than max_retry_after (10s)", Attempts: 1,
+				Message: "Rate limited by the provider (429); the provider asked to wait 25h0m0s, longer than max_retry_after (10s)"},
+		},
+		{
+			name:   "retry-after-ms of more than a day gives up at once",
+			config: recovery.Config{Policy: testPolicy},
+			errs: []error{&llm.Error{Status: 429, Code: "rate_limit_exceeded", Message: "slow down",
+				Header: http.Header{"Retry-After-Ms": {"90000000"}}}},
+			wantAt: []time.Duration{0},
+			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 25h0m0s, longer than max_retry_after (10s)", Attempts: 1,
+				Message: "Rate limited by the provider (429); the provider asked to wait 25h0m0s, longer than max_retry_after (10s)"},
+		},
+		{
+			name:   "Retry-After beyond any duration gives up at once",
+			config: recovery.Config{Policy: testPolicy},
+			errs:   []error{rateLimitedAfter("99999999999999999999")},
+			wantAt: []time.Duration{0},
+			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 2562047h47m16.854s, longer than max_retry_after (10s)", Attempts: 1,
+				Message: "Rate limited by the provider (429); the provider asked to wait 2562047h47m16.854s, longer than max_retry_after (10s)"},
+		},
+		{
+			name:   "an invalid Retry-After falls back to the local backoff",
+			config: recovery.Config{Policy: testPolicy},
+			errs:   []error{rateLimitedAfter("-90000")},
+			wantAt: []time.Duration{0, 500 * ms},
+			want: []call{
+				{Kind: "Scheduled", At: 0, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
+				{Kind: "Started", At: 500 * ms, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
+			},
+		},
+		{
 			name: "jittered delays come from the policy's Rand",
 			config: recovery.Config{Policy: func() recovery.Policy {
 				p := testPolicy

@@ -6,10 +6,14 @@ package recovery
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,7 +53,42 @@ type Failure struct {
 
 	retryAfterErr error  // a Retry-After header that was present but unusable
 	body          []byte // the provider's error JSON, for user rules' field=value
+
+	// Of a connection failure (TRANSPORT): where to, and why, when known.
+	endpoint string // scheme://host[:port] of the request, never a path or credentials
+	cause    Cause
 }
+
+// Cause is why a connection to the provider failed, as far as the error's
+// identity says (never its text).
+type Cause string
+
+const (
+	CauseDNSNotFound  Cause = "DNS name not found"
+	CauseDNS          Cause = "DNS lookup failed"
+	CauseRefused      Cause = "connection refused"
+	CauseReset        Cause = "connection reset"
+	CauseTimeout      Cause = "timed out"
+	CauseUnreachable  Cause = "host unreachable"
+	CauseCertificate  Cause = "TLS certificate error"
+	CauseTLSHandshake Cause = "TLS handshake failed"
+)
+
+// Permanent reports a cause that waiting cannot heal: a host name that does
+// not exist (NXDOMAIN) and a certificate that does not verify stay so until
+// someone changes the configuration, the DNS or the server.
+func (c Cause) Permanent() bool { return c == CauseDNSNotFound || c == CauseCertificate }
+
+// Endpoint is scheme://host of a connection failure's request ("" when not
+// known); it never holds a path, a query or credentials.
+func (f *Failure) Endpoint() string { return f.endpoint }
+
+// Cause is why a connection failure happened, "" when not known.
+func (f *Failure) Cause() Cause { return f.cause }
+
+// Permanent reports a failure that a retry cannot heal whatever its code's
+// usual nature: the transient policy gives up on it at once.
+func (f *Failure) Permanent() bool { return f.Code == Transport && f.cause.Permanent() }
 
 // RetryAfterErr reports a Retry-After header that was present but could not
 // be used; the policy then falls back to its own backoff.
@@ -108,14 +147,76 @@ func Classify(err error) *Failure {
 	if re, ok := errors.AsType[*llm.RequestError](err); ok {
 		f.RequestID = re.RequestID
 	}
+	cause := connCause(err)
 	if f.Code == Unknown {
 		if _, ok := errors.AsType[net.Error](err); ok {
 			f.Code = Transport
 		} else if _, ok := errors.AsType[*net.OpError](err); ok {
 			f.Code = Transport
+		} else if cause != "" {
+			f.Code = Transport // a certificate error is no net.Error
+		}
+	}
+	if f.Code == Transport {
+		f.cause = cause
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			f.endpoint = endpoint(ue.URL)
 		}
 	}
 	return f
+}
+
+// connCause reads why a connection failed from the error's identity.
+func connCause(err error) Cause {
+	if de, ok := errors.AsType[*net.DNSError](err); ok {
+		switch {
+		case de.IsNotFound:
+			return CauseDNSNotFound
+		case de.IsTimeout:
+			return CauseTimeout
+		}
+		return CauseDNS
+	}
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return CauseCertificate
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return CauseCertificate
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return CauseCertificate
+	}
+	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
+		return CauseCertificate
+	}
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return CauseTLSHandshake // e.g. https:// to a port that speaks plain HTTP
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return CauseRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
+		return CauseReset
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTDOWN):
+		return CauseUnreachable
+	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded):
+		return CauseTimeout
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return CauseTimeout
+	}
+	return ""
+}
+
+// endpoint reduces a request URL to scheme://host[:port]: enough to see a
+// wrong base URL, and free of paths, queries and user info, where a key
+// could travel.
+func endpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 func classifyProvider(e *llm.Error) Code {
@@ -170,6 +271,14 @@ func (f *Failure) Summary() string {
 	case Timeout:
 		return "The provider did not answer in time" + status
 	case Transport:
+		switch to := f.endpoint; {
+		case to != "" && f.cause != "":
+			return "The connection to " + to + " failed: " + string(f.cause)
+		case to != "":
+			return "The connection to " + to + " failed"
+		case f.cause != "":
+			return "The connection to the provider failed: " + string(f.cause)
+		}
 		return "The connection to the provider failed"
 	case EmptyResponse:
 		return "The provider sent an empty reply"
@@ -202,6 +311,22 @@ func (f *Failure) Advice(apiKeyEnv string) string {
 	case InvalidRequest:
 		return "Check the model name and the base URL."
 	case Transport:
+		host := "the base URL"
+		if f.endpoint != "" {
+			host = f.endpoint
+		}
+		switch f.cause {
+		case CauseDNSNotFound:
+			return "Check the host name in the base URL: " + host + " does not exist in DNS."
+		case CauseDNS:
+			return "Check the host name in the base URL (" + host + ") and your DNS."
+		case CauseCertificate:
+			return "The server's TLS certificate for " + host + " did not verify: check the host name in the base URL, the server's certificate, or add its CA to the system's trusted certificates (SSL_CERT_FILE)."
+		case CauseTLSHandshake:
+			return "Check the scheme of the base URL (" + host + "): the server may not speak TLS (use http://) or may need a different port."
+		case CauseRefused:
+			return "Nothing accepts connections at " + host + ": check the base URL's host and port, and that the server is running."
+		}
 		return "Check the base URL and your network connection."
 	}
 	return ""

@@ -2,12 +2,14 @@ package recovery_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -283,9 +285,47 @@ func TestClassify_ConnectionRefused(t *testing.T) {
 		t.Fatalf("Stream() = %v, want ECONNREFUSED", err)
 	}
 	want := &recovery.Failure{Code: recovery.Transport, Message: err.Error()}
-	if diff := cmp.Diff(want, recovery.Classify(err), ignoreUnexported); diff != "" {
+	f := recovery.Classify(err)
+	if diff := cmp.Diff(want, f, ignoreUnexported); diff != "" {
 		t.Errorf("Classify() (-want +got):\n%s", diff)
 	}
+	if got, want := f.Summary(), "The connection to http://"+addr+" failed: connection refused"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+}
+
+// Issue #11: a key the provider echoes anywhere (message, code, type, param,
+// request id, Retry-After) is in no failure fact, no error text, and not in
+// the Retry-After error that gets logged.
+func TestClassify_KeyNotInFacts(t *testing.T) {
+	const key = "sk-test-key"
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newProvider(t, &mockprovider.Script{Steps: []mockprovider.Step{{
+			Status:  429,
+			Body:    []byte(`{"error":{"message":"key ` + key + ` is limited","type":"` + key + `","code":"` + key + `","param":"` + key + `"}}`),
+			Headers: map[string]string{"X-Request-Id": "req-" + key, "Retry-After": key},
+		}}})
+		err := attemptError(t, p)
+		f := recovery.Classify(err)
+		facts, _ := json.Marshal(f)
+		texts := map[string]string{
+			"facts": string(facts), "error": err.Error(), "failure": f.Error(), "summary": f.Summary(),
+			"advice": f.Advice("OPENAI_API_KEY"),
+		}
+		if e := f.RetryAfterErr(); e != nil {
+			texts["retry-after error"] = e.Error()
+		} else {
+			t.Error("RetryAfterErr() = nil: the redacted Retry-After is still no number")
+		}
+		for name, text := range texts {
+			if strings.Contains(text, key) {
+				t.Errorf("%s shows the key: %s", name, text)
+			}
+		}
+		if f.RequestID != "req-[redacted]" || f.ProviderCode != "[redacted]" {
+			t.Errorf("RequestID = %q, ProviderCode = %q; want the key replaced, the rest kept", f.RequestID, f.ProviderCode)
+		}
+	})
 }
 
 // Errors that are not provider answers are classified by identity.
@@ -308,6 +348,7 @@ func TestClassify_PlainErrors(t *testing.T) {
 		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), recovery.Transport},
 		{"DNS failure (a net.Error)", &net.DNSError{Err: "no such host", Name: "api.invalid", IsNotFound: true}, recovery.Transport},
 		{"malformed stream", fmt.Errorf("%w: undecodable chunk", llm.ErrMalformedStream), recovery.Protocol},
+		{"a response past the adapter's limits", &llm.LimitError{Kind: llm.LimitIdle, Limit: 1 << 20}, recovery.Protocol},
 		{"empty response", recovery.ErrEmptyResponse, recovery.EmptyResponse},
 		{"unknown", errors.New("something odd"), recovery.Unknown},
 		{"message text is not read", errors.New("429 rate limit exceeded: overloaded, context_length_exceeded"), recovery.Unknown},

@@ -62,7 +62,7 @@ type Decision struct {
 // Decide says whether failure f, the n-th of the current recovery sequence
 // (1-based), is retried, and after how long.
 func (p Policy) Decide(f *Failure, n int) Decision {
-	if !slices.Contains(p.Retryable, f.Code) {
+	if !slices.Contains(p.Retryable, f.Code) || f.Permanent() {
 		return Decision{Why: "not retryable"}
 	}
 	if n > p.MaxRetries {

@@ -1,6 +1,7 @@
 package recovery_test
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -29,7 +30,16 @@ func TestParseRetryAfter_Values(t *testing.T) {
 		{"zero seconds", http.Header{"Retry-After": {"0"}}, result{D: 0, OK: true}},
 		{"two minutes", http.Header{"Retry-After": {"120"}}, result{D: 2 * time.Minute, OK: true}},
 		{"surrounding spaces", http.Header{"Retry-After": {" 7 "}}, result{D: 7 * time.Second, OK: true}},
-		{"a day is the limit", http.Header{"Retry-After": {"86400"}}, result{D: 24 * time.Hour, OK: true}},
+		{"a day", http.Header{"Retry-After": {"86400"}}, result{D: 24 * time.Hour, OK: true}},
+		// Issue #10: any wait that is written correctly is reported as
+		// asked; whether it is too long is the policy's call.
+		{"more than a day", http.Header{"Retry-After": {"90000"}}, result{D: 25 * time.Hour, OK: true}},
+		{"a year", http.Header{"Retry-After": {"31536000"}}, result{D: 365 * 24 * time.Hour, OK: true}},
+		{"the longest Duration in seconds", http.Header{"Retry-After": {"9223372036"}}, result{D: 9223372036 * time.Second, OK: true}},
+		{"one second more saturates", http.Header{"Retry-After": {"9223372037"}}, result{D: math.MaxInt64, OK: true}},
+		{"beyond int64 saturates", http.Header{"Retry-After": {"99999999999999999999"}}, result{D: math.MaxInt64, OK: true}},
+		{"leading zeros", http.Header{"Retry-After": {"007"}}, result{D: 7 * time.Second, OK: true}},
+		{"HTTP date far ahead", http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, result{D: math.MaxInt64, OK: true}},
 		{"HTTP date in the future", http.Header{"Retry-After": {"Fri, 14 Mar 2025 12:00:30 GMT"}}, result{D: 30 * time.Second, OK: true}},
 		{"HTTP date in the past", http.Header{"Retry-After": {"Fri, 14 Mar 2025 11:59:00 GMT"}}, result{D: 0, OK: true}},
 		{"HTTP date now", http.Header{"Retry-After": {"Fri, 14 Mar 2025 12:00:00 GMT"}}, result{D: 0, OK: true}},
@@ -37,24 +47,30 @@ func TestParseRetryAfter_Values(t *testing.T) {
 		{"retry-after-ms", http.Header{"Retry-After-Ms": {"1500"}}, result{D: 1500 * time.Millisecond, OK: true}},
 		{"retry-after-ms with a fraction", http.Header{"Retry-After-Ms": {"1500.5"}}, result{D: 1500*time.Millisecond + 500*time.Microsecond, OK: true}},
 		{"retry-after-ms zero", http.Header{"Retry-After-Ms": {"0"}}, result{D: 0, OK: true}},
+		{"retry-after-ms of more than a day", http.Header{"Retry-After-Ms": {"90000000"}}, result{D: 25 * time.Hour, OK: true}},
+		{"retry-after-ms with an exponent", http.Header{"Retry-After-Ms": {"1.5e3"}}, result{D: 1500 * time.Millisecond, OK: true}},
+		{"retry-after-ms huge saturates", http.Header{"Retry-After-Ms": {"1e300"}}, result{D: math.MaxInt64, OK: true}},
+		{"retry-after-ms beyond float64 saturates", http.Header{"Retry-After-Ms": {"1e400"}}, result{D: math.MaxInt64, OK: true}},
 		{"retry-after-ms is preferred", http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"2"}}, result{D: 1500 * time.Millisecond, OK: true}},
 		{"an invalid retry-after-ms falls back to Retry-After", http.Header{"Retry-After-Ms": {"fast"}, "Retry-After": {"2"}}, result{D: 2 * time.Second, OK: true}},
 		{"words", http.Header{"Retry-After": {"soon"}},
 			result{Err: `invalid Retry-After header "soon": neither seconds nor an HTTP date`}},
 		{"negative", http.Header{"Retry-After": {"-1"}},
-			result{Err: `invalid Retry-After header "-1": out of range`}},
-		{"more than a day", http.Header{"Retry-After": {"86401"}},
-			result{Err: `invalid Retry-After header "86401": out of range`}},
-		{"beyond int64", http.Header{"Retry-After": {"99999999999999999999"}},
-			result{Err: `invalid Retry-After header "99999999999999999999": neither seconds nor an HTTP date`}},
+			result{Err: `invalid Retry-After header "-1": neither seconds nor an HTTP date`}},
+		{"a sign", http.Header{"Retry-After": {"+5"}},
+			result{Err: `invalid Retry-After header "+5": neither seconds nor an HTTP date`}},
+		{"digits and words", http.Header{"Retry-After": {"90000 seconds"}},
+			result{Err: `invalid Retry-After header "90000 seconds": neither seconds nor an HTTP date`}},
 		{"fractional seconds", http.Header{"Retry-After": {"1.5"}},
 			result{Err: `invalid Retry-After header "1.5": neither seconds nor an HTTP date`}},
 		{"retry-after-ms words", http.Header{"Retry-After-Ms": {"soon"}},
 			result{Err: `invalid retry-after-ms header "soon"`}},
 		{"retry-after-ms negative", http.Header{"Retry-After-Ms": {"-1"}},
 			result{Err: `invalid retry-after-ms header "-1"`}},
-		{"retry-after-ms huge", http.Header{"Retry-After-Ms": {"1e300"}},
-			result{Err: `invalid retry-after-ms header "1e300"`}},
+		{"retry-after-ms with a sign", http.Header{"Retry-After-Ms": {"+5"}},
+			result{Err: `invalid retry-after-ms header "+5"`}},
+		{"retry-after-ms hex", http.Header{"Retry-After-Ms": {"0x10"}},
+			result{Err: `invalid retry-after-ms header "0x10"`}},
 		{"retry-after-ms NaN", http.Header{"Retry-After-Ms": {"NaN"}},
 			result{Err: `invalid retry-after-ms header "NaN"`}},
 		{"retry-after-ms Inf", http.Header{"Retry-After-Ms": {"+Inf"}},

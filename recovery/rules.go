@@ -56,8 +56,13 @@ func compileMatch(m string) (func(*Failure) bool, error) {
 			return ok && strings.EqualFold(v, value)
 		}, nil
 	case slices.Contains(Codes, Code(strings.ToUpper(m))):
+		// A code names a kind of failure, and a rule for it says how to
+		// wait for that kind to pass; a failure that cannot pass (a host
+		// name that does not exist, a certificate that does not verify) is
+		// not one it asked to retry. A rule on its message or fields, which
+		// singles it out, still applies.
 		code := Code(strings.ToUpper(m))
-		return func(f *Failure) bool { return f.Code == code }, nil
+		return func(f *Failure) bool { return f.Code == code && !f.Permanent() }, nil
 	}
 	return nil, fmt.Errorf("match %q is none of: an HTTP status such as \"429\", a failure code (%s), field=value, msg~substring", m, KnownCodes())
 }

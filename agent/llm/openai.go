@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +26,15 @@ type OpenAIConfig struct {
 	// overall timeout: a streamed reply may legitimately run for minutes, and
 	// the recovery watchdogs bound it instead.
 	HTTPClient HTTPDoer
+	// MaxBytesWithoutProgress bounds what one response may send without a
+	// content, reasoning or tool-call delta (keep-alive comments, event
+	// lines, empty or role-only chunks); past it the attempt fails with a
+	// *LimitError. 0 means DefaultMaxBytesWithoutProgress.
+	MaxBytesWithoutProgress int64
+	// MaxReplyBytes bounds one reply: its content, reasoning and tool calls
+	// together, and any single SSE line; past it the attempt fails with a
+	// *LimitError. 0 means DefaultMaxReplyBytes.
+	MaxReplyBytes int64
 }
 
 // OpenAI is a Provider for OpenAI-compatible chat completion APIs, built on
@@ -33,7 +42,8 @@ type OpenAIConfig struct {
 // retry and neither does this adapter; package recovery decides.
 type OpenAI struct {
 	client *openai.Client
-	key    string
+	redact redactor
+	limits limits
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -51,9 +61,11 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	oc.HTTPClient = captureDoer{next: doer}
 	// go-openai fails a read after this many consecutive non-data lines.
 	// Some providers send a keep-alive comment every few seconds while a
-	// reasoning model thinks; the watchdogs, not a line count, bound that.
-	oc.EmptyMessagesLimit = 1 << 20
-	return &OpenAI{client: openai.NewClientWithConfig(oc), key: cfg.APIKey}
+	// reasoning model thinks; the tap's byte limit (MaxBytesWithoutProgress)
+	// and the watchdogs bound that, not a line count.
+	oc.EmptyMessagesLimit = math.MaxUint
+	lim := limits{idle: cfg.MaxBytesWithoutProgress, reply: cfg.MaxReplyBytes}.withDefaults()
+	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim}
 }
 
 // Stream starts one attempt. A non-2xx answer is returned here as an
@@ -62,7 +74,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	creq := o.chatRequest(req)
 	actx, cancel := context.WithCancelCause(ctx)
-	actx, c := withCapture(actx)
+	actx, c := withCapture(actx, o.limits)
 	st, err := o.client.CreateChatCompletionStream(actx, creq)
 	if err != nil {
 		if c.resp != nil {
@@ -140,7 +152,7 @@ func (o *OpenAI) requestError(ctx context.Context, c *capture, err error) error 
 		if f, ok := parseErrorFacts(c.body); ok {
 			e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
 			e.RequestID = cmp.Or(e.RequestID, f.RequestID)
-		} else if s := snippet(c.body); s != "" {
+		} else if s := o.snippet(c.body); s != "" {
 			e.Message = s
 		} else {
 			e.Message = http.StatusText(c.status)
@@ -160,53 +172,83 @@ func withCause(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cause, err)
 }
 
-// scrub keeps the API key out of error text, whatever the provider echoed
-// back. Provider errors are rewritten through their whole chain (including
-// go-openai's error, which quotes the body); any other error keeps its
-// chain for errors.Is/As and only its top-level text is redacted, since the
-// key travels in a header and transport errors do not quote headers.
+// scrub keeps the API key out of every provider-derived string a failure
+// carries, whatever the provider echoed back and wherever: the message, the
+// error code, type and param, the request id, the raw body, the headers kept
+// (Retry-After, …), and go-openai's own error, which quotes the body.
+// Provider errors are rewritten in place through their whole chain; any other
+// error keeps its chain for errors.Is/As and only its text is redacted, since
+// the key travels in a header and transport errors do not quote headers
+// (text this adapter quotes from a body, a snippet, is redacted where it is
+// made).
 func (o *OpenAI) scrub(err error) error {
-	if err == nil || o.key == "" {
+	r := o.redact
+	if err == nil || r == "" {
 		return err
 	}
 	if e, ok := errors.AsType[*Error](err); ok {
-		e.Message = o.redact(e.Message)
-		e.Body = []byte(o.redact(string(e.Body)))
+		e.Message, e.Code, e.Type, e.Param = r.str(e.Message), r.str(e.Code), r.str(e.Type), r.str(e.Param)
+		e.RequestID = r.str(e.RequestID)
+		e.Body = r.capped(e.Body)
+		e.Header = r.header(e.Header)
 		e.Err = o.redactErr(e.Err)
 	}
-	if msg := err.Error(); strings.Contains(msg, o.key) {
-		return &redacted{msg: o.redact(msg), err: err}
+	if e, ok := errors.AsType[*RequestError](err); ok {
+		e.RequestID = r.str(e.RequestID)
+	}
+	if msg := err.Error(); r.in(msg) {
+		return &redacted{msg: r.str(msg), err: err}
 	}
 	return err
 }
 
-func (o *OpenAI) redact(s string) string { return strings.ReplaceAll(s, o.key, "[redacted]") }
-
-// redactErr returns err with the key removed from its text, keeping the
-// go-openai types that carry provider facts.
+// redactErr returns err with the key removed from its text and from the
+// fields of the go-openai types that carry provider facts.
 func (o *OpenAI) redactErr(err error) error {
-	if err == nil || !strings.Contains(err.Error(), o.key) {
+	r := o.redact
+	if err == nil || r == "" {
 		return err
 	}
 	if ae, ok := errors.AsType[*openai.APIError](err); ok {
 		c := *ae
-		c.Message = o.redact(c.Message)
-		if strings.Contains(c.Error(), o.key) {
-			return &redacted{msg: o.redact(err.Error())}
+		c.Message, c.Type, c.HTTPStatus = r.str(c.Message), r.str(c.Type), r.str(c.HTTPStatus)
+		if s, ok := c.Code.(string); ok {
+			c.Code = r.str(s)
+		}
+		if c.Param != nil {
+			c.Param = ptrTo(r.str(*c.Param))
+		}
+		if c.InnerError != nil {
+			inner := *c.InnerError
+			inner.Code = r.str(inner.Code)
+			c.InnerError = &inner
+		}
+		if r.in(c.Error()) {
+			return &redacted{msg: r.str(err.Error())}
 		}
 		return &c
 	}
 	if re, ok := errors.AsType[*openai.RequestError](err); ok {
 		c := *re
-		c.Body = []byte(o.redact(string(c.Body)))
+		c.HTTPStatus = r.str(c.HTTPStatus)
+		c.Body = r.capped(c.Body)
 		c.Err = o.redactErr(c.Err)
-		if strings.Contains(c.Error(), o.key) {
-			return &redacted{msg: o.redact(err.Error())}
+		if r.in(c.Error()) {
+			return &redacted{msg: r.str(err.Error())}
 		}
 		return &c
 	}
-	return &redacted{msg: o.redact(err.Error())}
+	if !r.in(err.Error()) {
+		return err
+	}
+	return &redacted{msg: r.str(err.Error())}
 }
+
+// snippet is snippet(b) with the key removed before it is cut short, so a
+// cut cannot leave part of the key.
+func (o *OpenAI) snippet(b []byte) string { return snippet(o.redact.bytes(b)) }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // redacted is an error whose text had the key removed; err, when set, keeps
 // the original's identity.
@@ -233,6 +275,7 @@ type stream struct {
 	finished   bool  // a chunk carried a finish_reason
 	err        error // sticky terminal result (io.EOF or a failure)
 	pendingErr error // a read error seen while returning an intercepted chunk
+	replied    int64 // bytes of content, reasoning and tool calls so far
 }
 
 // Recv returns the next chunk that carries something (content, reasoning,
@@ -267,6 +310,9 @@ func (s *stream) Recv() (Chunk, error) {
 			continue
 		}
 		c, ok, err := s.decode(raw)
+		if err == nil {
+			err = s.account(c, len(raw))
+		}
 		if err != nil {
 			s.fail(err)
 			break
@@ -276,6 +322,34 @@ func (s *stream) Recv() (Chunk, error) {
 		}
 	}
 	return Chunk{}, s.err
+}
+
+// account applies the response limits to one decoded event of n bytes: a
+// delta is progress and counts towards the reply cap; anything else counts
+// as bytes without progress, with the lines the tap dropped.
+func (s *stream) account(c Chunk, n int) error {
+	tap := s.cap.tap
+	if !c.HasDelta() {
+		// n is the payload; "data: " and the newline came with it.
+		if le := tap.noProgress(int64(n + len("data: \n"))); le != nil {
+			return s.limitError(le)
+		}
+		return nil
+	}
+	size := len(c.Content) + len(c.Reasoning)
+	for _, d := range c.ToolCalls {
+		size += len(d.ID) + len(d.Name) + len(d.Arguments)
+	}
+	s.replied += int64(size)
+	if s.replied > s.o.limits.reply {
+		return s.limitError(&LimitError{Kind: LimitReply, Limit: s.o.limits.reply})
+	}
+	tap.progress()
+	return nil
+}
+
+func (s *stream) limitError(le *LimitError) error {
+	return &RequestError{RequestID: s.o.redact.str(s.cap.requestID()), Err: le}
 }
 
 // isGoOpenAIEventErr reports go-openai's wrapping of an in-stream error
@@ -315,7 +389,7 @@ type wireChunk struct {
 func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 	var w wireChunk
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return Chunk{}, false, s.o.scrub(fmt.Errorf("%w: undecodable chunk %q: %w", ErrMalformedStream, snippet(raw), err))
+		return Chunk{}, false, s.o.scrub(fmt.Errorf("%w: undecodable chunk %q: %w", ErrMalformedStream, s.o.snippet(raw), err))
 	}
 	if (len(w.Error) > 0 && string(w.Error) != "null") || w.Type == "error" {
 		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
@@ -358,7 +432,7 @@ func (s *stream) streamError(payload []byte, goErr error) *Error {
 		e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
 		e.RequestID = cmp.Or(e.RequestID, f.RequestID)
 	} else {
-		e.Message = "unreadable error event: " + snippet(payload)
+		e.Message = "unreadable error event: " + s.o.snippet(payload)
 	}
 	return e
 }
@@ -376,6 +450,9 @@ func (s *stream) readError(err error) error {
 	if s.closed.Load() {
 		return fmt.Errorf("read stream: %w", ErrStreamClosed)
 	}
+	if le := s.cap.tap.limited; le != nil {
+		return s.limitError(le)
+	}
 	if s.parent.Err() != nil {
 		return withCause(s.parent, fmt.Errorf("read stream: %w", err))
 	}
@@ -385,7 +462,7 @@ func (s *stream) readError(err error) error {
 		if _, ok := parseErrorFacts(tap.junk); ok {
 			return s.o.scrub(s.streamError(tap.junk, nil))
 		}
-		return s.o.scrub(fmt.Errorf("%w: response body is not an event stream: %s", ErrMalformedStream, snippet(tap.junk)))
+		return s.o.scrub(fmt.Errorf("%w: response body is not an event stream: %s", ErrMalformedStream, s.o.snippet(tap.junk)))
 	}
 	if ae, ok := errors.AsType[*openai.APIError](err); ok {
 		// An error go-openai parsed that the tap did not see; keep its facts.
@@ -403,7 +480,7 @@ func (s *stream) readError(err error) error {
 	if tap.sawDone {
 		why = "[DONE] arrived but no chunk carried a finish reason"
 	}
-	return &RequestError{RequestID: s.cap.requestID(),
+	return &RequestError{RequestID: s.o.redact.str(s.cap.requestID()),
 		Err: fmt.Errorf("%w: %s: %w", ErrIncompleteStream, why, io.ErrUnexpectedEOF)}
 }
 

@@ -2,7 +2,9 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
@@ -644,18 +647,76 @@ func TestOpenAI_TransportErrors(t *testing.T) {
 	})
 }
 
-// The key never shows in error text, whatever the provider echoes back.
+// keyLeaks lists every place in err's chain where key still shows: error
+// texts, the fields of *llm.Error (headers and raw body included), request
+// ids, and go-openai's own error types.
+func keyLeaks(err error, key string) []string {
+	var leaks []string
+	check := func(where, s string) {
+		if strings.Contains(s, key) {
+			leaks = append(leaks, fmt.Sprintf("%s: %q", where, s))
+		}
+	}
+	var walk func(e error)
+	walk = func(e error) {
+		for ; e != nil; e = errors.Unwrap(e) {
+			check(fmt.Sprintf("%T text", e), e.Error())
+			switch e := e.(type) {
+			case *llm.Error:
+				check("Message", e.Message)
+				check("Code", e.Code)
+				check("Type", e.Type)
+				check("Param", e.Param)
+				check("RequestID", e.RequestID)
+				check("Body", string(e.Body))
+				for k, vs := range e.Header {
+					check("header name", k)
+					for _, v := range vs {
+						check("header "+k, v)
+					}
+				}
+			case *llm.RequestError:
+				check("RequestID", e.RequestID)
+			case *openai.APIError:
+				check("APIError", fmt.Sprintf("%v %s %v %s", e.Code, e.Type, e.Param, e.HTTPStatus))
+			case *openai.RequestError:
+				check("RequestError body", string(e.Body))
+			}
+			if j, ok := e.(interface{ Unwrap() []error }); ok {
+				for _, inner := range j.Unwrap() {
+					walk(inner)
+				}
+				return
+			}
+		}
+	}
+	walk(err)
+	return leaks
+}
+
+// The key never shows in a failure, whatever the provider echoes back and
+// wherever: the message, the error's code, type and param, the request id,
+// any header (Retry-After included), the raw body, even cut mid-key.
 func TestOpenAI_KeyNotInErrors(t *testing.T) {
 	echo := `{"error":{"message":"Incorrect API key provided: ` + testKey + `","type":"invalid_request_error","code":"invalid_api_key"}}`
+	inFields := `{"error":{"message":"bad key","type":"` + testKey + `","code":"` + testKey + `","param":"` + testKey + `"}}`
+	cut := strings.Repeat("x", 64<<10-10) + testKey // the capture ends 10 bytes into the key
+	cutBody, _ := json.Marshal(cut)
 	tests := []struct {
 		name string
 		step mockprovider.Step
 	}{
 		{"401 echoing the key", mockprovider.Step{Status: 401, Body: []byte(echo)}},
 		{"401 default", mockprovider.Step{Status: 401}},
+		{"key as error code, type and param", mockprovider.Step{Status: 400, Body: []byte(inFields)}},
+		{"key as request id and Retry-After", mockprovider.Step{Status: 429, Headers: map[string]string{
+			"X-Request-Id": testKey, "Retry-After": testKey, "Retry-After-Ms": "1" + testKey, "X-Echo": "Bearer " + testKey}}},
 		{"HTML echoing the key", mockprovider.Step{Status: 502, Body: []byte(`"bad gateway for key ` + testKey + `"`)}},
+		{"HTML cut in the middle of the key", mockprovider.Step{Status: 502, Body: cutBody}},
 		{"in-stream error echoing the key", mockprovider.Step{Text: "a", StreamError: []byte(`{"message":"key ` + testKey + ` revoked"}`)}},
-		{"dropped stream", mockprovider.Step{Text: "a", DropAfter: ptr(0)}},
+		{"in-stream error with the key in its fields", mockprovider.Step{Text: "a", StreamError: []byte(
+			`{"message":"no","code":"` + testKey + `","type":"` + testKey + `","request_id":"` + testKey + `"}`)}},
+		{"dropped stream with the key as request id", mockprovider.Step{Text: "a", DropAfter: ptr(0), Headers: map[string]string{"X-Request-Id": testKey}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -670,19 +731,65 @@ func TestOpenAI_KeyNotInErrors(t *testing.T) {
 			if err == nil || err == io.EOF {
 				t.Fatalf("got %v, want a failure", err)
 			}
-			for e := error(err); e != nil; e = errors.Unwrap(e) {
-				if strings.Contains(e.Error(), testKey) {
-					t.Errorf("error text %q contains the API key", e.Error())
-				}
-				if pe, ok := e.(*llm.Error); ok && (strings.Contains(string(pe.Body), testKey) || strings.Contains(pe.Message, testKey)) {
-					t.Errorf("*llm.Error Body %q / Message %q contains the API key", pe.Body, pe.Message)
-				}
+			for _, leak := range keyLeaks(err, testKey) {
+				t.Errorf("the API key shows in %s", leak)
+			}
+			for _, leak := range keyLeaks(err, testKey[:10]) {
+				t.Errorf("the start of the API key shows in %s", leak)
 			}
 			if strings.Contains(log.String(), testKey) {
 				t.Errorf("mock request log contains the API key:\n%s", log.String())
 			}
 		})
 	}
+	t.Run("non-SSE body with status 200", func(t *testing.T) {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: rawDoer{200, "<html>key " + testKey + "</html>\n"}})
+		s, err := p.Stream(t.Context(), hello)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		_, _, err = drain(t, s)
+		if !errors.Is(err, llm.ErrMalformedStream) {
+			t.Fatalf("Recv() = %v, want ErrMalformedStream", err)
+		}
+		for _, leak := range keyLeaks(err, testKey) {
+			t.Errorf("the API key shows in %s", leak)
+		}
+	})
+}
+
+// A key too short to be a secret ("x", "EMPTY": local servers take any) is
+// not redacted: replacing it everywhere would garble every error.
+func TestOpenAI_ShortKeyIsNotRedacted(t *testing.T) {
+	const msg = "This model's maximum context length is 8192 tokens. Please reduce the length of the messages. EMPTY"
+	body := `{"error":{"message":"` + msg + `","type":"invalid_request_error","code":"context_length_exceeded"}}`
+	for _, key := range []string{"x", "EMPTY", "sk-1234"} {
+		t.Run(key, func(t *testing.T) {
+			m := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Status: 400, Body: []byte(body)}}})
+			p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: key, HTTPClient: m})
+			_, err := p.Stream(t.Context(), hello)
+			e, ok := errors.AsType[*llm.Error](err)
+			if !ok {
+				t.Fatalf("Stream() = %v, want an *llm.Error", err)
+			}
+			if e.Message != msg || e.Code != "context_length_exceeded" || e.Type != "invalid_request_error" {
+				t.Errorf("facts = %q, %q, %q; want them as the provider sent them", e.Message, e.Code, e.Type)
+			}
+			if strings.Contains(err.Error(), "[redacted]") {
+				t.Errorf("Stream() = %q: a short key is no secret and must not garble the text", err)
+			}
+		})
+	}
+	t.Run("eight characters are redacted", func(t *testing.T) {
+		const key = "sk-12345"
+		m := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Status: 401, Body: []byte(`{"error":{"message":"bad key ` + key + `"}}`)}}})
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: key, HTTPClient: m})
+		_, err := p.Stream(t.Context(), hello)
+		if e, ok := errors.AsType[*llm.Error](err); !ok || e.Message != "bad key [redacted]" {
+			t.Errorf("Stream() = %v, want the message with the key redacted", err)
+		}
+	})
 }
 
 // End to end over loopback HTTP with the default *http.Client: the same

@@ -35,6 +35,7 @@ type capture struct {
 	body   []byte  // error body (non-2xx), capped
 	tap    *sseTap // 2xx body
 	resp   *http.Response
+	limits limits // for the tap
 }
 
 func (c *capture) requestID() string {
@@ -71,80 +72,261 @@ func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		return resp, nil
 	}
-	c.tap = &sseTap{rc: resp.Body}
+	c.tap = newTap(resp.Body, c.limits)
 	resp.Body = c.tap
 	return resp, nil
 }
 
 // goOpenAIErrorPrefix is go-openai's own errorPrefix (stream_reader.go). Lines
 // it matches never reach RecvRaw: go-openai swallows them into an error whose
-// parsing is fragile (no "message" field, numeric codes, comment lines
-// accumulated before it). The tap keeps those payloads verbatim instead.
+// parsing is fragile (no "message" field, numeric codes). The tap keeps those
+// payloads verbatim instead.
 var goOpenAIErrorPrefix = regexp.MustCompile(`^data:\s*{"error":`)
 
-// sseTap watches the SSE lines of a 2xx body as go-openai reads them. It runs
+// tapReadSize is the tap's own read buffer, allocated once per attempt.
+const tapReadSize = 16 << 10
+
+// lineState is where the tap is within the current line.
+type lineState uint8
+
+const (
+	lineStart  lineState = iota // skipping leading blanks
+	linePrefix                  // collecting the first bytes: is it "data:"?
+	lineData                    // a data line, passed on to go-openai
+	lineOther                   // any other line, dropped
+)
+
+// sseTap sits between the response body and go-openai's parser and does
+// three things with each SSE line.
+//
+// It filters: only data lines reach go-openai; every other line (a comment,
+// a keep-alive, event:/id:/retry:, a blank separator, non-SSE text) is
+// dropped, and a run of them is replaced by one bare newline. go-openai
+// keeps every non-data line in an error buffer it never empties, so without
+// the filter a flood of keep-alives would grow without limit; the bare line
+// costs nothing there and keeps what go-openai relies on (the line after an
+// error event ends that event).
+//
+// It bounds: the bytes of dropped lines and of empty data lines count as
+// received without progress (the stream adds data events that carried no
+// delta, and resets the count on a delta); past limits.idle the tap fails
+// the read. One data line longer than limits.event fails it too, since
+// go-openai holds a whole line in memory before returning it.
+//
+// It watches: it records what go-openai drops or reduces to an error (an
+// in-stream error event, [DONE], a JSON error body sent with 200). It runs
 // ahead of go-openai's parser (bufio reads in blocks), so what it records is
 // consulted only when go-openai reports an error or an empty event, or at
 // the end of the body: by then the relevant line has been read.
+//
+// Read and the stream's accounting run on the goroutine that calls Recv;
+// Close may come from any goroutine and touches only rc.
 type sseTap struct {
-	rc io.ReadCloser
+	rc  io.ReadCloser
+	lim limits
 
-	line      []byte
-	lineOver  bool     // line exceeded maxCapture; the rest is dropped
-	intercept [][]byte // payloads go-openai will swallow, oldest first
-	junk      []byte   // non-SSE lines (a JSON error body sent with 200)
-	sawDone   bool     // data: [DONE]
-	sawData   bool     // any data: line
+	in       []byte // read buffer; in[pos:end] is not yet filtered
+	pos, end int
+	rerr     error // rc's error, returned once in[pos:end] is used up
+
+	state   lineState
+	prefix  [len("data:")]byte
+	npre    int
+	lineLen int64  // bytes of the current line after its leading blanks
+	out     []byte // bytes owed to go-openai before any more input
+	outBuf  [len("data:")]byte
+	gap     bool // a bare newline stands for the dropped lines since the last data line
+
+	line      []byte // the current line for the records, capped at maxCapture
+	lineOver  bool   // line exceeded maxCapture; the rest is not recorded
+	intercept [][]byte
+	junk      []byte // non-SSE lines (a JSON error body sent with 200)
+	sawDone   bool   // data: [DONE]
+	sawData   bool   // any data: line
+
+	idle    int64       // bytes received without progress, see above
+	limited *LimitError // the limit that ended the body, once one did
+}
+
+func newTap(rc io.ReadCloser, lim limits) *sseTap {
+	return &sseTap{rc: rc, lim: lim.withDefaults(), in: make([]byte, tapReadSize)}
 }
 
 func (t *sseTap) Read(p []byte) (int, error) {
-	n, err := t.rc.Read(p)
-	t.feed(p[:n])
-	if err != nil && len(t.line) > 0 {
-		t.endLine() // the last line had no newline (a bare JSON body)
+	if len(p) == 0 {
+		return 0, nil
 	}
-	return n, err
+	for {
+		n := t.filter(p)
+		if n > 0 {
+			return n, nil
+		}
+		if t.limited != nil {
+			return 0, t.limited
+		}
+		if t.pos < t.end {
+			continue
+		}
+		if t.rerr != nil {
+			if t.state != lineStart {
+				t.endLine() // the last line had no newline (a bare JSON body)
+			}
+			return 0, t.rerr
+		}
+		m, err := t.rc.Read(t.in)
+		t.pos, t.end, t.rerr = 0, m, err
+	}
 }
 
 func (t *sseTap) Close() error { return t.rc.Close() }
 
-func (t *sseTap) feed(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		part := b
-		if i >= 0 {
-			part = b[:i]
-		}
-		if !t.lineOver {
-			if len(t.line)+len(part) > maxCapture {
-				t.lineOver = true
-				part = part[:maxCapture-len(t.line)]
-			}
-			t.line = append(t.line, part...)
-		}
-		if i < 0 {
-			return
-		}
-		t.endLine()
-		b = b[i+1:]
+// progress is the stream's report of a delta: what came before was not
+// without progress after all.
+func (t *sseTap) progress() { t.idle = 0 }
+
+// noProgress adds n bytes received without progress and reports the limit
+// error once they pass the limit.
+func (t *sseTap) noProgress(n int64) *LimitError {
+	t.idle += n
+	if t.idle > t.lim.idle && t.limited == nil {
+		t.limited = &LimitError{Kind: LimitIdle, Limit: t.lim.idle}
 	}
+	return t.limited
+}
+
+// filter moves filtered input into p and returns how much it wrote. It stops
+// when p is full, the input is used up, or a limit is hit.
+func (t *sseTap) filter(p []byte) int {
+	n := 0
+	for n < len(p) && t.limited == nil {
+		if len(t.out) > 0 {
+			c := copy(p[n:], t.out)
+			t.out, n = t.out[c:], n+c
+			continue
+		}
+		if t.pos >= t.end {
+			break
+		}
+		b := t.in[t.pos:t.end]
+		switch t.state {
+		case lineStart:
+			i := 0
+			for i < len(b) && isBlank(b[i]) {
+				i++
+			}
+			t.pos += i
+			if t.noProgress(int64(i)) != nil || i == len(b) {
+				continue
+			}
+			t.state = linePrefix
+		case linePrefix:
+			for t.pos < t.end && t.npre < len(t.prefix) && t.in[t.pos] != '\n' {
+				t.prefix[t.npre] = t.in[t.pos]
+				t.npre++
+				t.pos++
+			}
+			full := t.npre == len(t.prefix)
+			if !full && t.pos == t.end {
+				continue // wait for more input
+			}
+			pre := t.prefix[:t.npre]
+			t.npre = 0
+			t.record(pre)
+			t.lineLen = int64(len(pre))
+			if full && string(pre) == "data:" {
+				t.state, t.gap = lineData, false
+				t.out = append(t.outBuf[:0], pre...)
+			} else {
+				t.state = lineOther
+				t.noProgress(int64(len(pre)))
+			}
+		case lineData:
+			seg := b
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				seg = b[:i+1]
+			}
+			c := copy(p[n:], seg)
+			seg = seg[:c]
+			t.pos, n = t.pos+c, n+c
+			eol := seg[len(seg)-1] == '\n'
+			if eol {
+				seg = seg[:len(seg)-1]
+			}
+			t.record(seg)
+			t.lineLen += int64(len(seg))
+			if t.lineLen > t.lim.event {
+				t.limited = &LimitError{Kind: LimitEvent, Limit: t.lim.event}
+				break
+			}
+			if eol {
+				t.endLine()
+			}
+		case lineOther:
+			seg := b
+			i := bytes.IndexByte(b, '\n')
+			if i >= 0 {
+				seg = b[:i]
+			}
+			t.record(seg)
+			t.pos += len(seg)
+			t.lineLen += int64(len(seg))
+			if t.noProgress(int64(len(seg))) != nil {
+				break
+			}
+			if i >= 0 {
+				t.pos++
+				t.noProgress(1)
+				t.endLine()
+				if !t.gap {
+					t.out, t.gap = append(t.outBuf[:0], '\n'), true
+				}
+			}
+		}
+	}
+	return n
+}
+
+// isBlank reports the ASCII white space go-openai trims before "data:".
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// record keeps up to maxCapture bytes of the current line for endLine.
+func (t *sseTap) record(b []byte) {
+	if t.lineOver {
+		return
+	}
+	if room := maxCapture - len(t.line); len(b) > room {
+		b, t.lineOver = b[:room], true
+	}
+	t.line = append(t.line, b...)
 }
 
 func (t *sseTap) endLine() {
+	state := t.state
+	if state == linePrefix { // a line shorter than "data:"
+		t.record(t.prefix[:t.npre])
+		t.noProgress(int64(t.npre))
+		t.npre = 0
+		state = lineOther
+	}
 	line := bytes.TrimSpace(t.line)
-	t.line, t.lineOver = t.line[:0], false
+	lineLen := t.lineLen
+	t.line, t.lineOver, t.lineLen, t.state = t.line[:0], false, 0, lineStart
 	switch {
-	case len(line) == 0, line[0] == ':':
-		// blank separator or SSE comment (keep-alive)
-	case bytes.HasPrefix(line, []byte("data:")):
+	case state == lineData:
 		t.sawData = true
 		payload := bytes.TrimSpace(line[len("data:"):])
-		if string(payload) == "[DONE]" {
+		switch {
+		case len(payload) == 0:
+			t.noProgress(lineLen + 1) // go-openai returns it as an empty event
+		case string(payload) == "[DONE]":
 			t.sawDone = true
-		}
-		if goOpenAIErrorPrefix.Match(line) && len(t.intercept) < 16 {
+		case goOpenAIErrorPrefix.Match(line) && len(t.intercept) < 16:
 			t.intercept = append(t.intercept, bytes.Clone(payload))
 		}
+	case len(line) == 0, line[0] == ':':
+		// blank separator or SSE comment (keep-alive)
 	case bytes.HasPrefix(line, []byte("event:")), bytes.HasPrefix(line, []byte("id:")), bytes.HasPrefix(line, []byte("retry:")):
 	default:
 		if room := maxCapture - len(t.junk); room > 0 {
@@ -284,7 +466,7 @@ func snippet(b []byte) string {
 }
 
 // withCapture returns ctx carrying a fresh capture for one attempt.
-func withCapture(ctx context.Context) (context.Context, *capture) {
-	c := &capture{}
+func withCapture(ctx context.Context, lim limits) (context.Context, *capture) {
+	c := &capture{limits: lim}
 	return context.WithValue(ctx, captureKey{}, c), c
 }
