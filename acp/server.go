@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
@@ -38,12 +41,15 @@ type Config struct {
 // Server speaks ACP over one stdio connection and dispatches typed requests
 // to an Agent. It maps errors to wire errors once, on the way out.
 //
-// Concurrency is chosen per method: initialize, session/new and
+// Concurrency is chosen per method: initialize, authenticate and
 // session/cancel run inline on the read goroutine, so they keep wire order
-// and a cancel is never queued behind the turn it cancels; session/prompt and
-// session/load run in their own goroutines because they send updates and
-// call back into the client, whose answers a handler blocking the read loop
-// would never see.
+// and a cancel is never queued behind the turn it cancels; every method that
+// reaches the Agent (session/new, session/load, session/prompt) runs in a
+// goroutine of its own, because the agent may be slow (creating or loading
+// a session log reads it from disk) and load and prompt call back into the
+// client, whose answers a handler blocking the read loop would never see.
+// So the read goroutine never waits for the agent: a session/cancel is
+// handled as soon as it is read, whatever the agent is doing.
 //
 // Requests before initialize are served anyway, with empty client
 // capabilities: Zed always initializes first, rejecting others would only
@@ -64,8 +70,15 @@ type Server struct {
 	caps     ClientCapabilities
 	turns    map[string]*turn // running turn per session id
 	stopping bool             // set once; no work starts after it
-	work     sync.WaitGroup   // prompt and load goroutines; Add only under mu while !stopping
+	work     sync.WaitGroup   // new, load and prompt goroutines; Add only under mu while !stopping
 	readErr  error            // why the input failed, if not a plain EOF
+
+	// shutdown runs once: the first caller sets shutdownRun and closes
+	// stopped when done; later ones wait for that (a channel, not a
+	// sync.Once: a goroutine waiting on one is durably blocked, so
+	// testing/synctest's clock can run).
+	shutdownRun bool
+	stopped     chan struct{}
 
 	nextCallID atomic.Uint64 // the last id of a request sent to the client
 }
@@ -89,32 +102,36 @@ func NewServer(agent Agent, cfg Config) *Server {
 		cfg.Version = "dev"
 	}
 	return &Server{
-		agent: agent,
-		cfg:   cfg,
-		log:   cfg.Logger.With().Str("component", "acp").Logger(),
-		turns: map[string]*turn{},
+		agent:   agent,
+		cfg:     cfg,
+		log:     cfg.Logger.With().Str("component", "acp").Logger(),
+		turns:   map[string]*turn{},
+		stopped: make(chan struct{}),
 	}
 }
 
 // Serve runs the connection until the input ends or ctx is done. Either way
 // it then cancels running turns with ErrShutdown, waits for them to reply
-// (cancelled) and returns: nil at the end of input, ctx.Err() when ctx was
-// done, the read error if the input broke. Nothing but protocol messages is
-// written to out. When ctx ends Serve closes in if it is an io.Closer, so the
-// blocked read returns; otherwise that read is left to end on its own. A
-// Server serves one connection.
+// (cancelled) and for the output to be written, and returns: nil at the end
+// of input, ctx.Err() when ctx was done, the read error if the input broke.
+// The wait is bounded (stopTimeout, 2 s, then closeGrace, 1 s), so Serve
+// returns even if nobody reads out: what is still unwritten then is dropped
+// and logged. Nothing but protocol messages is written to out. When ctx
+// ends Serve closes in if it is an io.Closer, so the blocked read returns;
+// otherwise that read is left to end on its own. A Server serves one
+// connection.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("acp: Serve called twice; a Server serves one connection")
 	}
 	s.base, s.stop = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.out = NewLineStream(StdioConn(in, out), StreamConfig{MaxLineBytes: s.cfg.MaxLineBytes, Logger: s.log})
-	stream := endingStream{
-		ObjectStream: s.out,
-		onEnd:        s.inputEnded,
-	}
+	// When the input ends, the turns are drained while the connection can
+	// still carry their replies: jsonrpc2.Conn closes itself as soon as
+	// ReadObject fails.
+	s.out.onInputEnd = s.inputEnded
 	// The connection must outlive ctx: turns are answered before it closes.
-	conn := jsonrpc2.NewConn(context.WithoutCancel(ctx), stream, s, jsonrpc2.SetLogger(RPCLogger{L: s.log}))
+	conn := jsonrpc2.NewConn(context.WithoutCancel(ctx), s.out, s, jsonrpc2.SetLogger(RPCLogger{L: s.log}))
 	select {
 	case <-conn.DisconnectNotify():
 		s.shutdown() // done already by inputEnded; kept for any other close
@@ -129,22 +146,6 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 }
 
-// endingStream lets the server drain turns when the input ends, while the
-// connection can still carry their replies: jsonrpc2.Conn closes itself as
-// soon as ReadObject fails.
-type endingStream struct {
-	jsonrpc2.ObjectStream
-	onEnd func(error)
-}
-
-func (e endingStream) ReadObject(v any) error {
-	err := e.ObjectStream.ReadObject(v)
-	if err != nil {
-		e.onEnd(err)
-	}
-	return err
-}
-
 func (s *Server) inputEnded(err error) {
 	s.mu.Lock()
 	if !s.stopping && !errors.Is(err, io.EOF) {
@@ -155,14 +156,56 @@ func (s *Server) inputEnded(err error) {
 	s.shutdown()
 }
 
-// shutdown stops new work, cancels what runs and waits for it to reply.
-// It is idempotent.
+// stopTimeout bounds how long a stopping Server waits for its running work
+// to reply (turns are cancelled first, so they answer at once unless the
+// output is stuck) and for the output to be written, before it closes the
+// stream anyway; closeGrace more is then allowed for the work to end.
+const stopTimeout = 2 * time.Second
+
+// shutdown stops new work, cancels what runs, and waits, at most
+// stopTimeout, for it to reply and for the output to be written. Then it
+// closes the stream: output nobody has read by then is dropped, and work
+// blocked writing it returns. So shutdown is bounded even when nobody
+// reads the output. It runs once; a concurrent call waits for it.
 func (s *Server) shutdown() {
 	s.mu.Lock()
 	s.stopping = true
+	first := !s.shutdownRun
+	s.shutdownRun = true
 	s.mu.Unlock()
+	if !first {
+		<-s.stopped
+		return
+	}
+	defer close(s.stopped)
 	s.stop(ErrShutdown)
-	s.work.Wait()
+
+	deadline := time.Now().Add(stopTimeout)
+	done := make(chan struct{})
+	go func() {
+		s.work.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(stopTimeout)
+	defer t.Stop()
+	finished := true
+	select {
+	case <-done:
+	case <-t.C:
+		finished = false
+		s.log.Warn().Dur("after", stopTimeout).Msg("acp: requests still running at shutdown; closing the output")
+	}
+	if err := s.out.closeWithin(time.Until(deadline)); err != nil {
+		s.log.Warn().Err(err).Msg("acp: output lost at shutdown")
+	}
+	if !finished {
+		t.Reset(closeGrace)
+		select {
+		case <-done:
+		case <-t.C:
+			s.log.Warn().Msg("acp: the agent did not stop; leaving its requests unanswered")
+		}
+	}
 }
 
 // Handle dispatches one message. It runs on the connection's read
@@ -177,7 +220,7 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 	}
 	ev := s.log.Debug().Str("method", req.Method)
 	if !req.Notif {
-		ev = ev.Stringer("id", req.ID)
+		ev = ev.Str("id", s.idText(req.ID))
 	}
 	ev.Msg("acp: received")
 	switch req.Method {
@@ -187,8 +230,7 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 	case MethodAuthenticate:
 		s.reply(ctx, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
 	case MethodSessionNew:
-		res, err := s.newSession(ctx, req)
-		s.reply(ctx, c, req, res, err)
+		s.newSession(c, req)
 	case MethodSessionLoad:
 		s.loadSession(c, req)
 	case MethodSessionPrompt:
@@ -236,26 +278,41 @@ func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 	}, nil
 }
 
-func (s *Server) newSession(ctx context.Context, req *jsonrpc2.Request) (_ NewSessionResponse, err error) {
+// newSession checks the params on the read goroutine and runs the agent's
+// NewSession in a goroutine of its own: it creates the session's log and
+// reads it back, which a slow disk makes slow.
+func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	var p NewSessionRequest
-	if err := decodeParams(req, &p, true); err != nil {
-		return NewSessionResponse{}, err
+	err := decodeParams(req, &p, true)
+	if err == nil {
+		err = checkCwd(p.Cwd, p.AdditionalDirectories)
 	}
-	if err := checkCwd(p.Cwd, p.AdditionalDirectories); err != nil {
-		return NewSessionResponse{}, err
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
 	}
 	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
 		p.McpServers = []json.RawMessage{}
 	}
-	defer s.recoverAgent(MethodSessionNew, &err)
-	return s.agent.NewSession(ctx, p)
+	if !s.startWork() {
+		s.reply(s.base, c, req, nil, errShuttingDown)
+		return
+	}
+	go func() {
+		defer s.work.Done()
+		res, err := func() (_ NewSessionResponse, err error) {
+			defer s.recoverAgent(MethodSessionNew, &err)
+			return s.agent.NewSession(s.base, p)
+		}()
+		s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	}()
 }
 
 func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	var p LoadSessionRequest
 	err := decodeParams(req, &p, true)
-	if err == nil && p.SessionID == "" {
-		err = NewInvalidParams("sessionId is required")
+	if err == nil {
+		err = checkSessionID(p.SessionID)
 	}
 	if err == nil {
 		err = checkCwd(p.Cwd, p.AdditionalDirectories)
@@ -373,8 +430,8 @@ func (s *Server) cancel(req *jsonrpc2.Request) error {
 	if err := decodeParams(req, &p, true); err != nil {
 		return err
 	}
-	if p.SessionID == "" {
-		return NewInvalidParams("sessionId is required")
+	if err := checkSessionID(p.SessionID); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	t := s.turns[p.SessionID]
@@ -417,15 +474,24 @@ func (s *Server) reply(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 		if werr.Code == CodeInternalError {
 			ev = s.log.Warn()
 		}
-		ev.Err(err).Str("method", req.Method).Stringer("id", req.ID).Int64("code", werr.Code).Msg("acp: request failed")
+		ev.Err(err).Str("method", req.Method).Str("id", s.idText(req.ID)).Int64("code", werr.Code).Msg("acp: request failed")
 		sendErr = c.ReplyWithError(ctx, req.ID, werr)
 	} else {
 		sendErr = c.Reply(ctx, req.ID, raw)
 	}
-	// ErrClosed means the client went away; there is no one to tell.
-	if sendErr != nil && !errors.Is(sendErr, jsonrpc2.ErrClosed) {
+	// ErrClosed means the client went away, errStreamClosed that shutdown
+	// gave up on the output; there is no one to tell.
+	if sendErr != nil && !errors.Is(sendErr, jsonrpc2.ErrClosed) && !errors.Is(sendErr, errStreamClosed) {
 		s.log.Warn().Err(sendErr).Str("method", req.Method).Msg("acp: reply not sent")
 	}
+}
+
+// idText is id as the client sent it, for logs.
+func (s *Server) idText(id jsonrpc2.ID) string {
+	if s.out == nil {
+		return id.String()
+	}
+	return s.out.idText(id)
 }
 
 // wireError maps an error to its JSON-RPC error. errors.As (not a type
@@ -445,8 +511,34 @@ func wireError(err error) *jsonrpc2.Error {
 	if errors.Is(err, context.Canceled) {
 		return &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "Request cancelled"}
 	}
-	return &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
+	return &jsonrpc2.Error{Code: CodeInternalError, Message: clip(err.Error(), maxErrorMessage)}
 }
+
+// maxErrorMessage bounds the message of an internal error, which may quote
+// what the client sent (the full error is logged).
+const maxErrorMessage = 1024
+
+// clip returns s, or its first n bytes (at a rune boundary) and "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// quote quotes a string the client sent for an error message, clipped to
+// maxQuoted bytes: an error never echoes much more than that of its input.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(clip(s, maxQuoted)) + fmt.Sprintf(" (%d bytes)", len(s))
+}
+
+const maxQuoted = 64
 
 // client is the Agent's view of the editor. Its calls to the client are in
 // client.go.
@@ -573,6 +665,28 @@ func jsonKind(t reflect.Type) string {
 	return "a valid " + t.String()
 }
 
+// MaxSessionIDBytes bounds a session id. The ids Rebound gives out are
+// "sess_" and 32 hex digits; its session logs are named after them, which
+// allows 1 to 128 ASCII letters, digits, '-' and '_'.
+const MaxSessionIDBytes = 128
+
+// checkSessionID refuses, with -32602, a session id no session can have,
+// before it reaches the agent, quoting at most a short prefix of it.
+func checkSessionID(id string) error {
+	if id == "" {
+		return NewInvalidParams("sessionId is required")
+	}
+	ok := len(id) <= MaxSessionIDBytes
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	}
+	if !ok {
+		return NewInvalidParams("sessionId %s is not a session id (1 to %d letters, digits, '-' or '_')", quote(id), MaxSessionIDBytes)
+	}
+	return nil
+}
+
 // checkCwd checks the session's directories: tools resolve paths against
 // them, so they must be absolute.
 func checkCwd(cwd string, additional []string) error {
@@ -580,11 +694,11 @@ func checkCwd(cwd string, additional []string) error {
 	case cwd == "":
 		return NewInvalidParams("cwd is required")
 	case !filepath.IsAbs(cwd):
-		return NewInvalidParams("cwd must be an absolute path, got %q", cwd)
+		return NewInvalidParams("cwd must be an absolute path, got %s", quote(cwd))
 	}
 	for i, d := range additional {
 		if !filepath.IsAbs(d) {
-			return NewInvalidParams("additionalDirectories[%d] must be an absolute path, got %q", i, d)
+			return NewInvalidParams("additionalDirectories[%d] must be an absolute path, got %s", i, quote(d))
 		}
 	}
 	return nil
@@ -601,8 +715,8 @@ func decodePrompt(req *jsonrpc2.Request) (PromptRequest, error) {
 	if err := decodeParams(req, &p, true); err != nil {
 		return PromptRequest{}, err
 	}
-	if p.SessionID == "" {
-		return PromptRequest{}, NewInvalidParams("sessionId is required")
+	if err := checkSessionID(p.SessionID); err != nil {
+		return PromptRequest{}, err
 	}
 	if p.Prompt == nil {
 		return PromptRequest{}, NewInvalidParams("prompt is required")
@@ -645,7 +759,7 @@ func checkBlock(b ContentBlock, path string) error {
 			return NewInvalidParams("%s.resource needs text or blob", path)
 		}
 	default:
-		return NewInvalidParams("%s.type %q is not a content block type (text, image, audio, resource_link, resource)", path, b.Type)
+		return NewInvalidParams("%s.type %s is not a content block type (text, image, audio, resource_link, resource)", path, quote(b.Type))
 	}
 	return nil
 }

@@ -489,7 +489,7 @@ func TestServer_SessionNew(t *testing.T) {
 }
 
 // Errors are mapped to wire errors once, by errors.As: wrapping keeps the
-// code. Both the inline path (session/new) and the turn path are covered.
+// code. Both the session/new path and the turn path are covered.
 func TestServer_AgentErrors(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -936,8 +936,10 @@ func TestServer_ServeTwice(t *testing.T) {
 func TestServer_FailedDecodeLeavesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := serve(t, t.Context(), &fakeAgent{}, acp.Config{})
-		w.send(`{"jsonrpc":"2.0","id":true,"method":"x"}`, `{"jsonrpc":"2.0","id":99,"result":{}}`, ping)
-		sameJSON(t, "refusal", `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: unexpected ID type: bool"}}`, w.recv())
+		// "Method" passes jsonrpc2's check for a request (struct fields
+		// match in any case), then its Request decoder misses "method".
+		w.send(`{"jsonrpc":"2.0","id":5,"Method":"x"}`, `{"jsonrpc":"2.0","id":99,"result":{}}`, ping)
+		sameJSON(t, "refusal", `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: missing method field"}}`, w.recv())
 		sameJSON(t, "next reply", pong, w.recv())
 		if err := w.end(); err != nil {
 			t.Errorf("Serve() = %v", err)

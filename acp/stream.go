@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +73,16 @@ type LineStream struct {
 	// the last writers (Server's shutdown) then knows their lines are out.
 	syncWrites bool
 	closed     bool
+
+	// ids holds the ids ReadObject substituted (see idPrefix), by number,
+	// until the response carrying them is written. Guarded by mu.
+	ids    map[uint64]json.RawMessage
+	lastID uint64
+
+	// onInputEnd, when set (by Server), is called once the input has
+	// ended, instead of ReadObject waiting for the output itself: the
+	// server drains its turns and closes the stream within its own budget.
+	onInputEnd func(error)
 }
 
 // maxPending is how much output may wait for the writer: when it is reached
@@ -114,28 +126,40 @@ func NewLineStream(rwc io.ReadWriteCloser, cfg StreamConfig) *LineStream {
 // ReadObject decodes the next acceptable line into v. Lines that are not
 // JSON, too long, not an object, or not a JSON-RPC message are answered with
 // an error response (id null unless the id could be read) and skipped;
-// blank lines are skipped silently. It returns an error only when the input
+// blank lines, and responses that can't be read, are skipped silently (a
+// response is never answered). It returns an error only when the input
 // ends or fails, or a refusal cannot be written.
+//
+// A request's id is answered exactly as the client sent it: a string, any
+// number (-1 included) or null, up to MaxIDBytes; a longer id, or one of
+// another type, is refused with -32600 and id null. A request with id null
+// is a request, as JSON-RPC 2.0 and ACP's RequestId have it, and gets a
+// response (with id null); jsonrpc2 alone would take it for a notification
+// and never answer it.
 //
 // The error ends the connection (jsonrpc2.Conn closes on it), so before
 // returning it ReadObject waits, at most flushTimeout, for the output
 // written so far, and from then on WriteObject returns only when its line
-// is written: the replies of turns cancelled at shutdown are out before
-// anyone sees the connection closed.
+// is written (or the stream is closed): the replies of turns cancelled at
+// shutdown are out before anyone sees the connection closed. A Server
+// does that wait itself, within its own budget, before ReadObject returns.
 func (s *LineStream) ReadObject(v any) error {
 	err := s.readObject(v)
 	if err != nil {
-		s.inputEnded()
+		s.inputEnded(err)
 	}
 	return err
 }
 
-func (s *LineStream) inputEnded() {
+func (s *LineStream) inputEnded(err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.syncWrites = true
-	if !s.closed {
+	if s.onInputEnd == nil && !s.closed {
 		s.waitWriter(flushTimeout)
+	}
+	s.mu.Unlock()
+	if s.onInputEnd != nil {
+		s.onInputEnd(err)
 	}
 }
 
@@ -148,13 +172,17 @@ func (s *LineStream) readObject(v any) error {
 				return werr
 			}
 		} else if len(line) > 0 {
-			code, msg := s.decode(line, v)
-			if code == 0 {
+			ok, r := s.decode(line, v)
+			switch {
+			case ok:
 				return nil
-			}
-			s.log.Warn().Int("code", code).Str("error", msg).Int("bytes", len(line)).Msg("acp: refused input line")
-			if werr := s.refuse(requestID(line, code), code, msg); werr != nil {
-				return werr
+			case r.code == 0:
+				s.log.Warn().Str("error", r.msg).Int("bytes", len(line)).Msg("acp: dropped a response that can't be read")
+			default:
+				s.log.Warn().Int("code", r.code).Str("error", r.msg).Int("bytes", len(line)).Msg("acp: refused input line")
+				if werr := s.refuse(r.id, r.code, r.msg); werr != nil {
+					return werr
+				}
 			}
 		}
 		if err != nil {
@@ -163,18 +191,51 @@ func (s *LineStream) readObject(v any) error {
 	}
 }
 
-// decode fills v from one trimmed line, or says why it can't: the JSON-RPC
-// error code (0 on success) and message.
-func (s *LineStream) decode(line []byte, v any) (code int, msg string) {
+// refusal is the error answer to a line that is not read as a message: a
+// JSON-RPC error code, its message, and the id to answer with (nil: null).
+// A zero code means no answer: the line was a response, and JSON-RPC
+// forbids answering those; msg then says what was wrong, for the log.
+type refusal struct {
+	code int
+	msg  string
+	id   json.RawMessage
+}
+
+// decode fills v from one trimmed, non-empty line, or says why it can't.
+//
+// Before jsonrpc2 sees a request, its id is checked and, if jsonrpc2
+// would not carry it back unchanged, substituted (see idPrefix).
+func (s *LineStream) decode(line []byte, v any) (ok bool, r refusal) {
 	if line[0] != '{' {
 		var raw json.RawMessage
 		switch err := json.Unmarshal(line, &raw); {
 		case err != nil:
-			return CodeParseError, "Parse error: " + err.Error()
+			return false, refusal{code: CodeParseError, msg: "Parse error: " + err.Error()}
 		case line[0] == '[':
-			return CodeInvalidRequest, "Invalid Request: batches are not supported"
+			return false, refusal{code: CodeInvalidRequest, msg: "Invalid Request: batches are not supported"}
 		default:
-			return CodeInvalidRequest, "Invalid Request: a message must be a JSON object"
+			return false, refusal{code: CodeInvalidRequest, msg: "Invalid Request: a message must be a JSON object"}
+		}
+	}
+	// The members as jsonrpc2.Request reads them: exact names, the last of
+	// repeated ones. (Struct fields would match names in any case.)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return false, refusal{code: CodeParseError, msg: "Parse error: " + err.Error()}
+	}
+	rawID, hasID := m["id"]
+	_, hasMethod := m["method"]
+	_, hasResult := m["result"]
+	isResponse := !hasMethod && (hasResult || len(m["error"]) > 0 && string(m["error"]) != "null")
+	var sub uint64 // the substitute id's number, 0 if none
+	if hasID && hasMethod {
+		if msg := checkID(rawID); msg != "" {
+			return false, refusal{code: CodeInvalidRequest, msg: msg}
+		}
+		if !carriedAsIs(rawID) {
+			sub = s.substitute(rawID)
+			m["id"] = substituteJSON(sub)
+			line, _ = json.Marshal(m) // cannot fail: every member was just decoded
 		}
 	}
 	// A failed decode may have filled parts of v (jsonrpc2's message type
@@ -183,13 +244,149 @@ func (s *LineStream) decode(line []byte, v any) (code int, msg string) {
 	reflect.ValueOf(v).Elem().SetZero()
 	err := json.Unmarshal(line, v)
 	if err == nil {
-		return 0, ""
+		return true, refusal{}
 	}
 	reflect.ValueOf(v).Elem().SetZero()
-	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return CodeParseError, "Parse error: " + err.Error()
+	if sub != 0 {
+		s.takeID(sub)
 	}
-	return CodeInvalidRequest, "Invalid Request: " + err.Error()
+	if isResponse {
+		return false, refusal{msg: err.Error()}
+	}
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return false, refusal{code: CodeParseError, msg: "Parse error: " + err.Error()}
+	}
+	r = refusal{code: CodeInvalidRequest, msg: "Invalid Request: " + err.Error()}
+	if hasID && checkID(rawID) == "" {
+		r.id = rawID // the spec says null unless the id could be detected
+	}
+	return false, r
+}
+
+// MaxIDBytes bounds a request id as sent (its JSON text): a request with a
+// longer id is refused with -32600 and id null, so no answer ever echoes
+// more than this of what the client sent as an id.
+const MaxIDBytes = 256
+
+// checkID returns why raw, a request's id, is refused ("" if it is not).
+// ACP ids are a string, an integer or null; JSON-RPC 2.0 also allows any
+// number, so one with a fraction or beyond int64 is served too.
+func checkID(raw json.RawMessage) string {
+	switch c := raw[0]; {
+	case c != 'n' && c != '"' && c != '-' && (c < '0' || c > '9'):
+		return "Invalid Request: id must be a string, a number or null"
+	case len(raw) > MaxIDBytes:
+		return fmt.Sprintf("Invalid Request: id is %d bytes long; at most %d are accepted", len(raw), MaxIDBytes)
+	}
+	return ""
+}
+
+// idPrefix starts the string ids ReadObject gives jsonrpc2 in place of ids
+// it would not carry back unchanged. jsonrpc2.ID holds a uint64 or a
+// string: it casts a negative id to uint64 (-1 would be answered as
+// 18446744073709551615), refuses numbers with a fraction or beyond int64,
+// takes a request whose id is null for a notification (which would never be
+// answered), and re-encodes strings, which may change their escapes. The
+// response to such a request is written with the id as the client sent it.
+// A client's own string id starting with idPrefix is substituted too, so a
+// string with the prefix in a response is always one of ours.
+const idPrefix = "\x00rebound-id:"
+
+// respIDPrefix is how a jsonrpc2.Response answering a substituted id
+// starts: its id member comes first.
+var respIDPrefix = []byte(`{"id":"\u0000rebound-id:`)
+
+// carriedAsIs reports whether jsonrpc2 answers with raw, a checked id,
+// byte for byte: a non-negative integer within int64 written plainly, or a
+// string that json.Marshal writes the same way and that does not start
+// with idPrefix.
+func carriedAsIs(raw json.RawMessage) bool {
+	switch raw[0] {
+	case 'n', '-':
+		return false
+	case '"':
+		var str string
+		if json.Unmarshal(raw, &str) != nil || strings.HasPrefix(str, idPrefix) {
+			return false
+		}
+		b, err := json.Marshal(str)
+		return err == nil && bytes.Equal(b, raw)
+	}
+	if len(raw) > 1 && raw[0] == '0' {
+		return false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return false // a fraction or an exponent
+		}
+	}
+	_, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil
+}
+
+// substitute records raw under a new substitute id and returns its number.
+func (s *LineStream) substitute(raw json.RawMessage) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids = map[uint64]json.RawMessage{}
+	}
+	s.lastID++
+	s.ids[s.lastID] = raw
+	return s.lastID
+}
+
+func substituteJSON(n uint64) json.RawMessage {
+	b, _ := json.Marshal(idPrefix + strconv.FormatUint(n, 10))
+	return b
+}
+
+// takeID removes and returns the id substitute n stood for.
+func (s *LineStream) takeID(n uint64) (json.RawMessage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, ok := s.ids[n]
+	delete(s.ids, n)
+	return raw, ok
+}
+
+// restoreID gives a response line written for a substituted id the id the
+// client sent; other lines are returned as they are.
+func (s *LineStream) restoreID(line []byte) []byte {
+	if !bytes.HasPrefix(line, respIDPrefix) {
+		return line
+	}
+	rest := line[len(respIDPrefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return line
+	}
+	n, err := strconv.ParseUint(string(rest[:end]), 10, 64)
+	if err != nil {
+		return line
+	}
+	raw, ok := s.takeID(n)
+	if !ok {
+		return line
+	}
+	rest = rest[end+1:]
+	out := make([]byte, 0, len(`{"id":`)+len(raw)+len(rest))
+	return append(append(append(out, `{"id":`...), raw...), rest...)
+}
+
+// idText is the id the client sent for req's id, for logs.
+func (s *LineStream) idText(id jsonrpc2.ID) string {
+	if n, ok := strings.CutPrefix(id.Str, idPrefix); ok && id.IsString {
+		if k, err := strconv.ParseUint(n, 10, 64); err == nil {
+			s.mu.Lock()
+			raw, ok := s.ids[k]
+			s.mu.Unlock()
+			if ok {
+				return string(raw)
+			}
+		}
+	}
+	return id.String()
 }
 
 // readLine returns the next line without its line ending and surrounding
@@ -228,37 +425,20 @@ func (s *LineStream) readLine() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// requestID is the id to answer a refused line with: the spec says null
-// unless it could be detected, and for an Invalid Request it often can be.
-func requestID(line []byte, code int) json.RawMessage {
-	if code != CodeInvalidRequest {
-		return nil
-	}
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-		return nil
-	}
-	switch m.ID[0] {
-	case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return m.ID
-	}
-	return nil
-}
-
-// wireRefusal is an error response the connection never saw a request for.
-type wireRefusal struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   jsonrpc2.Error  `json:"error"`
-}
-
+// refuse answers a line the connection will never see with an error
+// response. The id goes out as the client sent it: json.Marshal would
+// re-escape it ('&' as \u0026), and the client could not match it.
 func (s *LineStream) refuse(id json.RawMessage, code int, msg string) error {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
-	return s.WriteObject(wireRefusal{JSONRPC: "2.0", ID: id, Error: jsonrpc2.Error{Code: int64(code), Message: msg}})
+	e, err := json.Marshal(jsonrpc2.Error{Code: int64(code), Message: msg})
+	if err != nil {
+		return err
+	}
+	line := make([]byte, 0, 64+len(id)+len(e))
+	line = append(append(append(line, `{"jsonrpc":"2.0","id":`...), id...), `,"error":`...)
+	return s.WriteLine(append(append(line, e...), "}\n"...))
 }
 
 // WriteObject writes v as one compact JSON line: json.Marshal's bytes and
@@ -280,7 +460,7 @@ func (s *LineStream) WriteObject(v any) error {
 	if err != nil {
 		return err
 	}
-	return s.WriteLine(line)
+	return s.WriteLine(s.restoreID(line))
 }
 
 // WriteLine queues a message that is already one line: compact JSON, as
@@ -305,8 +485,12 @@ func (s *LineStream) WriteLine(line []byte) error {
 		go s.writeLoop()
 	}
 	if s.syncWrites {
-		for n := s.queued; s.written < n && s.werr == nil; {
+		n := s.queued
+		for s.written < n && s.werr == nil && !s.closed {
 			s.cond.Wait()
+		}
+		if s.written < n && s.werr == nil {
+			return errStreamClosed // Close gave up on the output
 		}
 		return s.werr
 	}
@@ -456,12 +640,27 @@ func (e *lineEncoder) put() {
 // nobody reads (a pipe's; StdioConn leaves stdout open), waits at most
 // closeGrace (1 s) more for the writer goroutine to end, and returns. It
 // returns the write error, if a Write failed, with that of closing. Later
-// WriteObjects fail.
+// WriteObjects fail, and so do those waiting for room or for their line to
+// be written. Only the first Close does this; later ones return nil at
+// once.
 func (s *LineStream) Close() error {
+	return s.closeWithin(flushTimeout)
+}
+
+// closeWithin is Close with at most d (none if d <= 0) for the pending
+// output to be written before the underlying stream is closed.
+func (s *LineStream) closeWithin(d time.Duration) error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
-	s.cond.Broadcast() // writers waiting for room give up
-	flushed := s.waitWriter(flushTimeout)
+	s.cond.Broadcast() // writers waiting for room or for their line give up
+	flushed := !s.writing
+	if !flushed && d > 0 {
+		flushed = s.waitWriter(d)
+	}
 	s.mu.Unlock()
 
 	err := s.c.Close()
@@ -469,7 +668,9 @@ func (s *LineStream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !flushed && !s.waitWriter(closeGrace) {
-		err = errors.Join(err, fmt.Errorf("acp: output not written after %v: nobody reads it", flushTimeout+closeGrace))
+		err = errors.Join(err, fmt.Errorf("acp: output not written after %v: nobody reads it (%d bytes dropped, more in a Write that never returned)",
+			max(d, 0)+closeGrace, len(s.pending)))
+		s.pending = nil
 	}
 	if s.werr != nil && !errors.Is(err, s.werr) {
 		err = errors.Join(fmt.Errorf("acp: write: %w", s.werr), err)

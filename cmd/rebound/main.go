@@ -14,7 +14,15 @@ func main() {
 	// accident lands on stderr instead of corrupting the stream.
 	stdout := os.Stdout
 	os.Stdout = os.Stderr
+	// SIGTERM or SIGINT stops Rebound cleanly: turns are answered as
+	// cancelled, output is flushed for a bounded time, session logs are
+	// closed, and it exits 0. Once the first arrives the default action is
+	// restored, so a second one kills at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, stdout, os.Stderr)
 	stop()
 	os.Exit(code)

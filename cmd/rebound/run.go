@@ -142,7 +142,16 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 		return 1
 	}
 	log := newLogger(s.err, cfg.LogLevel)
-	if err := serve(ctx, cfg, s.in, s.out, log, e.httpClient); err != nil {
+	err = serve(ctx, cfg, s.in, s.out, log, e.httpClient)
+	switch {
+	case ctx.Err() != nil && (err == nil || errors.Is(err, ctx.Err())):
+		// Asked to stop (SIGTERM or SIGINT in main): running turns were
+		// answered as cancelled and the session logs are closed; output an
+		// editor no longer reads was dropped after a bounded wait, and
+		// logged. That is a clean stop.
+		log.Info().Str("reason", context.Cause(ctx).Error()).Msg("stopped")
+		return 0
+	case err != nil:
 		log.Error().Err(err).Msg("server stopped")
 		return 1
 	}
