@@ -3,6 +3,7 @@ package acp
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // JSON-RPC and ACP error codes.
@@ -41,7 +42,9 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string {
-	if e.Err != nil {
+	// The message is often written from the cause already: a log line that
+	// repeated it would say the same thing twice.
+	if e.Err != nil && !strings.Contains(e.Message, strings.TrimSpace(e.Err.Error())) && !strings.Contains(e.Err.Error(), e.Message) {
 		return fmt.Sprintf("%s: %v", e.Message, e.Err)
 	}
 	return e.Message

@@ -976,3 +976,21 @@ func TestServer_AgentPanic(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestError_DoesNotRepeatItsCause(t *testing.T) {
+	cause := errors.New("The provider rejected the API key (401): bad key.")
+	tests := []struct {
+		err  *acp.RequestError
+		want string
+	}{
+		{&acp.RequestError{Message: "The provider rejected the API key (401): bad key. Check OPENAI_API_KEY.", Err: cause},
+			"The provider rejected the API key (401): bad key. Check OPENAI_API_KEY."},
+		{&acp.RequestError{Message: "Invalid params", Err: errors.New("unexpected end of JSON")}, "Invalid params: unexpected end of JSON"},
+		{&acp.RequestError{Message: "plain"}, "plain"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
