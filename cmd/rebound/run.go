@@ -66,7 +66,8 @@ const serveUsage = `Usage: rebound [serve] [flags]
 
 Rebound is an Agent Client Protocol (ACP) agent. An editor such as Zed starts
 it and speaks JSON-RPC with it over stdin and stdout; it runs each turn against
-an OpenAI-compatible model provider and recovers from the provider's failures.
+an OpenAI-compatible model provider, reads, edits and runs things in the project
+with the user's permission, and recovers from the provider's failures.
 
 Commands:
 %s
@@ -77,6 +78,7 @@ Environment:
   REBOUND_STATE_DIR   where session logs are kept (default ~/.local/state/rebound)
   REBOUND_CONFIG      TOML config file (default ~/.config/rebound/config.toml)
   REBOUND_LOG_LEVEL   debug, info, warn or error (default info)
+  REBOUND_STREAMING   live (replies stream) or held (a reply shows once finished) (default live)
 
 Flags override the environment, which overrides the config file.
 Run 'rebound <command> --help' for a command's own flags.
