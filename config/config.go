@@ -152,6 +152,12 @@ var logLevels = []string{"debug", "info", "warn", "error"}
 // Default returns the built-in configuration. StateDir is empty because its
 // default depends on the environment; Load fills it in.
 func Default() Config {
+	// The retry policy's defaults are recovery's: stated once, there.
+	policy := recovery.DefaultPolicy()
+	retryable := make([]string, len(policy.Retryable))
+	for i, c := range policy.Retryable {
+		retryable[i] = string(c)
+	}
 	return Config{
 		Provider: Provider{
 			BaseURL:   defaultBaseURL,
@@ -160,12 +166,12 @@ func Default() Config {
 			MaxTokens: defaultMaxTokens,
 		},
 		Recovery: Recovery{
-			MaxRetries:        2,
-			InitialDelay:      Duration(500 * time.Millisecond),
-			MaxDelay:          Duration(10 * time.Second),
-			Jitter:            0.1,
-			MaxRetryAfter:     Duration(10 * time.Second),
-			RetryableCodes:    []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"},
+			MaxRetries:        policy.MaxRetries,
+			InitialDelay:      Duration(policy.InitialDelay),
+			MaxDelay:          Duration(policy.MaxDelay),
+			Jitter:            policy.Jitter,
+			MaxRetryAfter:     Duration(policy.MaxRetryAfter),
+			RetryableCodes:    retryable,
 			RequestDeadline:   Duration(5 * time.Minute),
 			AttemptTimeout:    0,
 			FirstTokenTimeout: Duration(90 * time.Second),

@@ -25,7 +25,8 @@ type Policy struct {
 // failures that may pass by waiting.
 var DefaultRetryable = []Code{RateLimit, Overloaded, Server, Timeout, Transport, EmptyResponse}
 
-// DefaultPolicy matches the documented configuration defaults.
+// DefaultPolicy is the transient policy of the default configuration:
+// config.Default takes its values from here.
 func DefaultPolicy() Policy {
 	return Policy{MaxRetries: 2, InitialDelay: 500 * time.Millisecond, MaxDelay: 10 * time.Second,
 		Jitter: 0.1, MaxRetryAfter: 10 * time.Second, Retryable: DefaultRetryable}

@@ -188,3 +188,42 @@ func TestConfigSchema_DocumentedInREADME(t *testing.T) {
 		t.Errorf("README.md does not document config key %s", key)
 	}
 }
+
+// TestConfigSchema_DefaultsAreTheDefaults: a default stated in the schema
+// (what editors show and complete) is the value config.Default has, so the
+// two cannot drift apart.
+func TestConfigSchema_DefaultsAreTheDefaults(t *testing.T) {
+	b, err := json.Marshal(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defaults map[string]any
+	if err := json.Unmarshal(b, &defaults); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	var walk func(prefix string, s *jsonschema.Schema, values map[string]any)
+	walk = func(prefix string, s *jsonschema.Schema, values map[string]any) {
+		for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+			key, child := prefix+pair.Key, pair.Value
+			if child.Properties != nil {
+				sub, _ := values[pair.Key].(map[string]any)
+				walk(key+".", child, sub)
+				continue
+			}
+			if child.Default == nil {
+				continue
+			}
+			checked++
+			want, _ := json.Marshal(child.Default)
+			got, _ := json.Marshal(values[pair.Key])
+			if string(want) != string(got) {
+				t.Errorf("%s: the schema's default is %s, config.Default() has %s", key, want, got)
+			}
+		}
+	}
+	walk("", generate.Config(), defaults)
+	if checked < 10 {
+		t.Fatalf("only %d defaults checked", checked)
+	}
+}
