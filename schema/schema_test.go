@@ -14,6 +14,7 @@ import (
 	validator "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/schema"
 	"github.com/rebound-agent/rebound/schema/generate"
 
@@ -225,5 +226,40 @@ func TestConfigSchema_DefaultsAreTheDefaults(t *testing.T) {
 	walk("", generate.Config(), defaults)
 	if checked < 10 {
 		t.Fatalf("only %d defaults checked", checked)
+	}
+}
+
+// TestFailureCodes_EverywhereTheyMustBe: recovery.Codes is the one list of
+// failure codes; every place that spells them out must name each one, so a
+// code added to recovery fails here until it is documented, configurable,
+// in the schemas and coloured in the inspect page.
+func TestFailureCodes_EverywhereTheyMustBe(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join("..", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	places := map[string]string{
+		"config.schema.json (retryable_codes enum)":  read("schema/config.schema.json"),
+		"retry-progress.schema.json":                 read("schema/retry-progress.schema.json"),
+		"README.md":                                  read("README.md"),
+		"inspect/page.html.tmpl (a colour per code)": read("inspect/page.html.tmpl"),
+		"inspect/html.go (the legend)":               read("inspect/html.go"),
+	}
+	for _, c := range recovery.Codes {
+		for where, text := range places {
+			want := `"` + string(c) + `"`
+			switch {
+			case strings.HasPrefix(where, "README"):
+				want = "`" + string(c) + "`"
+			case strings.HasPrefix(where, "inspect/page"):
+				want = ".c-" + string(c) + "{"
+			}
+			if !strings.Contains(text, want) {
+				t.Errorf("failure code %s is missing from %s (looked for %s)", c, where, want)
+			}
+		}
 	}
 }
