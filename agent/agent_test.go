@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
@@ -15,6 +17,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -202,4 +205,71 @@ func TestAgent_StopReasons(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onUpdate is an acp.Client that calls f for every update.
+type onUpdate struct {
+	acp.Client
+	f func(acp.SessionUpdate)
+}
+
+func (o onUpdate) Update(_ context.Context, _ string, u acp.SessionUpdate) error {
+	o.f(u)
+	return nil
+}
+func (o onUpdate) Capabilities() acp.ClientCapabilities { return acp.ClientCapabilities{} }
+
+// TestAgent_RetryIsOnDiskBeforeTheWait: when the editor hears that a retry
+// is scheduled, llm/retry is already in the file, so a crash during the wait
+// cannot lose it (the log buffers other appends for up to 100 ms).
+func TestAgent_RetryIsOnDiskBeforeTheWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		a := agent.New(agent.Config{StateDir: dir, Model: "m", MaxTokens: 100, APIKeyEnv: "K", Logger: zerolog.Nop(),
+			Provider: &failOnce{err: &llm.Error{Status: 503, Message: "busy"}},
+			Recovery: recovery.Config{Policy: recovery.Policy{MaxRetries: 1, InitialDelay: 5 * time.Second, MaxDelay: 5 * time.Second,
+				Retryable: recovery.DefaultRetryable}}})
+		defer a.Close()
+		s, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: "/p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := false
+		c := onUpdate{f: func(u acp.SessionUpdate) {
+			if p, ok := u.Meta[agent.RetryMetaKey].(agent.RetryProgress); !ok || p.Phase != "scheduled" {
+				return
+			}
+			checked = true
+			ld, err := session.Load(session.Path(dir, s.SessionID))
+			if err != nil {
+				t.Fatalf("load during the wait: %v", err)
+			}
+			if last := ld.Events[len(ld.Events)-1]; last.Type != session.TypeLLMRetry {
+				t.Errorf("during the wait the file ends with %s, want llm/retry", last.Type)
+			}
+		}}
+		if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: s.SessionID, Prompt: prompt("hi")}, c); err != nil {
+			t.Fatalf("Prompt: %v", err)
+		}
+		if !checked {
+			t.Fatal("no retry was scheduled")
+		}
+	})
+}
+
+// failOnce fails its first request with err, then answers "ok".
+type failOnce struct {
+	mu   sync.Mutex
+	err  error
+	done bool
+}
+
+func (p *failOnce) Stream(context.Context, llm.Request) (llm.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.done {
+		p.done = true
+		return nil, p.err
+	}
+	return &fakeStream{chunks: []llm.Chunk{{Content: "ok"}, {FinishReason: "stop"}}}, nil
 }

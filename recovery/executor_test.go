@@ -633,3 +633,50 @@ func TestExecutor_DeadlineSparesAHealthyStream(t *testing.T) {
 		}
 	})
 }
+
+// fallbackRecorder is an Observer and Adapter that keeps the policy of each
+// scheduled retry.
+type fallbackRecorder struct{ policies []string }
+
+func (r *fallbackRecorder) Scheduled(_ context.Context, rt recovery.Retry) error {
+	r.policies = append(r.policies, rt.Policy)
+	return nil
+}
+func (r *fallbackRecorder) Started(context.Context, recovery.Retry) error { return nil }
+func (r *fallbackRecorder) Cancelled(recovery.Retry)                      {}
+func (r *fallbackRecorder) Adapt(context.Context, recovery.Retry) error   { return nil }
+
+// TestExecutor_OverloadRunIsBrokenByOtherFailures: the fallback counts
+// consecutive OVERLOADED failures only; a failure of another kind between
+// them starts the count again.
+func TestExecutor_OverloadRunIsBrokenByOtherFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newProvider(t, &mockprovider.Script{Steps: []mockprovider.Step{
+			{Status: 529}, {Status: 429}, {Status: 529}, {Status: 529}, {Text: "ok"},
+		}})
+		policy := testPolicy
+		policy.MaxRetries = 5
+		rec := &fallbackRecorder{}
+		e := recovery.Executor{Config: recovery.Config{Policy: policy, FallbackModel: "small", FallbackAfter: 2}, Start: time.Now()}
+		err := e.Do(t.Context(), recovery.Chain{}, rec, func(ctx context.Context) error {
+			s, err := p.Stream(ctx, hello)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			_, err = drain(t, s)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("Do() = %v", err)
+		}
+		// 529 (1), 429 breaks the run, 529 (1), 529 (2): only then the fallback.
+		want := []string{recovery.PolicyTransient, recovery.PolicyTransient, recovery.PolicyTransient, recovery.PolicyFallback}
+		if diff := cmp.Diff(want, rec.policies); diff != "" {
+			t.Errorf("policies of the retries (-want +got):\n%s", diff)
+		}
+	})
+}
