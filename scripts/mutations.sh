@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Hand mutations: each breaks one promise the README or DESIGN makes, and the
+# named test must then fail. Run it in review: scripts/mutations.sh
+# (about a minute; it works on a copy of HEAD and changes nothing here).
+# A mutation whose test still passes is a promise no test protects.
+set -u
+root=$(git rev-parse --show-toplevel)
+work=$(mktemp -d)
+trap 'git -C "$root" worktree remove --force "$work" >/dev/null 2>&1; rm -rf "$work"' EXIT
+git -C "$root" worktree add -q --detach "$work" HEAD
+cd "$work"
+
+survived=0
+# mutate FILE SED-EXPRESSION PACKAGE TEST-REGEXP DESCRIPTION
+mutate() {
+	local file=$1 expr=$2 pkg=$3 test=$4 what=$5
+	cp "$file" "$file.orig"
+	sed -i "$expr" "$file"
+	if cmp -s "$file" "$file.orig"; then
+		echo "STALE    $what: the mutation no longer applies to $file"
+		survived=1
+	elif go test -count=1 -run "$test" "$pkg" >/dev/null 2>&1; then
+		echo "SURVIVED $what ($pkg -run $test still passes)"
+		survived=1
+	else
+		echo "killed   $what"
+	fi
+	mv "$file.orig" "$file"
+}
+
+mutate agent/progress.go 's/t.s.appendSync(session.TypeLLMRetry, ev)/t.s.append(session.TypeLLMRetry, ev)/' \
+	./agent TestAgent_RetryIsOnDiskBeforeTheWait "llm/retry is synced before the wait"
+mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
+	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
+mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
+	./session 'Flush|Buffer|Timer|Delay' "live chunks reach the file within 100 ms"
+mutate agent/tools/shell/deathsig_linux.go 's/a.Pdeathsig = syscall.SIGKILL//' \
+	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"
+mutate agent/emit.go 's|return p\[o:\] // repeated the end of the shown text|return p|' \
+	./agent TestResumer "a continuation's repeat of the shown text is trimmed"
+mutate agent/tooluse.go '0,/t.s.rules\[scope\] = outcome/s//_ = outcome/' \
+	./cmd/rebound 'TestGolden/tool_permission_always' "an always-allow answer holds for the session"
+mutate session/check.go '0,/if len(t.callIDs) > 0 {/s//if false \&\& len(t.callIDs) > 0 {/' \
+	./session TestParse_Invariants "every tool call of a reply has a result before the next step"
+
+exit $survived
