@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -21,13 +21,17 @@ import (
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 )
 
-// demoDefaultJSON is the conversation `rebound demo` plays without --script.
+// defaultJSON is the conversation `rebound demo` plays without --script.
 //
-//go:embed demo/default.json
-var demoDefaultJSON []byte
+//go:embed default.json
+var defaultJSON []byte
 
-// demoDef is a demo definition: the agent's config and the scenes to play.
-type demoDef struct {
+// DefaultDefinition is the built-in demo definition, as
+// `rebound demo --print-default` prints it.
+func DefaultDefinition() []byte { return bytes.Clone(defaultJSON) }
+
+// definition is a demo definition: the agent's config and the scenes to play.
+type definition struct {
 	// Model is provider.model of the agent; default gpt-4o-mini.
 	Model string `json:"model,omitempty"`
 	// Recovery is written as the agent's [recovery] table: keys as in the
@@ -36,7 +40,7 @@ type demoDef struct {
 	// Project is the files of the project directory the session works in
 	// (path → content): a new temporary directory, removed at the end.
 	Project map[string]string `json:"project,omitempty"`
-	Scenes  []demoScene       `json:"scenes"`
+	Scenes  []scene           `json:"scenes"`
 	// Fallback answers every request after all scenes' steps are used.
 	Fallback *mockprovider.Step `json:"fallback,omitempty"`
 
@@ -45,8 +49,8 @@ type demoDef struct {
 	plain bool
 }
 
-// demoScene is one prompt and the mock steps that answer its requests.
-type demoScene struct {
+// scene is one prompt and the mock steps that answer its requests.
+type scene struct {
 	Title  string              `json:"title"`
 	Note   string              `json:"note,omitempty"`
 	Prompt string              `json:"prompt"`
@@ -62,41 +66,41 @@ type demoScene struct {
 	cancelAfter time.Duration
 }
 
-var demoExpectations = []string{"end_turn", "cancelled", "max_tokens", "max_turn_requests", "refusal", "error"}
+var expectations = []string{"end_turn", "cancelled", "max_tokens", "max_turn_requests", "refusal", "error"}
 
-// parseDemoFile reads --script: a demo definition (it has "scenes") or a
+// parseFile reads --script: a demo definition (it has "scenes") or a
 // plain mock script.
-func parseDemoFile(data []byte) (*demoDef, error) {
+func parseFile(data []byte) (*definition, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if _, ok := top["scenes"]; ok {
-		return parseDemoDef(data)
+		return parseDefinition(data)
 	}
 	script, err := mockprovider.ParseScript(data)
 	if err != nil {
 		return nil, fmt.Errorf("neither a demo definition (no \"scenes\") nor a valid %w", err)
 	}
-	return demoFromScript(script), nil
+	return fromScript(script), nil
 }
 
-// demoFromScript plays a bare mock script: one prompt at a time until every
+// fromScript plays a bare mock script: one prompt at a time until every
 // step has answered a request (at least one prompt).
-func demoFromScript(s *mockprovider.Script) *demoDef {
-	d := &demoDef{Fallback: s.Fallback, plain: true}
+func fromScript(s *mockprovider.Script) *definition {
+	d := &definition{Fallback: s.Fallback, plain: true}
 	d.inheritDefault()
 	if len(s.Steps) > 0 {
-		d.Scenes = []demoScene{{Steps: s.Steps}}
+		d.Scenes = []scene{{Steps: s.Steps}}
 	}
 	return d
 }
 
-func parseDemoDef(data []byte) (*demoDef, error) {
+func parseDefinition(data []byte) (*definition, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
-	var d demoDef
+	var d definition
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("demo definition: %w", err)
 	}
@@ -131,8 +135,8 @@ func parseDemoDef(data []byte) (*demoDef, error) {
 			}
 			sc.cancelAfter = dur
 		}
-		if sc.Expect != "" && !slices.Contains(demoExpectations, sc.Expect) {
-			return nil, fmt.Errorf("%s: expect: %q is not one of %s", where, sc.Expect, strings.Join(demoExpectations, ", "))
+		if sc.Expect != "" && !slices.Contains(expectations, sc.Expect) {
+			return nil, fmt.Errorf("%s: expect: %q is not one of %s", where, sc.Expect, strings.Join(expectations, ", "))
 		}
 	}
 	if d.Fallback != nil {
@@ -151,7 +155,7 @@ func parseDemoDef(data []byte) (*demoDef, error) {
 // unjittered waits that --fast can scale, and the small project the
 // built-in scenes read. "recovery": {} asks for the agent's own defaults,
 // "project": {} for an empty directory.
-func (d *demoDef) inheritDefault() {
+func (d *definition) inheritDefault() {
 	if d.Model != "" && d.Recovery != nil && d.Project != nil {
 		return
 	}
@@ -160,7 +164,7 @@ func (d *demoDef) inheritDefault() {
 		Recovery map[string]any    `json:"recovery"`
 		Project  map[string]string `json:"project"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(demoDefaultJSON))
+	dec := json.NewDecoder(bytes.NewReader(defaultJSON))
 	dec.UseNumber()
 	if dec.Decode(&base) != nil {
 		return // the embedded definition is checked by a test
@@ -177,7 +181,7 @@ func (d *demoDef) inheritDefault() {
 }
 
 // writeProject creates the project's files under dir.
-func (d *demoDef) writeProject(dir string) error {
+func (d *definition) writeProject(dir string) error {
 	for _, name := range slices.Sorted(maps.Keys(d.Project)) {
 		path := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -191,7 +195,7 @@ func (d *demoDef) writeProject(dir string) error {
 }
 
 // script is the mock's one global sequence: the scenes' steps in order.
-func (d *demoDef) script() *mockprovider.Script {
+func (d *definition) script() *mockprovider.Script {
 	s := &mockprovider.Script{Fallback: d.Fallback}
 	for _, sc := range d.Scenes {
 		s.Steps = append(s.Steps, sc.Steps...)
@@ -200,14 +204,14 @@ func (d *demoDef) script() *mockprovider.Script {
 }
 
 // configTOML is the agent's config file.
-func (d *demoDef) configTOML() ([]byte, error) {
+func (d *definition) configTOML() ([]byte, error) {
 	provider := map[string]any{"model": "gpt-4o-mini"}
 	if d.Model != "" {
 		provider["model"] = d.Model
 	}
 	doc := map[string]any{"provider": provider}
 	if len(d.Recovery) > 0 {
-		rec, err := demoTOMLValue(d.Recovery)
+		rec, err := tomlValue(d.Recovery)
 		if err != nil {
 			return nil, fmt.Errorf("demo definition: recovery: %w", err)
 		}
@@ -220,9 +224,9 @@ func (d *demoDef) configTOML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// demoTOMLValue turns decoded JSON into values the TOML encoder writes
+// tomlValue turns decoded JSON into values the TOML encoder writes
 // faithfully: integers stay integers, other numbers become floats.
-func demoTOMLValue(v any) (any, error) {
+func tomlValue(v any) (any, error) {
 	switch v := v.(type) {
 	case json.Number:
 		if i, err := v.Int64(); err == nil {
@@ -241,7 +245,7 @@ func demoTOMLValue(v any) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			y, err := demoTOMLValue(x)
+			y, err := tomlValue(x)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
@@ -251,7 +255,7 @@ func demoTOMLValue(v any) (any, error) {
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			y, err := demoTOMLValue(x)
+			y, err := tomlValue(x)
 			if err != nil {
 				return nil, err
 			}
@@ -264,34 +268,34 @@ func demoTOMLValue(v any) (any, error) {
 	return v, nil
 }
 
-// demoFastScale is what --fast multiplies every wait by.
-const demoFastScale = 0.1
+// fastScale is what --fast multiplies every wait by.
+const fastScale = 0.1
 
 // scale multiplies every wait of the demo by f: Retry-After headers (sent
 // as retry-after-ms, which Rebound reads first), the mock's delays, the
 // recovery durations and cancel_after.
-func (d *demoDef) scale(f float64) {
+func (d *definition) scale(f float64) {
 	for i := range d.Scenes {
 		sc := &d.Scenes[i]
 		for j := range sc.Steps {
-			demoScaleStep(&sc.Steps[j], f)
+			scaleStep(&sc.Steps[j], f)
 		}
-		sc.cancelAfter = demoScaleDur(sc.cancelAfter, f)
+		sc.cancelAfter = scaleDur(sc.cancelAfter, f)
 	}
 	if d.Fallback != nil {
-		demoScaleStep(d.Fallback, f)
+		scaleStep(d.Fallback, f)
 	}
-	d.Recovery = demoScaleMap(d.Recovery, f)
+	d.Recovery = scaleMap(d.Recovery, f)
 }
 
-func demoScaleDur(d time.Duration, f float64) time.Duration {
+func scaleDur(d time.Duration, f float64) time.Duration {
 	return time.Duration(math.Round(float64(d) * f))
 }
 
-func demoScaleStep(st *mockprovider.Step, f float64) {
+func scaleStep(st *mockprovider.Step, f float64) {
 	for _, p := range []*string{&st.Delay, &st.ChunkDelay} {
 		if dur, err := time.ParseDuration(*p); err == nil && *p != "" {
-			*p = demoScaleDur(dur, f).String()
+			*p = scaleDur(dur, f).String()
 		}
 	}
 	if len(st.Headers) == 0 {
@@ -315,8 +319,8 @@ func demoScaleStep(st *mockprovider.Step, f float64) {
 	st.Headers = h
 }
 
-// demoScaleMap scales every string that parses as a Go duration.
-func demoScaleMap(m map[string]any, f float64) map[string]any {
+// scaleMap scales every string that parses as a Go duration.
+func scaleMap(m map[string]any, f float64) map[string]any {
 	if m == nil {
 		return nil
 	}
@@ -325,17 +329,17 @@ func demoScaleMap(m map[string]any, f float64) map[string]any {
 		switch v := v.(type) {
 		case string:
 			if dur, err := time.ParseDuration(v); err == nil && dur > 0 {
-				out[k] = demoScaleDur(dur, f).String()
+				out[k] = scaleDur(dur, f).String()
 				continue
 			}
 			out[k] = v
 		case map[string]any:
-			out[k] = demoScaleMap(v, f)
+			out[k] = scaleMap(v, f)
 		case []any: // [[recovery.rules]]
 			list := make([]any, len(v))
 			for i, x := range v {
 				if t, ok := x.(map[string]any); ok {
-					x = demoScaleMap(t, f)
+					x = scaleMap(t, f)
 				}
 				list[i] = x
 			}

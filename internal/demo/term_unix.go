@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package demo
 
 import (
 	"io"
@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// demoTermWidth is the width in columns of the terminal w writes to, or 0
+// termWidth is the width in columns of the terminal w writes to, or 0
 // when unknown; tests replace it.
-var demoTermWidth = func(w io.Writer) int {
+var termWidth = func(w io.Writer) int {
 	f, ok := w.(*os.File)
 	if !ok {
 		return 0

@@ -1,0 +1,816 @@
+// Package demo plays `rebound demo`: a scripted conversation with a rebound
+// agent, spawned over pipes as an editor spawns it, against the
+// fault-injecting mock provider running in this process. It prints what an
+// editor user would see (prompts, retry waits, replies, tool calls) and ends
+// with a summary read from the session log's timeline (package inspect).
+//
+// The demo is an ACP client built on the same pieces as the agent: the
+// wire types of package acp over a sourcegraph/jsonrpc2 connection, the
+// retry progress the agent sends (agent.RetryProgress, whose failure facts
+// are recovery.Failure), and the timeline of package inspect.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent"
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/inspect"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// Options are what `rebound demo` was asked to do.
+type Options struct {
+	// Fast scales every wait by 1/10.
+	Fast bool
+	// Streaming is the agent's agent.streaming: config.StreamingLive
+	// (the default when empty) or config.StreamingHeld.
+	Streaming string
+	// Script is a demo definition or a mock script (JSON) to play instead
+	// of the built-in demo.
+	Script string
+	// StateDir is where the agent keeps its session logs; empty: a new
+	// temporary directory, kept.
+	StateDir string
+	// Getenv reads the demo's environment: REBOUND_DEMO_CHILD (the rebound
+	// binary to run as the agent; default: this executable), TERM and
+	// NO_COLOR. nil reads nothing.
+	Getenv func(string) string
+	// Home is the agent's HOME, when set.
+	Home string
+	// ClientVersion is the version the demo gives in clientInfo.
+	ClientVersion string
+	// InspectHint adds to the summary the `rebound inspect` command that
+	// shows the session log's timeline.
+	InspectHint bool
+}
+
+// cancelGrace is how long the agent may take to exit once its stdin is
+// closed before it is killed.
+const cancelGrace = 5 * time.Second
+
+// Run plays the demo, writing what the editor user sees to stdout and what
+// went wrong to stderr. It returns the exit status: 0 when every scene
+// ended as expected, 1 when one did not, the agent died, the script is bad
+// or ctx ended (its cause is reported: `rebound demo --timeout` sets it).
+func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	streaming := opts.Streaming
+	if streaming == "" {
+		streaming = config.StreamingLive
+	}
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "rebound demo: "+format+"\n", args...)
+		return 1
+	}
+
+	var def *definition
+	var err error
+	source := "built-in demo"
+	if opts.Script == "" {
+		def, err = parseDefinition(defaultJSON)
+	} else {
+		var data []byte
+		if data, err = os.ReadFile(opts.Script); err == nil {
+			def, err = parseFile(data)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", opts.Script, err)
+		}
+		source = opts.Script
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if opts.Fast {
+		def.scale(fastScale)
+	}
+
+	child := getenv("REBOUND_DEMO_CHILD")
+	if child == "" {
+		if child, err = os.Executable(); err != nil {
+			return fail("cannot find the rebound binary to run as the agent: %v (set REBOUND_DEMO_CHILD)", err)
+		}
+		if strings.HasSuffix(strings.TrimSuffix(filepath.Base(child), ".exe"), ".test") {
+			return fail("running inside a test binary (%s); set REBOUND_DEMO_CHILD to a rebound binary", child)
+		}
+	}
+
+	// The state directory is kept: the summary points at the session log.
+	state := opts.StateDir
+	var sessionID string
+	if state == "" {
+		if state, err = os.MkdirTemp("", "rebound-demo-"); err != nil {
+			return fail("%v", err)
+		}
+		// Kept once a session has started; a demo that failed before
+		// leaves nothing behind.
+		defer func() {
+			if sessionID == "" {
+				os.RemoveAll(state)
+			}
+		}()
+	} else {
+		if state, err = filepath.Abs(state); err == nil {
+			err = os.MkdirAll(state, 0o700)
+		}
+		if err != nil {
+			return fail("--state-dir: %v", err)
+		}
+	}
+	cfgDir, err := os.MkdirTemp("", "rebound-demo-config-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(cfgDir)
+	cfgText, err := def.configTOML()
+	if err != nil {
+		return fail("%s: %v", source, err)
+	}
+	cfgPath := filepath.Join(cfgDir, "config.toml")
+	if err := os.WriteFile(cfgPath, cfgText, 0o600); err != nil {
+		return fail("%v", err)
+	}
+
+	// The session works in a project of its own, so that a script's edits
+	// and commands never touch the directory the demo was started in.
+	project, err := os.MkdirTemp("", "rebound-demo-project-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(project)
+	if real, err := filepath.EvalSymlinks(project); err == nil {
+		project = real
+	}
+	if err := def.writeProject(project); err != nil {
+		return fail("writing the demo project: %v", err)
+	}
+
+	script := def.script()
+	mock := mockprovider.New(script)
+	srv, err := mockprovider.Serve(ctx, "127.0.0.1:0", mock)
+	if err != nil {
+		return fail("starting the mock provider: %v", err)
+	}
+	defer srv.Close()
+
+	childEnv := map[string]string{
+		"OPENAI_BASE_URL":   srv.BaseURL(),
+		"OPENAI_API_KEY":    "demo-key-not-a-secret",
+		"REBOUND_STATE_DIR": state,
+		"REBOUND_CONFIG":    cfgPath,
+		"REBOUND_LOG_LEVEL": "info",
+		"REBOUND_STREAMING": streaming,
+	}
+	if opts.Home != "" {
+		childEnv["HOME"] = opts.Home
+	}
+	// Check the config here, so that a bad "recovery" reads as the script's
+	// fault and not as an agent that died.
+	cfg, err := config.Load(config.Flags{}, func(k string) string { return childEnv[k] }, opts.Home)
+	if err != nil {
+		return fail("%s: the agent's config (from \"recovery\"/\"model\"): %v", source, err)
+	}
+	var envList []string
+	for k, v := range childEnv {
+		envList = append(envList, k+"="+v)
+	}
+
+	proc, err := startAgent(ctx, child, envList)
+	if err != nil {
+		return fail("starting the agent %s: %v", child, err)
+	}
+	defer proc.stop(cancelGrace)
+
+	out := &screen{w: stdout}
+	out.tty = isTerminal(stdout) && getenv("TERM") != "dumb"
+	out.color = out.tty && getenv("NO_COLOR") == ""
+	d := &driver{out: out, client: proc.client, mock: mock, def: def, cwd: project, streaming: streaming, state: state,
+		limits:         recovery.Timeouts{FirstToken: time.Duration(cfg.Recovery.FirstTokenTimeout), Idle: time.Duration(cfg.Recovery.StreamIdleTimeout)},
+		attemptTimeout: time.Duration(cfg.Recovery.AttemptTimeout), clientVersion: opts.ClientVersion,
+		shown: map[string]string{}, shownThought: map[string]string{}}
+
+	agentFailed := func(err error) int {
+		out.clearLive()
+		out.endReply()
+		if ctx.Err() != nil {
+			// Interrupted or out of time: the agent's exit, if any, is ours
+			// (a terminal's Ctrl-C reaches it too).
+			if cause := context.Cause(ctx); errors.Is(cause, context.Canceled) {
+				fmt.Fprintln(stderr, "rebound demo: interrupted")
+			} else {
+				fmt.Fprintf(stderr, "rebound demo: %v\n", cause)
+			}
+			return 1
+		}
+		if errors.Is(err, errAgentExited) {
+			proc.stop(cancelGrace)
+			fmt.Fprintf(stderr, "rebound demo: the agent exited unexpectedly (%v)\n", proc.waitErr)
+		} else {
+			fmt.Fprintf(stderr, "rebound demo: %v\n", err)
+		}
+		if tail := proc.stderr.lastLines(15); tail != "" {
+			fmt.Fprintf(stderr, "the agent's last log lines:\n%s\n", tail)
+		}
+		return 1
+	}
+
+	info, err := d.open(ctx)
+	if err != nil {
+		return agentFailed(err)
+	}
+	sessionID = d.sessionID
+
+	scenes := count(len(def.Scenes), "scene")
+	if def.plain {
+		scenes = fmt.Sprintf("a mock script of %d steps", len(script.Steps))
+	}
+	var agentInfo acp.Implementation
+	if info.AgentInfo != nil {
+		agentInfo = *info.AgentInfo
+	}
+	out.line("%s %s against the fault-injecting mock provider, offline.", out.c(bold, "Rebound demo:"), scenes)
+	out.line(out.c(dim, "  agent     %s %s (pid %d), spawned over pipes as an editor would"), agentInfo.Name, agentInfo.Version, proc.cmd.Process.Pid)
+	out.line(out.c(dim, "  provider  %s (mock, in this process) · model %s"), srv.BaseURL(), cfg.Provider.Model)
+	if streaming == config.StreamingLive {
+		out.line("%s", out.c(dim, "  streaming live: replies show as they stream (--streaming held: once finished)"))
+	} else {
+		out.line("%s", out.c(dim, "  streaming held: a reply shows once it has finished (--streaming live: as it streams)"))
+	}
+	if opts.Fast {
+		out.line(out.c(dim, "  waits     scaled by %g (--fast)"), fastScale)
+	}
+	out.line(out.c(dim, "  script    %s"), source)
+	out.line(out.c(dim, "  project   %s (%s), the session's cwd; removed at the end"), project, fileList(def.Project))
+
+	ok, err := d.play(ctx)
+	if err != nil {
+		return agentFailed(err)
+	}
+	proc.stop(cancelGrace)
+	out.clearLive()
+
+	logPath := d.logPath()
+	ld, err := session.Load(logPath)
+	if err != nil {
+		return fail("reading the session log: %v", err)
+	}
+	stats, err := analyse(ld.Events)
+	if err != nil {
+		return fail("reading the session log %s: %v", logPath, err)
+	}
+	d.summary(stats, logPath, opts.InspectHint)
+	if out.err != nil {
+		fmt.Fprintf(stderr, "rebound demo: writing to stdout: %v\n", out.err)
+		return 1
+	}
+	if !ok {
+		fmt.Fprintln(stderr, "rebound demo: not every scene ended as expected (see above)")
+		return 1
+	}
+	return 0
+}
+
+// driver is the editor side of the demo.
+type driver struct {
+	out       *screen
+	client    *client
+	mock      *mockprovider.Mock
+	def       *definition
+	cwd       string // the session's working directory: the demo project
+	streaming string // the agent's mode: live or held
+	state     string // the agent's state directory
+	sessionID string
+	// The agent's first_token_timeout and stream_idle_timeout (limits),
+	// and attempt_timeout: which of them ended an attempt (see stall).
+	limits         recovery.Timeouts
+	attemptTimeout time.Duration
+	clientVersion  string
+
+	// What the editor was sent, by messageId: agent_message_chunk and
+	// agent_thought_chunk text, in order.
+	shown, shownThought map[string]string
+	shownOrder          []string
+	prompts             int
+	asExpected          int
+	expected            int
+}
+
+// logPath is the session's log.
+func (d *driver) logPath() string { return session.Path(d.state, d.sessionID) }
+
+// open initializes ACP, advertising notices as a capable editor does, and
+// starts a session.
+func (d *driver) open(ctx context.Context) (acp.InitializeResponse, error) {
+	var info acp.InitializeResponse
+	err := d.client.call(ctx, acp.MethodInitialize, acp.InitializeRequest{
+		ProtocolVersion: acp.ProtocolVersion,
+		ClientCapabilities: acp.ClientCapabilities{
+			Session: &acp.ClientSessionCapabilities{Notices: json.RawMessage("{}")},
+		},
+		ClientInfo: &acp.Implementation{Name: "rebound-demo", Version: d.clientVersion},
+	}, &info)
+	if err != nil {
+		return info, err
+	}
+	var sess acp.NewSessionResponse
+	if err := d.client.call(ctx, acp.MethodSessionNew, acp.NewSessionRequest{Cwd: d.cwd, McpServers: []json.RawMessage{}}, &sess); err != nil {
+		return info, err
+	}
+	if sess.SessionID == "" {
+		return info, errors.New("session/new: no sessionId in the answer")
+	}
+	d.sessionID = sess.SessionID
+	return info, nil
+}
+
+// play runs every scene; ok is false when one did not end as expected. An
+// error means the demo cannot go on (the agent died, the timeout passed,
+// the scenes and the agent's requests went out of step).
+func (d *driver) play(ctx context.Context) (ok bool, err error) {
+	ok = true
+	if d.def.plain {
+		steps := d.def.script().Steps
+		for i := 0; i == 0 || (d.mock.Count() < len(steps) && i < len(steps)); i++ {
+			sc := scene{Title: fmt.Sprintf("Prompt %d", i+1), Prompt: fmt.Sprintf("Hello (prompt %d)", i+1)}
+			if _, err := d.scene(ctx, i, 0, sc); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	total := len(d.def.script().Steps)
+	used := 0
+	for i, sc := range d.def.Scenes {
+		good, err := d.scene(ctx, i, len(d.def.Scenes), sc)
+		if err != nil {
+			return false, err
+		}
+		ok = ok && good
+		used += len(sc.Steps)
+		n := d.mock.Count()
+		if (used < total && n != used) || n < used {
+			return false, fmt.Errorf("scene %d (%s) made %d provider requests but has %d steps: the following scenes would get the wrong answers; give each scene exactly the steps its prompt uses (is recovery.max_retries right?)",
+				i+1, sc.Title, n-(used-len(sc.Steps)), len(sc.Steps))
+		}
+	}
+	return ok, nil
+}
+
+// scene sends one prompt and shows what the editor user sees until the
+// agent answers it.
+func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected bool, err error) {
+	o := d.out
+	o.line("")
+	if of > 0 {
+		o.line("%s %s", o.c(bold, fmt.Sprintf("[%d/%d]", i+1, of)), o.c(bold, sc.Title))
+	} else {
+		o.line("%s", o.c(bold, sc.Title))
+	}
+	if sc.Note != "" {
+		o.line("      %s", o.c(dim, sc.Note))
+	}
+	before := d.mock.Count()
+	start := time.Now()
+	if err := d.client.send(acp.MethodSessionPrompt, acp.PromptRequest{
+		SessionID: d.sessionID,
+		Prompt:    []acp.ContentBlock{acp.TextBlock(sc.Prompt)},
+	}); err != nil {
+		return false, err
+	}
+	d.prompts++
+	o.line("%s %s", o.c(boldCyan, "› you:"), sc.Prompt)
+
+	var (
+		wait       *retryWait
+		busySince  = start // the spinner counts from here when no wait is live
+		cancelC    <-chan time.Time
+		cancelSent bool
+		tick       <-chan time.Time
+		tools      = map[string]*shownTool{}
+		toolOrder  []string
+		running    *shownTool // the tool call in flight, for the live line
+	)
+	if o.tty {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	render := func(now time.Time) {
+		if wait != nil {
+			o.setLive(yellow, "  ↻ "+wait.text(wait.scheduledTiming(now)))
+			return
+		}
+		if running != nil {
+			o.setLive(dim, "  ⚙ "+running.title+" · "+strings.ReplaceAll(running.status, "_", " ")+" · "+seconds(now.Sub(running.at)))
+			return
+		}
+		o.setLive(dim, "  … waiting for the provider · "+seconds(now.Sub(busySince)))
+	}
+	tool := func(id string, now time.Time) *shownTool {
+		t := tools[id]
+		if t == nil {
+			t = &shownTool{title: "a tool call", status: acp.ToolStatusPending, at: now}
+			tools[id] = t
+			toolOrder = append(toolOrder, id)
+		}
+		return t
+	}
+
+	for {
+		var ev event
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case now := <-tick:
+			render(now)
+			continue
+		case <-cancelC:
+			cancelC = nil
+			if err := d.client.notify(acp.MethodSessionCancel, acp.CancelNotification{SessionID: d.sessionID}); err != nil {
+				return false, err
+			}
+			cancelSent = true
+			o.line("%s %s", o.c(boldCyan, "› you:"), o.c(cyan, "■ stop (session/cancel)"))
+			continue
+		case ev = <-d.client.events:
+		}
+		now := time.Now()
+		switch {
+		case ev.answer != nil:
+			var rerr *jsonrpc2.Error
+			if ev.answer.err != nil && !errors.As(ev.answer.err, &rerr) {
+				return false, d.client.exitErr()
+			}
+			// A tool call the agent never finished still gets its line.
+			for _, tid := range toolOrder {
+				if t := tools[tid]; !t.done {
+					o.line("%s", d.toolLine(t))
+				}
+			}
+			return d.finish(sc, ev.answer.result, rerr, before, len(toolOrder), now.Sub(start)), nil
+		case ev.permission != nil:
+			p := ev.permission
+			title := p.ToolCall.Title
+			if t := tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
+				title = t.title
+			}
+			o.line("  %s %s · permission asked · %s", o.c(cyan, "?"), title, o.c(cyan, fmt.Sprintf("the demo answers %q for you", ev.chosen.Name)))
+		case ev.update != nil:
+			u := ev.update
+			switch u.SessionUpdate {
+			case acp.UpdateAgentMessageChunk:
+				if c := u.Content; c != nil && c.Type == "text" {
+					d.received(u.MessageID, c.Text, "")
+					o.replyText(u.MessageID, c.Text)
+				}
+			case acp.UpdateAgentThoughtChunk:
+				// Not printed, but counted: the editor was shown it.
+				if c := u.Content; c != nil && c.Type == "text" {
+					d.received(u.MessageID, "", c.Text)
+				}
+			case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+				if u.ToolCallID == "" {
+					continue
+				}
+				t := tool(u.ToolCallID, now)
+				if u.Title != "" {
+					t.title = u.Title
+				}
+				if u.Status != "" {
+					t.status = u.Status
+				}
+				if u.ToolContent != nil {
+					t.content = toolContent(d.cwd, u.ToolContent)
+				}
+				if t.done {
+					continue
+				}
+				switch t.status {
+				case acp.ToolStatusCompleted, acp.ToolStatusFailed:
+					t.done = true
+					o.line("%s", d.toolLine(t))
+					if running == t {
+						running = nil
+					}
+					busySince = now
+				default:
+					running = t
+					if o.tty {
+						render(now)
+					}
+				}
+			case acp.UpdateSessionInfo:
+				r, ok := retryProgress(u.Meta)
+				if !ok {
+					continue
+				}
+				switch r.Phase {
+				case phaseScheduled:
+					wait = &retryWait{p: r, failure: failureWords(r, d.stall(r)), at: now}
+					o.interrupt() // a reply being printed goes on after the retry
+					if o.tty {
+						render(now)
+					} else {
+						o.line("%s", "  ↻ "+wait.text(wait.scheduledTiming(now)))
+					}
+					if sc.cancelAfter > 0 && !cancelSent && cancelC == nil {
+						cancelC = time.After(sc.cancelAfter)
+					}
+				case phaseStarted:
+					if wait != nil {
+						waited := now.Sub(wait.at)
+						timing := ""
+						if wait.p.DelayMs > 0 {
+							timing = "retried after " + seconds(waited)
+						}
+						switch {
+						case o.tty && o.note(wait.text(timing)):
+							// Printed under the reply once it has gone on.
+						case o.tty:
+							o.line("%s", o.c(yellow, "  ↻ "+wait.text(timing)))
+						case wait.p.DelayMs > 0 && o.cut:
+							o.line("  ↻ waited %s, retrying from where the reply stopped", seconds(waited))
+						case wait.p.DelayMs > 0:
+							o.line("  ↻ waited %s, retrying", seconds(waited))
+						}
+					}
+					wait, busySince = nil, now
+				case phaseCancelled:
+					if wait != nil {
+						o.line("%s", o.c(red, fmt.Sprintf("  ✗ %s · wait cancelled after %s · no further request", wait.failure, seconds(now.Sub(wait.at)))))
+					} else {
+						o.line("%s", o.c(red, "  ✗ retry cancelled; no further request"))
+					}
+					wait = nil
+				case phaseExhausted:
+					msg := "recovery gave up"
+					if r.Failure != nil {
+						msg += ": " + failureWords(r, d.stall(r))
+					}
+					o.line("%s", o.c(red, "  ✗ "+msg))
+					wait = nil
+				}
+			}
+		}
+	}
+}
+
+// retryProgress reads `_meta["rebound/retry"]` of a session update into
+// the type the agent writes it from.
+func retryProgress(meta acp.Meta) (agent.RetryProgress, bool) {
+	var p agent.RetryProgress
+	v, ok := meta[agent.RetryMetaKey]
+	if !ok {
+		return p, false
+	}
+	raw, err := json.Marshal(v)
+	if err != nil || json.Unmarshal(raw, &p) != nil {
+		return p, false
+	}
+	return p, true
+}
+
+// stall says which limit ended an attempt that failed with TIMEOUT and no
+// HTTP status, which the failure facts leave open. It is the only one of
+// the agent's limits that could have: the session log says how long the
+// attempt ran and whether it streamed text (the agent writes a failed
+// attempt's end, and the retry it schedules, before it tells the editor),
+// and first_token_timeout fires only before anything streamed,
+// stream_idle_timeout and attempt_timeout only once they have passed.
+// When none or several could have, the words stay "timed out".
+func (d *driver) stall(p agent.RetryProgress) stall {
+	if !timedOut(p) {
+		return stallUnknown
+	}
+	tl, err := inspect.Load(d.logPath())
+	if err != nil || len(tl.Turns) == 0 {
+		return stallUnknown
+	}
+	var failed *inspect.Step
+	for _, s := range tl.Turns[len(tl.Turns)-1].Steps {
+		switch {
+		case p.Phase == phaseScheduled && s.Retry != nil && s.Retry.RetryID == p.RetryID && s.Retry.Retry == p.Retry:
+			failed = s
+		case p.Phase == phaseExhausted && s.Outcome == session.OutcomeFailed:
+			failed = s // the last one: recovery gave up after it
+		}
+	}
+	if failed == nil {
+		return stallUnknown
+	}
+	ran := failed.End.Sub(failed.Start)
+	passed := func(limit time.Duration) bool { return limit > 0 && limit <= ran }
+	firstToken := passed(d.limits.FirstToken) && failed.ShownChars+failed.StreamedChars == 0
+	idle := passed(d.limits.Idle)
+	switch {
+	case passed(d.attemptTimeout):
+	case idle && !firstToken:
+		return stallIdle
+	case firstToken && !idle:
+		return stallFirstToken
+	}
+	return stallUnknown
+}
+
+// finish shows the turn's outcome and says whether it was the expected one.
+// result is the answer to session/prompt, or rerr the agent's error.
+func (d *driver) finish(sc scene, result json.RawMessage, rerr *jsonrpc2.Error, before, toolCalls int, took time.Duration) bool {
+	o := d.out
+	o.clearLive()
+	o.endReply()
+	o.cut, o.replyID = false, "" // the turn's replies can go on no more
+	outcome := ""
+	if rerr != nil {
+		outcome = "error"
+		o.line("%s %s", o.c(boldGreen, "rebound:"), o.c(red, "✗ "+rerr.Message))
+	} else {
+		var r acp.PromptResponse
+		_ = json.Unmarshal(result, &r)
+		outcome = string(r.StopReason)
+		if outcome == "" {
+			outcome = "(no stop reason)"
+		}
+	}
+	requests := d.mock.Count() - before
+	plural := "s"
+	if requests == 1 {
+		plural = ""
+	}
+	facts := fmt.Sprintf("%s · %d provider request%s", outcome, requests, plural)
+	if toolCalls > 0 {
+		facts += " · " + count(toolCalls, "tool call")
+	}
+	facts += " · " + seconds(took)
+	if sc.Expect == "" {
+		o.line("  %s", o.c(dim, "· "+facts))
+		return true
+	}
+	d.expected++
+	if outcome != sc.Expect {
+		o.line("%s", o.c(red, fmt.Sprintf("  ✗ %s (expected %s)", facts, sc.Expect)))
+		return false
+	}
+	d.asExpected++
+	o.line("%s", o.c(green, "  ✓ "+facts))
+	return true
+}
+
+// received records text the editor was sent for a message.
+func (d *driver) received(id, text, thought string) {
+	if _, seen := d.shown[id]; !seen {
+		d.shownOrder = append(d.shownOrder, id)
+	}
+	d.shown[id] += text
+	d.shownThought[id] += thought
+}
+
+// summary prints the closing table.
+func (d *driver) summary(st *logStats, logPath string, inspectHint bool) {
+	o := d.out
+	row := func(k, format string, args ...any) {
+		o.line("  %-22s %s", k, fmt.Sprintf(format, args...))
+	}
+	o.line("")
+	o.line("%s", o.c(bold, "Summary"))
+	if d.expected > 0 {
+		row("scenes", "%d of %d as expected", d.asExpected, d.expected)
+	}
+	row("faults met", "%d (%s)", st.faultTotal(), st.faultList())
+	prompts := "prompts"
+	if d.prompts == 1 {
+		prompts = "prompt"
+	}
+	row("attempts made", "%d (%d provider requests for %d %s)", st.attempts, d.mock.Count(), d.prompts, prompts)
+	row("tool calls run", "%s", st.toolList())
+	if st.permissions > 0 {
+		row("permission asked", "%s, answered by the demo: %s", count(st.permissions, "time"), st.permissionList())
+	}
+	row("time spent waiting", "%s", seconds(st.waited))
+	if d.streaming == config.StreamingHeld {
+		row("held back", "%d characters of failed or discarded attempts' text, never shown", st.heldBack)
+	} else {
+		row("continued, not resent", "%d characters shown before an attempt failed or was cut; the next went on from them", st.continued)
+		if st.incomplete > 0 {
+			row("kept, incomplete", "%d characters of replies whose recovery failed or was cancelled, committed as shown", st.incomplete)
+		}
+	}
+	// What the editor was shown that no committed message holds: none, in
+	// either mode.
+	discarded := 0
+	for _, id := range d.shownOrder {
+		discarded += discardedChars(d.shown[id], st.committed[id]) + discardedChars(d.shownThought[id], st.committedThought[id])
+	}
+	if discarded == 0 {
+		row("shown, then discarded", "%s: every character the editor showed is in a committed reply", o.c(green, "0 characters"))
+	} else {
+		row("shown, then discarded", "%s the editor showed that no committed reply holds", o.c(red, count(discarded, "character")))
+	}
+	row("session log", "%s", logPath)
+	if inspectHint {
+		o.line("  %-22s %s", "", o.c(dim, "rebound inspect "+logPath+" shows its timeline"))
+	}
+}
+
+// shownTool is a tool call as the editor shows it.
+type shownTool struct {
+	title, status string
+	content       string    // what it showed, in a few words
+	at            time.Time // announced
+	done          bool      // completed or failed: its line is printed
+}
+
+// toolLine is a tool call's line: its title, its status and what it
+// showed, e.g. "⚙ Read `README.md` · completed · Read README.md (412 bytes)".
+func (d *driver) toolLine(t *shownTool) string {
+	o := d.out
+	status := t.status
+	switch status {
+	case acp.ToolStatusCompleted:
+		status = o.c(green, status)
+	case acp.ToolStatusFailed:
+		status = o.c(red, status)
+	default:
+		status += " (never finished)"
+	}
+	line := "  " + o.c(cyan, "⚙") + " " + t.title + " · " + status
+	if t.content != "" {
+		line += " · " + o.c(dim, t.content)
+	}
+	return line
+}
+
+// toolContent is a tool call's content in a few words: its text (the
+// first line, shortened), "diff of PATH" or "terminal".
+func toolContent(cwd string, list []acp.ToolCallContent) string {
+	var parts []string
+	for _, c := range list {
+		switch c.Type {
+		case acp.ToolContentContent:
+			if c.Content != nil && c.Content.Type == "text" {
+				// The first line that is not a code fence (command
+				// output comes fenced).
+				var lines []string
+				for l := range strings.Lines(c.Content.Text) {
+					if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
+						lines = append(lines, l)
+					}
+				}
+				if len(lines) == 0 {
+					continue
+				}
+				text, cut := lines[0], len(lines) > 1
+				if r := []rune(text); len(r) > 100 {
+					text, cut = string(r[:100]), true
+				}
+				if cut {
+					text += " …"
+				}
+				parts = append(parts, text)
+			}
+		case acp.ToolContentDiff:
+			path := c.Path
+			if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
+				path = filepath.ToSlash(rel)
+			}
+			parts = append(parts, "diff of "+path)
+		case acp.ToolContentTerminal:
+			parts = append(parts, "terminal")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fileList names a project's files: "README.md, main.go", or "empty".
+func fileList(files map[string]string) string {
+	if len(files) == 0 {
+		return "empty"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(files)), ", ")
+}
+
+// count is "1 tool call", "2 tool calls".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

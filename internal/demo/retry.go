@@ -1,0 +1,150 @@
+package demo
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/agent"
+	"github.com/rebound-agent/rebound/recovery"
+)
+
+// Retry progress phases and the actions the agent's own policies take, as
+// `_meta["rebound/retry"]` carries them (agent.RetryProgress; the recovery
+// package names the other actions).
+const (
+	phaseScheduled = "scheduled"
+	phaseStarted   = "started"
+	phaseCancelled = "cancelled"
+	phaseExhausted = "exhausted"
+
+	actionEscalate = "escalate"
+	actionContinue = "continue"
+)
+
+// retryWait is a retry wait the editor was told about.
+type retryWait struct {
+	p       agent.RetryProgress
+	failure string    // the failure in a few words (failureWords)
+	at      time.Time // when the scheduled update arrived
+}
+
+// stall says which of the agent's limits ended an attempt that failed
+// with TIMEOUT and no HTTP status: the failure facts do not say (see
+// driver.stall).
+type stall int
+
+const (
+	stallUnknown    stall = iota // attempt_timeout, or not known: "timed out"
+	stallIdle                    // stream_idle_timeout
+	stallFirstToken              // first_token_timeout
+)
+
+// failureWords is a failure in a few lower-case words, as a status line
+// shows it: "rate limited (429)". The words come from the structured facts
+// of `_meta["rebound/retry"]` (the action, the failure's code and HTTP
+// status), never from the failure's message, which is written for people
+// and may be reworded; s tells a stalled stream from a missing first token.
+func failureWords(p agent.RetryProgress, s stall) string {
+	switch p.Action {
+	case actionEscalate, actionContinue:
+		return "reply cut at the output limit"
+	case string(recovery.ActionStripImages):
+		return "the model does not accept images"
+	}
+	f := p.Failure
+	if f == nil {
+		return "the request failed"
+	}
+	status := ""
+	if f.Status != 0 {
+		status = " (" + strconv.Itoa(f.Status) + ")"
+	}
+	switch f.Code {
+	case recovery.RateLimit:
+		return "rate limited" + status
+	case recovery.Overloaded:
+		return "overloaded" + status
+	case recovery.Server:
+		return "server error" + status
+	case recovery.Timeout:
+		// Which limit fired reads better than "timed out"; an HTTP 408 is
+		// the provider's own.
+		switch {
+		case f.Status != 0:
+		case s == stallIdle:
+			return "stream stalled (idle timeout)"
+		case s == stallFirstToken:
+			return "no first token (timeout)"
+		}
+		return "timed out" + status
+	case recovery.Transport:
+		return "connection dropped"
+	case recovery.EmptyResponse:
+		return "empty reply"
+	case recovery.ContextOverflow:
+		return "conversation too long" + status
+	case recovery.Auth:
+		return "API key rejected" + status
+	case recovery.Quota:
+		return "out of quota" + status
+	case recovery.InvalidRequest:
+		return "request rejected" + status
+	case recovery.Protocol:
+		return "malformed reply"
+	case recovery.Aborted:
+		return "cancelled"
+	}
+	return "request failed" + status
+}
+
+// timedOut reports whether p's failure is a TIMEOUT without an HTTP status,
+// whose words need to know which limit fired.
+func timedOut(p agent.RetryProgress) bool {
+	return p.Failure != nil && p.Failure.Code == recovery.Timeout && p.Failure.Status == 0 &&
+		p.Action != actionEscalate && p.Action != actionContinue && p.Action != string(recovery.ActionStripImages)
+}
+
+// text is the wait's status line. timing is "retrying in 1.0s", "retried
+// after 1.0s" and the like; "" leaves it out.
+func (w *retryWait) text(timing string) string {
+	p := w.p
+	n := p.PolicyRetry // the retry's number within its policy's budget
+	if n == 0 {
+		n = p.Retry
+	}
+	parts := []string{w.failure}
+	switch p.Action {
+	case string(recovery.ActionFallback):
+		parts = append(parts, "switching to "+p.Model)
+	case actionEscalate:
+		parts = append(parts, "retrying with a larger output budget")
+	case actionContinue:
+		parts = append(parts, fmt.Sprintf("asking the model to continue (part %d of at most %d)", n+1, p.MaxRetries+1))
+	case string(recovery.ActionCompact):
+		parts = append(parts, "summarising older messages")
+	case string(recovery.ActionStripImages):
+		parts = append(parts, "retrying without them")
+	}
+	if timing != "" {
+		parts = append(parts, timing)
+	}
+	if p.Action == "" && (p.Policy == "" || p.Policy == "transient" || strings.HasPrefix(p.Policy, "rule")) {
+		parts = append(parts, fmt.Sprintf("attempt %d of %d", n+1, p.MaxRetries+1))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (w *retryWait) delay() time.Duration { return time.Duration(w.p.DelayMs) * time.Millisecond }
+
+// scheduledTiming is the countdown: remaining time of the wait.
+func (w *retryWait) scheduledTiming(now time.Time) string {
+	if w.p.DelayMs <= 0 {
+		return ""
+	}
+	left := max(w.delay()-now.Sub(w.at), 0)
+	return fmt.Sprintf("retrying in %.1fs", left.Seconds())
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
