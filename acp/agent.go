@@ -15,6 +15,35 @@ type Agent interface {
 	Prompt(ctx context.Context, req PromptRequest, c Client) (PromptResponse, error)
 }
 
+// The session lifecycle methods beyond load are optional: an Agent that
+// implements one of these interfaces serves its method, and initialize
+// advertises it in sessionCapabilities. Without it the method is not found.
+type (
+	// SessionLister serves session/list: the sessions the agent knows,
+	// newest first, a page at a time.
+	SessionLister interface {
+		ListSessions(ctx context.Context, req ListSessionsRequest) (ListSessionsResponse, error)
+	}
+	// SessionResumer serves session/resume: the session is opened again,
+	// like session/load, but nothing is replayed.
+	SessionResumer interface {
+		ResumeSession(ctx context.Context, req ResumeSessionRequest) (ResumeSessionResponse, error)
+	}
+	// SessionCloser serves session/close. The server first cancels the
+	// session's running turn (its cause is ErrSessionClosed) and waits for
+	// its reply; CloseSession then frees what the session holds. Prompts
+	// for the session are refused until it returns.
+	SessionCloser interface {
+		CloseSession(ctx context.Context, req CloseSessionRequest) (CloseSessionResponse, error)
+	}
+	// SessionDeleter serves session/delete. The server refuses it while a
+	// turn of the session runs, and refuses prompts for the session until
+	// DeleteSession returns.
+	SessionDeleter interface {
+		DeleteSession(ctx context.Context, req DeleteSessionRequest) (DeleteSessionResponse, error)
+	}
+)
+
 // Client is the agent's view of the editor for one request: where session
 // updates go, what the editor said it can do, and the requests the agent
 // may send it.

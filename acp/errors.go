@@ -32,6 +32,10 @@ var ErrCancelled = errors.New("cancelled by session/cancel")
 // the turn ends the same way: settled as cancelled.
 var ErrShutdown = fmt.Errorf("%w: the connection is shutting down", ErrCancelled)
 
+// ErrSessionClosed is the cancel cause of a turn stopped by session/close.
+// It wraps ErrCancelled: the turn is answered as cancelled.
+var ErrSessionClosed = fmt.Errorf("%w: the session was closed (session/close)", ErrCancelled)
+
 // RequestError is an error with a chosen wire shape. Agents return (or wrap)
 // it; the server finds it with errors.As and sends Code, Message and Data.
 type RequestError struct {
@@ -74,4 +78,21 @@ func NewSessionBusy(sessionID string) *RequestError {
 	return &RequestError{Code: CodeSessionBusy,
 		Message: "A turn is already running in session " + sessionID + "; wait for its reply or send session/cancel",
 		Data:    map[string]any{"sessionId": sessionID, "reason": "session_busy"}}
+}
+
+// NewSessionRunning refuses what can't be done while a turn of the session
+// runs (session/delete): the code and data.reason of NewSessionBusy, and
+// what to do first.
+func NewSessionRunning(sessionID, method string) *RequestError {
+	return &RequestError{Code: CodeSessionBusy,
+		Message: "A turn is running in session " + sessionID + "; " + method + " needs it to end first: send session/cancel and wait for the prompt's reply, or use session/close",
+		Data:    map[string]any{"sessionId": sessionID, "reason": "session_busy"}}
+}
+
+// NewSessionClosing refuses a prompt for a session that session/close or
+// session/delete is taking away.
+func NewSessionClosing(sessionID string) *RequestError {
+	return &RequestError{Code: CodeResourceNotFound,
+		Message: "Session " + sessionID + " is being closed; load or resume it to go on",
+		Data:    map[string]any{"sessionId": sessionID, "reason": "session_closing"}}
 }

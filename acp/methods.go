@@ -8,6 +8,10 @@ const (
 	MethodSessionLoad   = "session/load"
 	MethodSessionPrompt = "session/prompt"
 	MethodSessionCancel = "session/cancel"
+	MethodSessionList   = "session/list"
+	MethodSessionResume = "session/resume"
+	MethodSessionClose  = "session/close"
+	MethodSessionDelete = "session/delete"
 )
 
 // Method names, agent → client (meta.json clientMethods).

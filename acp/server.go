@@ -44,9 +44,10 @@ type Config struct {
 // Concurrency is chosen per method: initialize, authenticate and
 // session/cancel run inline on the read goroutine, so they keep wire order
 // and a cancel is never queued behind the turn it cancels; every method that
-// reaches the Agent (session/new, session/load, session/prompt) runs in a
-// goroutine of its own, because the agent may be slow (creating or loading
-// a session log reads it from disk) and load and prompt call back into the
+// reaches the Agent (session/new, load, prompt, list, resume, close and
+// delete) runs in a goroutine of its own, because the agent may be slow
+// (creating or loading a session log reads it from disk, session/close
+// waits for the turn it cancels) and load and prompt call back into the
 // client, whose answers a handler blocking the read loop would never see.
 // So the read goroutine never waits for the agent: a session/cancel is
 // handled as soon as it is read, whatever the agent is doing.
@@ -66,12 +67,15 @@ type Server struct {
 	base context.Context
 	stop context.CancelCauseFunc
 
-	mu       sync.Mutex
-	caps     ClientCapabilities
-	turns    map[string]*turn // running turn per session id
-	stopping bool             // set once; no work starts after it
-	work     sync.WaitGroup   // new, load and prompt goroutines; Add only under mu while !stopping
-	readErr  error            // why the input failed, if not a plain EOF
+	mu    sync.Mutex
+	caps  ClientCapabilities
+	turns map[string]*turn // running turn per session id
+	// closing counts the session/close and session/delete requests being
+	// served per session id: prompts for it are refused meanwhile.
+	closing  map[string]int
+	stopping bool           // set once; no work starts after it
+	work     sync.WaitGroup // goroutines calling the agent; Add only under mu while !stopping
+	readErr  error          // why the input failed, if not a plain EOF
 
 	// shutdown runs once: the first caller sets shutdownRun and closes
 	// stopped when done; later ones wait for that (a channel, not a
@@ -106,6 +110,7 @@ func NewServer(agent Agent, cfg Config) *Server {
 		cfg:     cfg,
 		log:     cfg.Logger.With().Str("component", "acp").Logger(),
 		turns:   map[string]*turn{},
+		closing: map[string]int{},
 		stopped: make(chan struct{}),
 	}
 }
@@ -235,6 +240,14 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 		s.loadSession(c, req)
 	case MethodSessionPrompt:
 		s.prompt(c, req)
+	case MethodSessionList:
+		s.listSessions(c, req)
+	case MethodSessionResume:
+		s.resumeSession(c, req)
+	case MethodSessionClose:
+		s.closeSession(c, req)
+	case MethodSessionDelete:
+		s.deleteSession(c, req)
 	case MethodSessionCancel:
 		err := s.cancel(req)
 		if req.Notif {
@@ -269,13 +282,35 @@ func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 	return InitializeResponse{
 		ProtocolVersion: ProtocolVersion,
 		AgentCapabilities: AgentCapabilities{
-			LoadSession:        true,
-			PromptCapabilities: PromptCapabilities{EmbeddedContext: true, Image: true},
-			Meta:               s.cfg.CapabilitiesMeta,
+			LoadSession:         true,
+			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true, Image: true},
+			SessionCapabilities: s.sessionCapabilities(),
+			Meta:                s.cfg.CapabilitiesMeta,
 		},
 		AuthMethods: []json.RawMessage{},
 		AgentInfo:   &Implementation{Name: AgentName, Version: s.cfg.Version},
 	}, nil
+}
+
+// sessionCapabilities advertises the optional session methods the agent
+// implements; nil when it implements none.
+func (s *Server) sessionCapabilities() *SessionCapabilities {
+	var sc SessionCapabilities
+	yes := func(ok bool) *struct{} {
+		if ok {
+			return &struct{}{}
+		}
+		return nil
+	}
+	_, list := s.agent.(SessionLister)
+	_, resume := s.agent.(SessionResumer)
+	_, closer := s.agent.(SessionCloser)
+	_, deleter := s.agent.(SessionDeleter)
+	sc.List, sc.Resume, sc.Close, sc.Delete = yes(list), yes(resume), yes(closer), yes(deleter)
+	if sc == (SessionCapabilities{}) {
+		return nil
+	}
+	return &sc
 }
 
 // newSession checks the params on the read goroutine and runs the agent's
@@ -335,6 +370,167 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		res, err := func() (_ LoadSessionResponse, err error) {
 			defer s.recoverAgent(MethodSessionLoad, &err)
 			return s.agent.LoadSession(s.base, p, client{s: s, c: c})
+		}()
+		s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	}()
+}
+
+// listSessions serves session/list in a goroutine of its own: the agent
+// reads the state directory.
+func (s *Server) listSessions(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	lister, ok := s.agent.(SessionLister)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p ListSessionsRequest
+	err := decodeParams(req, &p, false)
+	if err == nil && p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
+		err = NewInvalidParams("cwd must be an absolute path, got %s", quote(p.Cwd))
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	goAgent(s, c, req, func() (ListSessionsResponse, error) { return lister.ListSessions(s.base, p) })
+}
+
+// resumeSession serves session/resume like session/load, without a replay.
+func (s *Server) resumeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	resumer, ok := s.agent.(SessionResumer)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p ResumeSessionRequest
+	err := decodeParams(req, &p, true)
+	if err == nil {
+		err = checkSessionID(p.SessionID)
+	}
+	if err == nil {
+		err = checkCwd(p.Cwd, p.AdditionalDirectories)
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	goAgent(s, c, req, func() (ResumeSessionResponse, error) { return resumer.ResumeSession(s.base, p) })
+}
+
+// closeSession serves session/close: the session's running turn, if any,
+// is cancelled as session/cancel would (its cause is ErrSessionClosed) and
+// answered; then the agent frees the session. Prompts for the session are
+// refused from the moment the request is read until it is answered.
+func (s *Server) closeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	closer, ok := s.agent.(SessionCloser)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p CloseSessionRequest
+	err := decodeParams(req, &p, true)
+	if err == nil {
+		err = checkSessionID(p.SessionID)
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		s.reply(s.base, c, req, nil, errShuttingDown)
+		return
+	}
+	// The latest turn: one queued behind an ending one waits for it, so
+	// its reply comes last.
+	t := s.turns[p.SessionID]
+	if t != nil {
+		t.ending = true
+	}
+	s.closing[p.SessionID]++
+	s.work.Add(1)
+	s.mu.Unlock()
+	if t != nil {
+		t.cancel(ErrSessionClosed)
+	}
+	go func() {
+		defer s.work.Done()
+		defer s.doneClosing(p.SessionID)
+		if t != nil {
+			<-t.done // the prompt has been answered
+		}
+		res, err := func() (_ CloseSessionResponse, err error) {
+			defer s.recoverAgent(req.Method, &err)
+			return closer.CloseSession(s.base, p)
+		}()
+		s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	}()
+}
+
+// deleteSession serves session/delete, which is refused while a turn of
+// the session runs: the turn would write to a log being removed.
+func (s *Server) deleteSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	deleter, ok := s.agent.(SessionDeleter)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p DeleteSessionRequest
+	err := decodeParams(req, &p, true)
+	if err == nil {
+		err = checkSessionID(p.SessionID)
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	s.mu.Lock()
+	switch {
+	case s.stopping:
+		err = errShuttingDown
+	case s.turns[p.SessionID] != nil:
+		err = NewSessionRunning(p.SessionID, MethodSessionDelete)
+	default:
+		s.closing[p.SessionID]++
+		s.work.Add(1)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	go func() {
+		defer s.work.Done()
+		defer s.doneClosing(p.SessionID)
+		res, err := func() (_ DeleteSessionResponse, err error) {
+			defer s.recoverAgent(req.Method, &err)
+			return deleter.DeleteSession(s.base, p)
+		}()
+		s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	}()
+}
+
+func (s *Server) doneClosing(sessionID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing[sessionID]--; s.closing[sessionID] <= 0 {
+		delete(s.closing, sessionID)
+	}
+}
+
+// goAgent runs call, a request to the agent, in a goroutine of its own
+// (work that shutdown waits for) and replies with its result.
+func goAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error)) {
+	if !s.startWork() {
+		s.reply(s.base, c, req, nil, errShuttingDown)
+		return
+	}
+	go func() {
+		defer s.work.Done()
+		res, err := func() (_ T, err error) {
+			defer s.recoverAgent(req.Method, &err)
+			return call()
 		}()
 		s.reply(context.WithoutCancel(s.base), c, req, res, err)
 	}()
@@ -403,6 +599,9 @@ func (s *Server) startTurn(sessionID string) (context.Context, *turn, *turn, err
 	defer s.mu.Unlock()
 	if s.stopping {
 		return nil, nil, nil, errShuttingDown
+	}
+	if s.closing[sessionID] > 0 {
+		return nil, nil, nil, NewSessionClosing(sessionID)
 	}
 	prev := s.turns[sessionID]
 	if prev != nil && !prev.ending {

@@ -178,6 +178,7 @@ type sessionUpdateJSON struct {
 	Locations     []ToolCallLocation `json:"locations,omitzero"`
 	RawInput      json.RawMessage    `json:"rawInput,omitempty"`
 	RawOutput     json.RawMessage    `json:"rawOutput,omitempty"`
+	UpdatedAt     string             `json:"updatedAt,omitempty"`
 	Meta          Meta               `json:"_meta,omitempty"`
 }
 
@@ -200,6 +201,7 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 		Locations:     u.Locations,
 		RawInput:      u.RawInput,
 		RawOutput:     u.RawOutput,
+		UpdatedAt:     u.UpdatedAt,
 		Meta:          u.Meta,
 	}
 	isTool := u.SessionUpdate == UpdateToolCall || u.SessionUpdate == UpdateToolCallUpdate
@@ -248,6 +250,7 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		Locations:     w.Locations,
 		RawInput:      w.RawInput,
 		RawOutput:     w.RawOutput,
+		UpdatedAt:     w.UpdatedAt,
 		Meta:          w.Meta,
 	}
 	if w.Title != nil {

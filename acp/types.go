@@ -66,9 +66,20 @@ type PromptCapabilities struct {
 }
 
 type AgentCapabilities struct {
-	LoadSession        bool               `json:"loadSession"`
-	PromptCapabilities PromptCapabilities `json:"promptCapabilities"`
-	Meta               Meta               `json:"_meta,omitempty"`
+	LoadSession         bool                 `json:"loadSession"`
+	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
+	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
+	Meta                Meta                 `json:"_meta,omitempty"`
+}
+
+// SessionCapabilities advertises the session methods beyond the baseline
+// (new, prompt, cancel, update; load is LoadSession): a non-nil member is
+// sent as {}, which the schema reads as "supported".
+type SessionCapabilities struct {
+	List   *struct{} `json:"list,omitempty"`
+	Resume *struct{} `json:"resume,omitempty"`
+	Close  *struct{} `json:"close,omitempty"`
+	Delete *struct{} `json:"delete,omitempty"`
 }
 
 type InitializeResponse struct {
@@ -100,6 +111,69 @@ type LoadSessionRequest struct {
 }
 
 type LoadSessionResponse struct{}
+
+// ListSessionsRequest is the params of session/list. Both members are
+// optional (null is read as absent).
+type ListSessionsRequest struct {
+	// Cwd, when set, lists only the sessions made in that directory
+	// (absolute).
+	Cwd string `json:"cwd,omitempty"`
+	// Cursor is the NextCursor of the page before; empty for the first.
+	Cursor string `json:"cursor,omitempty"`
+	Meta   Meta   `json:"_meta,omitempty"`
+}
+
+// SessionInfo is one session in a session/list page.
+type SessionInfo struct {
+	SessionID string `json:"sessionId"`
+	Cwd       string `json:"cwd"`
+	Title     string `json:"title,omitempty"`
+	// UpdatedAt is the time of the session's last activity, ISO 8601.
+	UpdatedAt string `json:"updatedAt,omitempty"`
+	Meta      Meta   `json:"_meta,omitempty"`
+}
+
+// ListSessionsResponse is the result of session/list: one page, and the
+// cursor of the next when there is one.
+type ListSessionsResponse struct {
+	Sessions   []SessionInfo `json:"sessions"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+	Meta       Meta          `json:"_meta,omitempty"`
+}
+
+// ResumeSessionRequest is the params of session/resume: session/load
+// without the replay.
+type ResumeSessionRequest struct {
+	SessionID             string            `json:"sessionId"`
+	Cwd                   string            `json:"cwd"`
+	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
+	McpServers            []json.RawMessage `json:"mcpServers,omitempty"`
+	Meta                  Meta              `json:"_meta,omitempty"`
+}
+
+type ResumeSessionResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// CloseSessionRequest is the params of session/close.
+type CloseSessionRequest struct {
+	SessionID string `json:"sessionId"`
+	Meta      Meta   `json:"_meta,omitempty"`
+}
+
+type CloseSessionResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// DeleteSessionRequest is the params of session/delete.
+type DeleteSessionRequest struct {
+	SessionID string `json:"sessionId"`
+	Meta      Meta   `json:"_meta,omitempty"`
+}
+
+type DeleteSessionResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
 
 type PromptRequest struct {
 	SessionID string         `json:"sessionId"`
@@ -202,7 +276,9 @@ type SessionUpdate struct {
 	Locations   []ToolCallLocation `json:"locations,omitzero"`
 	RawInput    json.RawMessage    `json:"rawInput,omitempty"`
 	RawOutput   json.RawMessage    `json:"rawOutput,omitempty"`
-	Meta        Meta               `json:"_meta,omitempty"`
+	// session_info_update: Title (above) and UpdatedAt, ISO 8601
+	UpdatedAt string `json:"updatedAt,omitempty"`
+	Meta      Meta   `json:"_meta,omitempty"`
 }
 
 // SessionNotification is the params of `session/update`.

@@ -87,6 +87,9 @@ type Overflow struct {
 type Agent struct {
 	cfg Config
 
+	// index lists the sessions of the state directory (session/list).
+	index *session.Index
+
 	mu       sync.Mutex
 	sessions map[string]*sessionState
 	// open holds the sessions whose log is open, most recently used first.
@@ -120,6 +123,13 @@ type sessionState struct {
 	reload bool
 	// loaded is set once the log was opened in this process.
 	loaded bool
+	// What a list of sessions shows (session.Summary), kept while the log
+	// is open: the cwd of its session/start, its title, and whether that
+	// title was recorded (else it was made from the first prompt, and the
+	// next turn/end records one).
+	home   string
+	title  string
+	titled bool
 
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed
@@ -137,7 +147,11 @@ func New(cfg Config) *Agent {
 	cfg.Tools.OutputLimit = cmp.Or(cfg.Tools.OutputLimit, DefaultOutputLimit)
 	cfg.MaxOpenLogs = max(cmp.Or(cfg.MaxOpenLogs, DefaultMaxOpenLogs), 1)
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
-	return &Agent{cfg: cfg, sessions: make(map[string]*sessionState), open: list.New()}
+	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState), open: list.New()}
+	a.index = session.NewIndex(cfg.StateDir, func(err error) {
+		a.cfg.Logger.Warn().Err(err).Msg("session index")
+	})
+	return a
 }
 
 // Defaults of the agent loop and its tools.
@@ -170,7 +184,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
 	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events)}
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -181,6 +195,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	a.opened(s, log)
 	a.releaseLocked(s)
 	a.mu.Unlock()
+	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
 	return acp.NewSessionResponse{SessionID: id}, nil
 }
@@ -281,6 +296,8 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 	}
 	s.loaded = true
 	s.events, s.rules = loaded.Events, session.PermissionRules(loaded.Events)
+	sum, titled := session.Summarize(loaded.Events)
+	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -301,6 +318,9 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 		}
 		a.cfg.Logger.Warn().Str("session", s.id).Int("turn", loaded.OpenTurn).Msg("closed a turn left open")
 	}
+	// The index may be behind the log: its writer may have died, or been
+	// a Rebound without an index.
+	a.putSummary(s.summary())
 	return nil
 }
 

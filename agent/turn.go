@@ -85,6 +85,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		err = a.logError(s.id, err)
 	}
 	a.settle(t, &resp, err)
+	a.noteTurn(ctx, t)
 	if err != nil && isCancelled(ctx) {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
@@ -162,8 +163,16 @@ func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
 			end.Error = mustJSON(t.failed)
 		}
 	}
-	if _, err := t.s.appendSync(session.TypeTurnEnd, end); err != nil {
+	if !t.s.titled {
+		// The first turn to end gives the session its title (noteTurn
+		// tells the editor).
+		end.Title = firstPromptTitle(t.s.events)
+	}
+	if ev, err := t.s.appendSync(session.TypeTurnEnd, end); err != nil {
 		a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Int("turn", t.number).Msg("could not record the end of the turn")
+	} else if end.Title != "" {
+		t.s.title, t.s.titled = end.Title, true
+		t.titledAt = ev.Time
 	}
 	ev := a.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Dur("elapsed", time.Since(t.start))
 	if runErr != nil && !t.cancelled {
@@ -198,10 +207,13 @@ type turn struct {
 	steps               int
 	stepOpen            bool // the current step has a step/start and no step/end
 	msgDone             bool // the current logical request committed its message
-	cancelled           bool
-	failed              *recovery.Failure // why the turn failed, once it has
-	chain               recovery.Chain    // the retry chain of this logical request
-	lastMax             int               // the budget of the policy behind the last retry
+	// titledAt is when this turn's turn/end recorded the session's title;
+	// zero if it did not.
+	titledAt  time.Time
+	cancelled bool
+	failed    *recovery.Failure // why the turn failed, once it has
+	chain     recovery.Chain    // the retry chain of this logical request
+	lastMax   int               // the budget of the policy behind the last retry
 }
 
 // part is a finished attempt's output, held back until the whole reply is.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -170,45 +171,47 @@ func TestInspect_Snapshots(t *testing.T) {
 		t.Fatalf("no snapshots: %v", err)
 	}
 	for _, p := range paths {
-		events := snapshotLog(t, p)
-		if len(events) == 0 {
-			continue // a scenario that never creates a session
+		for i, events := range golden.SnapshotLogs(t, p) { // none: a scenario that never creates a session
+			name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+			if i > 0 {
+				name += fmt.Sprintf("/log%d", i+1)
+			}
+			t.Run(name, func(t *testing.T) {
+				tl, err := inspect.Build(events)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var steps, retries int
+				for _, ev := range events {
+					switch ev.Type {
+					case session.TypeStepStart:
+						steps++
+					case session.TypeLLMRetry:
+						retries++
+					}
+				}
+				if tl.Totals.Attempts != steps || tl.Totals.Retries != retries {
+					t.Errorf("totals %+v, want %d attempts and %d retries", tl.Totals, steps, retries)
+				}
+				for _, turn := range tl.Turns {
+					for _, s := range turn.Steps {
+						if s.Retry != nil && s.Retry.Wait == "" {
+							t.Errorf("turn %d step %d: retry without a wait outcome", turn.Turn, s.Step)
+						}
+						if s.Outcome == inspect.StepOpen {
+							t.Errorf("turn %d step %d left open in a closed log", turn.Turn, s.Step)
+						}
+					}
+				}
+				var page bytes.Buffer
+				if err := tl.HTML(&page); err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Count(page.String(), `<rect class="bar `); got != steps {
+					t.Errorf("%d bars in the page, want one per attempt (%d)", got, steps)
+				}
+			})
 		}
-		t.Run(strings.TrimSuffix(filepath.Base(p), ".jsonl"), func(t *testing.T) {
-			tl, err := inspect.Build(events)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var steps, retries int
-			for _, ev := range events {
-				switch ev.Type {
-				case session.TypeStepStart:
-					steps++
-				case session.TypeLLMRetry:
-					retries++
-				}
-			}
-			if tl.Totals.Attempts != steps || tl.Totals.Retries != retries {
-				t.Errorf("totals %+v, want %d attempts and %d retries", tl.Totals, steps, retries)
-			}
-			for _, turn := range tl.Turns {
-				for _, s := range turn.Steps {
-					if s.Retry != nil && s.Retry.Wait == "" {
-						t.Errorf("turn %d step %d: retry without a wait outcome", turn.Turn, s.Step)
-					}
-					if s.Outcome == inspect.StepOpen {
-						t.Errorf("turn %d step %d left open in a closed log", turn.Turn, s.Step)
-					}
-				}
-			}
-			var page bytes.Buffer
-			if err := tl.HTML(&page); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Count(page.String(), `<rect class="bar `); got != steps {
-				t.Errorf("%d bars in the page, want one per attempt (%d)", got, steps)
-			}
-		})
 	}
 }
 
@@ -245,11 +248,6 @@ func load(t *testing.T, name string) *inspect.Timeline {
 
 // snapshotLog returns the session log events recorded in a golden
 // transcript.
-func snapshotLog(t *testing.T, path string) []session.Event {
-	t.Helper()
-	return golden.SnapshotLog(t, path)
-}
-
 func compareGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	golden.Compare(t, path, got, *update, "go test ./inspect -update")

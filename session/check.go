@@ -481,6 +481,9 @@ func (c *checker) turnEnd(ev Event) error {
 	if err != nil {
 		return err
 	}
+	if len(d.Title) > MaxTitleBytes {
+		return c.errorf(ev.Seq, "turn/end for turn %d: title is %d bytes, at most %d are allowed", d.Turn, len(d.Title), MaxTitleBytes)
+	}
 	// A turn that stopped abnormally (failed, cancelled, or closed after a
 	// crash) may leave its step open: the step never committed an end, and
 	// the log says so. A turn that ended normally must have closed it.
@@ -500,3 +503,6 @@ func (c *checker) turnEnd(ev Event) error {
 	c.open = nil
 	return nil
 }
+
+// MaxTitleBytes bounds a turn/end title.
+const MaxTitleBytes = 1024

@@ -12,7 +12,7 @@ import (
 // later write with it (a partial record may be on disk); Open repairs the
 // file and gives a usable Log again.
 type WriteError struct {
-	Op   string // "create", "write", "sync" or "repair"
+	Op   string // "create", "write", "sync", "repair" or "delete"
 	Path string // the log file
 	Err  error
 }

@@ -129,11 +129,17 @@ type StepEnd struct {
 // Interrupted marks a turn/end written on load for a turn whose process died:
 // its retry chain, if any, is not finished, and the next logical request of
 // the session continues it, so a crash loop cannot multiply the budget.
+//
+// Title is the session's title (what a list of sessions shows), made from
+// its first prompt and recorded by the first turn to end: the first turn,
+// or in a log written before titles were recorded, the next one. The last
+// title in the log holds.
 type TurnEnd struct {
 	Turn        int             `json:"turn"`
 	StopReason  string          `json:"stopReason,omitempty"`
 	Error       json.RawMessage `json:"error,omitempty"`
 	Interrupted bool            `json:"interrupted,omitempty"`
+	Title       string          `json:"title,omitempty"`
 }
 
 // LLMRetry records the decision to retry, written and synced before the wait

@@ -167,6 +167,7 @@ func TestParse_Invariants(t *testing.T) {
 		{name: "v too new", log: turn1Open + `{"seq":3,"v":2,"time":"2000-01-01T00:00:00Z","type":"step/start","data":{"turn":1,"step":1}}` + "\n", line: 3, seq: 3, msg: "v 2: this build reads schema versions 1 to 1"},
 		{name: "v zero", log: turn1Open + `{"seq":3,"v":0,"time":"2000-01-01T00:00:00Z","type":"step/start","data":{"turn":1,"step":1}}` + "\n", line: 3, seq: 3, msg: "v 0: this build reads schema versions 1 to 1"},
 		{name: "unknown type", log: turn1Open + line(3, "step/begin", rStep1.data), line: 3, seq: 3, msg: `unknown event type "step/begin"`},
+		{name: "turn/end title too long", log: turn1Open + line(3, session.TypeTurnEnd, `{"turn":1,"stopReason":"cancelled","title":"`+strings.Repeat("x", 1025)+`"}`), line: 3, seq: 3, msg: "turn/end for turn 1: title is 1025 bytes, at most 1024 are allowed"},
 		{name: "missing time", log: turn1Open + `{"seq":3,"v":1,"type":"step/start","data":{"turn":1,"step":1}}` + "\n", line: 3, seq: 3, msg: `event has no "time"`},
 		{name: "missing data", log: turn1Open + `{"seq":3,"v":1,"time":"2000-01-01T00:00:00Z","type":"step/start"}` + "\n", line: 3, seq: 3, msg: `event has no "data"`},
 		{name: "data null", log: turn1Open + line(3, session.TypeStepStart, "null"), line: 3, seq: 3, msg: "step/start: data must be a JSON object"},

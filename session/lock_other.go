@@ -9,3 +9,5 @@ import "os"
 func lockFile(f *os.File) error { return nil }
 
 func lockHolder(f *os.File) int { return 0 }
+
+func lockFileWait(f *os.File) error { return nil }

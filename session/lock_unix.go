@@ -35,3 +35,24 @@ func lockFile(f *os.File) error {
 	}
 	return lerr
 }
+
+// lockFileWait takes an exclusive advisory lock (flock) on f, waiting for
+// it: for short critical sections shared by processes (the session index).
+func lockFileWait(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			lerr = unix.Flock(int(fd), unix.LOCK_EX)
+			if lerr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return lerr
+}

@@ -190,6 +190,35 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 	return newLog(path, sessionID, f, c), ld, nil
 }
 
+// Remove deletes a session's log. It takes the log's lock first, so it
+// refuses with a *LockedError while a Log has the log open, in this process
+// or another: close that one first. The error wraps ErrNotFound if there is
+// no log; a failure to delete it is a *WriteError.
+func Remove(stateDir, sessionID string) error {
+	if err := CheckSessionID(sessionID); err != nil {
+		return fmt.Errorf("remove session log: %w", err)
+	}
+	path := Path(stateDir, sessionID)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("remove session log: %w", openError(err))
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		if errors.Is(err, errLockHeld) {
+			return &LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)}
+		}
+		return fmt.Errorf("lock session log %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return &WriteError{Op: "delete", Path: path, Err: err}
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return &WriteError{Op: "delete", Path: path, Err: err}
+	}
+	return nil
+}
+
 func repair(f *os.File, ld *Loaded) error {
 	switch {
 	case ld.TornBytes > 0:

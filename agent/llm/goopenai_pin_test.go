@@ -34,7 +34,7 @@ func TestGoOpenAI_StreamReaderIsTheOneTheTapWasCheckedAgainst(t *testing.T) {
 	}
 	for _, assumption := range []string{
 		"errorPrefix = regexp.MustCompile(`^data:\\s*{\"error\":`)", // = goOpenAIErrorPrefix
-		"headerData  = regexp.MustCompile(`^data:\\s*`)",           // only data lines carry events
+		"headerData  = regexp.MustCompile(`^data:\\s*`)",            // only data lines carry events
 	} {
 		if !strings.Contains(string(src), assumption) {
 			t.Errorf("go-openai %s's stream_reader.go no longer has %s: the tap's assumptions need checking", version, assumption)

@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +140,7 @@ type transcript struct {
 	ids         map[string]string // JSON-RPC id → method, to validate results
 	t           *testing.T
 	lastSession string
+	lastCursor  string                   // the last session/list nextCursor, for $CURSOR
 	answered    map[string]chan struct{} // request id → closed when its response arrived
 	// replies are the scripted answers to the agent's requests, by method,
 	// in order; reply writes one to the agent.
@@ -170,6 +173,9 @@ func (tr *transcript) add(dir, line string) {
 		if res, ok := msg["result"].(map[string]any); ok {
 			if id, ok := res["sessionId"].(string); ok {
 				tr.lastSession = id
+			}
+			if c, ok := res["nextCursor"].(string); ok {
+				tr.lastCursor = c
 			}
 		}
 	} else if m, ok := msg["method"].(string); ok && msg["id"] != nil {
@@ -317,6 +323,18 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			<-ch
 		}
 	}
+	// kept holds each log as it was before the last session/delete: a log
+	// that is gone at the end was deleted, and its events still count when
+	// the promises are checked (its requests were made, its chunks shown).
+	kept := map[string][]session.Event{}
+	keepLogs := func() {
+		paths, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*.jsonl"))
+		for _, path := range paths {
+			if loaded, err := session.Load(path); err == nil {
+				kept[path] = loaded.Events
+			}
+		}
+	}
 	p := start()
 	current = p
 	for _, line := range sc.client {
@@ -357,8 +375,12 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			// "nowait" sends a request without waiting for its response (a
 			// prompt that will be cancelled, or refused as busy).
 			line, nowait := strings.CutPrefix(line, "nowait ")
+			if strings.Contains(line, `"method":"session/delete"`) {
+				keepLogs() // what the delete may remove still counts for the promises
+			}
 			tr.mu.Lock()
 			line = strings.ReplaceAll(line, "$SESSION", tr.lastSession)
+			line = strings.ReplaceAll(line, "$CURSOR", tr.lastCursor)
 			tr.mu.Unlock()
 			tr.add("send", line)
 			if _, err := io.WriteString(p.in, line+"\n"); err != nil {
@@ -382,6 +404,16 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		out.WriteString(canonical(map[string]any{"dir": "provider", "ms": r.Time.Sub(tr.start).Milliseconds(), "request": r}) + "\n")
 	}
 	logs, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*.jsonl"))
+	// Logs in the order their sessions first appear in the transcript (a
+	// scenario with several sessions), not by their random names.
+	transcript := strings.Join(tr.lines, "\n")
+	firstSeen := func(path string) int {
+		if i := strings.Index(transcript, strings.TrimSuffix(filepath.Base(path), ".jsonl")); i >= 0 {
+			return i
+		}
+		return len(transcript)
+	}
+	slices.SortStableFunc(logs, func(a, b string) int { return cmp.Compare(firstSeen(a), firstSeen(b)) })
 	var events []session.Event
 	for _, path := range logs {
 		loaded, err := session.Load(path)
@@ -394,6 +426,11 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			out.WriteString(canonical(map[string]any{"dir": "log", "event": ev}) + "\n")
 		}
 		events = append(events, loaded.Events...)
+	}
+	for path, evs := range kept {
+		if !slices.Contains(logs, path) {
+			events = append(events, evs...)
+		}
 	}
 	// Steps of a log the scenario put in place were never sent here.
 	seeded := 0
@@ -595,6 +632,10 @@ func loadACPSchema(t *testing.T) *acpSchema {
 			"session/new":    compile("acp.json#/$defs/NewSessionResponse"),
 			"session/load":   compile("acp.json#/$defs/LoadSessionResponse"),
 			"session/prompt": compile("acp.json#/$defs/PromptResponse"),
+			"session/list":   compile("acp.json#/$defs/ListSessionsResponse"),
+			"session/resume": compile("acp.json#/$defs/ResumeSessionResponse"),
+			"session/close":  compile("acp.json#/$defs/CloseSessionResponse"),
+			"session/delete": compile("acp.json#/$defs/DeleteSessionResponse"),
 		},
 		params: map[string]*jsonschema.Schema{
 			"session/update":             compile("acp.json#/$defs/SessionNotification"),

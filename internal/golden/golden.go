@@ -41,15 +41,27 @@ func Compare(t testing.TB, path string, got []byte, update bool, rerun string) {
 }
 
 // SnapshotLog returns the session log events a golden transcript recorded
-// (its "dir":"log" lines).
+// (its "dir":"log" lines); of a scenario with several sessions, the first
+// session's.
 func SnapshotLog(t testing.TB, path string) []session.Event {
+	t.Helper()
+	logs := SnapshotLogs(t, path)
+	if len(logs) == 0 {
+		return nil
+	}
+	return logs[0]
+}
+
+// SnapshotLogs returns each session log a golden transcript recorded, in
+// the order they were recorded: a log begins at an event with seq 1.
+func SnapshotLogs(t testing.TB, path string) [][]session.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var events []session.Event
+	var logs [][]session.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -60,12 +72,16 @@ func SnapshotLog(t testing.TB, path string) []session.Event {
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if line.Dir == "log" && line.Event != nil {
-			events = append(events, *line.Event)
+		if line.Dir != "log" || line.Event == nil {
+			continue
 		}
+		if line.Event.Seq == 1 || len(logs) == 0 {
+			logs = append(logs, nil)
+		}
+		logs[len(logs)-1] = append(logs[len(logs)-1], *line.Event)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return events
+	return logs
 }

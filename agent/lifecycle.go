@@ -1,0 +1,319 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// The session methods beyond new, load and prompt.
+var (
+	_ acp.SessionLister  = (*Agent)(nil)
+	_ acp.SessionResumer = (*Agent)(nil)
+	_ acp.SessionCloser  = (*Agent)(nil)
+	_ acp.SessionDeleter = (*Agent)(nil)
+)
+
+const (
+	// ListPageSize is how many sessions a session/list page holds.
+	ListPageSize = 100
+	// PageSizeMetaKey in session/list's _meta asks for smaller pages (1 to
+	// ListPageSize).
+	PageSizeMetaKey = "rebound/pageSize"
+)
+
+// ListSessions lists the sessions of the state directory, most recently
+// active first, from the session index (which reads a log only when it has
+// no entry for it), a page at a time.
+func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	size, err := pageSize(req.Meta)
+	if err != nil {
+		return acp.ListSessionsResponse{}, err
+	}
+	after, err := decodeCursor(req.Cursor)
+	if err != nil {
+		return acp.ListSessionsResponse{}, err
+	}
+	sums, err := a.index.List()
+	if err != nil {
+		return acp.ListSessionsResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Err: err,
+			Message: fmt.Sprintf("Rebound could not list its sessions: %v; check the state directory %s (set by %s)", err, a.cfg.StateDir, stateDirSetting),
+			Data:    map[string]any{"reason": "session_list", "stateDir": a.cfg.StateDir}}
+	}
+	cwd := ""
+	if req.Cwd != "" {
+		cwd = filepath.Clean(req.Cwd)
+	}
+	resp := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
+	var last session.Summary
+	for _, s := range sums {
+		if cwd != "" && filepath.Clean(s.Cwd) != cwd {
+			continue
+		}
+		if after != nil && !after.before(s) {
+			continue
+		}
+		if len(resp.Sessions) == size {
+			resp.NextCursor = encodeCursor(last)
+			break
+		}
+		resp.Sessions = append(resp.Sessions, acp.SessionInfo{SessionID: s.SessionID, Cwd: s.Cwd, Title: s.Title, UpdatedAt: isoTime(s.UpdatedAt)})
+		last = s
+	}
+	return resp, nil
+}
+
+// pageSize reads _meta["rebound/pageSize"].
+func pageSize(meta acp.Meta) (int, error) {
+	v, ok := meta[PageSizeMetaKey]
+	if !ok || v == nil {
+		return ListPageSize, nil
+	}
+	f, ok := v.(float64)
+	if !ok || f != float64(int(f)) || f < 1 || f > ListPageSize {
+		return 0, acp.NewInvalidParams("_meta[%q] must be an integer from 1 to %d", PageSizeMetaKey, ListPageSize)
+	}
+	return int(f), nil
+}
+
+// cursor is where a page ended: the last session it listed, by the list's
+// order (newest first, then by id).
+type cursor struct {
+	updatedAt time.Time
+	id        string
+}
+
+// before reports whether the cursor's session comes before s in the list.
+func (c *cursor) before(s session.Summary) bool {
+	if !s.UpdatedAt.Equal(c.updatedAt) {
+		return s.UpdatedAt.Before(c.updatedAt)
+	}
+	return s.SessionID > c.id
+}
+
+// encodeCursor makes the nextCursor of a page that ended at s: its
+// updatedAt and id, "2000-01-01T00:00:03Z/sess_…". Opaque to clients, but
+// readable in a transcript. It names a place in the order, not an index,
+// so sessions made or deleted meanwhile do not make the next page skip or
+// repeat others.
+func encodeCursor(s session.Summary) string {
+	return s.UpdatedAt.UTC().Format(time.RFC3339Nano) + "/" + s.SessionID
+}
+
+func decodeCursor(text string) (*cursor, error) {
+	if text == "" {
+		return nil, nil
+	}
+	at, id, ok := strings.Cut(text, "/")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if !ok || err != nil || session.CheckSessionID(id) != nil {
+		return nil, acp.NewInvalidParams("cursor %s is not a nextCursor this agent gave out", quote(text))
+	}
+	return &cursor{updatedAt: t, id: id}, nil
+}
+
+// quote quotes a string the client sent, clipped, for an error message.
+func quote(s string) string {
+	const max = 64
+	if len(s) > max {
+		return fmt.Sprintf("%q… (%d bytes)", s[:max], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// isoTime formats a time as ISO 8601 in UTC with milliseconds, as
+// JavaScript's Date.toISOString does; "" for the zero time.
+func isoTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// ResumeSession opens the session again, as LoadSession does, but replays
+// nothing: the editor already shows the conversation.
+func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	s, err := a.state(req.SessionID)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
+	if err := a.acquire(s); err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	defer a.release(s)
+	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
+	return acp.ResumeSessionResponse{}, nil
+}
+
+// CloseSession frees what the session holds in this process: its log (the
+// file and its lock, so another Rebound process may open it) and its
+// state. The acp server has cancelled and answered its running turn first.
+// The session stays on disk; session/load or session/resume opens it
+// again. A session this process does not hold is closed already.
+func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	a.mu.Lock()
+	s, closed := a.sessions[req.SessionID], a.closed
+	a.mu.Unlock()
+	if closed {
+		return acp.CloseSessionResponse{}, errAgentClosed
+	}
+	if s == nil {
+		if err := a.exists(req.SessionID); err != nil {
+			return acp.CloseSessionResponse{}, err
+		}
+		return acp.CloseSessionResponse{}, nil
+	}
+	s.turnMu.Lock() // a load or resume still running ends first
+	defer s.turnMu.Unlock()
+	a.mu.Lock()
+	a.closeLocked(s)
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+	}
+	a.mu.Unlock()
+	a.cfg.Logger.Info().Str("session", s.id).Msg("session closed")
+	return acp.CloseSessionResponse{}, nil
+}
+
+// exists reports a session this process does not hold as not found unless
+// its log is on disk.
+func (a *Agent) exists(id string) error {
+	_, err := os.Stat(session.Path(a.cfg.StateDir, id))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return acp.NewSessionNotFound(id)
+	case err != nil:
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteSession removes the session: its log and its index entry. The acp
+// server refuses it while a turn of the session runs; a session/load or
+// session/resume still running makes it busy too. A session open in
+// another Rebound process is not deleted (its lock is held).
+func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest) (acp.DeleteSessionResponse, error) {
+	id := req.SessionID
+	a.mu.Lock()
+	s, closed := a.sessions[id], a.closed
+	a.mu.Unlock()
+	if closed {
+		return acp.DeleteSessionResponse{}, errAgentClosed
+	}
+	if s != nil {
+		if !s.turnMu.TryLock() {
+			return acp.DeleteSessionResponse{}, &acp.RequestError{Code: acp.CodeSessionBusy,
+				Message: "Session " + id + " is in use (a turn, session/load or session/resume is running); try again once it has been answered",
+				Data:    map[string]any{"sessionId": id, "reason": "session_busy"}}
+		}
+		defer s.turnMu.Unlock()
+		a.mu.Lock()
+		a.closeLocked(s) // its lock would refuse the removal
+		a.mu.Unlock()
+	}
+	if err := session.Remove(a.cfg.StateDir, id); err != nil {
+		return acp.DeleteSessionResponse{}, a.openError(id, err)
+	}
+	a.mu.Lock()
+	if s != nil && a.sessions[id] == s {
+		delete(a.sessions, id)
+	}
+	a.mu.Unlock()
+	if err := a.index.Remove(id); err != nil {
+		// The log is gone, and a list leaves out what has no log.
+		a.cfg.Logger.Warn().Err(err).Str("session", id).Msg("session index")
+	}
+	a.cfg.Logger.Info().Str("session", id).Msg("session deleted")
+	return acp.DeleteSessionResponse{}, nil
+}
+
+// summary is what the index keeps of s. Called with the log open, under
+// s.turnMu.
+func (s *sessionState) summary() session.Summary {
+	sum := session.Summary{SessionID: s.id, Cwd: s.home, Title: s.title}
+	if n := len(s.events); n > 0 {
+		sum.UpdatedAt = s.events[n-1].Time
+	}
+	return sum
+}
+
+// putSummary writes a session's summary to the index. The index is a
+// cache of the logs: a failure is logged, never the request's.
+func (a *Agent) putSummary(sum session.Summary) {
+	if err := a.index.Put(sum); err != nil {
+		a.cfg.Logger.Warn().Err(err).Str("session", sum.SessionID).Msg("session index")
+	}
+}
+
+// noteTurn runs when a turn has ended and settle has recorded it: when its
+// turn/end recorded the session's title, the editor is sent it (a
+// session_info_update, so its list of threads shows it), and the index
+// learns of the turn. Called under s.turnMu with the log open.
+func (a *Agent) noteTurn(ctx context.Context, t *turn) {
+	s := t.s
+	if !t.titledAt.IsZero() {
+		u := acp.SessionUpdate{SessionUpdate: acp.UpdateSessionInfo, Title: s.title, UpdatedAt: isoTime(t.titledAt)}
+		if err := t.c.Update(context.WithoutCancel(ctx), s.id, u); err != nil {
+			a.cfg.Logger.Debug().Err(err).Str("session", s.id).Msg("could not send the session's title")
+		}
+	}
+	a.putSummary(s.summary())
+}
+
+// firstPromptTitle makes a title from the session's first prompt.
+func firstPromptTitle(events []session.Event) string {
+	for _, ev := range events {
+		if ev.Type != session.TypeTurnStart {
+			continue
+		}
+		var d session.TurnStart
+		if json.Unmarshal(ev.Data, &d) != nil {
+			return ""
+		}
+		var blocks []acp.ContentBlock
+		if json.Unmarshal(d.Prompt, &blocks) != nil {
+			return session.ShortTitle(d.Text)
+		}
+		return promptTitle(blocks)
+	}
+	return ""
+}
+
+// promptTitle is the first line of the prompt's first text, shortened; a
+// prompt without text is named after what it attached.
+func promptTitle(blocks []acp.ContentBlock) string {
+	for _, b := range blocks {
+		if b.Type == "text" {
+			if t := session.ShortTitle(b.Text); t != "" {
+				return t
+			}
+		}
+	}
+	for _, b := range blocks {
+		var name string
+		switch {
+		case b.Type == "resource_link":
+			name = cmp.Or(b.Title, b.Name, path.Base(b.URI))
+		case b.Type == "resource" && b.Resource != nil:
+			name = path.Base(b.Resource.URI)
+		}
+		if t := session.ShortTitle(name); t != "" && t != "." && t != "/" {
+			return t
+		}
+	}
+	return ""
+}

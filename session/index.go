@@ -1,0 +1,456 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// IndexPath is the session index of a state directory: a file beside the
+// sessions directory (not in it, so no session id can name it and globs of
+// the logs do not match it).
+func IndexPath(stateDir string) string {
+	return filepath.Join(stateDir, "session-index.jsonl")
+}
+
+// Index lists the sessions of a state directory without reading their logs.
+//
+// The file (IndexPath) is JSONL: each line is a Summary, or a tombstone
+// {"sessionId","deleted":true}; for each session the newest line counts
+// (by updatedAt, then by position). It is a cache and never the only copy of
+// anything: every line is derived from a log. Lines are appended, by any
+// Rebound process, under an exclusive flock of the file; when most lines are
+// outdated the file is rewritten whole (a new file renamed over it, under
+// the same lock). A missing or unreadable index, a line that can't be
+// decoded and a log without an entry are all rebuilt from the logs by the
+// next List. Writers put a session's summary whenever they change its log
+// in a way the summary shows.
+//
+// An Index keeps what it read in memory and, on the next List, reads only
+// the lines appended since (the whole file again if it was replaced). It is
+// safe for concurrent use.
+type Index struct {
+	stateDir string
+	path     string
+	warn     func(error)
+
+	mu      sync.Mutex
+	entries map[string]Summary
+	file    os.FileInfo // the file entries were read from; nil before the first read
+	offset  int64       // bytes of it read (whole lines)
+	lines   int         // lines read from it
+	// sorted is entries in List's order, nil when entries changed since.
+	sorted []Summary
+}
+
+// NewIndex returns the index of stateDir. warn, if not nil, is told of
+// failures to read or write the index file: they never fail a List, which
+// then reads the logs instead.
+func NewIndex(stateDir string, warn func(error)) *Index {
+	if warn == nil {
+		warn = func(error) {}
+	}
+	return &Index{stateDir: stateDir, path: IndexPath(stateDir), warn: warn, entries: map[string]Summary{}}
+}
+
+// indexRecord is one line of the index file.
+type indexRecord struct {
+	Summary
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// compactSlack is how many outdated lines the index file may hold beyond
+// as many as it has sessions before List rewrites it.
+const compactSlack = 1000
+
+// Put records s as the session's summary.
+func (x *Index) Put(s Summary) error {
+	line, err := json.Marshal(indexRecord{Summary: s})
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.append(append(line, '\n')); err != nil {
+		return err
+	}
+	if x.file != nil {
+		x.apply(indexRecord{Summary: s})
+	}
+	return nil
+}
+
+// Remove records that the session was deleted.
+func (x *Index) Remove(sessionID string) error {
+	line, err := json.Marshal(struct {
+		SessionID string `json:"sessionId"`
+		Deleted   bool   `json:"deleted"`
+	}{sessionID, true})
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.apply(indexRecord{Summary: Summary{SessionID: sessionID}, Deleted: true})
+	return x.append(append(line, '\n'))
+}
+
+// List returns the summary of every session that has a log in the state
+// directory, most recently updated first (then by id). A log the index has
+// no entry for is summarised from the log (ReadSummary) and added to it; an
+// entry whose log is gone is left out. Only a sessions directory that can't
+// be read fails it.
+func (x *Index) List() ([]Summary, error) {
+	ids, err := logIDs(filepath.Join(x.stateDir, "sessions"))
+	if err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.refresh(); err != nil {
+		x.warn(fmt.Errorf("read the session index %s (rebuilding it from the session logs): %w", x.path, err))
+		x.reset(nil)
+	}
+	listed := 0 // ids with an entry
+	var rebuilt []byte
+	for _, id := range ids {
+		if _, ok := x.entries[id]; ok {
+			listed++
+			continue
+		}
+		// No entry: a log older than the index, or one whose writer died
+		// before it put its summary. One that can't be read is not listed
+		// (it may be a log being created).
+		s, err := ReadSummary(Path(x.stateDir, id))
+		if err != nil {
+			continue
+		}
+		x.apply(indexRecord{Summary: s})
+		listed++
+		if line, err := json.Marshal(indexRecord{Summary: s}); err == nil {
+			rebuilt = append(append(rebuilt, line...), '\n')
+		}
+	}
+	if len(rebuilt) > 0 {
+		if err := x.append(rebuilt); err != nil {
+			x.warn(fmt.Errorf("update the session index %s: %w", x.path, err))
+		}
+	}
+	if x.sorted == nil {
+		x.sorted = make([]Summary, 0, len(x.entries))
+		for _, s := range x.entries {
+			x.sorted = append(x.sorted, s)
+		}
+		slices.SortFunc(x.sorted, func(a, b Summary) int {
+			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.SessionID, b.SessionID)
+		})
+	}
+	var out []Summary
+	if listed == len(x.entries) {
+		out = slices.Clone(x.sorted) // every entry has its log
+	} else {
+		// Some logs are gone (deleted by hand, or by another process
+		// that has not appended its tombstone yet).
+		exists := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			exists[id] = true
+		}
+		out = make([]Summary, 0, listed)
+		for _, s := range x.sorted {
+			if exists[s.SessionID] {
+				out = append(out, s)
+			}
+		}
+	}
+	if x.file != nil && x.lines > 2*len(x.entries)+compactSlack {
+		if err := x.compact(); err != nil {
+			x.warn(fmt.Errorf("compact the session index %s: %w", x.path, err))
+		}
+	}
+	return out, nil
+}
+
+// logIDs returns the ids of the session logs in dir, unordered; none when
+// dir does not exist.
+func logIDs(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions in %s: %w", dir, err)
+	}
+	ids := names[:0]
+	for _, name := range names {
+		if id, ok := strings.CutSuffix(name, ".jsonl"); ok && CheckSessionID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// reset forgets what was read, to read fi's file from its start.
+func (x *Index) reset(fi os.FileInfo) {
+	clear(x.entries)
+	x.file, x.offset, x.lines, x.sorted = fi, 0, 0, nil
+}
+
+// refresh reads what was appended to the index file since the last read,
+// or all of it if it was replaced. Called under x.mu.
+func (x *Index) refresh() error {
+	f, err := os.Open(x.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		x.reset(nil)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return x.readFrom(f)
+}
+
+// readFrom reads the lines of f, the index file, that were not read yet.
+func (x *Index) readFrom(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if x.file == nil || !os.SameFile(x.file, fi) || fi.Size() < x.offset {
+		x.reset(fi)
+	}
+	x.file = fi
+	n := fi.Size() - x.offset
+	if n <= 0 {
+		return nil
+	}
+	buf := make([]byte, n)
+	k, err := f.ReadAt(buf, x.offset)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	buf = buf[:k]
+	// Whole lines only: a line being appended is read next time.
+	end := bytes.LastIndexByte(buf, '\n') + 1
+	for line := range bytes.SplitSeq(buf[:end], []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		x.lines++
+		rec, err := decodeIndexLine(line)
+		if err != nil || CheckSessionID(rec.SessionID) != nil {
+			continue // a line torn by a crash, or garbage: the log rebuilds it
+		}
+		x.apply(rec)
+	}
+	x.offset += int64(end)
+	return nil
+}
+
+// apply adds one line's record to entries: a tombstone removes the
+// session, a summary replaces one that is not newer.
+func (x *Index) apply(rec indexRecord) {
+	old, ok := x.entries[rec.SessionID]
+	switch {
+	case rec.Deleted:
+		if !ok {
+			return
+		}
+		delete(x.entries, rec.SessionID)
+	case ok && old.UpdatedAt.After(rec.UpdatedAt):
+		return // a summary read from the log before its writer put a newer one
+	case ok && old == rec.Summary:
+		return // this process's own Put, read back
+	default:
+		x.entries[rec.SessionID] = rec.Summary
+	}
+	x.sorted = nil
+}
+
+// decodeIndexLine decodes one line of the index file. Lines as Put writes
+// them (the members in order, strings without escapes) are read without
+// reflection: a list reads every line of the index once per process.
+func decodeIndexLine(line []byte) (indexRecord, error) {
+	if rec, ok := fastIndexLine(line); ok {
+		return rec, nil
+	}
+	var rec indexRecord
+	err := json.Unmarshal(line, &rec)
+	return rec, err
+}
+
+func fastIndexLine(b []byte) (rec indexRecord, ok bool) {
+	var at string
+	if b, ok = bytes.CutPrefix(b, []byte(`{"sessionId":`)); !ok {
+		return rec, false
+	}
+	if rec.SessionID, b, ok = plainString(b); !ok {
+		return rec, false
+	}
+	if b, ok = bytes.CutPrefix(b, []byte(`,"cwd":`)); !ok {
+		return rec, false
+	}
+	if rec.Cwd, b, ok = plainString(b); !ok {
+		return rec, false
+	}
+	if rest, found := bytes.CutPrefix(b, []byte(`,"title":`)); found {
+		if rec.Title, b, ok = plainString(rest); !ok {
+			return rec, false
+		}
+	}
+	if b, ok = bytes.CutPrefix(b, []byte(`,"updatedAt":`)); !ok {
+		return rec, false
+	}
+	if at, b, ok = plainString(b); !ok || string(b) != "}" {
+		return rec, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return rec, false
+	}
+	rec.UpdatedAt = t
+	return rec, true
+}
+
+// plainString reads a JSON string at the start of b that needs no
+// unescaping: valid UTF-8 without '\\' or control characters.
+func plainString(b []byte) (string, []byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", b, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 {
+		return "", b, false
+	}
+	s := b[1 : 1+end]
+	for _, c := range s {
+		if c < 0x20 || c == '\\' {
+			return "", b, false
+		}
+	}
+	if !utf8.Valid(s) {
+		return "", b, false
+	}
+	return string(s), b[2+end:], true
+}
+
+// withLock runs fn with the index file open for reading and appending and
+// exclusively locked. If the file was replaced while the lock was awaited,
+// the file that replaced it is locked instead.
+func (x *Index) withLock(fn func(f *os.File, fi os.FileInfo) error) error {
+	if err := os.MkdirAll(x.stateDir, 0o700); err != nil {
+		return err
+	}
+	for range 10 {
+		f, err := os.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := lockFileWait(f); err != nil {
+			f.Close()
+			return fmt.Errorf("lock %s: %w", x.path, err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if cur, err := os.Stat(x.path); err == nil && os.SameFile(fi, cur) {
+			err := fn(f, fi)
+			return errors.Join(err, f.Close())
+		}
+		f.Close() // rewritten while we waited for the lock
+	}
+	return fmt.Errorf("%s keeps being replaced", x.path)
+}
+
+// append appends whole lines to the index file. Called under x.mu.
+func (x *Index) append(lines []byte) error {
+	return x.withLock(func(f *os.File, fi os.FileInfo) error {
+		if fi.Size() > 0 {
+			// A writer that died mid-line left it unterminated: end it, so
+			// the lines that follow are read.
+			var last [1]byte
+			if _, err := f.ReadAt(last[:], fi.Size()-1); err == nil && last[0] != '\n' {
+				lines = append([]byte{'\n'}, lines...)
+			}
+		}
+		_, err := f.Write(lines)
+		return err
+	})
+}
+
+// compact rewrites the index file with one line per session, dropping
+// entries whose logs are gone. It holds the file's lock throughout, so no
+// line appended meanwhile is lost. Called under x.mu.
+func (x *Index) compact() error {
+	return x.withLock(func(f *os.File, _ os.FileInfo) error {
+		if err := x.readFrom(f); err != nil { // what others appended
+			return err
+		}
+		ids := make([]string, 0, len(x.entries))
+		for id := range x.entries {
+			if _, err := os.Stat(Path(x.stateDir, id)); errors.Is(err, fs.ErrNotExist) {
+				delete(x.entries, id)
+				x.sorted = nil
+				continue
+			}
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		var b bytes.Buffer
+		for _, id := range ids {
+			line, err := json.Marshal(indexRecord{Summary: x.entries[id]})
+			if err != nil {
+				return err
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+		tmp, err := os.CreateTemp(x.stateDir, "session-index-*.tmp")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name()) // after the rename, a no-op
+		_, err = tmp.Write(b.Bytes())
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), x.path)
+		}
+		if err != nil {
+			return err
+		}
+		if err := syncDir(x.stateDir); err != nil {
+			return err
+		}
+		fi, err := os.Stat(x.path)
+		if err != nil {
+			return err
+		}
+		x.file, x.offset, x.lines = fi, int64(b.Len()), len(ids)
+		return nil
+	})
+}

@@ -1,0 +1,297 @@
+package session_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rebound-agent/rebound/session"
+)
+
+func TestShortTitle(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"  \n\t\n", ""},
+		{"Fix the build", "Fix the build"},
+		{"\n\n  Explain   the\tretry policy  \nsecond line", "Explain the retry policy"},
+		{strings.Repeat("x", 60), strings.Repeat("x", 60)},
+		// Cut at the last space before the limit, with an ellipsis.
+		{"Please fix the flaky retry test in recovery/executor_test.go; it times out on CI", "Please fix the flaky retry test in…"},
+		// A word longer than the room is cut where it must be.
+		{strings.Repeat("y", 80), strings.Repeat("y", 59) + "…"},
+		// Punctuation before the cut goes.
+		{"Rename these: alpha, beta, gamma, delta, epsilon, zeta, eta, theta, iota", "Rename these: alpha, beta, gamma, delta, epsilon, zeta, eta…"},
+		{"Übersetze diesen Absatz ins Englische und prüfe die Grammatik sorgfältig bitte", "Übersetze diesen Absatz ins Englische und prüfe die…"},
+	}
+	for _, tt := range tests {
+		got := session.ShortTitle(tt.in)
+		if got != tt.want {
+			t.Errorf("ShortTitle(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if n := len([]rune(got)); n > session.MaxTitleRunes {
+			t.Errorf("ShortTitle(%q) has %d characters, more than %d", tt.in, n, session.MaxTitleRunes)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2000, 1, 1, 0, 0, s, 0, time.UTC) }
+	ev := func(s int, typ, data string) session.Event {
+		return session.Event{Time: at(s), Type: typ, Data: []byte(data)}
+	}
+	start := ev(0, session.TypeSessionStart, `{"sessionId":"s1","cwd":"/w"}`)
+	turn := ev(1, session.TypeTurnStart, `{"turn":1,"prompt":[],"text":"Explain the build\nin detail"}`)
+	end := ev(2, session.TypeTurnEnd, `{"turn":1,"stopReason":"end_turn"}`)
+	titled := ev(3, session.TypeTurnEnd, `{"turn":2,"stopReason":"end_turn","title":"Explain it"}`)
+	tests := []struct {
+		name   string
+		events []session.Event
+		want   session.Summary
+		titled bool
+	}{
+		{"new", []session.Event{start}, session.Summary{SessionID: "s1", Cwd: "/w", UpdatedAt: at(0)}, false},
+		{"first turn running", []session.Event{start, turn}, session.Summary{SessionID: "s1", Cwd: "/w", Title: "Explain the build", UpdatedAt: at(1)}, false},
+		{"titled", []session.Event{start, turn, end, titled}, session.Summary{SessionID: "s1", Cwd: "/w", Title: "Explain it", UpdatedAt: at(3)}, true},
+	}
+	for _, tt := range tests {
+		got, titled := session.Summarize(tt.events)
+		if diff := cmp.Diff(tt.want, got); diff != "" || titled != tt.titled {
+			t.Errorf("%s: Summarize titled %v, want %v (-want +got):\n%s", tt.name, titled, tt.titled, diff)
+		}
+	}
+}
+
+// A log that Load refuses still has a summary, from the lines that read.
+func TestReadSummary_BrokenLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s1.jsonl")
+	log := render(rStart, rTurn1) + "{not json}\n" + line(4, session.TypeTurnEnd, `{"turn":1,"title":"Hello there"}`) + `{"seq":5,"v":1,"ti`
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := session.ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.Summary{SessionID: "s1", Cwd: "/w", Title: "Hello there", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadSummary (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"", "\n", render(rTurn1), "garbage\n" + render(rStart)} {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := session.ReadSummary(path); err == nil {
+			t.Errorf("ReadSummary(%q) succeeded, want an error: not a session log", bad)
+		}
+	}
+}
+
+// writeLog writes a session log with one session/start at time sec.
+func writeLog(t *testing.T, stateDir, id, cwd string, sec int, more ...string) {
+	t.Helper()
+	dir := filepath.Join(stateDir, "sessions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log := fmt.Sprintf(`{"seq":1,"v":1,"time":"2000-01-01T00:00:%02dZ","type":"session/start","data":{"sessionId":%q,"cwd":%q}}`+"\n", sec, id, cwd)
+	for _, l := range more {
+		log += l
+	}
+	if err := os.WriteFile(session.Path(stateDir, id), []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(sums []session.Summary) []string {
+	var out []string
+	for _, s := range sums {
+		out = append(out, s.SessionID)
+	}
+	return out
+}
+
+func mustList(t *testing.T, x *session.Index) []session.Summary {
+	t.Helper()
+	sums, err := x.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+func TestIndex_ListRebuildsFromLogs(t *testing.T) {
+	state := t.TempDir()
+	if got := mustList(t, session.NewIndex(state, nil)); len(got) != 0 {
+		t.Fatalf("List of an empty state dir = %v, want none", got)
+	}
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "b", "/v", 3)
+	writeLog(t, state, "c", "/w", 2, line(2, session.TypeTurnEnd, `{"turn":1,"title":"Cee"}`))
+	// Not logs: listed never.
+	os.WriteFile(filepath.Join(state, "sessions", "notes.txt"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(state, "sessions", "bad.name.jsonl"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(state, "sessions", "empty.jsonl"), nil, 0o600)
+
+	var warnings []error
+	got := mustList(t, session.NewIndex(state, func(err error) { warnings = append(warnings, err) }))
+	if diff := cmp.Diff([]string{"b", "c", "a"}, ids(got)); diff != "" {
+		t.Errorf("newest first (-want +got):\n%s", diff)
+	}
+	if got[1].Title != "Cee" || got[1].Cwd != "/w" {
+		t.Errorf("c = %+v, want title Cee in /w", got[1])
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings: %v", warnings)
+	}
+	if _, err := os.Stat(session.IndexPath(state)); err != nil {
+		t.Fatalf("List did not write the index: %v", err)
+	}
+
+	// A new Index (another process) reads the index, not the logs: a log
+	// changed behind the index's back keeps its entry.
+	writeLog(t, state, "a", "/w", 9)
+	if got := mustList(t, session.NewIndex(state, nil)); got[2].SessionID != "a" || !got[2].UpdatedAt.Equal(time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC)) {
+		t.Errorf("a = %+v, want the indexed updatedAt 00:00:01", got[2])
+	}
+
+	// An index that is garbage is rebuilt from the logs, with a warning for
+	// none of it: unreadable lines are skipped.
+	if err := os.WriteFile(session.IndexPath(state), []byte("{garbage\n\x00\x01\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, ids(mustList(t, session.NewIndex(state, nil)))); diff != "" {
+		t.Errorf("after rebuilding (-want +got):\n%s", diff)
+	}
+}
+
+func TestIndex_PutRemoveAndVanishedLogs(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "b", "/w", 2)
+	x := session.NewIndex(state, nil)
+	mustList(t, x)
+	if err := x.Put(session.Summary{SessionID: "a", Cwd: "/w", Title: "Now", UpdatedAt: time.Date(2000, 1, 1, 0, 1, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustList(t, x)
+	if diff := cmp.Diff([]string{"a", "b"}, ids(got)); diff != "" || got[0].Title != "Now" {
+		t.Errorf("after Put: %+v (-want +got):\n%s", got, diff)
+	}
+	// An older summary (read from a log before its writer put a newer one)
+	// does not replace a newer one.
+	if err := x.Put(session.Summary{SessionID: "a", Cwd: "/w", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustList(t, session.NewIndex(state, nil)); got[0].Title != "Now" {
+		t.Errorf("an older summary replaced a newer one: %+v", got[0])
+	}
+
+	// Deleted: a tombstone, and the log gone.
+	os.Remove(session.Path(state, "b"))
+	if err := x.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	// Gone without a tombstone (removed by hand): not listed either.
+	os.Remove(session.Path(state, "a"))
+	for _, ix := range []*session.Index{x, session.NewIndex(state, nil)} {
+		if got := mustList(t, ix); len(got) != 0 {
+			t.Errorf("List = %v, want none", ids(got))
+		}
+	}
+}
+
+// Two Index values on one state dir are two processes: each sees what the
+// other appends, reading only the new lines.
+func TestIndex_SeesOtherWriters(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	x1, x2 := session.NewIndex(state, nil), session.NewIndex(state, nil)
+	mustList(t, x1)
+	mustList(t, x2)
+	writeLog(t, state, "b", "/w", 2)
+	if err := x2.Put(session.Summary{SessionID: "b", Cwd: "/w", Title: "From x2", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 2, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustList(t, x1)
+	if diff := cmp.Diff([]string{"b", "a"}, ids(got)); diff != "" || got[0].Title != "From x2" {
+		t.Errorf("x1 after x2's Put: %+v (-want +got):\n%s", got, diff)
+	}
+}
+
+// A line torn by a crash is skipped, and the next append starts a line of
+// its own.
+func TestIndex_TornLine(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "b", "/w", 2)
+	x := session.NewIndex(state, nil)
+	mustList(t, x)
+	f, err := os.OpenFile(session.IndexPath(state), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"sessionId":"a","cwd":"/w","ti`)
+	f.Close()
+	if err := x.Put(session.Summary{SessionID: "b", Cwd: "/w", Title: "After the tear", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 5, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ix := range []*session.Index{x, session.NewIndex(state, nil)} {
+		got := mustList(t, ix)
+		if diff := cmp.Diff([]string{"b", "a"}, ids(got)); diff != "" || got[0].Title != "After the tear" {
+			t.Errorf("List: %+v (-want +got):\n%s", got, diff)
+		}
+	}
+}
+
+// An index mostly made of outdated lines is rewritten with one line per
+// session; readers holding the old file read the new one.
+func TestIndex_Compacts(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "b", "/w", 2)
+	x, other := session.NewIndex(state, nil), session.NewIndex(state, nil)
+	mustList(t, x)
+	mustList(t, other)
+	for i := range 1100 {
+		if err := x.Put(session.Summary{SessionID: "a", Cwd: "/w", Title: fmt.Sprint("title ", i), UpdatedAt: time.Date(2000, 1, 1, 1, 0, i, 0, time.UTC)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.ReadFile(session.IndexPath(state))
+	mustList(t, x)
+	after, _ := os.ReadFile(session.IndexPath(state))
+	if n := strings.Count(string(after), "\n"); n != 2 || strings.Count(string(before), "\n") < 1100 {
+		t.Errorf("index has %d lines after compaction (%d before), want 2", n, strings.Count(string(before), "\n"))
+	}
+	got := mustList(t, other)
+	if diff := cmp.Diff([]string{"a", "b"}, ids(got)); diff != "" || got[0].Title != "title 1099" {
+		t.Errorf("the other reader after compaction: %+v (-want +got):\n%s", got[0], diff)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	state, l := create(t)
+	if err := session.Remove(state, "s1"); !errors.Is(err, session.ErrLocked) {
+		t.Fatalf("Remove of an open log = %v, want ErrLocked", err)
+	}
+	l.Close()
+	if err := session.Remove(state, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(session.Path(state, "s1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the log is still there: %v", err)
+	}
+	if err := session.Remove(state, "s1"); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("Remove of a removed log = %v, want ErrNotFound", err)
+	}
+	if err := session.Remove(state, "../x"); err == nil {
+		t.Error("Remove of a bad id succeeded")
+	}
+}

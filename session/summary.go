@@ -1,0 +1,174 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Summary is what a list of sessions shows of one session. It is derived
+// from the session's log; the index (Index) keeps a copy of each so a list
+// need not read the logs.
+type Summary struct {
+	SessionID string `json:"sessionId"`
+	// Cwd is the working directory the session was created in (its
+	// session/start).
+	Cwd string `json:"cwd"`
+	// Title is the last title recorded (on a turn/end); a log without one
+	// gets a title made from its first prompt.
+	Title string `json:"title,omitempty"`
+	// UpdatedAt is the time of the last event written.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Summarize derives the summary of a log from its events. titled reports
+// whether the title was recorded (on a turn/end) rather than made from the
+// first prompt.
+func Summarize(events []Event) (s Summary, titled bool) {
+	var f summaryFold
+	for _, ev := range events {
+		f.add(ev.Time, ev.Type, ev.Data)
+	}
+	return f.summary(), f.titled
+}
+
+// summaryFold accumulates a Summary event by event, decoding only the
+// events that contribute to it.
+type summaryFold struct {
+	s       Summary
+	titled  bool
+	derived string // from the first turn/start, for a log without a recorded title
+	turns   bool
+}
+
+func (f *summaryFold) add(t time.Time, typ string, data json.RawMessage) {
+	if t.After(f.s.UpdatedAt) {
+		f.s.UpdatedAt = t
+	}
+	switch typ {
+	case TypeSessionStart:
+		var d SessionStart
+		if json.Unmarshal(data, &d) == nil {
+			f.s.SessionID, f.s.Cwd = d.SessionID, d.Cwd
+		}
+	case TypeTurnEnd:
+		var d TurnEnd
+		if json.Unmarshal(data, &d) == nil && d.Title != "" {
+			f.s.Title, f.titled = d.Title, true
+		}
+	case TypeTurnStart:
+		if f.turns {
+			return
+		}
+		f.turns = true
+		var d TurnStart
+		if json.Unmarshal(data, &d) == nil {
+			f.derived = ShortTitle(d.Text)
+		}
+	}
+}
+
+func (f *summaryFold) summary() Summary {
+	s := f.s
+	if !f.titled {
+		s.Title = f.derived
+	}
+	return s
+}
+
+// ReadSummary reads the summary of the log at path without checking it:
+// a log that Load would refuse (a broken line, a torn tail) still has a
+// summary, from the lines that can be read, so it can be listed (and
+// deleted). It fails only when the file can't be read or does not begin
+// with a session/start. The session id is the one the file is named after.
+func ReadSummary(path string) (Summary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Summary{}, openError(err)
+	}
+	defer f.Close()
+	var fold summaryFold
+	started := false
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long line (a big tool result): read it whole.
+			rest, rerr := br.ReadBytes('\n')
+			line, err = append(bytes.Clone(line), rest...), rerr
+		}
+		if err != nil && err != io.EOF {
+			return Summary{}, fmt.Errorf("read %s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			var ev struct {
+				Time time.Time       `json:"time"`
+				Type string          `json:"type"`
+				Data json.RawMessage `json:"data"`
+			}
+			jerr := json.Unmarshal(line, &ev)
+			if !started && (jerr != nil || ev.Type != TypeSessionStart) {
+				return Summary{}, fmt.Errorf("%s: not a session log: it does not begin with %s", path, TypeSessionStart)
+			}
+			if jerr == nil { // a broken line, or a torn last one, is skipped
+				started = true
+				fold.add(ev.Time, ev.Type, ev.Data)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if !started {
+		return Summary{}, fmt.Errorf("%s: not a session log: it is empty", path)
+	}
+	s := fold.summary()
+	s.SessionID = strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	return s, nil
+}
+
+// MaxTitleRunes is the length ShortTitle cuts a title to.
+const MaxTitleRunes = 60
+
+// ShortTitle makes a title from the text of a prompt: its first non-blank
+// line, spaces collapsed, cut at a word boundary to at most MaxTitleRunes
+// characters with "…" when it was longer. It is "" when text is blank.
+func ShortTitle(text string) string {
+	var line string
+	for l := range strings.SplitSeq(text, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			line = l
+			break
+		}
+	}
+	if utf8.RuneCountInString(line) <= MaxTitleRunes {
+		return line
+	}
+	// Room for the ellipsis.
+	cut, n := 0, 0
+	for i := range line {
+		if n == MaxTitleRunes-1 {
+			cut = i
+			break
+		}
+		n++
+	}
+	head := line[:cut]
+	// Cut at the last space when it keeps at least half the room, so a
+	// word is not cut in two; a long word is cut where it must be.
+	next, _ := utf8.DecodeRuneInString(line[cut:])
+	inWord := unicode.IsLetter(next) || unicode.IsDigit(next)
+	if sp := strings.LastIndexByte(head, ' '); sp >= len(head)/2 && inWord {
+		head = head[:sp]
+	}
+	head = strings.TrimRightFunc(head, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;:-–—([{", r) })
+	return head + "…"
+}
