@@ -380,8 +380,11 @@ def case_f(r):
     common(r, ["end_turn"])
     r.ok(len(r.mock) == 3, "3 model requests (1 dropped stream, 1 retry)")
     r.ok(len(r.started("call_1")) == 1 and len(r.requests("fs/read_text_file")) == 1, "tool ran once")
-    phases = [u.get("_meta", {}).get("rebound/retry", {}).get("phase") for _, u in r.updates(kind="session_info_update")]
+    phases = [u["_meta"]["rebound/retry"].get("phase") for _, u in r.updates(kind="session_info_update")
+              if "rebound/retry" in u.get("_meta", {})]
     r.ok(phases == ["scheduled", "started"], "retry scheduled+started shown")
+    titles = [u.get("title") for _, u in r.updates(kind="session_info_update") if u.get("title")]
+    r.ok(len(titles) == 1, "the session's title sent once, after the first turn")
     r.ok(r.agent_text() == "Reading the README.The magic word is BANANA, says the README.", "reply shown once, whole")
     r.ok(len(r.mock) == 3 and r.model_result("call_1", 2) is not None, "retry sent the tool result once")
 
