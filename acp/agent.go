@@ -42,6 +42,17 @@ type (
 	SessionDeleter interface {
 		DeleteSession(ctx context.Context, req DeleteSessionRequest) (DeleteSessionResponse, error)
 	}
+	// SessionModeSetter serves session/set_mode, also while a turn of the
+	// session runs (the change applies from its next model request). c
+	// carries the updates the change sends.
+	SessionModeSetter interface {
+		SetSessionMode(ctx context.Context, req SetSessionModeRequest, c Client) (SetSessionModeResponse, error)
+	}
+	// SessionConfigSetter serves session/set_config_option, also while a
+	// turn of the session runs.
+	SessionConfigSetter interface {
+		SetSessionConfigOption(ctx context.Context, req SetSessionConfigOptionRequest, c Client) (SetSessionConfigOptionResponse, error)
+	}
 )
 
 // Client is the agent's view of the editor for one request: where session

@@ -12,6 +12,10 @@ const (
 	MethodSessionResume = "session/resume"
 	MethodSessionClose  = "session/close"
 	MethodSessionDelete = "session/delete"
+	// MethodSessionSetMode and MethodSessionSetConfigOption change a
+	// session's mode and its configuration options.
+	MethodSessionSetMode         = "session/set_mode"
+	MethodSessionSetConfigOption = "session/set_config_option"
 )
 
 // Method names, agent → client (meta.json clientMethods).

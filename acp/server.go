@@ -248,6 +248,10 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 		s.closeSession(c, req)
 	case MethodSessionDelete:
 		s.deleteSession(c, req)
+	case MethodSessionSetMode:
+		s.setMode(c, req)
+	case MethodSessionSetConfigOption:
+		s.setConfigOption(c, req)
 	case MethodSessionCancel:
 		err := s.cancel(req)
 		if req.Notif {
@@ -509,6 +513,59 @@ func (s *Server) deleteSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		}()
 		s.reply(context.WithoutCancel(s.base), c, req, res, err)
 	}()
+}
+
+// setMode serves session/set_mode in a goroutine of its own, even while a
+// turn of the session runs: the agent applies it from the turn's next
+// model request.
+func (s *Server) setMode(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	setter, ok := s.agent.(SessionModeSetter)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p SetSessionModeRequest
+	err := decodeParams(req, &p, true)
+	if err == nil {
+		err = checkSessionID(p.SessionID)
+	}
+	if err == nil && p.ModeID == "" {
+		err = NewInvalidParams("modeId is required")
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	goAgent(s, c, req, func() (SetSessionModeResponse, error) {
+		return setter.SetSessionMode(s.base, p, client{s: s, c: c})
+	})
+}
+
+// setConfigOption serves session/set_config_option like setMode.
+func (s *Server) setConfigOption(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	setter, ok := s.agent.(SessionConfigSetter)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p SetSessionConfigOptionRequest
+	err := decodeParams(req, &p, true)
+	if err == nil {
+		err = checkSessionID(p.SessionID)
+	}
+	if err == nil && p.ConfigID == "" {
+		err = NewInvalidParams("configId is required")
+	}
+	if err == nil && len(p.Value) == 0 {
+		err = NewInvalidParams("value is required")
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	goAgent(s, c, req, func() (SetSessionConfigOptionResponse, error) {
+		return setter.SetSessionConfigOption(s.base, p, client{s: s, c: c})
+	})
 }
 
 func (s *Server) doneClosing(sessionID string) {

@@ -179,6 +179,8 @@ type sessionUpdateJSON struct {
 	RawInput      json.RawMessage    `json:"rawInput,omitempty"`
 	RawOutput     json.RawMessage    `json:"rawOutput,omitempty"`
 	UpdatedAt     string             `json:"updatedAt,omitempty"`
+	CurrentModeID string             `json:"currentModeId,omitempty"`
+	ConfigOptions []ConfigOption     `json:"configOptions,omitempty"`
 	Meta          Meta               `json:"_meta,omitempty"`
 }
 
@@ -202,6 +204,8 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 		RawInput:      u.RawInput,
 		RawOutput:     u.RawOutput,
 		UpdatedAt:     u.UpdatedAt,
+		CurrentModeID: u.CurrentModeID,
+		ConfigOptions: u.ConfigOptions,
 		Meta:          u.Meta,
 	}
 	isTool := u.SessionUpdate == UpdateToolCall || u.SessionUpdate == UpdateToolCallUpdate
@@ -251,6 +255,8 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		RawInput:      w.RawInput,
 		RawOutput:     w.RawOutput,
 		UpdatedAt:     w.UpdatedAt,
+		CurrentModeID: w.CurrentModeID,
+		ConfigOptions: w.ConfigOptions,
 		Meta:          w.Meta,
 	}
 	if w.Title != nil {

@@ -100,6 +100,10 @@ type NewSessionRequest struct {
 
 type NewSessionResponse struct {
 	SessionID string `json:"sessionId"`
+	// Modes and ConfigOptions are the session's modes and configuration
+	// options, left out when the agent has none.
+	Modes         *SessionModeState `json:"modes,omitempty"`
+	ConfigOptions []ConfigOption    `json:"configOptions,omitempty"`
 }
 
 type LoadSessionRequest struct {
@@ -110,7 +114,10 @@ type LoadSessionRequest struct {
 	Meta                  Meta              `json:"_meta,omitempty"`
 }
 
-type LoadSessionResponse struct{}
+type LoadSessionResponse struct {
+	Modes         *SessionModeState `json:"modes,omitempty"`
+	ConfigOptions []ConfigOption    `json:"configOptions,omitempty"`
+}
 
 // ListSessionsRequest is the params of session/list. Both members are
 // optional (null is read as absent).
@@ -152,7 +159,72 @@ type ResumeSessionRequest struct {
 }
 
 type ResumeSessionResponse struct {
+	Modes         *SessionModeState `json:"modes,omitempty"`
+	ConfigOptions []ConfigOption    `json:"configOptions,omitempty"`
+	Meta          Meta              `json:"_meta,omitempty"`
+}
+
+// SessionMode is one mode a session can be in.
+type SessionMode struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// SessionModeState is the session's current mode and the modes it offers.
+type SessionModeState struct {
+	CurrentModeID  string        `json:"currentModeId"`
+	AvailableModes []SessionMode `json:"availableModes"`
+}
+
+// SetSessionModeRequest is the params of session/set_mode.
+type SetSessionModeRequest struct {
+	SessionID string `json:"sessionId"`
+	ModeID    string `json:"modeId"`
+	Meta      Meta   `json:"_meta,omitempty"`
+}
+
+type SetSessionModeResponse struct {
 	Meta Meta `json:"_meta,omitempty"`
+}
+
+// ConfigOption is a session configuration option. Rebound's are selects
+// (Type "select"): CurrentValue is one of Options' values.
+type ConfigOption struct {
+	ID           string               `json:"id"`
+	Name         string               `json:"name"`
+	Description  string               `json:"description,omitempty"`
+	Category     string               `json:"category,omitempty"`
+	Type         string               `json:"type"`
+	CurrentValue string               `json:"currentValue"`
+	Options      []ConfigOptionChoice `json:"options"`
+}
+
+// ConfigOptionSelect is ConfigOption.Type of a single-value selector.
+const ConfigOptionSelect = "select"
+
+// ConfigOptionChoice is one value a select option can take.
+type ConfigOptionChoice struct {
+	Value       string `json:"value"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// SetSessionConfigOptionRequest is the params of session/set_config_option.
+// Value is a value id; a boolean value (Type "boolean") is kept raw, for
+// the agent to refuse or read.
+type SetSessionConfigOptionRequest struct {
+	SessionID string          `json:"sessionId"`
+	ConfigID  string          `json:"configId"`
+	Type      string          `json:"type,omitempty"`
+	Value     json.RawMessage `json:"value"`
+	Meta      Meta            `json:"_meta,omitempty"`
+}
+
+// SetSessionConfigOptionResponse has every option and its current value.
+type SetSessionConfigOptionResponse struct {
+	ConfigOptions []ConfigOption `json:"configOptions"`
+	Meta          Meta           `json:"_meta,omitempty"`
 }
 
 // CloseSessionRequest is the params of session/close.
@@ -244,6 +316,8 @@ const (
 	UpdateSessionInfo       = "session_info_update"
 	UpdateNotice            = "notice"
 	UpdateCompaction        = "compaction_update"
+	UpdateCurrentMode       = "current_mode_update"
+	UpdateConfigOption      = "config_option_update"
 )
 
 // SessionUpdate is the union of the update kinds Rebound sends; SessionUpdate
@@ -278,7 +352,11 @@ type SessionUpdate struct {
 	RawOutput   json.RawMessage    `json:"rawOutput,omitempty"`
 	// session_info_update: Title (above) and UpdatedAt, ISO 8601
 	UpdatedAt string `json:"updatedAt,omitempty"`
-	Meta      Meta   `json:"_meta,omitempty"`
+	// current_mode_update
+	CurrentModeID string `json:"currentModeId,omitempty"`
+	// config_option_update: the full list
+	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
+	Meta          Meta           `json:"_meta,omitempty"`
 }
 
 // SessionNotification is the params of `session/update`.

@@ -52,8 +52,11 @@ type Config struct {
 	// when ReplaceInstructions is set.
 	Instructions        string
 	ReplaceInstructions bool
-	Version             string
-	Logger              zerolog.Logger
+	// DefaultMode is the mode of a session with none recorded (one of
+	// Modes); "" means DefaultMode.
+	DefaultMode string
+	Version     string
+	Logger      zerolog.Logger
 	// MaxOpenLogs bounds the session logs held open at once, each with a
 	// file descriptor and the session's lock; past it, the least recently
 	// used idle one is closed. 0 means DefaultMaxOpenLogs.
@@ -131,6 +134,13 @@ type sessionState struct {
 	title  string
 	titled bool
 
+	// modeMu guards mode, which a session/set_mode may change while a turn
+	// holds turnMu, and modeUnrecorded: the change is not yet in the log
+	// (the holder of turnMu records it).
+	modeMu         sync.Mutex
+	mode           string
+	modeUnrecorded bool
+
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed
 	busy bool          // acquired: the log is not closed under its user
@@ -184,7 +194,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
 	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd}
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, mode: a.defaultMode()}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -197,7 +207,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	a.mu.Unlock()
 	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	return acp.NewSessionResponse{SessionID: id}, nil
+	return acp.NewSessionResponse{SessionID: id, Modes: modeState(s.mode), ConfigOptions: configOptions(s.mode)}, nil
 }
 
 var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
@@ -210,11 +220,11 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 		return acp.LoadSessionResponse{}, err
 	}
 	s.turnMu.Lock()
-	defer s.turnMu.Unlock()
 	if err := a.acquire(s); err != nil {
+		s.turnMu.Unlock()
 		return acp.LoadSessionResponse{}, err
 	}
-	defer a.release(s)
+	defer a.done(s)
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
@@ -222,7 +232,9 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
-	return acp.LoadSessionResponse{}, replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs)
+	mode := s.currentMode()
+	return acp.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)},
+		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs)
 }
 
 // state returns the session's state, making an empty one (its log not yet
@@ -296,6 +308,7 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 	}
 	s.loaded = true
 	s.events, s.rules = loaded.Events, session.PermissionRules(loaded.Events)
+	a.loadMode(s)
 	sum, titled := session.Summarize(loaded.Events)
 	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
 	a.mu.Lock()

@@ -149,14 +149,15 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 		return acp.ResumeSessionResponse{}, err
 	}
 	s.turnMu.Lock()
-	defer s.turnMu.Unlock()
 	if err := a.acquire(s); err != nil {
+		s.turnMu.Unlock()
 		return acp.ResumeSessionResponse{}, err
 	}
-	defer a.release(s)
+	defer a.done(s)
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
-	return acp.ResumeSessionResponse{}, nil
+	mode := s.currentMode()
+	return acp.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
 
 // CloseSession frees what the session holds in this process: its log (the

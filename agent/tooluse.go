@@ -178,6 +178,12 @@ func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info 
 		return t.find(ctx, a), nil
 	case *tools.SearchFilesArgs:
 		return t.search(ctx, a), nil
+	}
+	if t.mode == ModeReadOnly {
+		// Not offered, but the model may call it anyway.
+		return readOnlyOutput(call.Name), nil
+	}
+	switch a := args.(type) {
 	case *tools.WriteFileArgs:
 		path, err := t.ws.Resolve(a.Path)
 		if err != nil {
@@ -314,7 +320,10 @@ func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome
 		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("%d %s", len(matches), plural(len(matches), "match")))}}
 }
 
-// permit asks the user, unless a standing answer covers scope. ok reports
+// permit asks the user, unless the session's mode or a standing answer
+// decides: read_only refuses, a standing rejection holds in every other
+// mode, accept_edits allows edits and full_access everything, a standing
+// allowance allows. ok reports
 // whether the call may go ahead; when it may not, out is its result, and err
 // is set when the user cancelled the turn instead of answering.
 func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
@@ -324,11 +333,18 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 		always, never, declinedText, declinedAlways = "Always allow this command", "Always reject this command",
 			"The user declined to run this command.", "The user has declined this command for this session."
 	}
+	d := modeDecision(t.mode, scope)
+	if d == refuse {
+		return false, readOnlyOutput(call.Name), nil
+	}
 	switch t.s.rules[scope] {
 	case session.AllowAlways:
 		return true, toolOutcome{}, nil
 	case session.RejectAlways:
 		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
+	}
+	if d == allow {
+		return true, toolOutcome{}, nil
 	}
 	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionID: t.s.id,

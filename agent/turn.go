@@ -43,11 +43,11 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if !s.turnMu.TryLock() {
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
-	defer s.turnMu.Unlock()
 	if err := a.acquire(s); err != nil {
+		s.turnMu.Unlock()
 		return acp.PromptResponse{}, err
 	}
-	defer a.release(s)
+	defer a.done(s)
 
 	var t *turn
 	defer func() {
@@ -197,6 +197,7 @@ type turn struct {
 	reqFirst  int             // its first attempt's number (t.steps counts attempts)
 	model     string          // the fallback policy may switch it for this turn
 	maxTokens int             // the truncation policy may raise it for this turn
+	mode      string          // the session's mode, as of the current step's start
 	parts     []part          // truncated parts of the reply being continued (held mode)
 	msgID     string          // the id of the message the current step makes
 	// Live mode: what the editor was shown of the current step's reply, and
@@ -238,7 +239,7 @@ func (t *turn) request() llm.Request {
 			llm.Message{Role: llm.RoleAssistant, Content: prefix},
 			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
 	}
-	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, Tools: tools.Definitions()}
+	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, Tools: toolsFor(t.mode)}
 }
 
 // prefix is the reply so far that the next attempt continues: what was shown
@@ -271,6 +272,12 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxSteps", t.agent.cfg.MaxSteps).Msg("turn stopped at the step limit")
 			return acp.PromptResponse{StopReason: acp.StopMaxTurnRequests}, nil
 		}
+		// A mode chosen since the last step applies from this one: what it
+		// offers the model and what its tool calls may do.
+		if err := t.s.flushMode(); err != nil {
+			return acp.PromptResponse{}, fmt.Errorf("record mode: %w", err)
+		}
+		t.mode = t.s.currentMode()
 		t.requests++
 		reply, calls, err := t.complete(ctx)
 		if err != nil {

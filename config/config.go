@@ -64,6 +64,7 @@ type Agent struct {
 	MaxSteps            int    `toml:"max_steps" json:"max_steps" jsonschema:"minimum=1,maximum=1000,default=50" jsonschema_description:"Model requests (steps) one turn may make, 1 to 1000; a step that asks for tools is followed by another. The turn then stops with max_turn_requests. Default 50."`
 	Instructions        string `toml:"instructions" json:"instructions" jsonschema_description:"Text added to the built-in system prompt in every session (the project's AGENTS.md is added too). Default empty."`
 	ReplaceInstructions bool   `toml:"replace_instructions" json:"replace_instructions" jsonschema:"default=false" jsonschema_description:"Use agent.instructions instead of the built-in system prompt, not after it. Default false."`
+	DefaultMode         string `toml:"default_mode" json:"default_mode" jsonschema:"enum=ask,enum=accept_edits,enum=read_only,enum=full_access,default=ask" jsonschema_description:"The mode of a new session, and of one with no mode recorded: ask (permission before every edit, write and command), accept_edits (edits and writes without asking, commands ask), read_only (only the tools that read are offered) or full_access (nothing asks). The editor changes it per session. Default ask."`
 }
 
 // Tools configures the tools the model may call.
@@ -182,7 +183,7 @@ func Default() Config {
 			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		// The agent's own defaults, so they are stated once.
-		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxSteps},
+		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxSteps, DefaultMode: agent.DefaultMode},
 		Tools: Tools{
 			CommandTimeout:    Duration(agent.DefaultCommandTimeout),
 			MaxCommandTimeout: Duration(agent.DefaultMaxCommandTimeout),
@@ -307,6 +308,9 @@ func (c Config) Validate() error {
 
 	if c.Agent.Streaming != StreamingLive && c.Agent.Streaming != StreamingHeld {
 		bad("agent.streaming", "must be live or held, got %q", c.Agent.Streaming)
+	}
+	if !agent.ValidMode(c.Agent.DefaultMode) {
+		bad("agent.default_mode", "must be one of %s, got %q", agent.ModeIDs(), c.Agent.DefaultMode)
 	}
 	if n := c.Agent.MaxSteps; n < 1 || n > 1000 {
 		bad("agent.max_steps", "must be between 1 and 1000, got %d", n)

@@ -36,7 +36,7 @@ func TestDefault(t *testing.T) {
 			Overflow:              config.Overflow{Enabled: true, KeepRecentMessages: 2},
 			Truncation:            config.Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
-		Agent:    config.Agent{Streaming: "live", MaxSteps: 50},
+		Agent:    config.Agent{Streaming: "live", MaxSteps: 50, DefaultMode: "ask"},
 		Tools:    config.Tools{CommandTimeout: config.Duration(2 * time.Minute), MaxCommandTimeout: config.Duration(30 * time.Minute), OutputLimit: 65536},
 		LogLevel: "info",
 	}
@@ -81,6 +81,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"zero idle", func(c *config.Config) { c.Recovery.StreamIdleTimeout = 0 }, "recovery.stream_idle_timeout", "positive"},
 		{"zero deadline", func(c *config.Config) { c.Recovery.RequestDeadline = 0 }, "recovery.request_deadline", "positive"},
 		{"zero max steps", func(c *config.Config) { c.Agent.MaxSteps = 0 }, "agent.max_steps", "between 1 and 1000"},
+		{"unknown session mode", func(c *config.Config) { c.Agent.DefaultMode = "yolo" }, "agent.default_mode", `must be one of ask, accept_edits, read_only, full_access, got "yolo"`},
 		{"unknown streaming mode", func(c *config.Config) { c.Agent.Streaming = "fast" }, "agent.streaming", `must be live or held, got "fast"`},
 		{"zero command timeout", func(c *config.Config) { c.Tools.CommandTimeout = 0 }, "tools.command_timeout", "positive"},
 		{"max command timeout below the default", func(c *config.Config) { c.Tools.MaxCommandTimeout = config.Duration(time.Second) }, "tools.max_command_timeout", "at least tools.command_timeout"},

@@ -200,6 +200,7 @@ streaming = "held"
 max_steps = 20
 instructions = "Answer in French."
 replace_instructions = true
+default_mode = "read_only"
 
 [tools]
 command_timeout = "30s"
@@ -239,7 +240,7 @@ output_limit = 4096
 				{Match: "code=insufficient_quota", Delay: config.Duration(time.Minute), MaxRetries: 0},
 			},
 		},
-		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true},
+		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true, DefaultMode: "read_only"},
 		Tools:    config.Tools{CommandTimeout: config.Duration(30 * time.Second), MaxCommandTimeout: config.Duration(5 * time.Minute), OutputLimit: 4096},
 		LogLevel: "warn",
 		StateDir: "/var/lib/rebound",

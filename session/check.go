@@ -88,6 +88,7 @@ var rules = map[string]rule{
 	TypeLLMRetryStarted:  (*checker).llmRetryStarted,
 	TypeCompaction:       (*checker).compaction,
 	TypePermission:       (*checker).permission,
+	TypeMode:             (*checker).mode,
 	TypeTurnEnd:          (*checker).turnEnd,
 }
 
@@ -389,6 +390,17 @@ func (c *checker) permission(ev Event) error {
 	}
 	if d.Scope == "" {
 		return c.errorf(ev.Seq, "permission for %q: scope is empty", d.ToolCallID)
+	}
+	return nil
+}
+
+func (c *checker) mode(ev Event) error {
+	d, err := decode[Mode](c, ev)
+	if err != nil {
+		return err
+	}
+	if d.Mode == "" {
+		return c.errorf(ev.Seq, "%s: mode is empty", ev.Type)
 	}
 	return nil
 }

@@ -156,6 +156,21 @@ func PermissionRules(events []Event) map[string]string {
 	return rules
 }
 
+// LastMode is the mode of the session's last session/mode event; "" when it
+// has none (the session is in the default mode).
+func LastMode(events []Event) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != TypeMode {
+			continue
+		}
+		var d Mode
+		if json.Unmarshal(events[i].Data, &d) == nil && d.Mode != "" {
+			return d.Mode
+		}
+	}
+	return ""
+}
+
 // NextTurn is the number the next turn/start must carry: one more than the
 // last turn's.
 func NextTurn(events []Event) int {

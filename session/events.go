@@ -37,6 +37,7 @@ const (
 	TypeLLMRetryStarted  = "llm/retry-started"
 	TypeCompaction       = "compaction"
 	TypePermission       = "permission"
+	TypeMode             = "session/mode"
 	TypeTurnEnd          = "turn/end"
 )
 
@@ -224,6 +225,15 @@ type Permission struct {
 	ToolCallID string `json:"toolCallId"`
 	Scope      string `json:"scope"`
 	Outcome    string `json:"outcome"`
+}
+
+// Mode records that the session's mode (which tools are offered and which
+// calls ask permission) changed. It may come anywhere after session/start,
+// inside a turn too, where it applies from the next step; the last one is
+// the session's mode when it is loaded again. The mode's names are the
+// agent's: the log only requires one.
+type Mode struct {
+	Mode string `json:"mode"`
 }
 
 // Compaction records that the request of a step was compacted to fit the

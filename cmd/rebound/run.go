@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		},
 		Instructions:        cfg.Agent.Instructions,
 		ReplaceInstructions: cfg.Agent.ReplaceInstructions,
+		DefaultMode:         cfg.Agent.DefaultMode,
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})

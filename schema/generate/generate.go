@@ -91,6 +91,7 @@ var eventData = []struct {
 	{session.TypeLLMRetryStarted, session.LLMRetryStarted{}},
 	{session.TypeCompaction, session.Compaction{}},
 	{session.TypePermission, session.Permission{}},
+	{session.TypeMode, session.Mode{}},
 	{session.TypeTurnEnd, session.TurnEnd{}},
 }
 
