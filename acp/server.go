@@ -333,18 +333,7 @@ func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
 		p.McpServers = []json.RawMessage{}
 	}
-	if !s.startWork() {
-		s.reply(s.base, c, req, nil, errShuttingDown)
-		return
-	}
-	go func() {
-		defer s.work.Done()
-		res, err := func() (_ NewSessionResponse, err error) {
-			defer s.recoverAgent(MethodSessionNew, &err)
-			return s.agent.NewSession(s.base, p)
-		}()
-		s.reply(context.WithoutCancel(s.base), c, req, res, err)
-	}()
+	goAgent(s, c, req, func() (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) })
 }
 
 func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
@@ -363,20 +352,9 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if p.McpServers == nil {
 		p.McpServers = []json.RawMessage{}
 	}
-	if !s.startWork() {
-		s.reply(s.base, c, req, nil, errShuttingDown)
-		return
-	}
-	go func() {
-		defer s.work.Done()
-		// One goroutine sends the replayed updates and then the reply, so
-		// the reply comes after all of them.
-		res, err := func() (_ LoadSessionResponse, err error) {
-			defer s.recoverAgent(MethodSessionLoad, &err)
-			return s.agent.LoadSession(s.base, p, client{s: s, c: c})
-		}()
-		s.reply(context.WithoutCancel(s.base), c, req, res, err)
-	}()
+	// One goroutine sends the replayed updates and then the reply, so the
+	// reply comes after all of them.
+	goAgent(s, c, req, func() (LoadSessionResponse, error) { return s.agent.LoadSession(s.base, p, client{s: s, c: c}) })
 }
 
 // listSessions serves session/list in a goroutine of its own: the agent
@@ -458,18 +436,13 @@ func (s *Server) closeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if t != nil {
 		t.cancel(ErrSessionClosed)
 	}
-	go func() {
-		defer s.work.Done()
+	go runAgent(s, c, req, func() (CloseSessionResponse, error) {
 		defer s.doneClosing(p.SessionID)
 		if t != nil {
 			<-t.done // the prompt has been answered
 		}
-		res, err := func() (_ CloseSessionResponse, err error) {
-			defer s.recoverAgent(req.Method, &err)
-			return closer.CloseSession(s.base, p)
-		}()
-		s.reply(context.WithoutCancel(s.base), c, req, res, err)
-	}()
+		return closer.CloseSession(s.base, p)
+	})
 }
 
 // deleteSession serves session/delete, which is refused while a turn of
@@ -504,15 +477,10 @@ func (s *Server) deleteSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		s.reply(s.base, c, req, nil, err)
 		return
 	}
-	go func() {
-		defer s.work.Done()
+	go runAgent(s, c, req, func() (DeleteSessionResponse, error) {
 		defer s.doneClosing(p.SessionID)
-		res, err := func() (_ DeleteSessionResponse, err error) {
-			defer s.recoverAgent(req.Method, &err)
-			return deleter.DeleteSession(s.base, p)
-		}()
-		s.reply(context.WithoutCancel(s.base), c, req, res, err)
-	}()
+		return deleter.DeleteSession(s.base, p)
+	})
 }
 
 // setMode serves session/set_mode in a goroutine of its own, even while a
@@ -583,14 +551,19 @@ func goAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call fun
 		s.reply(s.base, c, req, nil, errShuttingDown)
 		return
 	}
-	go func() {
-		defer s.work.Done()
-		res, err := func() (_ T, err error) {
-			defer s.recoverAgent(req.Method, &err)
-			return call()
-		}()
-		s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	go runAgent(s, c, req, call)
+}
+
+// runAgent is the body of a request's goroutine, for work that shutdown
+// already counts: it calls the agent, turns a panic into an error, replies,
+// and marks the work done.
+func runAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error)) {
+	defer s.work.Done()
+	res, err := func() (_ T, err error) {
+		defer s.recoverAgent(req.Method, &err)
+		return call()
 	}()
+	s.reply(context.WithoutCancel(s.base), c, req, res, err)
 }
 
 var errShuttingDown = &RequestError{Code: CodeRequestCancelled, Message: "Rebound is shutting down"}
