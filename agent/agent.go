@@ -55,8 +55,15 @@ type Config struct {
 	// DefaultMode is the mode of a session with none recorded (one of
 	// Modes); "" means DefaultMode.
 	DefaultMode string
-	Version     string
-	Logger      zerolog.Logger
+	// Models are offered for the session's model when the provider gives
+	// no list of its own.
+	Models []string
+	// ReasoningEffort is the reasoning effort of a session nobody chose one
+	// for ("" lets the provider decide); setting it also offers the choice
+	// for models llm.TakesReasoningEffort does not know.
+	ReasoningEffort string
+	Version         string
+	Logger          zerolog.Logger
 	// MaxOpenLogs bounds the session logs held open at once, each with a
 	// file descriptor and the session's lock; past it, the least recently
 	// used idle one is closed. 0 means DefaultMaxOpenLogs.
@@ -98,6 +105,8 @@ type Agent struct {
 	// open holds the sessions whose log is open, most recently used first.
 	open   *list.List
 	closed bool
+
+	catalog catalog // the provider's models
 }
 
 var _ acp.Agent = (*Agent)(nil)
@@ -134,12 +143,12 @@ type sessionState struct {
 	title  string
 	titled bool
 
-	// modeMu guards mode, which a session/set_mode may change while a turn
-	// holds turnMu, and modeUnrecorded: the change is not yet in the log
-	// (the holder of turnMu records it).
-	modeMu         sync.Mutex
-	mode           string
-	modeUnrecorded bool
+	// optMu guards opts, which session/set_mode and set_config_option may
+	// change while a turn holds turnMu, and unrecorded: the options changed
+	// but not yet in the log (the holder of turnMu records them).
+	optMu      sync.Mutex
+	opts       options
+	unrecorded map[string]bool
 
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed
@@ -194,7 +203,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
 	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, mode: a.defaultMode()}
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.defaults()}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -207,7 +216,8 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	a.mu.Unlock()
 	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	return acp.NewSessionResponse{SessionID: id, Modes: modeState(s.mode), ConfigOptions: configOptions(s.mode)}, nil
+	modes, opts := a.sessionConfig(ctx, s.current())
+	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
 }
 
 var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
@@ -232,8 +242,8 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
-	mode := s.currentMode()
-	return acp.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)},
+	modes, opts := a.sessionConfig(ctx, s.current())
+	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
 		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs)
 }
 
@@ -308,7 +318,7 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 	}
 	s.loaded = true
 	s.events, s.rules = loaded.Events, session.PermissionRules(loaded.Events)
-	a.loadMode(s)
+	a.loadOptions(s)
 	sum, titled := session.Summarize(loaded.Events)
 	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
 	a.mu.Lock()

@@ -156,8 +156,8 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 	defer a.done(s)
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
-	mode := s.currentMode()
-	return acp.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	modes, opts := a.sessionConfig(ctx, s.current())
+	return acp.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
 
 // CloseSession frees what the session holds in this process: its log (the

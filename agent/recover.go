@@ -41,7 +41,8 @@ var _ recovery.Adapter = (*turn)(nil)
 func (t *turn) Adapt(ctx context.Context, r recovery.Retry) error {
 	switch r.Action {
 	case recovery.ActionFallback:
-		t.model = t.agent.cfg.Recovery.FallbackModel
+		t.model, t.fellBack = t.agent.cfg.Recovery.FallbackModel, true
+		t.effort = t.agent.effort(t.model, t.s.current().thought)
 		t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Str("model", t.model).Msg("switching to the fallback model for this turn")
 		return nil
 	case recovery.ActionCompact:

@@ -76,7 +76,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	}
 	t.history = append(a.systemMessages(s, t.start), toLLM(history)...)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
-	t.model, t.maxTokens = a.cfg.Model, a.cfg.MaxTokens
+	t.maxTokens = a.cfg.MaxTokens
 
 	resp, err = t.run(ctx)
 	if err != nil && recorded(err) {
@@ -195,7 +195,9 @@ type turn struct {
 	requests  int             // logical requests (steps of the agent loop) made
 	reqStart  time.Time       // when the current logical request began
 	reqFirst  int             // its first attempt's number (t.steps counts attempts)
-	model     string          // the fallback policy may switch it for this turn
+	model     string          // the session's, as of the current step's start, unless the fallback policy switched it
+	fellBack  bool            // the fallback policy switched the model for the rest of the turn
+	effort    string          // the reasoning effort asked of the model, if any
 	maxTokens int             // the truncation policy may raise it for this turn
 	mode      string          // the session's mode, as of the current step's start
 	parts     []part          // truncated parts of the reply being continued (held mode)
@@ -239,7 +241,7 @@ func (t *turn) request() llm.Request {
 			llm.Message{Role: llm.RoleAssistant, Content: prefix},
 			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
 	}
-	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, Tools: toolsFor(t.mode)}
+	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, ReasoningEffort: t.effort, Tools: toolsFor(t.mode)}
 }
 
 // prefix is the reply so far that the next attempt continues: what was shown
@@ -272,12 +274,18 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxSteps", t.agent.cfg.MaxSteps).Msg("turn stopped at the step limit")
 			return acp.PromptResponse{StopReason: acp.StopMaxTurnRequests}, nil
 		}
-		// A mode chosen since the last step applies from this one: what it
-		// offers the model and what its tool calls may do.
-		if err := t.s.flushMode(); err != nil {
-			return acp.PromptResponse{}, fmt.Errorf("record mode: %w", err)
+		// Options chosen since the last step apply from this one: what the
+		// mode offers the model and what its tool calls may do, the model
+		// asked and its reasoning effort.
+		if err := t.s.flushOptions(); err != nil {
+			return acp.PromptResponse{}, fmt.Errorf("record the session's configuration: %w", err)
 		}
-		t.mode = t.s.currentMode()
+		o := t.s.current()
+		t.mode = o.mode
+		if !t.fellBack {
+			t.model = o.model
+		}
+		t.effort = t.agent.effort(t.model, o.thought)
 		t.requests++
 		reply, calls, err := t.complete(ctx)
 		if err != nil {
@@ -436,7 +444,7 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 	if t.live() && t.shown.Len() > 0 {
 		t.resume = &resumer{shown: t.shown.String()}
 	}
-	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model}); err != nil {
+	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
 		return nil, nil, fmt.Errorf("record step: %w", err)
 	}
 	t.stepOpen = true

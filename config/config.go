@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/recovery"
@@ -45,6 +46,9 @@ type Provider struct {
 	APIKeyEnv string `toml:"api_key_env" json:"api_key_env" jsonschema:"pattern=^[A-Za-z_][A-Za-z0-9_]*$,default=OPENAI_API_KEY" jsonschema_description:"Name of the environment variable holding the API key; the key itself is never read from this file. Default OPENAI_API_KEY."`
 	Model     string `toml:"model" json:"model" jsonschema:"minLength=1,default=gpt-4o-mini" jsonschema_description:"Model name sent to the provider. Default gpt-4o-mini. Overridden by REBOUND_MODEL and --model."`
 	MaxTokens int    `toml:"max_tokens" json:"max_tokens" jsonschema:"minimum=1,maximum=1000000,default=8192" jsonschema_description:"Output token budget of one request, 1 to 1000000. Default 8192."`
+	// Models and ReasoningEffort feed the editor's pickers.
+	Models          []string `toml:"models" json:"models,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"Model names the editor's model picker offers when the provider's GET /models cannot be had (it is asked first). provider.model is always offered. Default none."`
+	ReasoningEffort string   `toml:"reasoning_effort" json:"reasoning_effort" jsonschema:"enum=,enum=low,enum=medium,enum=high,default=" jsonschema_description:"Reasoning effort asked of the model (sent as reasoning_effort): low, medium or high; empty leaves it to the provider. The editor's thought-level picker changes it per session; setting it also offers that picker for models Rebound does not know take it (it knows OpenAI's o-series and gpt-5). Default empty."`
 
 	// APIKey is the value of the variable named by APIKeyEnv; it may be empty,
 	// since an editor must be able to initialize the agent before the user
@@ -229,6 +233,14 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(p.Model) == "" {
 		bad("provider.model", "must not be empty")
+	}
+	for i, m := range p.Models {
+		if m == "" || len(m) > 200 || strings.ContainsFunc(m, unicode.IsSpace) {
+			bad(fmt.Sprintf("provider.models[%d]", i), "must be a model name: 1 to 200 characters without spaces, got %q", m)
+		}
+	}
+	if p.ReasoningEffort != "" && !slices.Contains(agent.ReasoningEfforts, p.ReasoningEffort) {
+		bad("provider.reasoning_effort", "must be one of %s, or empty, got %q", strings.Join(agent.ReasoningEfforts, ", "), p.ReasoningEffort)
 	}
 	switch {
 	case p.MaxTokens <= 0:

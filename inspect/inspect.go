@@ -300,8 +300,8 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		b.pending = map[retryKey]*Retry{}
 		b.last = ev.Time
 		return nil
-	case session.TypeMode:
-		// A mode change may come between turns or between a turn's steps;
+	case session.TypeMode, session.TypeConfig:
+		// A mode or model change may come between turns or between a turn's steps;
 		// the timeline shows what the steps did, not the mode.
 		return nil
 	}

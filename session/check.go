@@ -89,6 +89,7 @@ var rules = map[string]rule{
 	TypeCompaction:       (*checker).compaction,
 	TypePermission:       (*checker).permission,
 	TypeMode:             (*checker).mode,
+	TypeConfig:           (*checker).config,
 	TypeTurnEnd:          (*checker).turnEnd,
 }
 
@@ -401,6 +402,17 @@ func (c *checker) mode(ev Event) error {
 	}
 	if d.Mode == "" {
 		return c.errorf(ev.Seq, "%s: mode is empty", ev.Type)
+	}
+	return nil
+}
+
+func (c *checker) config(ev Event) error {
+	d, err := decode[Config](c, ev)
+	if err != nil {
+		return err
+	}
+	if d.ConfigID == "" {
+		return c.errorf(ev.Seq, "%s: configId is empty", ev.Type)
 	}
 	return nil
 }

@@ -171,6 +171,21 @@ func LastMode(events []Event) string {
 	return ""
 }
 
+// LastConfig is the value of option id in the session's last session/config
+// event for it, and whether there was one.
+func LastConfig(events []Event, id string) (value string, ok bool) {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != TypeConfig {
+			continue
+		}
+		var d Config
+		if json.Unmarshal(events[i].Data, &d) == nil && d.ConfigID == id {
+			return d.Value, true
+		}
+	}
+	return "", false
+}
+
 // NextTurn is the number the next turn/start must carry: one more than the
 // last turn's.
 func NextTurn(events []Event) int {

@@ -179,6 +179,21 @@ func TestPermissionRules_LastAlwaysAnswerWins(t *testing.T) {
 	}
 }
 
+func TestLastConfig_LastValueOfEachOption(t *testing.T) {
+	cfg := func(id, value string) rec {
+		return rec{session.TypeConfig, `{"configId":"` + id + `","value":"` + value + `"}`}
+	}
+	evs := events(t, render(rStart, cfg("model", "a"), rTurn1, cfg("thought_level", "high"), cfg("model", "b"), rTurnEnd1, cfg("thought_level", "")))
+	for _, tt := range []struct {
+		id, want string
+		ok       bool
+	}{{"model", "b", true}, {"thought_level", "", true}, {"mode", "", false}} {
+		if got, ok := session.LastConfig(evs, tt.id); got != tt.want || ok != tt.ok {
+			t.Errorf("LastConfig(%q) = %q, %v; want %q, %v", tt.id, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
 func TestUnfinishedReply_ShownChunksOfTheOpenTurn(t *testing.T) {
 	shown := func(step int, text string) rec {
 		return rec{session.TypeAssistantChunk, `{"turn":1,"step":` + string(rune('0'+step)) + `,"text":"` + text + `","shown":true,"messageId":"m9"}`}

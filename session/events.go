@@ -38,6 +38,7 @@ const (
 	TypeCompaction       = "compaction"
 	TypePermission       = "permission"
 	TypeMode             = "session/mode"
+	TypeConfig           = "session/config"
 	TypeTurnEnd          = "turn/end"
 )
 
@@ -62,6 +63,8 @@ type StepStart struct {
 	Turn  int    `json:"turn"`
 	Step  int    `json:"step"`
 	Model string `json:"model,omitempty"`
+	// ReasoningEffort is the effort asked of the model, when one was.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }
 
 // AssistantChunk is streamed output of a step. Chunks are a record of the
@@ -234,6 +237,16 @@ type Permission struct {
 // agent's: the log only requires one.
 type Mode struct {
 	Mode string `json:"mode"`
+}
+
+// Config records that one of the session's configuration options other than
+// the mode (the model, the reasoning effort) changed. Like Mode, it may come
+// anywhere after session/start and applies from the next step; the last one
+// for an option is its value when the session is loaded again. An empty
+// value means the configured default.
+type Config struct {
+	ConfigID string `json:"configId"`
+	Value    string `json:"value"`
 }
 
 // Compaction records that the request of a step was compacted to fit the

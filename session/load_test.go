@@ -176,6 +176,7 @@ func TestParse_Invariants(t *testing.T) {
 		{name: "empty middle line", log: turn1Open + "\n" + line(3, session.TypeTurnEnd, rTurnEnd1.data), line: 3, msg: "not a JSON event: ", prefix: true},
 		{name: "complete unterminated last line is checked", log: turn1Open + `{"seq":3}`, line: 3, seq: 3, msg: `event has no "v"`},
 		{name: "empty session id", log: render(rec{session.TypeSessionStart, `{"sessionId":"","cwd":"/w"}`}), line: 1, seq: 1, msg: "session/start: sessionId is empty"},
+		{name: "session/config without configId", log: render(rStart, rec{session.TypeConfig, `{"configId":"","value":"m"}`}), line: 2, seq: 2, msg: "session/config: configId is empty"},
 		{name: "second session/start", log: render(rStart, rStart), line: 2, seq: 2, msg: "session/start again: only the first event may be session/start"},
 
 		{name: "first turn is not 1", log: render(rStart, rec{session.TypeTurnStart, `{"turn":2,"prompt":[],"text":""}`}), line: 2, seq: 2, msg: "turn/start for turn 2 after turn 0: turns go up by one from 1"},

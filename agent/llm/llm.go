@@ -54,6 +54,8 @@ type Request struct {
 	Model     string    `json:"model"`
 	Messages  []Message `json:"messages"`
 	MaxTokens int       `json:"maxTokens,omitempty"`
+	// ReasoningEffort is sent as reasoning_effort when not empty.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// Tools the model may call; empty means none are offered.
 	Tools []ToolDef `json:"tools,omitempty"`
 }

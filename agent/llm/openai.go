@@ -119,7 +119,8 @@ func (o *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 		// max_tokens is what OpenAI-compatible servers (vLLM, Ollama,
 		// DeepSeek, OpenRouter, llama.cpp, …) accept most widely.
-		MaxTokens: req.MaxTokens,
+		MaxTokens:       req.MaxTokens,
+		ReasoningEffort: req.ReasoningEffort,
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters

@@ -58,6 +58,9 @@ func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.next.Do(req)
 	c, _ := req.Context().Value(captureKey{}).(*capture)
 	if err != nil || c == nil {
+		if err == nil {
+			limitBody(req, resp)
+		}
 		return resp, err
 	}
 	c.status = resp.StatusCode

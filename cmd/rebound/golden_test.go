@@ -403,6 +403,10 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	for _, r := range mock.Requests() {
 		out.WriteString(canonical(map[string]any{"dir": "provider", "ms": r.Time.Sub(tr.start).Milliseconds(), "request": r}) + "\n")
 	}
+	// The model list is asked outside any step; how often shows its cache.
+	if n := mock.ModelListRequests(); n > 0 {
+		out.WriteString(canonical(map[string]any{"dir": "provider", "modelListRequests": n}) + "\n")
+	}
 	logs, _ := filepath.Glob(filepath.Join(stateDir, "sessions", "*.jsonl"))
 	// Logs in the order their sessions first appear in the transcript (a
 	// scenario with several sessions), not by their random names.

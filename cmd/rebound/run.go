@@ -197,6 +197,8 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Instructions:        cfg.Agent.Instructions,
 		ReplaceInstructions: cfg.Agent.ReplaceInstructions,
 		DefaultMode:         cfg.Agent.DefaultMode,
+		Models:              cfg.Provider.Models,
+		ReasoningEffort:     cfg.Provider.ReasoningEffort,
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})

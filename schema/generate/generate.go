@@ -92,6 +92,7 @@ var eventData = []struct {
 	{session.TypeCompaction, session.Compaction{}},
 	{session.TypePermission, session.Permission{}},
 	{session.TypeMode, session.Mode{}},
+	{session.TypeConfig, session.Config{}},
 	{session.TypeTurnEnd, session.TurnEnd{}},
 }
 

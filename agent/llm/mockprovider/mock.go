@@ -27,6 +27,8 @@ type Mock struct {
 	next   int
 	reqs   []Recorded
 	log    io.Writer
+	// modelLists counts GET /models requests.
+	modelLists int
 }
 
 var (
@@ -40,6 +42,9 @@ func New(script *Script) *Mock {
 	m := &Mock{}
 	if script != nil {
 		m.script = Script{Steps: append([]Step(nil), script.Steps...), Fallback: script.Fallback, StrictAlternation: script.StrictAlternation}
+		if script.Models != nil { // [] is an empty list, nil none at all
+			m.script.Models = append([]string{}, script.Models...)
+		}
 	}
 	return m
 }
@@ -66,6 +71,8 @@ type Recorded struct {
 	Model     string    `json:"model,omitempty"`
 	Messages  []Message `json:"messages,omitempty"`
 	MaxTokens int       `json:"maxTokens,omitempty"` // max_tokens, else max_completion_tokens
+	// ReasoningEffort is the request's reasoning_effort.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// Tools are the names of the functions offered (their schemas are not
 	// kept).
 	Tools        []string `json:"tools,omitempty"`
@@ -81,6 +88,13 @@ type Recorded struct {
 	// recorded.
 	Auth   bool        `json:"auth"`
 	Header http.Header `json:"header,omitempty"` // without credential headers
+}
+
+// ModelListRequests returns how many GET /models requests were received.
+func (m *Mock) ModelListRequests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.modelLists
 }
 
 // Requests returns a copy of what was received so far, in arrival order.
@@ -239,6 +253,34 @@ func (rp *reply) writeEvents(ctx context.Context, w io.Writer, flush func()) err
 
 var chatPaths = map[string]bool{"/v1/chat/completions": true, "/chat/completions": true}
 
+var modelPaths = map[string]bool{"/v1/models": true, "/models": true}
+
+// modelList answers GET /models from Script.Models. Called under mu.
+func (m *Mock) modelList(method string) *reply {
+	m.modelLists++
+	if method != http.MethodGet {
+		return apiError(http.StatusMethodNotAllowed, "mock provider: use GET", "invalid_request_error", "method_not_allowed")
+	}
+	if m.script.Models == nil {
+		return apiError(http.StatusNotFound, "mock provider: the script has no models list", "invalid_request_error", "not_found")
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int    `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range m.script.Models {
+		list.Data = append(list.Data, model{ID: id, Object: "model", Created: Created, OwnedBy: "mock"})
+	}
+	body, _ := json.Marshal(list)
+	return &reply{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: body}
+}
+
 // credentialHeaders are never recorded or logged.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
 
@@ -247,6 +289,9 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if modelPaths[path] {
+		return m.modelList(method)
+	}
 
 	seq := len(m.reqs) + 1
 	rec := Recorded{Seq: seq, Time: now, Method: method, Path: path, Step: -1, Header: h.Clone()}
@@ -273,7 +318,7 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 		for _, t := range cr.Tools {
 			rec.Tools = append(rec.Tools, t.Function.Name)
 		}
-		rec.MaxTokens = cr.MaxTokens
+		rec.MaxTokens, rec.ReasoningEffort = cr.MaxTokens, cr.ReasoningEffort
 		if rec.MaxTokens == 0 {
 			rec.MaxTokens = cr.MaxCompletionTokens
 		}
@@ -332,9 +377,10 @@ type chatRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
-	MaxTokens           int  `json:"max_tokens"`
-	MaxCompletionTokens int  `json:"max_completion_tokens"`
-	Stream              bool `json:"stream"`
+	MaxTokens           int    `json:"max_tokens"`
+	MaxCompletionTokens int    `json:"max_completion_tokens"`
+	ReasoningEffort     string `json:"reasoning_effort"`
+	Stream              bool   `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`

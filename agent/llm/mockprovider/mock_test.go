@@ -237,7 +237,7 @@ func TestMock_RoutingFallbackExhausted(t *testing.T) {
 	}
 	var got []result
 	for _, r := range []struct{ method, path, body string }{
-		{"POST", "/v1/models", chatBody},
+		{"POST", "/v1/embeddings", chatBody},
 		{"GET", "/v1/chat/completions", ""},
 		{"POST", "/v1/chat/completions", "{not json"},
 		{"POST", "/v1/chat/completions", chatBody}, // step 0: routing errors consumed nothing
@@ -272,6 +272,31 @@ func TestMock_RoutingFallbackExhausted(t *testing.T) {
 	}
 	if r := fb.Requests(); len(r) != 2 || !r[1].Fallback || r[1].Step != -1 {
 		t.Errorf("fallback requests = %+v", r)
+	}
+}
+
+// TestMock_Models: GET /v1/models lists Script.Models, or is a 404 without
+// them; either way no step is consumed and nothing is recorded.
+func TestMock_Models(t *testing.T) {
+	m := mockprovider.New(&mockprovider.Script{Models: []string{"a", "b"}, Steps: []mockprovider.Step{{Text: "x"}}})
+	resp, body := do(t, t.Context(), m, "GET", "/v1/models", "")
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`{"id":"a","object":"model"`)) || !bytes.Contains(body, []byte(`"id":"b"`)) {
+		t.Errorf("GET /v1/models: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, t.Context(), m, "POST", "/models", ""); resp.StatusCode != 405 {
+		t.Errorf("POST /models: %d, want 405", resp.StatusCode)
+	}
+	if resp, _ := do(t, t.Context(), mockprovider.New(&mockprovider.Script{}), "GET", "/v1/models", ""); resp.StatusCode != 404 {
+		t.Errorf("GET /v1/models without models: %d, want 404", resp.StatusCode)
+	}
+	if resp, body := do(t, t.Context(), mockprovider.New(&mockprovider.Script{Models: []string{}}), "GET", "/v1/models", ""); resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"data":[]`)) {
+		t.Errorf("GET /v1/models with an empty list: %d %s", resp.StatusCode, body)
+	}
+	if m.Count() != 0 || m.ModelListRequests() != 2 {
+		t.Errorf("Count() = %d, ModelListRequests() = %d; want 0 and 2", m.Count(), m.ModelListRequests())
+	}
+	if _, body := do(t, t.Context(), m, "POST", "/v1/chat/completions", chatBody); !bytes.Contains(body, []byte(`"content":"x"`)) {
+		t.Errorf("the first chat request did not get step 0: %s", body)
 	}
 }
 

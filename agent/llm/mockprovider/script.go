@@ -29,6 +29,10 @@ type Script struct {
 	// refuse: roles that do not alternate user/assistant after the system
 	// messages, or a tool call without its tool message.
 	StrictAlternation bool `json:"strict_alternation,omitempty"`
+	// Models, when set, is the list GET /v1/models answers with. Without
+	// it that request gets HTTP 404, as from a provider that has no list.
+	// Model list requests consume no step and are not recorded.
+	Models []string `json:"models,omitempty"`
 }
 
 // Step is the answer to one request. The zero Step is an empty reply that

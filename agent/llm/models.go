@@ -1,0 +1,111 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ModelLister is a Provider that can say which models it serves.
+type ModelLister interface {
+	// ListModels returns the ids of the provider's models, sorted, without
+	// duplicates, bounded by MaxModels.
+	ListModels(ctx context.Context) ([]string, error)
+}
+
+// Bounds on a model list: a provider (or a proxy in front of it) that sends
+// megabytes, thousands of ids or ids that are not names costs nothing.
+const (
+	MaxModels         = 500
+	maxModelIDLen     = 200
+	maxModelsBodySize = 4 << 20
+)
+
+var _ ModelLister = (*OpenAI)(nil)
+
+// ListModels asks the provider's GET /models.
+func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
+	ctx = context.WithValue(ctx, bodyLimitKey{}, int64(maxModelsBodySize))
+	list, err := o.client.ListModels(ctx)
+	if err != nil {
+		return nil, o.scrub(fmt.Errorf("list the provider's models: %w", err))
+	}
+	ids := make([]string, 0, len(list.Models))
+	for _, m := range list.Models {
+		ids = append(ids, m.ID)
+	}
+	return CleanModelIDs(ids), nil
+}
+
+// CleanModelIDs keeps the ids that can name a model (non-empty, at most 200
+// bytes, printable, no spaces), sorted and without duplicates, at most
+// MaxModels of them.
+func CleanModelIDs(ids []string) []string {
+	out := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !validModelID(id) })
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxModels {
+		out = out[:MaxModels]
+	}
+	return out
+}
+
+func validModelID(id string) bool {
+	if id == "" || len(id) > maxModelIDLen {
+		return false
+	}
+	return !strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) })
+}
+
+// TakesReasoningEffort reports whether model is one go-openai knows to be a
+// reasoning model (OpenAI's o-series, gpt-5, …), which takes
+// reasoning_effort. Other providers' reasoning models are not recognised:
+// provider.reasoning_effort says they take it.
+func TakesReasoningEffort(model string) bool {
+	err := openai.NewReasoningValidator().Validate(openai.ChatCompletionRequest{Model: model, MaxTokens: 1})
+	return errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated)
+}
+
+// bodyLimitKey carries the most bytes a plain (not streamed) response body
+// may have, for requests that are not attempts (the model list).
+type bodyLimitKey struct{}
+
+// ErrBodyTooLarge: a response body was longer than the request allowed.
+var ErrBodyTooLarge = errors.New("response body is too large")
+
+// limitBody makes resp's body fail with ErrBodyTooLarge past the limit in
+// req's context, if there is one.
+func limitBody(req *http.Request, resp *http.Response) {
+	if n, ok := req.Context().Value(bodyLimitKey{}).(int64); ok && resp != nil && resp.Body != nil {
+		resp.Body = &limitedBody{rc: resp.Body, left: n}
+	}
+}
+
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrBodyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, ErrBodyTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

@@ -1,0 +1,114 @@
+package llm_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+)
+
+func TestOpenAI_ListModels(t *testing.T) {
+	m := mockprovider.New(&mockprovider.Script{Models: []string{"zeta", "alpha", "alpha", "has space", ""}})
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: m})
+	got, err := p.ListModels(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alpha", "zeta"}, got); diff != "" {
+		t.Errorf("ListModels (-want +got):\n%s", diff)
+	}
+	if n := m.ModelListRequests(); n != 1 {
+		t.Errorf("model list requests = %d, want 1", n)
+	}
+	if n := m.Count(); n != 0 {
+		t.Errorf("chat requests = %d: listing models is not an attempt", n)
+	}
+}
+
+func TestOpenAI_ListModelsFails(t *testing.T) {
+	t.Run("no list", func(t *testing.T) {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: mockprovider.New(nil)})
+		if _, err := p.ListModels(t.Context()); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Errorf("ListModels error = %v, want the 404", err)
+		}
+	})
+	t.Run("huge body", func(t *testing.T) {
+		body := `{"object":"list","data":[` + strings.Repeat(`{"id":"m","object":"model"},`, 200_000) + `{"id":"last"}]}`
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: jsonDoer(body)})
+		if _, err := p.ListModels(t.Context()); !errors.Is(err, llm.ErrBodyTooLarge) {
+			t.Errorf("ListModels error = %v, want ErrBodyTooLarge", err)
+		}
+	})
+	t.Run("key in the error", func(t *testing.T) {
+		body := `{"error":{"message":"bad key ` + testKey + `","type":"invalid_request_error"}}`
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: statusDoer{401, body}})
+		_, err := p.ListModels(t.Context())
+		if err == nil || strings.Contains(err.Error(), testKey) {
+			t.Errorf("ListModels error = %v, want an error without the key", err)
+		}
+	})
+}
+
+type statusDoer struct {
+	status int
+	body   string
+}
+
+func (d statusDoer) Do(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: d.status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(d.body)), Request: req}, nil
+}
+
+func jsonDoer(body string) statusDoer { return statusDoer{200, body} }
+
+func TestCleanModelIDs_Bounded(t *testing.T) {
+	ids := make([]string, 0, llm.MaxModels+10)
+	for i := range llm.MaxModels + 10 {
+		ids = append(ids, strings.Repeat("m", 1+i%150)+string(rune('a'+i%26)))
+	}
+	ids = append(ids, strings.Repeat("x", 201), "tab\tid", "ctl\x01")
+	got := llm.CleanModelIDs(ids)
+	if len(got) > llm.MaxModels {
+		t.Errorf("%d ids kept, want at most %d", len(got), llm.MaxModels)
+	}
+	for _, id := range got {
+		if len(id) > 200 || strings.ContainsAny(id, "\t\x01") {
+			t.Errorf("kept %q", id)
+		}
+	}
+}
+
+func TestTakesReasoningEffort(t *testing.T) {
+	for model, want := range map[string]bool{"o3-mini": true, "gpt-5": true, "o1": true, "gpt-4o-mini": false, "deepseek-reasoner": false, "llama3": false} {
+		if got := llm.TakesReasoningEffort(model); got != want {
+			t.Errorf("TakesReasoningEffort(%q) = %v, want %v", model, got, want)
+		}
+	}
+}
+
+func TestOpenAI_SendsReasoningEffort(t *testing.T) {
+	for _, effort := range []string{"", "high"} {
+		p, m := newMock(t, mockprovider.Step{Text: "ok"})
+		req := hello
+		req.ReasoningEffort = effort
+		s, err := p.Stream(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := s.Recv(); err != nil {
+				break
+			}
+		}
+		s.Close()
+		if got := m.Requests()[0].ReasoningEffort; got != effort {
+			t.Errorf("reasoning_effort sent = %q, want %q", got, effort)
+		}
+	}
+}

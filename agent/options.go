@@ -1,0 +1,310 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// The ids of the session's configuration options besides ModeConfigID.
+const (
+	ModelConfigID   = "model"
+	ThoughtConfigID = "thought_level"
+)
+
+// ThoughtDefault is the thought level that sends no reasoning effort: the
+// provider decides.
+const ThoughtDefault = "default"
+
+// ReasoningEfforts are the reasoning efforts a session may ask of a model
+// that takes one.
+var ReasoningEfforts = []string{"low", "medium", "high"}
+
+// configIDs are the options in the order they are listed and recorded.
+var configIDs = []string{ModeConfigID, ModelConfigID, ThoughtConfigID}
+
+// options are a session's configuration. A change applies from the next
+// step.
+type options struct {
+	mode    string
+	model   string
+	thought string // ThoughtDefault or one of ReasoningEfforts
+}
+
+func (o *options) field(id string) *string {
+	switch id {
+	case ModeConfigID:
+		return &o.mode
+	case ModelConfigID:
+		return &o.model
+	case ThoughtConfigID:
+		return &o.thought
+	}
+	panic("unknown configuration option " + id)
+}
+
+// defaults are the options of a session nobody configured.
+func (a *Agent) defaults() options {
+	return options{mode: a.defaultMode(), model: a.cfg.Model, thought: cmp.Or(a.cfg.ReasoningEffort, ThoughtDefault)}
+}
+
+func validThought(v string) bool { return v == ThoughtDefault || slices.Contains(ReasoningEfforts, v) }
+
+// offersThought reports whether requests to model may carry a reasoning
+// effort: go-openai knows it takes one, or the user said so by configuring
+// provider.reasoning_effort.
+func (a *Agent) offersThought(model string) bool {
+	return a.cfg.ReasoningEffort != "" || llm.TakesReasoningEffort(model)
+}
+
+// effort is the reasoning effort a request to model carries for thought.
+func (a *Agent) effort(model, thought string) string {
+	if thought == ThoughtDefault || !a.offersThought(model) {
+		return ""
+	}
+	return thought
+}
+
+// current is the session's configuration now.
+func (s *sessionState) current() options {
+	s.optMu.Lock()
+	defer s.optMu.Unlock()
+	return s.opts
+}
+
+// currentMode is the session's mode now.
+func (s *sessionState) currentMode() string { return s.current().mode }
+
+// loadOptions takes the session's options from its log (the last
+// session/mode, the last session/config of each), else the defaults; an
+// option changed in this process and still to be recorded keeps its value.
+// Called with the log open, under turnMu.
+func (a *Agent) loadOptions(s *sessionState) {
+	s.optMu.Lock()
+	defer s.optMu.Unlock()
+	d := a.defaults()
+	if !s.unrecorded[ModeConfigID] {
+		s.opts.mode = session.LastMode(s.events)
+		if !ValidMode(s.opts.mode) {
+			s.opts.mode = d.mode
+		}
+	}
+	if !s.unrecorded[ModelConfigID] {
+		s.opts.model, _ = session.LastConfig(s.events, ModelConfigID)
+		s.opts.model = cmp.Or(s.opts.model, d.model)
+	}
+	if !s.unrecorded[ThoughtConfigID] {
+		s.opts.thought, _ = session.LastConfig(s.events, ThoughtConfigID)
+		if !validThought(s.opts.thought) {
+			s.opts.thought = d.thought
+		}
+	}
+}
+
+// recordOptionsLocked writes the changes not yet in the log. Called under
+// optMu and turnMu, with the log open.
+func (s *sessionState) recordOptionsLocked() error {
+	for _, id := range configIDs {
+		if !s.unrecorded[id] {
+			continue
+		}
+		var err error
+		if id == ModeConfigID {
+			_, err = s.appendSync(session.TypeMode, session.Mode{Mode: s.opts.mode})
+		} else {
+			_, err = s.appendSync(session.TypeConfig, session.Config{ConfigID: id, Value: *s.opts.field(id)})
+		}
+		if err != nil {
+			return err
+		}
+		delete(s.unrecorded, id)
+	}
+	return nil
+}
+
+// flushOptions records the changes made while the caller held the session:
+// a turn calls it before each step.
+func (s *sessionState) flushOptions() error {
+	s.optMu.Lock()
+	defer s.optMu.Unlock()
+	return s.recordOptionsLocked()
+}
+
+// done ends a use of s begun with turnMu and a successful acquire: changes
+// made meanwhile are recorded, then the log is released and turnMu
+// unlocked. optMu is held from the check to the unlock, so a change made
+// concurrently is either seen here or finds turnMu free and records itself.
+func (a *Agent) done(s *sessionState) error {
+	s.optMu.Lock()
+	defer s.optMu.Unlock()
+	err := s.recordOptionsLocked()
+	if err != nil {
+		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not record the session's configuration")
+	}
+	a.release(s)
+	s.turnMu.Unlock()
+	return err
+}
+
+// setOption makes value the session's option id. When the session is idle
+// the change is recorded before this returns; while a turn, load or resume
+// holds it, the change applies from the turn's next step and the holder
+// records it.
+func (a *Agent) setOption(s *sessionState, id, value string) (changed bool, err error) {
+	s.optMu.Lock()
+	f := s.opts.field(id)
+	if *f == value {
+		s.optMu.Unlock()
+		return false, nil
+	}
+	*f = value
+	if s.unrecorded == nil {
+		s.unrecorded = map[string]bool{}
+	}
+	s.unrecorded[id] = true
+	idle := s.turnMu.TryLock()
+	s.optMu.Unlock()
+	log := a.cfg.Logger.Info().Str("session", s.id).Str("option", id).Str("value", value)
+	if !idle {
+		log.Msg("session configuration changed during a turn")
+		return true, nil
+	}
+	if err := a.acquire(s); err != nil {
+		s.turnMu.Unlock()
+		return true, err
+	}
+	if err := a.done(s); err != nil {
+		return true, a.logError(s.id, err)
+	}
+	log.Msg("session configuration changed")
+	return true, nil
+}
+
+// sessionConfig is what session/new, load and resume answer about the
+// session's modes and configuration options.
+func (a *Agent) sessionConfig(ctx context.Context, o options) (*acp.SessionModeState, []acp.ConfigOption) {
+	return modeState(o.mode), a.configOptions(ctx, o)
+}
+
+// configOptions is the full list of the session's configuration options:
+// the mode, the model and, for a model that takes one, the reasoning
+// effort.
+func (a *Agent) configOptions(ctx context.Context, o options) []acp.ConfigOption {
+	modes := make([]acp.ConfigOptionChoice, len(Modes))
+	for i, m := range Modes {
+		modes[i] = acp.ConfigOptionChoice{Value: m.ID, Name: m.Name, Description: m.Description}
+	}
+	models := a.modelChoices(ctx, o.model)
+	modelChoices := make([]acp.ConfigOptionChoice, len(models))
+	for i, m := range models {
+		modelChoices[i] = acp.ConfigOptionChoice{Value: m, Name: m}
+	}
+	opts := []acp.ConfigOption{{
+		ID: ModeConfigID, Name: "Mode", Description: "What Rebound may do without asking.",
+		Category: "mode", Type: acp.ConfigOptionSelect, CurrentValue: o.mode, Options: modes,
+	}, {
+		ID: ModelConfigID, Name: "Model", Description: "The model Rebound asks, from the next request on.",
+		Category: "model", Type: acp.ConfigOptionSelect, CurrentValue: o.model, Options: modelChoices,
+	}}
+	if a.offersThought(o.model) {
+		opts = append(opts, acp.ConfigOption{
+			ID: ThoughtConfigID, Name: "Reasoning effort", Description: "How hard the model thinks before it answers.",
+			Category: "thought_level", Type: acp.ConfigOptionSelect, CurrentValue: o.thought, Options: thoughtChoices(),
+		})
+	}
+	return opts
+}
+
+func thoughtChoices() []acp.ConfigOptionChoice {
+	out := []acp.ConfigOptionChoice{{Value: ThoughtDefault, Name: "Provider default", Description: "Sends no reasoning effort: the provider decides."}}
+	for _, e := range ReasoningEfforts {
+		out = append(out, acp.ConfigOptionChoice{Value: e, Name: strings.ToUpper(e[:1]) + e[1:]})
+	}
+	return out
+}
+
+// choices are the values option id may take for a session in o.
+func (a *Agent) choices(ctx context.Context, id string, o options) []string {
+	switch id {
+	case ModeConfigID:
+		return strings.Split(ModeIDs(), ", ")
+	case ModelConfigID:
+		return a.modelChoices(ctx, o.model)
+	}
+	return append([]string{ThoughtDefault}, ReasoningEfforts...)
+}
+
+// SetSessionMode serves session/set_mode. The editor asked in terms of
+// modes; its view of the configuration options is told with a
+// config_option_update.
+func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeRequest, c acp.Client) (acp.SetSessionModeResponse, error) {
+	if !ValidMode(req.ModeID) {
+		return acp.SetSessionModeResponse{}, acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
+	}
+	s, err := a.lookup(req.SessionID)
+	if err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
+	changed, err := a.setOption(s, ModeConfigID, req.ModeID)
+	if err != nil {
+		return acp.SetSessionModeResponse{}, err
+	}
+	if changed {
+		a.notifyOptions(ctx, c, s.id, acp.SessionUpdate{SessionUpdate: acp.UpdateConfigOption, ConfigOptions: a.configOptions(ctx, s.current())})
+	}
+	return acp.SetSessionModeResponse{}, nil
+}
+
+// SetSessionConfigOption serves session/set_config_option and answers with
+// every option, as the editor replaces its view with them. A change of the
+// mode is also told in terms of modes, with a current_mode_update.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) (acp.SetSessionConfigOptionResponse, error) {
+	if !slices.Contains(configIDs, req.ConfigID) {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
+	}
+	s, err := a.lookup(req.SessionID)
+	if err != nil {
+		return acp.SetSessionConfigOptionResponse{}, err
+	}
+	o := s.current()
+	if req.ConfigID == ThoughtConfigID && !a.offersThought(o.model) {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is not offered for model %s, which Rebound does not know to take a reasoning effort; set provider.reasoning_effort in the configuration if it does", ThoughtConfigID, quote(o.model))
+	}
+	vals := a.choices(ctx, req.ConfigID, o)
+	var value string
+	if req.Type == "boolean" || json.Unmarshal(req.Value, &value) != nil {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is a select option: its value is one of %s", req.ConfigID, listSome(vals, 20))
+	}
+	if !slices.Contains(vals, value) {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
+	}
+	changed, err := a.setOption(s, req.ConfigID, value)
+	if err != nil {
+		return acp.SetSessionConfigOptionResponse{}, err
+	}
+	if changed && req.ConfigID == ModeConfigID {
+		a.notifyOptions(ctx, c, s.id, acp.SessionUpdate{SessionUpdate: acp.UpdateCurrentMode, CurrentModeID: value})
+	}
+	return acp.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(ctx, s.current())}, nil
+}
+
+// listSome lists up to n of vals for a message.
+func listSome(vals []string, n int) string {
+	if len(vals) <= n {
+		return strings.Join(vals, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d in all)", strings.Join(vals[:n], ", "), len(vals))
+}
+
+func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u acp.SessionUpdate) {
+	if err := c.Update(context.WithoutCancel(ctx), id, u); err != nil {
+		a.cfg.Logger.Debug().Err(err).Str("session", id).Msg("could not send the session's configuration")
+	}
+}
