@@ -326,12 +326,15 @@ func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if err == nil {
 		err = checkCwd(p.Cwd, p.AdditionalDirectories)
 	}
+	if err == nil {
+		err = checkMcpServers(p.McpServers)
+	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
 		return
 	}
 	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
-		p.McpServers = []json.RawMessage{}
+		p.McpServers = []McpServer{}
 	}
 	goAgent(s, c, req, func() (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) })
 }
@@ -345,12 +348,15 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if err == nil {
 		err = checkCwd(p.Cwd, p.AdditionalDirectories)
 	}
+	if err == nil {
+		err = checkMcpServers(p.McpServers)
+	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
 		return
 	}
 	if p.McpServers == nil {
-		p.McpServers = []json.RawMessage{}
+		p.McpServers = []McpServer{}
 	}
 	// One goroutine sends the replayed updates and then the reply, so the
 	// reply comes after all of them.
@@ -391,6 +397,9 @@ func (s *Server) resumeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	}
 	if err == nil {
 		err = checkCwd(p.Cwd, p.AdditionalDirectories)
+	}
+	if err == nil {
+		err = checkMcpServers(p.McpServers)
 	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)

@@ -417,13 +417,45 @@ func TestServer_SessionNew(t *testing.T) {
 			name:        "ok",
 			params:      map[string]any{"cwd": "/work", "mcpServers": []any{}},
 			wantReply:   `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess-1"}}`,
-			wantRequest: &acp.NewSessionRequest{Cwd: "/work", McpServers: []json.RawMessage{}},
+			wantRequest: &acp.NewSessionRequest{Cwd: "/work", McpServers: []acp.McpServer{}},
 		},
 		{
 			name:        "mcpServers missing is empty",
 			params:      map[string]any{"cwd": "/work"},
 			wantReply:   `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess-1"}}`,
-			wantRequest: &acp.NewSessionRequest{Cwd: "/work", McpServers: []json.RawMessage{}},
+			wantRequest: &acp.NewSessionRequest{Cwd: "/work", McpServers: []acp.McpServer{}},
+		},
+		{
+			name: "mcp servers",
+			params: map[string]any{"cwd": "/work", "mcpServers": []any{
+				map[string]any{"name": "fs", "command": "/bin/fs-mcp", "args": []any{"-v"}, "env": []any{map[string]any{"name": "A", "value": "1"}}},
+				map[string]any{"type": "http", "name": "web", "url": "https://mcp.example/x", "headers": []any{map[string]any{"name": "Authorization", "value": "Bearer t"}}},
+			}},
+			wantReply: `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess-1"}}`,
+			wantRequest: &acp.NewSessionRequest{Cwd: "/work", McpServers: []acp.McpServer{
+				{Name: "fs", Command: "/bin/fs-mcp", Args: []string{"-v"}, Env: []acp.EnvVariable{{Name: "A", Value: "1"}}},
+				{Type: "http", Name: "web", URL: "https://mcp.example/x", Headers: []acp.HTTPHeader{{Name: "Authorization", Value: "Bearer t"}}},
+			}},
+		},
+		{
+			name:      "mcp server without a command",
+			params:    map[string]any{"cwd": "/work", "mcpServers": []any{map[string]any{"name": "fs", "args": []any{}, "env": []any{}}}},
+			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: mcpServers[0] (\"fs\") is a stdio server: command is required"}}`,
+		},
+		{
+			name:      "mcp server of an unknown transport",
+			params:    map[string]any{"cwd": "/work", "mcpServers": []any{map[string]any{"type": "ws", "name": "x", "url": "ws://h"}}},
+			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: mcpServers[0] (\"x\") has type \"ws\"; the transports are stdio (no type), http and sse"}}`,
+		},
+		{
+			name:      "http mcp server with a relative url",
+			params:    map[string]any{"cwd": "/work", "mcpServers": []any{map[string]any{"type": "http", "name": "x", "url": "/mcp", "headers": []any{}}}},
+			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: mcpServers[0] (\"x\") is an http server: url must be an absolute http(s) URL, got \"/mcp\""}}`,
+		},
+		{
+			name:      "mcp server without a name",
+			params:    map[string]any{"cwd": "/work", "mcpServers": []any{map[string]any{"command": "/bin/x"}}},
+			wantReply: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: mcpServers[0].name is required"}}`,
 		},
 		{
 			name:      "relative cwd",
@@ -439,7 +471,7 @@ func TestServer_SessionNew(t *testing.T) {
 			name:        "additional directories",
 			params:      map[string]any{"cwd": "/work", "additionalDirectories": []any{"/lib"}, "mcpServers": []any{}},
 			wantReply:   `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"sess-1"}}`,
-			wantRequest: &acp.NewSessionRequest{Cwd: "/work", AdditionalDirectories: []string{"/lib"}, McpServers: []json.RawMessage{}},
+			wantRequest: &acp.NewSessionRequest{Cwd: "/work", AdditionalDirectories: []string{"/lib"}, McpServers: []acp.McpServer{}},
 		},
 		{
 			name:      "cwd missing",
@@ -865,7 +897,7 @@ func TestServer_LoadSession(t *testing.T) {
 		if err := w.end(); err != nil {
 			t.Errorf("Serve() = %v", err)
 		}
-		want := acp.LoadSessionRequest{SessionID: "s", Cwd: "/w", McpServers: []json.RawMessage{}}
+		want := acp.LoadSessionRequest{SessionID: "s", Cwd: "/w", McpServers: []acp.McpServer{}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("request the agent got (-want +got):\n%s", diff)
 		}

@@ -69,6 +69,7 @@ type AgentCapabilities struct {
 	LoadSession         bool                 `json:"loadSession"`
 	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
 	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
+	McpCapabilities     *McpCapabilities     `json:"mcpCapabilities,omitempty"`
 	Meta                Meta                 `json:"_meta,omitempty"`
 }
 
@@ -93,9 +94,9 @@ type NewSessionRequest struct {
 	Cwd string `json:"cwd"`
 	// AdditionalDirectories are more workspace roots (absolute) that tools
 	// may use besides Cwd.
-	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
-	McpServers            []json.RawMessage `json:"mcpServers"`
-	Meta                  Meta              `json:"_meta,omitempty"`
+	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer `json:"mcpServers"`
+	Meta                  Meta        `json:"_meta,omitempty"`
 }
 
 type NewSessionResponse struct {
@@ -107,11 +108,11 @@ type NewSessionResponse struct {
 }
 
 type LoadSessionRequest struct {
-	SessionID             string            `json:"sessionId"`
-	Cwd                   string            `json:"cwd"`
-	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
-	McpServers            []json.RawMessage `json:"mcpServers"`
-	Meta                  Meta              `json:"_meta,omitempty"`
+	SessionID             string      `json:"sessionId"`
+	Cwd                   string      `json:"cwd"`
+	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer `json:"mcpServers"`
+	Meta                  Meta        `json:"_meta,omitempty"`
 }
 
 type LoadSessionResponse struct {
@@ -151,11 +152,11 @@ type ListSessionsResponse struct {
 // ResumeSessionRequest is the params of session/resume: session/load
 // without the replay.
 type ResumeSessionRequest struct {
-	SessionID             string            `json:"sessionId"`
-	Cwd                   string            `json:"cwd"`
-	AdditionalDirectories []string          `json:"additionalDirectories,omitempty"`
-	McpServers            []json.RawMessage `json:"mcpServers,omitempty"`
-	Meta                  Meta              `json:"_meta,omitempty"`
+	SessionID             string      `json:"sessionId"`
+	Cwd                   string      `json:"cwd"`
+	AdditionalDirectories []string    `json:"additionalDirectories,omitempty"`
+	McpServers            []McpServer `json:"mcpServers,omitempty"`
+	Meta                  Meta        `json:"_meta,omitempty"`
 }
 
 type ResumeSessionResponse struct {

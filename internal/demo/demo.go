@@ -332,7 +332,7 @@ func (d *driver) open(ctx context.Context) (acp.InitializeResponse, error) {
 		return info, err
 	}
 	var sess acp.NewSessionResponse
-	if err := d.client.call(ctx, acp.MethodSessionNew, acp.NewSessionRequest{Cwd: d.cwd, McpServers: []json.RawMessage{}}, &sess); err != nil {
+	if err := d.client.call(ctx, acp.MethodSessionNew, acp.NewSessionRequest{Cwd: d.cwd, McpServers: []acp.McpServer{}}, &sess); err != nil {
 		return info, err
 	}
 	if sess.SessionID == "" {
