@@ -65,6 +65,19 @@ KEEP_PROJ=1 one xload "$S/g2-after-cancel.json" --load-session "$(sid x)" --term
 one y  "$S/y-bigout-local.json" --prompt "big"
 one yt "$S/y-bigout-local.json" --prompt "big" --terminal
 one z  "$S/z-reasoning-truncation.json" --prompt "list"
+# The session methods beyond new/load/prompt (issue 11): list, resume,
+# set_mode, set_config_option, close, delete.
+one l1 "$S/b-edit.json" --prompt "edit main.go for the list"
+"$D/mkproj.sh" "$TRIAL_RUN/proj2"
+one l2 "$S/b-edit.json" --cwd "$TRIAL_RUN/proj2" --prompt "edit main.go elsewhere"
+one l  "$S/no-model.json" --list-sessions --list-page-size 5
+one lc "$S/no-model.json" --list-sessions --list-cwd "$TRIAL_RUN/proj"
+one r  "$S/r-resume.json" --resume-session "$(sid l1)" --prompt "continue"
+one m  "$S/m-read-only.json" --set-mode read_only --prompt "write a note"
+one o  "$S/o-config.json" --set-config model=o3-mini --set-config thought_level=high --set-config mode=accept_edits --prompt "which model"
+one obad "$S/o-config.json" --set-config model=nope --prompt "never sent"
+one cl "$S/cl-close.json" --prompt "close after this" --close-session
+one del "$S/no-model.json" --delete-session "$(sid l2)" --list-sessions
 
 echo "editor trial: $PASSED passed, ${#FAILED[@]} failed${FAILED:+ (${FAILED[*]})}"
 [ ${#FAILED[@]} -eq 0 ]

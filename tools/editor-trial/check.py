@@ -6,8 +6,9 @@
       v1 JSON schema shipped with the SDK (node_modules/@agentclientprotocol/
       sdk/schema/v1/schema.json): requests/notifications by method, responses
       by the method of the request they answer; reports non-JSON lines on the
-      agent's stdout, error responses to the client's requests and keys the
-      schema does not define (strict audit, _meta excepted).
+      agent's stdout, error responses to the client's requests, responses to
+      methods it has no schema for, and keys the schema does not define
+      (strict audit, _meta excepted).
 
   check.py --case NAME [--run DIR]
       The schema audit of DIR/out/NAME.transcript.jsonl plus the assertions of
@@ -40,7 +41,10 @@ REQ = {"session/request_permission": "RequestPermissionRequest", "fs/read_text_f
        "terminal/kill": "KillTerminalRequest", "terminal/release": "ReleaseTerminalRequest"}
 NOTE = {"session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification"}
 RESP = {"initialize": "InitializeResponse", "session/new": "NewSessionResponse", "session/load": "LoadSessionResponse",
-        "session/prompt": "PromptResponse", "authenticate": "AuthenticateResponse"}
+        "session/prompt": "PromptResponse", "authenticate": "AuthenticateResponse",
+        "session/list": "ListSessionsResponse", "session/resume": "ResumeSessionResponse",
+        "session/set_mode": "SetSessionModeResponse", "session/set_config_option": "SetSessionConfigOptionResponse",
+        "session/close": "CloseSessionResponse", "session/delete": "DeleteSessionResponse"}
 
 def resolve(node):
     while isinstance(node, dict) and "$ref" in node:
@@ -101,7 +105,9 @@ def audit(node, inst, path, out):
         elif "*" not in props:
             out.append(f"{path}.{k}")
 
-def check(file):
+def check(file, expected_errors=()):
+    """The schema audit of file. An error response to a method in
+    expected_errors is validated (as a JSON-RPC Error) but not reported."""
     problems = []
     pending = {}
     for n, line in enumerate(open(file), 1):
@@ -125,11 +131,15 @@ def check(file):
         else:
             meth = pending.get(m.get("id"))
             if "error" in m:
-                problems.append(f"{file}:{n}: error response to {meth}: {json.dumps(m['error'])[:300]}")
-                continue
-            defname = RESP.get(meth)
-            body = m.get("result")
+                if meth not in expected_errors:
+                    problems.append(f"{file}:{n}: error response to {meth}: {json.dumps(m['error'])[:300]}")
+                    continue
+                defname, body = "Error", m["error"]
+            else:
+                defname = RESP.get(meth)
+                body = m.get("result")
             if defname is None:
+                problems.append(f"{file}:{n}: response to {meth}, which check.py has no schema for (add it to RESP)")
                 continue
         errs = list(validator(defname).iter_errors(body))
         for e in errs[:3]:
@@ -195,6 +205,33 @@ class Run:
             if m.get("id") == req_id and "method" not in m:
                 return m
         return None
+
+    def sent(self, method):
+        """client->agent requests of method, as (index, msg)."""
+        return [(i, m) for i, m in self.msgs("send") if m.get("method") == method and "id" in m]
+
+    def responses(self, method):
+        """the agent's responses to the client's requests of method, as
+        (index, msg), in order."""
+        ids = {m["id"] for _, m in self.sent(method)}
+        return [(i, m) for i, m in self.msgs("recv") if "method" not in m and m.get("id") in ids]
+
+    def result(self, method, n=0):
+        """the result of the n-th response to method (None if none, or an error)."""
+        r = self.responses(method)
+        return r[n][1].get("result") if len(r) > n else None
+
+    def out_json(self, prefix):
+        """the JSON after prefix on each stdout line that starts with it."""
+        return [json.loads(l[len(prefix):]) for l in self.stdout.splitlines() if l.startswith(prefix)]
+
+    def sid(self):
+        got = re.findall(r"^sessionId: (.*)$", self.stdout, re.M)
+        return got[0] if got else None
+
+    def listed(self):
+        """the sessions the client printed from session/list."""
+        return self.out_json("session: ")
 
     def terminal_requests(self):
         return [(i, m) for i, m in self.msgs("recv") if str(m.get("method", "")).startswith("terminal/")]
@@ -285,16 +322,21 @@ class Run:
                 and "\nEND\n" in text[-400:] and text.rstrip().endswith(f"[exit code {exit_code}]"))
 
 
-def common(r, stops):
-    """schema, exit statuses, stop reasons, no warn/error in Rebound's log;
-    listed as one item when they all hold."""
+def common(r, stops, rc_want="0", errors=()):
+    """schema, exit statuses, stop reasons, no warn/error in Rebound's log,
+    no response the SDK's own schemas rejected; listed as one item when they
+    all hold. errors are the methods whose error responses the case expects
+    (and checks itself)."""
     n = len(r.failed)
-    issues = check(r.base + ".transcript.jsonl") if r.recs else ["no transcript"]
+    issues = check(r.base + ".transcript.jsonl", errors) if r.recs else ["no transcript"]
     if issues:
         r.failed.append(f"schema: {issues[0]}" + (f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""))
+    sdk = [l for l in r.stdout.splitlines() if l.startswith("sdk-invalid: ")]
+    if sdk:
+        r.failed.append(f"the SDK's schema rejected: {sdk[0][:300]}" + (f" (+{len(sdk) - 1} more)" if len(sdk) > 1 else ""))
     rc, mrc = (r._read(r.base + ".rc") or "?").strip(), (r._read(r.base + ".mock.rc") or "?").strip()
-    if rc != "0":
-        r.failed.append(f"client exit {rc}")
+    if rc != rc_want:
+        r.failed.append(f"client exit {rc}, want {rc_want}")
     if mrc != "0":
         r.failed.append(f"mock-provider exit {mrc}")
     got = r.stop_reasons()
@@ -305,7 +347,8 @@ def common(r, stops):
     if bad:
         r.failed.append(f"agent logged: {bad[0][:200]}")
     if len(r.failed) == n:
-        r.checked.append(f"stopReason {','.join(stops)} (schema ok, exits 0, no warn log)")
+        exits = "exits 0" if rc_want == "0" else f"client exit {rc_want}, mock exit 0"
+        r.checked.append(f"stopReason {','.join(stops) or '-'} (schema ok, SDK schemas ok, {exits}, no warn log)")
 
 
 def case_a(r):
@@ -542,6 +585,207 @@ def case_z(r):
     # Live (the default): the cut reply was shown, so it is continued, not
     # retried from scratch; held would retry it once with a larger budget.
     r.ok(pol == ["continuation"] and len(r.mock) == 3, "truncated step continued once (live: shown text is kept)")
+
+
+# ------------------------------------------------ session list, resume, modes, config, close, delete
+
+MODES = ["ask", "accept_edits", "read_only", "full_access"]
+READ_TOOLS = ["find_files", "read_file", "search_files"]
+
+
+def opt(options, id):
+    """the config option id of a configOptions list (None if absent)."""
+    return next((o for o in options or [] if o.get("id") == id), None)
+
+
+def ids(options):
+    return [o.get("id") for o in options or []]
+
+
+def values(option):
+    return sorted(c.get("value") for c in (option or {}).get("options", []))
+
+
+def session_answer(r, method):
+    """the answer to session/new, load or resume, checked to carry the modes
+    and config options (mode, model) and to be what the client printed."""
+    res = r.result(method) or {}
+    modes, conf = res.get("modes") or {}, res.get("configOptions")
+    ok = ([m.get("id") for m in modes.get("availableModes", [])] == MODES
+          and ids(conf)[:2] == ["mode", "model"] and opt(conf, "mode")["currentValue"] == modes.get("currentModeId")
+          and values(opt(conf, "mode")) == sorted(MODES)
+          and r.out_json("modes: ") == [modes] and r.out_json("configOptions: ") == [conf])
+    return res, ok
+
+
+def summary_ok(s, sid, cwd, title):
+    """s (a listed session) is sid in cwd, with title and an ISO updatedAt."""
+    return (s is not None and s.get("sessionId") == sid and s.get("cwd") == cwd and s.get("title") == title
+            and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", s.get("updatedAt") or "") is not None)
+
+
+def case_l1(r):
+    common(r, ["end_turn"])
+    init = r.result("initialize") or {}
+    caps = (init.get("agentCapabilities") or {}).get("sessionCapabilities") or {}
+    r.ok(all(k in caps for k in ("list", "resume", "close", "delete")), "initialize: sessionCapabilities list, resume, close, delete")
+    res, ok = session_answer(r, "session/new")
+    r.ok(ok and res["modes"]["currentModeId"] == "ask", "session/new answers modes (ask) and configOptions mode, model")
+    r.ok(ids(res.get("configOptions")) == ["mode", "model"] and opt(res["configOptions"], "model")["currentValue"] == "mock-model",
+         "no thought_level for mock-model (takes no reasoning effort)")
+
+
+def case_l2(r):
+    common(r, ["end_turn"])
+    new = r.sent("session/new")
+    r.ok(len(new) == 1 and new[0][1]["params"]["cwd"] == os.path.join(r.run_dir, "proj2"), "session made in proj2")
+
+
+def case_l(r):
+    common(r, [])
+    l1, l2 = Run(r.run_dir, "l1"), Run(r.run_dir, "l2")
+    reqs = [m["params"] for _, m in r.sent("session/list")]
+    pages = [m.get("result") or {} for _, m in r.responses("session/list")]
+    r.ok(len(pages) == len(reqs) and len(pages) > 2 and all(len(p.get("sessions", [])) <= 5 for p in pages)
+         and all(p.get("nextCursor") for p in pages[:-1]) and "nextCursor" not in pages[-1],
+         f"{len(pages)} pages of <= 5 (rebound/pageSize), the last without nextCursor")
+    r.ok([q.get("cursor") for q in reqs] == [None] + [p.get("nextCursor") for p in pages[:-1]],
+         "each page asked with the previous page's nextCursor")
+    got = r.listed()
+    sids = [s.get("sessionId") for s in got]
+    on_disk = sorted(f[:-len(".jsonl")] for f in os.listdir(os.path.join(r.run_dir, "state", "sessions")) if f.endswith(".jsonl"))
+    r.ok(len(sids) == len(set(sids)) and sorted(sids) == on_disk, f"{len(sids)} sessions, each once: every session on disk")
+    r.ok([s.get("updatedAt") for s in got] == sorted((s.get("updatedAt") for s in got), reverse=True), "most recent first")
+    by = {s.get("sessionId"): s for s in got}
+    r.ok(summary_ok(by.get(l1.sid()), l1.sid(), os.path.join(r.run_dir, "proj"), "edit main.go for the list"),
+         "l1's session listed with cwd, title and updatedAt")
+    r.ok(summary_ok(by.get(l2.sid()), l2.sid(), os.path.join(r.run_dir, "proj2"), "edit main.go elsewhere"),
+         "l2's session (proj2) listed too")
+
+
+def case_lc(r):
+    common(r, [])
+    l1, l2 = Run(r.run_dir, "l1"), Run(r.run_dir, "l2")
+    proj = os.path.join(r.run_dir, "proj")
+    reqs = [m["params"] for _, m in r.sent("session/list")]
+    got = r.listed()
+    r.ok(reqs and all(q.get("cwd") == proj for q in reqs), "session/list with cwd proj")
+    r.ok(got and all(s.get("cwd") == proj for s in got), f"{len(got)} sessions, all in proj")
+    sids = {s.get("sessionId") for s in got}
+    r.ok(l1.sid() in sids and l2.sid() not in sids, "l1's session in, l2's (proj2) filtered out")
+
+
+def case_r(r):
+    common(r, ["end_turn"])
+    l1 = Run(r.run_dir, "l1")
+    res = r.sent("session/resume")
+    r.ok(len(res) == 1 and res[0][1]["params"]["sessionId"] == l1.sid() and r.sid() == l1.sid() and not r.sent("session/new"),
+         "session/resume of l1's session")
+    _, ok = session_answer(r, "session/resume")
+    r.ok(ok, "the answer has modes and configOptions")
+    prompt_at = r.sent("session/prompt")[0][0] if r.sent("session/prompt") else -1
+    r.ok(not r.updates(kind="user_message_chunk") and all(i > prompt_at for i, _ in r.notes("session/update")),
+         "no replay: no session/update before the prompt, no user_message_chunk")
+    msgs = r.mock[0]["messages"] if r.mock else []
+    r.ok(len(r.mock) == 1 and [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "user"]
+         and msgs[1]["content"] == "edit main.go for the list" and msgs[2].get("toolCalls", [{}])[0].get("id") == "call_1"
+         and msgs[3].get("toolCallId") == "call_1" and msgs[4]["content"] == "Edited." and msgs[5]["content"] == "continue",
+         "the model got l1's turn (prompt, edit call, result, reply), then the new prompt")
+    r.ok(r.agent_text() == "Resumed: the earlier edit is still in my history.", "reply shown")
+
+
+def case_m(r):
+    common(r, ["end_turn"])
+    res, ok = session_answer(r, "session/new")
+    r.ok(ok and res["modes"]["currentModeId"] == "ask", "new session in mode ask")
+    sm = r.sent("session/set_mode")
+    r.ok(len(sm) == 1 and sm[0][1]["params"]["modeId"] == "read_only" and r.result("session/set_mode") == {},
+         "session/set_mode read_only answered {}")
+    resp_at = r.responses("session/set_mode")[0][0] if r.responses("session/set_mode") else -1
+    cou = [(i, u) for i, u in r.updates(kind="config_option_update")]
+    r.ok(len(cou) == 1 and sm and sm[0][0] < cou[0][0] < resp_at
+         and (opt(cou[0][1]["configOptions"], "mode") or {}).get("currentValue") == "read_only"
+         and ids(cou[0][1]["configOptions"]) == ["mode", "model"]
+         and r.out_json("update config_option_update: ") == [{"configOptions": cou[0][1]["configOptions"]}],
+         "config_option_update (mode read_only, all options) before the answer")
+    r.ok(len(r.mock) == 2 and all(sorted(m.get("tools") or []) == READ_TOOLS for m in r.mock),
+         "the model was offered only read_file, find_files, search_files")
+    r.ok(r.status("call_1") == "failed" and r.texts("call_1") == ["Not run: the session is read-only"],
+         "write_file failed, user sees: Not run: the session is read-only")
+    r.ok((r.model_result("call_1") or "").startswith("This session is read-only: write_file was not run."),
+         "model told the session is read-only")
+    r.ok(not r.permissions() and not r.requests("fs/write_text_file") and r.file("notes/ro.txt") is None,
+         "not asked, nothing written")
+
+
+def case_o(r):
+    common(r, ["end_turn"])
+    res, ok = session_answer(r, "session/new")
+    conf0 = res.get("configOptions")
+    r.ok(ok and ids(conf0) == ["mode", "model"]
+         and values(opt(conf0, "model")) == ["gpt-4o-mini", "mock-model", "o3-mini"]
+         and opt(conf0, "model")["currentValue"] == "mock-model",
+         "new: mode, model (mock-model; the mock's models listed), no thought_level")
+    sets = [m["params"] for _, m in r.sent("session/set_config_option")]
+    answers = [(m.get("result") or {}).get("configOptions") for _, m in r.responses("session/set_config_option")]
+    r.ok([(p["configId"], p["value"]) for p in sets] == [("model", "o3-mini"), ("thought_level", "high"), ("mode", "accept_edits")]
+         and len(answers) == 3, "3 set_config_option answered")
+    printed = [l.split(" configOptions: ", 1)[1] for l in r.stdout.splitlines() if l.startswith("setConfig ")]
+    r.ok([json.loads(x) for x in printed] == answers, "client printed each answer's configOptions")
+    if len(answers) == 3:
+        a1, a2, a3 = answers
+        r.ok(ids(a1) == ["mode", "model", "thought_level"] and opt(a1, "model")["currentValue"] == "o3-mini"
+             and opt(a1, "thought_level")["currentValue"] == "default"
+             and values(opt(a1, "thought_level")) == sorted(["default", "low", "medium", "high"]),
+             "model=o3-mini: full list, now with thought_level (default, low, medium, high)")
+        r.ok(ids(a2) == ["mode", "model", "thought_level"] and opt(a2, "thought_level")["currentValue"] == "high"
+             and opt(a2, "model")["currentValue"] == "o3-mini", "thought_level=high: full list, high")
+        r.ok(ids(a3) == ["mode", "model", "thought_level"] and opt(a3, "mode")["currentValue"] == "accept_edits",
+             "mode=accept_edits: full list")
+    cmu = [u for _, u in r.updates(kind="current_mode_update")]
+    r.ok([u.get("currentModeId") for u in cmu] == ["accept_edits"] and not r.updates(kind="config_option_update"),
+         "mode change told as current_mode_update (and no config_option_update)")
+    r.ok(len(r.mock) == 1 and r.mock[0].get("model") == "o3-mini" and r.mock[0].get("reasoningEffort") == "high",
+         "the model request: model o3-mini, reasoningEffort high")
+    r.ok(r.agent_text() == "Answered by the model picked in the config options.", "reply shown")
+
+
+def case_obad(r):
+    common(r, [], rc_want="1", errors=("session/set_config_option",))
+    resp = r.responses("session/set_config_option")
+    err = resp[0][1].get("error") if len(resp) == 1 else None
+    r.ok(err is not None and err.get("code") == -32602, "set_config_option model=nope: error -32602")
+    msg = (err or {}).get("message", "")
+    r.ok('"nope"' in msg and all(v in msg for v in ("o3-mini", "gpt-4o-mini", "mock-model")),
+         "the message names the value and the valid models")
+    r.ok([e.get("code") for e in r.out_json("error: ")] == [-32602], "the client printed the error and exited 1")
+    r.ok(not r.sent("session/prompt") and not r.mock, "no prompt, no model request")
+
+
+def case_cl(r):
+    common(r, ["end_turn"])
+    close = r.sent("session/close")
+    prompt_resp = r.responses("session/prompt")
+    r.ok(len(close) == 1 and close[0][1]["params"]["sessionId"] == r.sid() and prompt_resp
+         and close[0][0] > prompt_resp[-1][0], "session/close after the prompt's answer")
+    r.ok(r.result("session/close") == {} and re.search(r"^closed: \S+ \{\}$", r.stdout, re.M) is not None,
+         "session/close answered {}")
+    stderr = r._read(r.base + ".stderr") or ""
+    r.ok(re.search(r'"session":"%s".*"message":"session closed"' % re.escape(r.sid() or "-"), stderr) is not None,
+         "Rebound logged: session closed")
+
+
+def case_del(r):
+    common(r, [])
+    l1, l2, cl = Run(r.run_dir, "l1"), Run(r.run_dir, "l2"), Run(r.run_dir, "cl")
+    d = r.sent("session/delete")
+    r.ok(len(d) == 1 and d[0][1]["params"]["sessionId"] == l2.sid() and r.result("session/delete") == {},
+         "session/delete of l2's session answered {}")
+    sids = {s.get("sessionId") for s in r.listed()}
+    r.ok(l2.sid() not in sids and not os.path.exists(os.path.join(r.run_dir, "state", "sessions", f"{l2.sid()}.jsonl")),
+         "then session/list leaves it out, and its log is gone")
+    r.ok(l1.sid() in sids and cl.sid() in sids, "l1's and the closed session (cl) still listed")
+    r.ok(not r.sent("session/new") and not r.mock, "no session made, no model request")
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}

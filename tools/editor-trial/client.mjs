@@ -3,8 +3,9 @@
 //
 // Rebound's editor trial (tools/editor-trial, see README.md). Derived from the
 // team's shared acp-client; extended with --terminal, repeated --prompt,
-// --load-session, --permission allow_always|reject_always and logging of tool
-// calls and terminals.
+// --load-session, --permission allow_always|reject_always, logging of tool
+// calls and terminals, and the session methods beyond new/load/prompt:
+// session/list, resume, set_mode, set_config_option, close and delete.
 //
 // Spawns an agent subprocess, talks ACP v1 over stdio (newline-delimited
 // JSON-RPC) using @agentclientprotocol/sdk (2.x "app" API), runs one prompt
@@ -22,13 +23,34 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const USAGE = `usage: node client.mjs --prompt TEXT [--prompt TEXT ...] [options] -- AGENT_CMD [AGENT_ARGS...]
 
+After initialize the client does, in this order: --delete-session,
+--list-sessions, then (when a session is wanted) session/new, load or resume,
+--set-mode, each --set-config, the prompts, --close-session.
+
 options:
-  --prompt TEXT              prompt text to send (required; repeat to send
-                             several prompts, one after another, in one session)
+  --prompt TEXT              prompt text to send (repeat to send several
+                             prompts, one after another, in one session)
   --terminal                 advertise clientCapabilities.terminal=true and serve
                              terminal/create|output|wait_for_exit|kill|release
   --load-session ID          session/load ID instead of session/new (then the
                              prompts, if any, run in the loaded session)
+  --resume-session ID        session/resume ID instead of session/new (no replay)
+  --list-sessions            session/list, following nextCursor; prints each
+                             session as "session: {json}" and each page as
+                             "page: N sessions, nextCursor: C". Without
+                             --prompt, --load-session, --resume-session,
+                             --set-mode or --set-config no session is made
+  --list-cwd DIR             session/list only the sessions of DIR
+  --list-page-size N         ask for pages of N (Rebound's
+                             _meta["rebound/pageSize"])
+  --set-mode MODE            session/set_mode MODE once the session is open,
+                             before the prompts
+  --set-config ID=VALUE      session/set_config_option (repeatable, in order);
+                             prints the answer's "configOptions: [json]".
+                             An error answer is printed ("error: {json}")
+                             and the client exits 1
+  --close-session            session/close the session at the end
+  --delete-session ID        session/delete ID (before --list-sessions)
   --cwd DIR                  session cwd (default: current dir; made absolute)
   --transcript FILE          write every JSON-RPC line as JSONL {ts,dir,msg}
   --cancel-after-ms N        send session/cancel N ms after the first session/prompt
@@ -56,6 +78,7 @@ function parseArgs(argv) {
     quiet: false,
     prompts: [],
     terminal: false,
+    setConfig: [],
   };
   const sep = argv.indexOf("--");
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
@@ -75,6 +98,20 @@ function parseArgs(argv) {
       case "--prompt": opts.prompts.push(next()); break;
       case "--terminal": opts.terminal = true; break;
       case "--load-session": opts.loadSession = next(); break;
+      case "--resume-session": opts.resumeSession = next(); break;
+      case "--list-sessions": opts.listSessions = true; break;
+      case "--list-cwd": opts.listCwd = next(); break;
+      case "--list-page-size": opts.listPageSize = num(a, next()); break;
+      case "--set-mode": opts.setMode = next(); break;
+      case "--set-config": {
+        const v = next();
+        const eq = v.indexOf("=");
+        if (eq <= 0) die("--set-config needs ID=VALUE");
+        opts.setConfig.push({ configId: v.slice(0, eq), value: v.slice(eq + 1) });
+        break;
+      }
+      case "--close-session": opts.closeSession = true; break;
+      case "--delete-session": opts.deleteSession = next(); break;
       case "--cwd": opts.cwd = next(); break;
       case "--transcript": opts.transcript = next(); break;
       case "--cancel-after-ms": opts.cancelAfterMs = num(a, next()); break;
@@ -91,12 +128,19 @@ function parseArgs(argv) {
       default: die(`unknown option ${a}`);
     }
   }
-  if (opts.prompts.length === 0 && !opts.loadSession) die("--prompt is required");
+  if (opts.loadSession && opts.resumeSession) die("--load-session and --resume-session exclude each other");
+  // A session is wanted for anything but listing and deleting.
+  opts.wantSession = opts.prompts.length > 0 || !!opts.loadSession || !!opts.resumeSession ||
+    !!opts.setMode || opts.setConfig.length > 0 || !!opts.closeSession;
+  if (!opts.wantSession && !opts.listSessions && !opts.deleteSession) {
+    die("--prompt is required (or --load-session, --resume-session, --list-sessions, --delete-session)");
+  }
   if (opts.agent.length === 0) die("agent command missing (put it after --)");
   if (!["allow", "reject", "cancel", "allow_always", "reject_always"].includes(opts.permission)) {
     die("--permission must be allow, reject, allow_always, reject_always or cancel");
   }
   opts.cwd = path.resolve(opts.cwd);
+  if (opts.listCwd) opts.listCwd = path.resolve(opts.listCwd);
   return opts;
 }
 
@@ -271,6 +315,35 @@ function makeTerminals(quiet) {
   };
 }
 
+// ---------------------------------------------------------- SDK validation
+// The SDK parses what the agent sends it (requests, notifications) with its
+// generated zod schemas, but hands responses back unparsed. So each response
+// to the client's requests is parsed here with the SDK's zod schema of that
+// method. The schemas are not among the package's exports; they are loaded
+// by file URL from the installed package.
+const RESPONSE_SCHEMAS = {
+  [acp.methods.agent.initialize]: "zInitializeResponse",
+  [acp.methods.agent.authenticate]: "zAuthenticateResponse",
+  [acp.methods.agent.session.new]: "zNewSessionResponse",
+  [acp.methods.agent.session.load]: "zLoadSessionResponse",
+  [acp.methods.agent.session.list]: "zListSessionsResponse",
+  [acp.methods.agent.session.delete]: "zDeleteSessionResponse",
+  [acp.methods.agent.session.resume]: "zResumeSessionResponse",
+  [acp.methods.agent.session.close]: "zCloseSessionResponse",
+  [acp.methods.agent.session.setMode]: "zSetSessionModeResponse",
+  [acp.methods.agent.session.setConfigOption]: "zSetSessionConfigOptionResponse",
+  [acp.methods.agent.session.prompt]: "zPromptResponse",
+};
+async function loadZod() {
+  const url = new URL("./node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js", import.meta.url);
+  try {
+    return await import(url.href);
+  } catch (err) {
+    log(`warning: the SDK's zod schemas could not be loaded (${err.message}); responses are not checked by the SDK's schemas`);
+    return null;
+  }
+}
+
 // ---------------------------------------------------------------------- main
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
@@ -320,6 +393,11 @@ async function main() {
     .client({ name: "acp-client" })
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       showUpdate(opts.quiet, params);
+      const k = params.update.sessionUpdate;
+      if (k === "current_mode_update" || k === "config_option_update") {
+        const { sessionUpdate, ...rest } = params.update;
+        console.log(`update ${k}: ${JSON.stringify(rest)}`);
+      }
     })
     .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
       if (!opts.quiet) {
@@ -383,9 +461,29 @@ async function main() {
   }, opts.timeoutMs);
 
   let exitCode = 0;
+  const zod = await loadZod();
+  let sdkInvalid = 0;
+  // request sends method and checks the response with the SDK's schema: a
+  // response it rejects is printed as "sdk-invalid: METHOD: issues" and makes
+  // the client exit 1 at the end.
+  const request = async (agent, method, params) => {
+    const res = await agent.request(method, params);
+    const schema = zod?.[RESPONSE_SCHEMAS[method]];
+    if (zod && !schema) {
+      sdkInvalid++;
+      console.log(`sdk-invalid: ${method}: no response schema known for this method`);
+    } else if (schema) {
+      const parsed = schema.safeParse(res);
+      if (!parsed.success) {
+        sdkInvalid++;
+        console.log(`sdk-invalid: ${method}: ${JSON.stringify(parsed.error.issues).slice(0, 1000)}`);
+      }
+    }
+    return res;
+  };
   try {
     const result = await app.connectWith(stream, async (agent) => {
-      const init = await agent.request(acp.methods.agent.initialize, {
+      const init = await request(agent, acp.methods.agent.initialize, {
         protocolVersion: opts.protocolVersion,
         clientCapabilities: deepMerge({
           fs: { readTextFile: true, writeTextFile: true },
@@ -401,18 +499,50 @@ async function main() {
           `authMethods=${(init.authMethods ?? []).map((m) => m.id).join(",") || "-"}`);
       }
       if (opts.authenticate) {
-        await agent.request(acp.methods.agent.authenticate, { methodId: opts.authenticate });
+        await request(agent, acp.methods.agent.authenticate, { methodId: opts.authenticate });
       }
+      const S = acp.methods.agent.session;
+      if (opts.deleteSession) {
+        const res = await request(agent, S.delete, { sessionId: opts.deleteSession });
+        console.log(`deleted: ${opts.deleteSession} ${JSON.stringify(res)}`);
+      }
+      if (opts.listSessions) {
+        let cursor;
+        let pages = 0;
+        do {
+          const params = {};
+          if (opts.listCwd) params.cwd = opts.listCwd;
+          if (cursor) params.cursor = cursor;
+          if (opts.listPageSize !== undefined) params._meta = { "rebound/pageSize": opts.listPageSize };
+          const page = await request(agent, S.list, params);
+          pages++;
+          for (const s of page.sessions) console.log(`session: ${JSON.stringify(s)}`);
+          console.log(`page: ${page.sessions.length} sessions, nextCursor: ${page.nextCursor ?? "-"}`);
+          cursor = page.nextCursor ?? undefined;
+          if (pages > 1000) throw new Error("session/list: more than 1000 pages; the cursor does not advance?");
+        } while (cursor);
+      }
+      if (!opts.wantSession) return null;
+
+      let sess;
       if (opts.loadSession) {
-        await agent.request(acp.methods.agent.session.load, {
+        sess = await request(agent, S.load, {
           sessionId: opts.loadSession,
           cwd: opts.cwd,
           mcpServers: [],
         });
         sessionId = opts.loadSession;
         if (!opts.quiet) log(`session loaded: ${sessionId}`);
+      } else if (opts.resumeSession) {
+        sess = await request(agent, S.resume, {
+          sessionId: opts.resumeSession,
+          cwd: opts.cwd,
+          mcpServers: [],
+        });
+        sessionId = opts.resumeSession;
+        if (!opts.quiet) log(`session resumed: ${sessionId}`);
       } else {
-        const sess = await agent.request(acp.methods.agent.session.new, {
+        sess = await request(agent, S.new, {
           cwd: opts.cwd,
           mcpServers: [],
         });
@@ -420,12 +550,23 @@ async function main() {
         if (!opts.quiet) log(`session: ${sessionId}`);
       }
       console.log(`sessionId: ${sessionId}`);
+      if (sess?.modes !== undefined) console.log(`modes: ${JSON.stringify(sess.modes)}`);
+      if (sess?.configOptions !== undefined) console.log(`configOptions: ${JSON.stringify(sess.configOptions)}`);
+
+      if (opts.setMode) {
+        const res = await request(agent, S.setMode, { sessionId, modeId: opts.setMode });
+        console.log(`setMode ${opts.setMode}: ${JSON.stringify(res)}`);
+      }
+      for (const { configId, value } of opts.setConfig) {
+        const res = await request(agent, S.setConfigOption, { sessionId, configId, value });
+        console.log(`setConfig ${configId}=${value} configOptions: ${JSON.stringify(res.configOptions)}`);
+      }
 
       let last = { stopReason: "(no prompt)" };
       for (const [i, text] of opts.prompts.entries()) {
         cancelSent = false;
         if (!opts.quiet && opts.prompts.length > 1) log(`--- prompt ${i + 1}/${opts.prompts.length}`);
-        const promptDone = agent.request(acp.methods.agent.session.prompt, {
+        const promptDone = request(agent, acp.methods.agent.session.prompt, {
           sessionId,
           prompt: [{ type: "text", text }],
         });
@@ -450,13 +591,22 @@ async function main() {
         }
         if (opts.prompts.length > 1 && i < opts.prompts.length - 1) console.log(`stopReason: ${last.stopReason}`);
       }
+      if (opts.closeSession) {
+        const res = await request(agent, S.close, { sessionId });
+        console.log(`closed: ${sessionId} ${JSON.stringify(res)}`);
+      }
       return last;
     });
-    console.log(`stopReason: ${result.stopReason}`);
+    if (result) console.log(`stopReason: ${result.stopReason}`);
+    if (sdkInvalid > 0) {
+      log(`${sdkInvalid} response(s) rejected by the SDK's schemas`);
+      exitCode = 1;
+    }
   } catch (err) {
     exitCode = 1;
     if (err instanceof acp.RequestError) {
       log(`error ${err.code}: ${err.message}${err.data !== undefined ? " " + JSON.stringify(err.data) : ""}`);
+      console.log(`error: ${JSON.stringify({ code: err.code, message: err.message, data: err.data })}`);
     } else {
       log(`error: ${err?.message ?? err}`);
     }
