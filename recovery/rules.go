@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,9 +24,11 @@ type Rule struct {
 var Codes = []Code{RateLimit, Overloaded, Server, Timeout, Transport, EmptyResponse, ContextOverflow,
 	Auth, Quota, InvalidRequest, Protocol, Aborted, Unknown}
 
+// The forms of a match expression, compiled on first use rather than in
+// every start of the binary (see BENCHMARKS.md, start-up).
 var (
-	statusMatch = regexp.MustCompile(`^[1-5][0-9][0-9]$`)
-	fieldMatch  = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)=(.+)$`)
+	statusMatch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[1-5][0-9][0-9]$`) })
+	fieldMatch  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)=(.+)$`) })
 )
 
 // CheckMatch says what is wrong with a rule's match expression, or nil.
@@ -45,11 +48,11 @@ func compileMatch(m string) (func(*Failure) bool, error) {
 		}
 		// The one place message text is read: the user asked for it.
 		return func(f *Failure) bool { return strings.Contains(strings.ToLower(f.Message), sub) }, nil
-	case statusMatch.MatchString(m):
+	case statusMatch().MatchString(m):
 		status, _ := strconv.Atoi(m)
 		return func(f *Failure) bool { return f.Status == status }, nil
-	case fieldMatch.MatchString(m):
-		sm := fieldMatch.FindStringSubmatch(m)
+	case fieldMatch().MatchString(m):
+		sm := fieldMatch().FindStringSubmatch(m)
 		field, value := sm[1], sm[2]
 		return func(f *Failure) bool {
 			v, ok := f.errorField(field)

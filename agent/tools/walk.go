@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -16,15 +15,6 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	// go-git's gitignore package implements git's matching rules (anchoring,
-	// directory-only patterns, `**`, negation, per-directory domains) and is
-	// maintained with go-git itself. We feed it patterns ourselves while we
-	// walk, rather than through its ReadPatterns, so that ignored trees are
-	// never read and .gitignore files above the walk root count too.
-	// (boyter/gocodewalker, the other candidate, is not available from our
-	// module proxy and would own the walk, which we need for ctx, symlink
-	// and ordering control.)
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // Defaults and bounds for find_files and search_files.
@@ -233,9 +223,9 @@ func walkFiles(ctx context.Context, root string, fn func(path, rel string) error
 	if err != nil {
 		return describeOpenErr(root, err)
 	}
-	w := &walker{ctx: ctx, realRoot: realRoot, fn: fn}
-	w.prefix, w.base = repoPatterns(realRoot)
-	err = w.dir(root, "", w.base)
+	prefix, rules := repoPatterns(realRoot)
+	w := &walker{ctx: ctx, realRoot: realRoot, prefix: prefix, fn: fn}
+	err = w.dir(root, "", rules)
 	if errors.Is(err, errStop) {
 		return nil
 	}
@@ -245,12 +235,13 @@ func walkFiles(ctx context.Context, root string, fn func(path, rel string) error
 type walker struct {
 	ctx      context.Context
 	realRoot string
-	prefix   []string // root's path components inside its repository
-	base     []gitignore.Pattern
+	prefix   string // root's slash-separated path inside its repository, "" at its top
 	fn       func(path, rel string) error
 }
 
-func (w *walker) dir(dir, rel string, patterns []gitignore.Pattern) error {
+// dir walks the directory at dir, rel from the root, under the ignore rules
+// of the directories above it (ignore.go).
+func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
@@ -261,10 +252,16 @@ func (w *walker) dir(dir, rel string, patterns []gitignore.Pattern) error {
 		}
 		return nil // an unreadable subdirectory is skipped
 	}
-	domain := w.components(rel)
-	// Full slice expression: siblings must not share appended patterns.
-	patterns = append(patterns[:len(patterns):len(patterns)], readIgnoreFile(filepath.Join(dir, ".gitignore"), domain)...)
-	matcher := gitignore.NewMatcher(patterns)
+	// The directory's path inside the repository, as its rules' base.
+	base := ""
+	switch {
+	case w.prefix != "" && rel != "":
+		base = w.prefix + "/" + rel + "/"
+	case w.prefix != "" || rel != "":
+		base = w.prefix + rel + "/"
+	}
+	// Full slice expression: siblings must not share appended rules.
+	rules = append(rules[:len(rules):len(rules)], readIgnoreFile(filepath.Join(dir, ".gitignore"), base)...)
 
 	// Sort by name, with "/" after directory names, so that the walk visits
 	// paths in the lexical order of their full relative paths ("a.go"
@@ -288,12 +285,12 @@ func (w *walker) dir(dir, rel string, patterns []gitignore.Pattern) error {
 			childRel = rel + "/" + name
 		}
 		isDir := e.IsDir()
-		if matcher.Match(append(domain[:len(domain):len(domain)], name), isDir) {
+		if ignored(rules, base+name, isDir) {
 			continue
 		}
 		switch t := e.Type(); {
 		case isDir:
-			if err := w.dir(path, childRel, patterns); err != nil {
+			if err := w.dir(path, childRel, rules); err != nil {
 				return err
 			}
 			continue
@@ -324,24 +321,14 @@ func (w *walker) linkToFileInside(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// components returns the ignore-matching path of rel: root's components in
-// its repository followed by rel's.
-func (w *walker) components(rel string) []string {
-	c := append([]string(nil), w.prefix...)
-	if rel != "" {
-		c = append(c, strings.Split(rel, "/")...)
-	}
-	return c
-}
-
 // repoPatterns finds the git repository enclosing root (the nearest
-// directory at or above it holding .git) and returns root's components
-// relative to that top, with the patterns of .git/info/exclude and of the
+// directory at or above it holding .git) and returns root's slash-separated
+// path relative to that top, with the rules of .git/info/exclude and of the
 // .gitignore files from the top down to root's parent. Root's own .gitignore
-// is read by the walk. When root is itself ignored by those patterns, the
-// caller asked for it explicitly, so they are dropped, as ripgrep does for a
-// path named on its command line.
-func repoPatterns(root string) (prefix []string, ps []gitignore.Pattern) {
+// is read by the walk. When root is itself ignored by those rules (or is in
+// an ignored directory), the caller asked for it explicitly, so they are
+// dropped, as ripgrep does for a path named on its command line.
+func repoPatterns(root string) (prefix string, rules []ignoreRule) {
 	top := root
 	for {
 		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
@@ -349,48 +336,28 @@ func repoPatterns(root string) (prefix []string, ps []gitignore.Pattern) {
 		}
 		parent := filepath.Dir(top)
 		if parent == top {
-			return nil, nil // not in a repository: only root and below count
+			return "", nil // not in a repository: only root and below count
 		}
 		top = parent
 	}
+	rules = readIgnoreFile(filepath.Join(top, ".git", "info", "exclude"), "")
 	if top == root {
-		return nil, readIgnoreFile(filepath.Join(top, ".git", "info", "exclude"), nil)
+		return "", rules
 	}
 	rel, err := filepath.Rel(top, root)
 	if err != nil {
-		return nil, nil
+		return "", nil
 	}
-	prefix = strings.Split(filepath.ToSlash(rel), "/")
-	ps = readIgnoreFile(filepath.Join(top, ".git", "info", "exclude"), nil)
-	dir := top
-	for i := range prefix {
-		ps = append(ps, readIgnoreFile(filepath.Join(dir, ".gitignore"), prefix[:i])...)
-		dir = filepath.Join(dir, prefix[i])
+	prefix = filepath.ToSlash(rel)
+	dir, base := top, ""
+	for _, c := range strings.Split(prefix, "/") {
+		rules = append(rules, readIgnoreFile(filepath.Join(dir, ".gitignore"), base)...)
+		dir, base = filepath.Join(dir, c), base+c+"/"
 	}
-	if gitignore.NewMatcher(ps).Match(prefix, true) {
+	if ignoredPath(rules, prefix, true) {
 		return prefix, nil
 	}
-	return prefix, ps
-}
-
-// readIgnoreFile parses a .gitignore-style file whose patterns apply below
-// domain. A missing or unreadable file has no patterns.
-func readIgnoreFile(path string, domain []string) []gitignore.Pattern {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var ps []gitignore.Pattern
-	sc := bufio.NewScanner(io.LimitReader(f, maxIgnoreFileBytes))
-	for sc.Scan() {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
-	}
-	return ps
+	return prefix, rules
 }
 
 // FormatFind returns the text find_files hands the model: one path per line,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -272,24 +273,42 @@ func spawnInitialize(b *testing.B, bin, home string) time.Duration {
 }
 
 // BenchmarkSpawnInitialize measures what an editor waits for: process start
-// to the initialize response, for the built binary and, alternately in the
-// same run, for a minimal Go program that answers one line (the machine's
-// floor). Reported: the median of each and their ratio (x-minimal), the
-// figure that holds across machines.
+// to the initialize response, for the built binary and, taking turns with it
+// in the same run, for a minimal Go program that answers one line (the
+// machine's floor). Reported: the median of each and their ratio (x-minimal), the
+// figure that holds across machines. With REBOUND_BENCH_BASELINE set to a
+// rebound binary built from another revision, that binary takes its turn in
+// the same loop too: x-minimal-baseline is its ratio, and x-baseline is this
+// tree's median over the baseline's. The binaries take turns in a shuffled
+// order: how fast a process starts depends on which one exited just before
+// (a spawn after a Rebound is a few percent faster than one after the
+// minimal program), and a fixed order would charge that to one of them.
 func BenchmarkSpawnInitialize(b *testing.B) {
-	bin, minimal := reboundBinary(b), buildMinimal(b)
-	home := b.TempDir()
-	var rebound, floor []time.Duration
-	for b.Loop() {
-		rebound = append(rebound, spawnInitialize(b, bin, home))
-		floor = append(floor, spawnInitialize(b, minimal, home))
+	bins := []string{reboundBinary(b), buildMinimal(b)}
+	if baseline := baselineBinary(); baseline != "" {
+		bins = append(bins, baseline)
 	}
-	slices.Sort(rebound)
-	slices.Sort(floor)
-	r, f := rebound[len(rebound)/2], floor[len(floor)/2]
+	home := b.TempDir()
+	times := make([][]time.Duration, len(bins))
+	order := rand.New(rand.NewPCG(1, 2)) // the same orders in every run
+	for b.Loop() {
+		for _, j := range order.Perm(len(bins)) {
+			times[j] = append(times[j], spawnInitialize(b, bins[j], home))
+		}
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	r, f := median(times[0]), median(times[1])
 	b.ReportMetric(float64(r.Microseconds())/1000, "ms-p50")
 	b.ReportMetric(float64(f.Microseconds())/1000, "ms-p50-minimal")
 	b.ReportMetric(float64(r)/float64(f), "x-minimal")
+	if len(bins) > 2 {
+		m := median(times[2])
+		b.ReportMetric(float64(m)/float64(f), "x-minimal-baseline")
+		b.ReportMetric(float64(r)/float64(m), "x-baseline")
+	}
 }
 
 // BenchmarkRetryAfterLateness measures, with the built binary against the
