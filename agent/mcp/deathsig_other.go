@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package mcp
+
+import "syscall"
+
+// dieWithParent: only Linux has a parent-death signal.
+func dieWithParent(*syscall.SysProcAttr) {}

@@ -1,0 +1,163 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
+)
+
+// serveHTTP serves the mock over streamable HTTP and SSE, requiring the
+// header Authorization: Bearer secret.
+func serveHTTP(t *testing.T) (streamable, sse string) {
+	t.Helper()
+	server := mcpmock.NewServer(mcpmock.Options{})
+	get := func(*http.Request) *sdk.Server { return server }
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(get, nil))
+	mux.Handle("/sse", sdk.NewSSEHandler(get, nil))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer secret" {
+			http.Error(w, "no entry", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp", ts.URL + "/sse"
+}
+
+func httpOptions(t *testing.T) mcp.Options {
+	return mcp.Options{Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}
+}
+
+func TestHTTP_ListAndCall(t *testing.T) {
+	t.Parallel()
+	streamable, sse := serveHTTP(t)
+	auth := []mcp.KV{{Name: "Authorization", Value: "Bearer secret"}}
+	set, failures := mcp.Start(t.Context(), []mcp.Spec{
+		{Name: "web", Transport: mcp.TransportHTTP, URL: streamable, Headers: auth},
+		{Name: "old", Transport: mcp.TransportSSE, URL: sse, Headers: auth},
+	}, httpOptions(t))
+	defer set.Close()
+	if len(failures) > 0 {
+		t.Fatalf("Start() failures: %v", failures)
+	}
+	if got := len(set.Tools()); got != 14 {
+		t.Errorf("len(Tools()) = %d, want 14 (7 per server)", got)
+	}
+	for _, name := range []string{"mcp__web__echo", "mcp__old__echo"} {
+		res, err := set.Call(t.Context(), name, `{"text":"over http"}`)
+		if err != nil || res != (mcp.Result{Text: "over http"}) {
+			t.Errorf("Call(%s) = %+v, %v", name, res, err)
+		}
+	}
+	// The SSE session outlives Start's timeout context: a call much later
+	// than StartTimeout would fail otherwise. Checked cheaply by a second
+	// call after the first; the start context is already cancelled.
+	if _, err := set.Call(t.Context(), "mcp__old__pid", `{}`); err != nil {
+		t.Errorf("second SSE call: %v", err)
+	}
+}
+
+func TestHTTP_Unauthorized(t *testing.T) {
+	t.Parallel()
+	streamable, sse := serveHTTP(t)
+	bad := []mcp.KV{{Name: "Authorization", Value: "Bearer wrong"}}
+	set, failures := mcp.Start(t.Context(), []mcp.Spec{
+		{Name: "web", Transport: mcp.TransportHTTP, URL: streamable, Headers: bad},
+		{Name: "old", Transport: mcp.TransportSSE, URL: sse},
+	}, httpOptions(t))
+	defer set.Close()
+	got := map[string]string{}
+	for _, f := range failures {
+		got[f.Server] = f.Error()
+	}
+	for _, server := range []string{"web", "old"} {
+		want := `MCP server "` + server + `" could not be started: the HTTP server answered 401 Unauthorized`
+		if got[server] != want {
+			t.Errorf("failure of %s = %q\nwant %q", server, got[server], want)
+		}
+	}
+}
+
+func TestHTTP_CallTimeoutAndCancel(t *testing.T) {
+	t.Parallel()
+	streamable, _ := serveHTTP(t)
+	opts := httpOptions(t)
+	opts.CallTimeout = 200 * time.Millisecond
+	set, failures := mcp.Start(t.Context(), []mcp.Spec{
+		{Name: "web", Transport: mcp.TransportHTTP, URL: streamable, Headers: []mcp.KV{{Name: "Authorization", Value: "Bearer secret"}}},
+	}, opts)
+	defer set.Close()
+	if len(failures) > 0 {
+		t.Fatal(failures)
+	}
+
+	_, err := set.Call(t.Context(), "mcp__web__slow", `{"ms":60000}`)
+	want := `MCP server "web" did not answer the call to slow within 200ms`
+	if err == nil || err.Error() != want {
+		t.Errorf("Call(slow) error = %v, want %s", err, want)
+	}
+
+	ctx, cancel := context.WithCancelCause(t.Context())
+	stopped := errors.New("user pressed stop")
+	cancel(stopped)
+	if _, err := set.Call(ctx, "mcp__web__slow", `{"ms":60000}`); !errors.Is(err, stopped) {
+		t.Errorf("Call with a cancelled ctx error = %v, want it to wrap %v", err, stopped)
+	}
+
+	_, err = set.Call(t.Context(), "mcp__web__rpcerror", `{}`)
+	want = `MCP server "web" answered the call to rpcerror with an error: protocol failure as asked`
+	if err == nil || err.Error() != want {
+		t.Errorf("Call(rpcerror) error = %v, want %s", err, want)
+	}
+
+	// The server still works.
+	if res, err := set.Call(t.Context(), "mcp__web__echo", `{"text":"still here"}`); err != nil || res.Text != "still here" {
+		t.Errorf("Call(echo) = %+v, %v", res, err)
+	}
+	if err := set.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+	if _, err := set.Call(t.Context(), "mcp__web__echo", `{}`); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Call after Close error = %v", err)
+	}
+}
+
+func TestStart_TooManyServers(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer ts.Close()
+	var specs []mcp.Spec
+	for i := range mcp.MaxServers + 2 {
+		specs = append(specs, mcp.Spec{Name: string(rune('A' + i)), Transport: mcp.TransportHTTP, URL: ts.URL})
+	}
+	set, failures := mcp.Start(t.Context(), specs, httpOptions(t))
+	defer set.Close()
+	if len(failures) != len(specs) {
+		t.Fatalf("%d failures, want %d", len(failures), len(specs))
+	}
+	tooMany := 0
+	for _, f := range failures {
+		if strings.Contains(f.Error(), "at most 32 MCP servers are supported") {
+			tooMany++
+		} else if !strings.Contains(f.Error(), "403 Forbidden") {
+			t.Errorf("unexpected failure: %v", f)
+		}
+	}
+	if tooMany != 2 {
+		t.Errorf("%d servers refused as too many, want 2", tooMany)
+	}
+}
