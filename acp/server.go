@@ -34,6 +34,9 @@ type Config struct {
 	// CapabilitiesMeta is sent as agentCapabilities._meta, for advertising
 	// Rebound's extensions.
 	CapabilitiesMeta Meta
+	// McpCapabilities are the MCP transports beyond stdio the agent
+	// connects to; nil advertises none.
+	McpCapabilities *McpCapabilities
 	// MaxLineBytes caps an input line; 0 means MaxLineBytes.
 	MaxLineBytes int
 }
@@ -41,10 +44,10 @@ type Config struct {
 // Server speaks ACP over one stdio connection and dispatches typed requests
 // to an Agent. It maps errors to wire errors once, on the way out.
 //
-// Concurrency is chosen per method: initialize, authenticate and
-// session/cancel run inline on the read goroutine, so they keep wire order
-// and a cancel is never queued behind the turn it cancels; every method that
-// reaches the Agent (session/new, load, prompt, list, resume, close and
+// Concurrency is chosen per method: initialize and session/cancel run
+// inline on the read goroutine, so they keep wire order and a cancel is
+// never queued behind the turn it cancels; every method that reaches the
+// Agent (authenticate, session/new, load, prompt, list, resume, close and
 // delete) runs in a goroutine of its own, because the agent may be slow
 // (creating or loading a session log reads it from disk, session/close
 // waits for the turn it cancels) and load and prompt call back into the
@@ -233,7 +236,7 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 		res, err := s.initialize(req)
 		s.reply(ctx, c, req, res, err)
 	case MethodAuthenticate:
-		s.reply(ctx, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
+		s.authenticate(c, req)
 	case MethodSessionNew:
 		s.newSession(c, req)
 	case MethodSessionLoad:
@@ -289,9 +292,10 @@ func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true, Image: true},
 			SessionCapabilities: s.sessionCapabilities(),
+			McpCapabilities:     s.cfg.McpCapabilities,
 			Meta:                s.cfg.CapabilitiesMeta,
 		},
-		AuthMethods: []json.RawMessage{},
+		AuthMethods: s.authMethods(p.ClientCapabilities),
 		AgentInfo:   &Implementation{Name: AgentName, Version: s.cfg.Version},
 	}, nil
 }

@@ -35,7 +35,9 @@ type ClientCapabilities struct {
 	FS       FileSystemCapabilities     `json:"fs"`
 	Terminal bool                       `json:"terminal"`
 	Session  *ClientSessionCapabilities `json:"session,omitempty"`
-	Meta     Meta                       `json:"_meta,omitempty"`
+	// Auth says which auth method types the client handles (auth.go).
+	Auth *AuthCapabilities `json:"auth,omitempty"`
+	Meta Meta              `json:"_meta,omitempty"`
 }
 
 // Notices reports whether the client can present `notice` session updates.
@@ -86,7 +88,7 @@ type SessionCapabilities struct {
 type InitializeResponse struct {
 	ProtocolVersion   int               `json:"protocolVersion"`
 	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
-	AuthMethods       []json.RawMessage `json:"authMethods"`
+	AuthMethods       []AuthMethod      `json:"authMethods"`
 	AgentInfo         *Implementation   `json:"agentInfo,omitempty"`
 }
 

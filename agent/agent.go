@@ -21,6 +21,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
@@ -32,11 +33,18 @@ type Config struct {
 	StateDir  string
 	Model     string
 	MaxTokens int
-	// Provider starts attempts. Nil means no API key was configured: prompts
-	// then fail with auth required, naming APIKeyEnv.
+	// Provider starts attempts. Nil means no API key was found at start-up:
+	// a turn then asks NewProvider, and fails with auth required, naming
+	// APIKeyEnv and the sign-in method, while there is still none (auth.go).
 	Provider  llm.Provider
 	APIKeyEnv string
-	Recovery  recovery.Config
+	// NewProvider, when set, makes a provider from the API key found now
+	// (the environment, then the key `rebound login` stored): nil and no
+	// error while there is none, an error when the stored key can't be used.
+	// It is asked by a turn that has no provider and by authenticate, so a
+	// key stored after start-up is used without a restart.
+	NewProvider func() (llm.Provider, error)
+	Recovery    recovery.Config
 	// Truncation and Overflow configure the recoveries that change the
 	// request, which the agent carries out.
 	Truncation Truncation
@@ -62,8 +70,11 @@ type Config struct {
 	// for ("" lets the provider decide); setting it also offers the choice
 	// for models llm.TakesReasoningEffort does not know.
 	ReasoningEffort string
-	Version         string
-	Logger          zerolog.Logger
+	// MCPConnect, when set, connects every MCP server instead of its own
+	// transport (tests serve them in process).
+	MCPConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
+	Version    string
+	Logger     zerolog.Logger
 	// MaxOpenLogs bounds the session logs held open at once, each with a
 	// file descriptor and the session's lock; past it, the least recently
 	// used idle one is closed. 0 means DefaultMaxOpenLogs.
@@ -99,6 +110,8 @@ type Agent struct {
 
 	// index lists the sessions of the state directory (session/list).
 	index *session.Index
+	// auth holds the provider made from a key found after start-up.
+	auth authState
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
@@ -149,6 +162,10 @@ type sessionState struct {
 	optMu      sync.Mutex
 	opts       options
 	unrecorded map[string]bool
+
+	// mcp are the session's MCP servers, replaced by a load or resume.
+	// Used under turnMu.
+	mcp *mcpServers
 
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed
@@ -210,6 +227,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		discard()
 		return acp.NewSessionResponse{}, errAgentClosed
 	}
+	s.mcp = a.startMCP(id, req.Cwd, req.McpServers)
 	a.sessions[id] = s
 	a.opened(s, log)
 	a.releaseLocked(s)
@@ -238,6 +256,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	a.restartMCP(s, req.McpServers)
 	msgs, err := session.Conversation(s.events)
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
@@ -568,7 +587,10 @@ func (a *Agent) Close() error {
 	defer a.mu.Unlock()
 	a.closed = true
 	var errs []error
+	var stopping sync.WaitGroup
+	defer stopping.Wait() // no server process outlives the agent
 	for id, s := range a.sessions {
+		stopping.Go(s.mcp.close)
 		if s.idle != nil {
 			s.idle.Stop()
 			s.idle = nil

@@ -30,7 +30,7 @@ type catalog struct {
 // one has expired; nil when the provider has none (or said no, or took too
 // long). Concurrent callers share one request.
 func (a *Agent) providerModels(ctx context.Context) []string {
-	lister, ok := a.cfg.Provider.(llm.ModelLister)
+	lister, ok := a.currentProvider().(llm.ModelLister)
 	if !ok {
 		return nil
 	}

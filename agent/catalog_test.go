@@ -33,7 +33,9 @@ func (l *lister) ListModels(ctx context.Context) ([]string, error) {
 	return l.answers[min(int(n), len(l.answers))-1]()
 }
 
-func models(ids ...string) func() ([]string, error) { return func() ([]string, error) { return ids, nil } }
+func models(ids ...string) func() ([]string, error) {
+	return func() ([]string, error) { return ids, nil }
+}
 
 func TestModelChoices_CacheAndFallback(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -18,27 +18,67 @@ import (
 // request.
 const maxAgentsFileBytes = 32 << 10
 
-// baseInstructions is the built-in system prompt. The tool names are stable:
-// users refer to them in their own instructions.
-const baseInstructions = `You are Rebound, a coding agent working in the user's project through their editor. You help with software engineering tasks: reading and explaining code, fixing bugs, making changes, running builds and tests.
+// The built-in system prompt: an introduction, the tools the session's
+// mode offers, what asks permission in it, and how to work. The tool names
+// are stable: users refer to them in their own instructions.
+const (
+	introInstructions = `You are Rebound, a coding agent working in the user's project through their editor. You help with software engineering tasks: reading and explaining code, fixing bugs, making changes, running builds and tests.`
 
-Tools:
-- read_file reads a text file (use offset and limit for long files). Read a file before you change it.
-- find_files lists files matching a glob (files ignored by .gitignore are skipped); search_files finds a regular expression in files. Use them to find your way instead of guessing paths.
-- edit_file replaces old_text with new_text in a file; old_text must match the file exactly, once (add surrounding lines to make it unique, or set replace_all). Prefer it for changes to existing files.
+	readToolsInstructions = `- read_file reads a text file (use offset and limit for long files). Read a file before you change it.
+- find_files lists files matching a glob (files ignored by .gitignore are skipped); search_files finds a regular expression in files. Use them to find your way instead of guessing paths.`
+
+	changeToolsInstructions = `- edit_file replaces old_text with new_text in a file; old_text must match the file exactly, once (add surrounding lines to make it unique, or set replace_all). Prefer it for changes to existing files.
 - write_file writes a whole file; use it for new files or complete rewrites.
-- run_command runs a shell command (sh -c) in the project, with a timeout; use it for builds, tests, git and other tools. Do not start servers or commands that never exit.
+- run_command runs a shell command (sh -c) in the project, with a timeout; use it for builds, tests, git and other tools. Do not start servers or commands that never exit.`
 
-The user is asked before every edit, write and command, and may decline. If they decline, do not retry the same action: continue without it or ask what they want instead. Paths are relative to the working directory unless absolute, and must stay inside the workspace.
+	mcpToolsInstructions = `- Tools named mcp__<server>__<tool> come from MCP servers the user added; use them as their descriptions say.`
+
+	declineInstructions = ` If they decline, do not retry the same action: continue without it or ask what they want instead.`
+
+	workInstructions = `Paths are relative to the working directory unless absolute, and must stay inside the workspace.
 
 Work in small, verifiable steps. After changing code, run the relevant build or tests when you can. When you are done, say briefly what you changed and what you checked. Be concise; use Markdown for code.`
+)
+
+// permissionInstructions says what asks the user first in mode.
+func permissionInstructions(mode string, withMCP bool) string {
+	switch mode {
+	case ModeAcceptEdits:
+		if withMCP {
+			return "Edits and writes are made without asking; the user is asked before every command and MCP tool call, and may decline." + declineInstructions
+		}
+		return "Edits and writes are made without asking; the user is asked before every command, and may decline." + declineInstructions
+	case ModeFullAccess:
+		return "Nothing asks the user first: take care with commands that change or delete things."
+	case ModeReadOnly:
+		return "This session is read-only: you cannot edit or write files or run commands. If the task needs that, say what you would change and ask the user to switch the session to another mode."
+	}
+	if withMCP {
+		return "The user is asked before every edit, write, command and MCP tool call, and may decline." + declineInstructions
+	}
+	return "The user is asked before every edit, write and command, and may decline." + declineInstructions
+}
+
+// baseInstructions is the built-in system prompt for a session in mode.
+func baseInstructions(mode string, withMCP bool) string {
+	var b strings.Builder
+	b.WriteString(introInstructions + "\n\nTools:\n" + readToolsInstructions)
+	if mode != ModeReadOnly {
+		b.WriteString("\n" + changeToolsInstructions)
+		if withMCP {
+			b.WriteString("\n" + mcpToolsInstructions)
+		}
+	}
+	b.WriteString("\n\n" + permissionInstructions(mode, withMCP) + " " + workInstructions)
+	return b.String()
+}
 
 // systemMessages is the system prompt of every request in the session: the
 // instructions, the environment, and the project's AGENTS.md when it has one.
-func (a *Agent) systemMessages(s *sessionState, now time.Time) []llm.Message {
+func (a *Agent) systemMessages(s *sessionState, mode string, withMCP bool, now time.Time) []llm.Message {
 	var b strings.Builder
 	if !a.cfg.ReplaceInstructions || a.cfg.Instructions == "" {
-		b.WriteString(baseInstructions)
+		b.WriteString(baseInstructions(mode, withMCP))
 	}
 	fmt.Fprintf(&b, "\n\nEnvironment:\n- Working directory: %s\n", s.cwd)
 	if len(s.additionalDirs) > 0 {
@@ -47,6 +87,9 @@ func (a *Agent) systemMessages(s *sessionState, now time.Time) []llm.Message {
 	fmt.Fprintf(&b, "- Platform: %s\n- Date: %s\n", runtime.GOOS, now.Format("2006-01-02"))
 	if a.cfg.Instructions != "" {
 		b.WriteString("\n" + strings.TrimSpace(a.cfg.Instructions) + "\n")
+	}
+	if note := s.mcp.note(); note != "" {
+		b.WriteString("\n" + note + "\n")
 	}
 	if text, err := readAgentsFile(s.cwd); err != nil {
 		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("AGENTS.md not used")

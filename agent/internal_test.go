@@ -197,3 +197,31 @@ func (p *pieces) Update(_ context.Context, _ string, u acp.SessionUpdate) error 
 	p.texts = append(p.texts, u.Content.Text)
 	return nil
 }
+
+// TestBaseInstructions_FollowTheMode: the system prompt names only the
+// tools the mode offers and says what asks permission in it.
+func TestBaseInstructions_FollowTheMode(t *testing.T) {
+	for _, tt := range []struct {
+		mode       string
+		mcp        bool
+		has, lacks []string
+	}{
+		{ModeAsk, false, []string{"edit_file", "run_command", "asked before every edit, write and command"}, []string{"MCP"}},
+		{ModeAsk, true, []string{"mcp__<server>__<tool>", "command and MCP tool call"}, nil},
+		{ModeAcceptEdits, false, []string{"made without asking", "before every command,"}, []string{"MCP"}},
+		{ModeFullAccess, true, []string{"Nothing asks", "mcp__"}, []string{"may decline"}},
+		{ModeReadOnly, true, []string{"read_file", "search_files", "read-only"}, []string{"edit_file", "write_file", "run_command", "mcp__"}},
+	} {
+		got := baseInstructions(tt.mode, tt.mcp)
+		for _, s := range tt.has {
+			if !strings.Contains(got, s) {
+				t.Errorf("%s (mcp %v): no %q in\n%s", tt.mode, tt.mcp, s, got)
+			}
+		}
+		for _, s := range tt.lacks {
+			if strings.Contains(got, s) {
+				t.Errorf("%s (mcp %v): %q in\n%s", tt.mode, tt.mcp, s, got)
+			}
+		}
+	}
+}

@@ -155,6 +155,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 	}
 	defer a.done(s)
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	a.restartMCP(s, req.McpServers)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
 	modes, opts := a.sessionConfig(ctx, s.current())
 	return acp.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
@@ -180,6 +181,7 @@ func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (
 	}
 	s.turnMu.Lock() // a load or resume still running ends first
 	defer s.turnMu.Unlock()
+	s.mcp.close()
 	a.mu.Lock()
 	a.closeLocked(s)
 	if a.sessions[s.id] == s {
@@ -222,6 +224,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 				Data:    map[string]any{"sessionId": id, "reason": "session_busy"}}
 		}
 		defer s.turnMu.Unlock()
+		s.mcp.close()
 		a.mu.Lock()
 		a.closeLocked(s) // its lock would refuse the removal
 		a.mu.Unlock()

@@ -35,10 +35,10 @@ const ModeConfigID = "mode"
 
 // Modes are the session modes, in the order an editor lists them.
 var Modes = []acp.SessionMode{
-	{ID: ModeAsk, Name: "Ask", Description: "Asks before every edit, file write and command."},
-	{ID: ModeAcceptEdits, Name: "Accept edits", Description: "Edits and writes files without asking; asks before commands."},
-	{ID: ModeReadOnly, Name: "Read only", Description: "Reads and searches only: no edits, file writes or commands."},
-	{ID: ModeFullAccess, Name: "Full access", Description: "Edits, writes files and runs commands without asking."},
+	{ID: ModeAsk, Name: "Ask", Description: "Asks before every edit, file write, command and MCP tool call."},
+	{ID: ModeAcceptEdits, Name: "Accept edits", Description: "Edits and writes files without asking; asks before commands and MCP tool calls."},
+	{ID: ModeReadOnly, Name: "Read only", Description: "Reads and searches only: no edits, file writes, commands or MCP tools."},
+	{ID: ModeFullAccess, Name: "Full access", Description: "Edits, writes files, runs commands and calls MCP tools without asking."},
 }
 
 // ValidMode reports whether id is one of Modes.

@@ -139,7 +139,7 @@ func (t *turn) summarise(ctx context.Context, msgs []llm.Message) (string, error
 	for _, m := range msgs {
 		fmt.Fprintf(&transcript, "%s: %s\n\n", m.Role, m.Content)
 	}
-	s, err := recovery.Watch(ctx, t.agent.cfg.Provider, llm.Request{Model: t.model, MaxTokens: t.agent.cfg.MaxTokens, Messages: []llm.Message{
+	s, err := recovery.Watch(ctx, t.agent.currentProvider(), llm.Request{Model: t.model, MaxTokens: t.agent.cfg.MaxTokens, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: summariseInstruction},
 		{Role: llm.RoleUser, Content: transcript.String()},
 	}}, t.agent.cfg.Recovery.Watchdog)

@@ -109,7 +109,11 @@ func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
 func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCall) error {
 	args, perr := tools.Parse(call.Name, call.Arguments)
 	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name + " (invalid call)"}
-	if perr == nil {
+	server, tool, isMCP := t.mcp.Lookup(call.Name)
+	switch {
+	case isMCP:
+		perr, info = nil, tools.Info{Kind: string(acp.ToolKindOther), Title: server + ": " + tool}
+	case perr == nil:
 		info = tools.Describe(t.ws, args)
 	}
 	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
@@ -127,7 +131,11 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	if perr != nil {
 		out = failed("%v", perr)
 	} else {
-		out, runErr = t.dispatch(ctx, call, info, args)
+		if isMCP {
+			out, runErr = t.callMCP(ctx, call, info)
+		} else {
+			out, runErr = t.dispatch(ctx, call, info, args)
+		}
 		if runErr != nil && out.status == "" {
 			return runErr // the log failed: nothing more can be recorded
 		}
@@ -329,7 +337,11 @@ func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome
 func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
 	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
 		"The user declined this change.", "The user has declined all edits for this session."
-	if scope != scopeEdits {
+	switch {
+	case strings.HasPrefix(scope, "mcp:"):
+		always, never, declinedText, declinedAlways = "Always allow this tool", "Always reject this tool",
+			"The user declined this tool call.", "The user has declined this tool for this session."
+	case scope != scopeEdits:
 		always, never, declinedText, declinedAlways = "Always allow this command", "Always reject this command",
 			"The user declined to run this command.", "The user has declined this command for this session."
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
@@ -35,10 +36,9 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
-	if a.cfg.Provider == nil {
-		return acp.PromptResponse{}, acp.NewAuthRequired(fmt.Sprintf(
-			"No API key for the model provider: set %s in the environment Rebound is started with (or name another variable with provider.api_key_env).",
-			a.cfg.APIKeyEnv))
+	// A key stored since start-up (`rebound login`) is found here.
+	if _, err := a.provider(); err != nil {
+		return acp.PromptResponse{}, err
 	}
 	if !s.turnMu.TryLock() {
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
@@ -74,7 +74,11 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		t = nil // no turn to close
 		return acp.PromptResponse{}, a.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
-	t.history = append(a.systemMessages(s, t.start), toLLM(history)...)
+	// The session's MCP servers may still be starting; their tools and
+	// what failed belong in the first request.
+	t.mcp = s.mcp.wait(ctx)
+	t.mode = s.currentMode()
+	t.history = append(a.systemMessages(s, t.mode, t.mcp != nil, t.start), toLLM(history)...)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.maxTokens = a.cfg.MaxTokens
 
@@ -198,6 +202,7 @@ type turn struct {
 	model     string          // the session's, as of the current step's start, unless the fallback policy switched it
 	fellBack  bool            // the fallback policy switched the model for the rest of the turn
 	effort    string          // the reasoning effort asked of the model, if any
+	mcp       *mcp.Set        // the session's MCP servers, nil when it has none
 	maxTokens int             // the truncation policy may raise it for this turn
 	mode      string          // the session's mode, as of the current step's start
 	parts     []part          // truncated parts of the reply being continued (held mode)
@@ -241,7 +246,11 @@ func (t *turn) request() llm.Request {
 			llm.Message{Role: llm.RoleAssistant, Content: prefix},
 			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
 	}
-	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, ReasoningEffort: t.effort, Tools: toolsFor(t.mode)}
+	offered := toolsFor(t.mode)
+	if t.mode != ModeReadOnly { // an MCP tool may change anything
+		offered = append(offered, t.mcp.Tools()...)
+	}
+	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, ReasoningEffort: t.effort, Tools: offered}
 }
 
 // prefix is the reply so far that the next attempt continues: what was shown
@@ -281,11 +290,15 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			return acp.PromptResponse{}, fmt.Errorf("record the session's configuration: %w", err)
 		}
 		o := t.s.current()
+		if o.mode != t.mode { // the system prompt says what the mode allows
+			t.history[0] = t.agent.systemMessages(t.s, o.mode, t.mcp != nil, t.start)[0]
+		}
 		t.mode = o.mode
 		if !t.fellBack {
 			t.model = o.model
 		}
 		t.effort = t.agent.effort(t.model, o.thought)
+		t.reportMCP(ctx)
 		t.requests++
 		reply, calls, err := t.complete(ctx)
 		if err != nil {
@@ -543,7 +556,7 @@ func (t *turn) commitIncomplete() error {
 // arrives. Held, the output is returned for the commit; live, each chunk is
 // sent as soon as it is recorded.
 func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output, error) {
-	stream, err := recovery.Watch(ctx, t.agent.cfg.Provider, req, t.agent.cfg.Recovery.Watchdog)
+	stream, err := recovery.Watch(ctx, t.agent.currentProvider(), req, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
 		return nil, nil, err
 	}

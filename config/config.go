@@ -5,8 +5,9 @@
 // Every error names where the bad value came from (the file, the environment
 // variable or the flag) and the dotted key it sets, so a user editing
 // config.toml in an editor that only shows the agent's stderr can still find
-// the line to fix. The provider's API key is read from the environment only,
-// never from the file, and never appears in an error or in the output of
+// the line to fix. The provider's API key is read from the environment, else
+// from the credentials file `rebound login` writes (credentials.go), never
+// from the config file, and never appears in an error or in the output of
 // String or GoString.
 package config
 
@@ -50,9 +51,10 @@ type Provider struct {
 	Models          []string `toml:"models" json:"models,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"Model names the editor's model picker offers when the provider's GET /models cannot be had (it is asked first). provider.model is always offered. Default none."`
 	ReasoningEffort string   `toml:"reasoning_effort" json:"reasoning_effort" jsonschema:"enum=,enum=low,enum=medium,enum=high,default=" jsonschema_description:"Reasoning effort asked of the model (sent as reasoning_effort): low, medium or high; empty leaves it to the provider. The editor's thought-level picker changes it per session; setting it also offers that picker for models Rebound does not know take it (it knows OpenAI's o-series and gpt-5). Default empty."`
 
-	// APIKey is the value of the variable named by APIKeyEnv; it may be empty,
-	// since an editor must be able to initialize the agent before the user
-	// has set it up. Only Load sets it.
+	// APIKey is the value of the variable named by APIKeyEnv, else that
+	// variable's entry in the credentials file (see APIKey); it may be
+	// empty, since an editor must be able to initialize the agent before the
+	// user has set it up. Only Load sets it.
 	APIKey string `toml:"-" json:"-"`
 }
 

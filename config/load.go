@@ -84,10 +84,33 @@ func RegisterFlags(fs *flag.FlagSet) func() Flags {
 // Errors are *FieldError values (possibly several, joined) naming the
 // source and key, or file errors naming the path; syntax errors read
 // "path:line:col: message" and wrap the toml.ParseError.
+//
+// The API key is the value of the variable named by provider.api_key_env,
+// else that variable's entry in the credentials file `rebound login` writes
+// (see APIKey). A credentials file that can't be used (others can read it)
+// does not stop start-up: the key is then empty, like a missing one, and
+// what needs the key asks APIKey again and reports the problem, as ssh
+// refuses a private key that is too open and goes on without it. An editor
+// shows that message with its sign-in; start-up errors it may not show.
 func Load(flags Flags, getenv func(string) string, home string) (Config, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	cfg, err := loadSettings(flags, getenv, home)
+	if err != nil {
+		return Config{}, err
+	}
+	// Read only after validation, so a bad api_key_env never selects a
+	// variable to read.
+	if key, err := APIKey(cfg.Provider.APIKeyEnv, getenv, home); err == nil {
+		cfg.Provider.APIKey = key
+	}
+	return cfg, nil
+}
+
+// loadSettings is Load without the API key, which `rebound login` needs
+// (it must work when the credentials file is the problem).
+func loadSettings(flags Flags, getenv func(string) string, home string) (Config, error) {
 	cfg := Default()
 	// origin maps a dotted key to where its current value came from, so a
 	// validation error can point at the file, the variable or the flag.
@@ -152,9 +175,6 @@ func Load(flags Flags, getenv func(string) string, home string) (Config, error) 
 	if err := cfg.Validate(); err != nil {
 		return Config{}, attribute(err, origin, cfg.Source)
 	}
-	// Read only after validation, so a bad api_key_env never selects a
-	// variable to read.
-	cfg.Provider.APIKey = getenv(cfg.Provider.APIKeyEnv)
 	return cfg, nil
 }
 

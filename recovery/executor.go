@@ -277,7 +277,7 @@ func (e *Executor) try(ctx context.Context, attempt func(context.Context) error)
 	if t <= 0 {
 		return attempt(ctx)
 	}
-	actx, cancel := context.WithTimeout(ctx, t)
+	actx, cancel := context.WithTimeoutCause(ctx, t, ErrAttemptTimeout)
 	defer cancel()
 	return attempt(actx)
 }

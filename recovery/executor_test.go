@@ -470,7 +470,7 @@ func TestExecutor_DoAttemptTimeout(t *testing.T) {
 			config: recovery.Config{Policy: func() recovery.Policy { p := testPolicy; p.MaxRetries = 0; return p }(), AttemptTimeout: 30 * time.Second},
 			want:   []window{{0, 30 * time.Second}},
 			wantOut: outcome{Code: recovery.Timeout, Why: "retries exhausted", Attempts: 1, Elapsed: 30 * time.Second,
-				Message: "The provider did not answer in time; gave up after 1 attempt in 30.0s"},
+				Message: "The request took longer than recovery.attempt_timeout; gave up after 1 attempt in 30.0s"},
 		},
 		{
 			name:   "the request deadline does not cut an attempt; it stops the wait after it",
@@ -498,7 +498,7 @@ func TestExecutor_DoAttemptTimeout(t *testing.T) {
 					<-ctx.Done() // a request that never answers
 					w.End = time.Since(start)
 					got = append(got, w)
-					return fmt.Errorf("chat completion request: %w", ctx.Err())
+					return fmt.Errorf("chat completion request: %w: %w", context.Cause(ctx), ctx.Err())
 				})
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("attempt windows (-want +got):\n%s", diff)
@@ -561,7 +561,7 @@ func TestExecutor_DoRequestsThroughProvider(t *testing.T) {
 			script:     mockprovider.Script{Fallback: &mockprovider.Step{Text: "late", StallAfter: ptr(0)}},
 			noWatchdog: true,
 			wantAt:     []time.Duration{0, 60500 * time.Millisecond, 121500 * time.Millisecond},
-			wantGiveUp: "The provider did not answer in time; gave up after 3 attempts in 181.5s",
+			wantGiveUp: "The request took longer than recovery.attempt_timeout; gave up after 3 attempts in 181.5s",
 		},
 	}
 	for _, tt := range tests {

@@ -50,6 +50,9 @@ type Failure struct {
 	RequestID    string `json:"requestId,omitempty"`
 	ProviderCode string `json:"providerCode,omitempty"`
 	ProviderType string `json:"providerType,omitempty"`
+	// Limit is the configuration key of Rebound's own limit that ended the
+	// attempt (a TIMEOUT without a status): which one to raise.
+	Limit string `json:"limit,omitempty" jsonschema:"enum=recovery.first_token_timeout,enum=recovery.stream_idle_timeout,enum=recovery.attempt_timeout"`
 
 	retryAfterErr error  // a Retry-After header that was present but unusable
 	body          []byte // the provider's error JSON, for user rules' field=value
@@ -114,7 +117,13 @@ func Classify(err error) *Failure {
 	switch {
 	case errors.Is(err, context.Canceled):
 		f.Code = Aborted
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrFirstTokenTimeout), errors.Is(err, ErrIdleTimeout):
+	case errors.Is(err, ErrFirstTokenTimeout):
+		f.Code, f.Limit = Timeout, LimitFirstToken
+	case errors.Is(err, ErrIdleTimeout):
+		f.Code, f.Limit = Timeout, LimitIdle
+	case errors.Is(err, ErrAttemptTimeout):
+		f.Code, f.Limit = Timeout, LimitAttempt
+	case errors.Is(err, context.DeadlineExceeded):
 		f.Code = Timeout
 	case errors.Is(err, llm.ErrMalformedStream):
 		f.Code = Protocol
@@ -269,6 +278,14 @@ func (f *Failure) Summary() string {
 	case Server:
 		return "The provider had a server error" + status
 	case Timeout:
+		switch f.Limit {
+		case LimitFirstToken:
+			return "The provider sent nothing within " + LimitFirstToken
+		case LimitIdle:
+			return "The provider's stream stalled for longer than " + LimitIdle
+		case LimitAttempt:
+			return "The request took longer than " + LimitAttempt
+		}
 		return "The provider did not answer in time" + status
 	case Transport:
 		switch to := f.endpoint; {

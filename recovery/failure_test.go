@@ -332,30 +332,32 @@ func TestClassify_KeyNotInFacts(t *testing.T) {
 func TestClassify_PlainErrors(t *testing.T) {
 	given := &recovery.Failure{Code: recovery.Overloaded, Message: "given"}
 	tests := []struct {
-		name string
-		err  error
-		want recovery.Code
+		name  string
+		err   error
+		want  recovery.Code
+		limit string
 	}{
-		{"context.Canceled", context.Canceled, recovery.Aborted},
-		{"wrapped context.Canceled", fmt.Errorf("read stream: %w", context.Canceled), recovery.Aborted},
-		{"context.DeadlineExceeded", context.DeadlineExceeded, recovery.Timeout},
-		{"wrapped context.DeadlineExceeded", fmt.Errorf("chat completion request: %w", context.DeadlineExceeded), recovery.Timeout},
-		{"first-token watchdog", fmt.Errorf("%w (1m30s)", recovery.ErrFirstTokenTimeout), recovery.Timeout},
-		{"idle watchdog", fmt.Errorf("%w (5s)", recovery.ErrIdleTimeout), recovery.Timeout},
-		{"incomplete stream", fmt.Errorf("%w: the body ended: %w", llm.ErrIncompleteStream, io.ErrUnexpectedEOF), recovery.Transport},
-		{"unexpected EOF", io.ErrUnexpectedEOF, recovery.Transport},
-		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, recovery.Transport},
-		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), recovery.Transport},
-		{"DNS failure (a net.Error)", &net.DNSError{Err: "no such host", Name: "api.invalid", IsNotFound: true}, recovery.Transport},
-		{"malformed stream", fmt.Errorf("%w: undecodable chunk", llm.ErrMalformedStream), recovery.Protocol},
-		{"a response past the adapter's limits", &llm.LimitError{Kind: llm.LimitIdle, Limit: 1 << 20}, recovery.Protocol},
-		{"empty response", recovery.ErrEmptyResponse, recovery.EmptyResponse},
-		{"unknown", errors.New("something odd"), recovery.Unknown},
-		{"message text is not read", errors.New("429 rate limit exceeded: overloaded, context_length_exceeded"), recovery.Unknown},
+		{"context.Canceled", context.Canceled, recovery.Aborted, ""},
+		{"wrapped context.Canceled", fmt.Errorf("read stream: %w", context.Canceled), recovery.Aborted, ""},
+		{"context.DeadlineExceeded", context.DeadlineExceeded, recovery.Timeout, ""},
+		{"wrapped context.DeadlineExceeded", fmt.Errorf("chat completion request: %w", context.DeadlineExceeded), recovery.Timeout, ""},
+		{"first-token watchdog", fmt.Errorf("%w (1m30s)", recovery.ErrFirstTokenTimeout), recovery.Timeout, recovery.LimitFirstToken},
+		{"attempt timeout", fmt.Errorf("read: %w: %w", recovery.ErrAttemptTimeout, context.DeadlineExceeded), recovery.Timeout, recovery.LimitAttempt},
+		{"idle watchdog", fmt.Errorf("%w (5s)", recovery.ErrIdleTimeout), recovery.Timeout, recovery.LimitIdle},
+		{"incomplete stream", fmt.Errorf("%w: the body ended: %w", llm.ErrIncompleteStream, io.ErrUnexpectedEOF), recovery.Transport, ""},
+		{"unexpected EOF", io.ErrUnexpectedEOF, recovery.Transport, ""},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, recovery.Transport, ""},
+		{"connection refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), recovery.Transport, ""},
+		{"DNS failure (a net.Error)", &net.DNSError{Err: "no such host", Name: "api.invalid", IsNotFound: true}, recovery.Transport, ""},
+		{"malformed stream", fmt.Errorf("%w: undecodable chunk", llm.ErrMalformedStream), recovery.Protocol, ""},
+		{"a response past the adapter's limits", &llm.LimitError{Kind: llm.LimitIdle, Limit: 1 << 20}, recovery.Protocol, ""},
+		{"empty response", recovery.ErrEmptyResponse, recovery.EmptyResponse, ""},
+		{"unknown", errors.New("something odd"), recovery.Unknown, ""},
+		{"message text is not read", errors.New("429 rate limit exceeded: overloaded, context_length_exceeded"), recovery.Unknown, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := &recovery.Failure{Code: tt.want, Message: tt.err.Error()}
+			want := &recovery.Failure{Code: tt.want, Message: tt.err.Error(), Limit: tt.limit}
 			if diff := cmp.Diff(want, recovery.Classify(tt.err), ignoreUnexported); diff != "" {
 				t.Errorf("Classify(%v) (-want +got):\n%s", tt.err, diff)
 			}
@@ -465,6 +467,8 @@ func TestFailure_Summary(t *testing.T) {
 		{recovery.Failure{Code: recovery.Overloaded, Status: 529}, "The provider is overloaded (529)"},
 		{recovery.Failure{Code: recovery.Server, Status: 503}, "The provider had a server error (503)"},
 		{recovery.Failure{Code: recovery.Timeout}, "The provider did not answer in time"},
+		{recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitFirstToken}, "The provider sent nothing within recovery.first_token_timeout"},
+		{recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitIdle}, "The provider's stream stalled for longer than recovery.stream_idle_timeout"},
 		{recovery.Failure{Code: recovery.Transport}, "The connection to the provider failed"},
 		{recovery.Failure{Code: recovery.EmptyResponse}, "The provider sent an empty reply"},
 		{recovery.Failure{Code: recovery.ContextOverflow, Status: 400}, "The conversation is too long for the model (400)"},

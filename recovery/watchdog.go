@@ -11,10 +11,20 @@ import (
 	"github.com/rebound-agent/rebound/agent/llm"
 )
 
-// Watchdog errors. Both classify as TIMEOUT.
+// Errors of Rebound's own limits on an attempt: the watchdogs and the
+// attempt timeout. Each classifies as TIMEOUT with the limit's key in
+// Failure.Limit.
 var (
 	ErrFirstTokenTimeout = errors.New("no output from the provider within first_token_timeout")
 	ErrIdleTimeout       = errors.New("the provider's stream went quiet for longer than stream_idle_timeout")
+	ErrAttemptTimeout    = errors.New("the request took longer than attempt_timeout")
+)
+
+// The configuration keys of the limits, as Failure.Limit names them.
+const (
+	LimitFirstToken = "recovery.first_token_timeout"
+	LimitIdle       = "recovery.stream_idle_timeout"
+	LimitAttempt    = "recovery.attempt_timeout"
 )
 
 // Timeouts are the per-attempt watchdogs; zero disables one.

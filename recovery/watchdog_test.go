@@ -135,7 +135,8 @@ func TestWatch_FiresThroughProvider(t *testing.T) {
 					t.Errorf("ended after %v, want %v", at, tt.wantAt)
 				}
 				if tt.wantMsg != "" {
-					want := &recovery.Failure{Code: recovery.Timeout, Message: tt.wantMsg}
+					want := &recovery.Failure{Code: recovery.Timeout, Message: tt.wantMsg, Limit: map[error]string{
+						recovery.ErrFirstTokenTimeout: recovery.LimitFirstToken, recovery.ErrIdleTimeout: recovery.LimitIdle}[tt.wantErr]}
 					if diff := cmp.Diff(want, recovery.Classify(err), ignoreUnexported); diff != "" {
 						t.Errorf("Classify() (-want +got):\n%s", diff)
 					}

@@ -4,28 +4,54 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/tools/txtar"
 
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
 	"github.com/rebound-agent/rebound/internal/golden"
 	"github.com/rebound-agent/rebound/session"
 )
 
 var update = golden.Update
+
+// connectMockMCP serves a scenario's MCP servers in process: a subprocess
+// would stall the bubble's clock. A server whose env asks for mcpmock is
+// the mock (the e2e tests run the real stdio path); one that also asks to
+// exit at once fails to start, as that subprocess would.
+func connectMockMCP(ctx context.Context, sp mcp.Spec) (mcp.Transport, error) {
+	env := map[string]string{}
+	for _, kv := range sp.Env {
+		env[kv.Name] = kv.Value
+	}
+	switch {
+	case env[mcpmock.EnvServe] != "1":
+		return nil, fmt.Errorf("golden test: %s is not the mock MCP server (set %s=1)", sp.Command, mcpmock.EnvServe)
+	case env[mcpmock.EnvExitAtOnce] == "1":
+		return nil, errors.New("exit status 1: mcpmock: exiting at once as asked (the golden test's stand-in for the process)")
+	}
+	client, server := sdkmcp.NewInMemoryTransports()
+	go mcpmock.Serve(context.WithoutCancel(ctx), server, mcpmock.Options{})
+	return client, nil
+}
 
 // TestGolden runs every scenario in testdata/scenarios against the real
 // server in-process, on synctest's fake clock, and compares the transcript
@@ -260,6 +286,18 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	}
 	var stderr bytes.Buffer
 	var stderrMu sync.Mutex
+	getenv := func(k string) string {
+		if k == "REBOUND_STATE_DIR" {
+			return stateDir
+		}
+		if k == "OPENAI_BASE_URL" {
+			return "http://mock.invalid/v1"
+		}
+		if k == "REBOUND_CONFIG" {
+			return configPath
+		}
+		return sc.env[k]
+	}
 
 	start := func() *process {
 		inR, inW := io.Pipe()
@@ -273,20 +311,8 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 				}
 			}
 		}()
-		getenv := func(k string) string {
-			if k == "REBOUND_STATE_DIR" {
-				return stateDir
-			}
-			if k == "OPENAI_BASE_URL" {
-				return "http://mock.invalid/v1"
-			}
-			if k == "REBOUND_CONFIG" {
-				return configPath
-			}
-			return sc.env[k]
-		}
 		go func() {
-			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock})
+			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock, mcpConnect: connectMockMCP})
 			outW.Close()
 			p.done <- code
 		}()
@@ -364,6 +390,30 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 				t.Fatalf("bad directive %q", line)
 			}
 			time.Sleep(d)
+		case strings.HasPrefix(line, "login "):
+			// login KEY: meanwhile the user runs `rebound login` in a
+			// terminal and types KEY (the same HOME, so the same
+			// credentials file).
+			var out, errOut bytes.Buffer
+			key := strings.TrimPrefix(line, "login ")
+			if code := runEnv(t.Context(), []string{"login"}, strings.NewReader(key+"\n"), &out, &errOut, env{getenv: getenv, home: home}); code != 0 {
+				t.Fatalf("rebound login exited %d: %s", code, errOut.String())
+			}
+			if strings.Contains(out.String()+errOut.String(), key) {
+				t.Errorf("rebound login printed the key")
+			}
+			continue
+		case strings.HasPrefix(line, "chmod "):
+			// chmod MODE FILE: FILE under ~/.config/rebound.
+			mode, file, _ := strings.Cut(strings.TrimPrefix(line, "chmod "), " ")
+			m, err := strconv.ParseUint(mode, 8, 32)
+			if err != nil {
+				t.Fatalf("bad directive %q", line)
+			}
+			if err := os.Chmod(filepath.Join(home, ".config", "rebound", file), os.FileMode(m)); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		case line == "restart":
 			awaitAll()
 			stop(p)
@@ -453,7 +503,8 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	if strings.Contains(stderr.String(), "sk-test-key") || strings.Contains(out.String(), "sk-test-key") {
 		t.Errorf("the API key leaked into the output or the logs")
 	}
-	return normalise(bytes.ReplaceAll(out.Bytes(), []byte(cwd), []byte("$CWD")))
+	out2 := bytes.ReplaceAll(out.Bytes(), []byte(cwd), []byte("$CWD"))
+	return normalise(bytes.ReplaceAll(out2, []byte(home), []byte("$HOME")))
 }
 
 // checkPromises asserts, for every scenario, what Rebound promises whatever
@@ -569,7 +620,7 @@ var (
 	retryIDs   = regexp.MustCompile(`retry_[0-9a-f]{16}`)
 	compactIDs = regexp.MustCompile(`cmp_[0-9a-f]{32}`)
 	messageIDs = regexp.MustCompile(`msg_[0-9a-f]{32}`)
-	versions   = regexp.MustCompile(`"(agentVersion|version)":"dev[^"]*"`)
+	versions   = regexp.MustCompile(`"(agentVersion|version)":"` + regexp.QuoteMeta(release) + `-dev[^"]*"`)
 )
 
 // normalise replaces what differs between runs (random ids, the build's
@@ -642,6 +693,7 @@ func loadACPSchema(t *testing.T) *acpSchema {
 			"session/delete":            compile("acp.json#/$defs/DeleteSessionResponse"),
 			"session/set_mode":          compile("acp.json#/$defs/SetSessionModeResponse"),
 			"session/set_config_option": compile("acp.json#/$defs/SetSessionConfigOptionResponse"),
+			"authenticate":              compile("acp.json#/$defs/AuthenticateResponse"),
 		},
 		params: map[string]*jsonschema.Schema{
 			"session/update":             compile("acp.json#/$defs/SessionNotification"),

@@ -4,11 +4,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
 )
 
 // TestMain removes the binary the e2e tests built, so a test run leaves no
-// 16 MB file behind in the temporary directory.
+// 16 MB file behind in the temporary directory. Run with mcpmock.EnvServe
+// set, the test binary is instead a small MCP server (the MCP tests' stdio
+// server).
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpmock.EnvServe) == "1" {
+		mcpmock.Main()
+	}
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/recovery"
 )
@@ -28,6 +30,9 @@ type env struct {
 	// httpClient, when set, carries every provider request (tests use the
 	// in-memory mock provider here).
 	httpClient llm.HTTPDoer
+	// mcpConnect, when set, connects every MCP server (tests serve them in
+	// process).
+	mcpConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
 }
 
 func osEnv() env {
@@ -73,7 +78,8 @@ Commands:
 %s
 Environment:
   OPENAI_BASE_URL     provider base URL (default https://api.openai.com/v1)
-  OPENAI_API_KEY      provider API key (provider.api_key_env names another variable)
+  OPENAI_API_KEY      provider API key (provider.api_key_env names another variable);
+                      without it, the key 'rebound login' stored is used
   REBOUND_MODEL       model name
   REBOUND_STATE_DIR   where session logs are kept (default ~/.local/state/rebound)
   REBOUND_CONFIG      TOML config file (default ~/.config/rebound/config.toml)
@@ -144,7 +150,7 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 		return 1
 	}
 	log := newLogger(s.err, cfg.LogLevel)
-	err = serve(ctx, cfg, s.in, s.out, log, e.httpClient)
+	err = serve(ctx, cfg, s.in, s.out, log, e)
 	switch {
 	case ctx.Err() != nil && (err == nil || errors.Is(err, ctx.Err())):
 		// Asked to stop (SIGTERM or SIGINT in main): running turns were
@@ -170,18 +176,33 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 
 // serve wires the provider, the agent and the ACP server and runs until the
 // editor closes stdin or ctx ends.
-func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, httpClient llm.HTTPDoer) error {
-	var provider llm.Provider
-	if cfg.Provider.APIKey != "" {
-		provider = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: cfg.Provider.APIKey, HTTPClient: httpClient})
+func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, e env) error {
+	httpClient := e.httpClient
+	openAI := func(key string) llm.Provider {
+		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient})
+	}
+	// newProvider looks for the key again: `rebound login` may store one
+	// while the editor runs Rebound.
+	newProvider := func() (llm.Provider, error) {
+		key, err := config.APIKey(cfg.Provider.APIKeyEnv, e.getenv, e.home)
+		if key == "" {
+			return nil, err
+		}
+		return openAI(key), nil
+	}
+	provider, err := newProvider()
+	if err != nil {
+		// Not fatal: a prompt says the same, where an editor shows it.
+		log.Warn().Err(err).Msg("no usable API key")
 	}
 	a := agent.New(agent.Config{
-		StateDir:  cfg.StateDir,
-		Model:     cfg.Provider.Model,
-		MaxTokens: cfg.Provider.MaxTokens,
-		Provider:  provider,
-		APIKeyEnv: cfg.Provider.APIKeyEnv,
-		Recovery:  recoveryConfig(cfg.Recovery),
+		StateDir:    cfg.StateDir,
+		Model:       cfg.Provider.Model,
+		MaxTokens:   cfg.Provider.MaxTokens,
+		Provider:    provider,
+		APIKeyEnv:   cfg.Provider.APIKeyEnv,
+		NewProvider: newProvider,
+		Recovery:    recoveryConfig(cfg.Recovery),
 		Truncation: agent.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
@@ -199,33 +220,52 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		DefaultMode:         cfg.Agent.DefaultMode,
 		Models:              cfg.Provider.Models,
 		ReasoningEffort:     cfg.Provider.ReasoningEffort,
+		MCPConnect:          e.mcpConnect,
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
-	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta()})
+	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta(),
+		McpCapabilities: &acp.McpCapabilities{HTTP: true, SSE: true}})
 	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
-		Bool("apiKey", cfg.Provider.APIKey != "").Msg("serving ACP on stdio")
+		Bool("apiKey", provider != nil).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
 
-// version is the module version when built from a tagged module, else the
-// VCS revision, else "dev".
+// release is the version of Rebound's current release. agent.json, the
+// manifest the ACP agent registry lists Rebound by, gives the same version
+// and downloads of that release (TestAgentManifest keeps them in step): to
+// release, bump both, then tag the commit v<release>.
+const release = "0.1.0"
+
+// version is what Rebound reports (agentInfo, session logs, --version): the
+// tag's version when built from a module tagged vX.Y.Z (`go install
+// …@v0.1.0`, or a build of a checkout at that tag), else "<release>-dev",
+// with "+" and the VCS revision when it is known.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "dev"
+		return release + "-dev"
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
+	if v, ok := strings.CutPrefix(bi.Main.Version, "v"); ok && releaseTag.MatchString(v) {
 		return v
 	}
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "dev-" + s.Value[:12]
+			return release + "-dev+" + s.Value[:12]
 		}
 	}
-	return "dev"
+	// A pseudo-version (`go install …@main`) ends in the revision.
+	if m := pseudoRevision.FindStringSubmatch(bi.Main.Version); m != nil {
+		return release + "-dev+" + m[1]
+	}
+	return release + "-dev"
 }
+
+var (
+	releaseTag     = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+	pseudoRevision = regexp.MustCompile(`-([0-9a-f]{12})(\+incompatible)?$`)
+)
 
 func recoveryConfig(r config.Recovery) recovery.Config {
 	codes := make([]recovery.Code, len(r.RetryableCodes))

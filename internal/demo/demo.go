@@ -29,8 +29,6 @@ import (
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/config"
-	"github.com/rebound-agent/rebound/inspect"
-	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -204,9 +202,8 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	out.tty = isTerminal(stdout) && getenv("TERM") != "dumb"
 	out.color = out.tty && getenv("NO_COLOR") == ""
 	d := &driver{out: out, client: proc.client, mock: mock, def: def, cwd: project, streaming: streaming, state: state,
-		limits:         recovery.Timeouts{FirstToken: time.Duration(cfg.Recovery.FirstTokenTimeout), Idle: time.Duration(cfg.Recovery.StreamIdleTimeout)},
-		attemptTimeout: time.Duration(cfg.Recovery.AttemptTimeout), clientVersion: opts.ClientVersion,
-		shown: map[string]string{}, shownThought: map[string]string{}}
+		clientVersion: opts.ClientVersion,
+		shown:         map[string]string{}, shownThought: map[string]string{}}
 
 	agentFailed := func(err error) int {
 		out.clearLive()
@@ -291,19 +288,15 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 
 // driver is the editor side of the demo.
 type driver struct {
-	out       *screen
-	client    *client
-	mock      *mockprovider.Mock
-	def       *definition
-	cwd       string // the session's working directory: the demo project
-	streaming string // the agent's mode: live or held
-	state     string // the agent's state directory
-	sessionID string
-	// The agent's first_token_timeout and stream_idle_timeout (limits),
-	// and attempt_timeout: which of them ended an attempt (see stall).
-	limits         recovery.Timeouts
-	attemptTimeout time.Duration
-	clientVersion  string
+	out           *screen
+	client        *client
+	mock          *mockprovider.Mock
+	def           *definition
+	cwd           string // the session's working directory: the demo project
+	streaming     string // the agent's mode: live or held
+	state         string // the agent's state directory
+	sessionID     string
+	clientVersion string
 
 	// What the editor was sent, by messageId: agent_message_chunk and
 	// agent_thought_chunk text, in order.
@@ -525,7 +518,7 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 				}
 				switch r.Phase {
 				case phaseScheduled:
-					wait = &retryWait{p: r, failure: failureWords(r, d.stall(r)), at: now}
+					wait = &retryWait{p: r, failure: failureWords(r), at: now}
 					o.interrupt() // a reply being printed goes on after the retry
 					if o.tty {
 						render(now)
@@ -564,7 +557,7 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 				case phaseExhausted:
 					msg := "recovery gave up"
 					if r.Failure != nil {
-						msg += ": " + failureWords(r, d.stall(r))
+						msg += ": " + failureWords(r)
 					}
 					o.line("%s", o.c(red, "  ✗ "+msg))
 					wait = nil
@@ -587,48 +580,6 @@ func retryProgress(meta acp.Meta) (agent.RetryProgress, bool) {
 		return p, false
 	}
 	return p, true
-}
-
-// stall says which limit ended an attempt that failed with TIMEOUT and no
-// HTTP status, which the failure facts leave open. It is the only one of
-// the agent's limits that could have: the session log says how long the
-// attempt ran and whether it streamed text (the agent writes a failed
-// attempt's end, and the retry it schedules, before it tells the editor),
-// and first_token_timeout fires only before anything streamed,
-// stream_idle_timeout and attempt_timeout only once they have passed.
-// When none or several could have, the words stay "timed out".
-func (d *driver) stall(p agent.RetryProgress) stall {
-	if !timedOut(p) {
-		return stallUnknown
-	}
-	tl, err := inspect.Load(d.logPath())
-	if err != nil || len(tl.Turns) == 0 {
-		return stallUnknown
-	}
-	var failed *inspect.Step
-	for _, s := range tl.Turns[len(tl.Turns)-1].Steps {
-		switch {
-		case p.Phase == phaseScheduled && s.Retry != nil && s.Retry.RetryID == p.RetryID && s.Retry.Retry == p.Retry:
-			failed = s
-		case p.Phase == phaseExhausted && s.Outcome == session.OutcomeFailed:
-			failed = s // the last one: recovery gave up after it
-		}
-	}
-	if failed == nil {
-		return stallUnknown
-	}
-	ran := failed.End.Sub(failed.Start)
-	passed := func(limit time.Duration) bool { return limit > 0 && limit <= ran }
-	firstToken := passed(d.limits.FirstToken) && failed.ShownChars+failed.StreamedChars == 0
-	idle := passed(d.limits.Idle)
-	switch {
-	case passed(d.attemptTimeout):
-	case idle && !firstToken:
-		return stallIdle
-	case firstToken && !idle:
-		return stallFirstToken
-	}
-	return stallUnknown
 }
 
 // finish shows the turn's outcome and says whether it was the expected one.

@@ -30,23 +30,13 @@ type retryWait struct {
 	at      time.Time // when the scheduled update arrived
 }
 
-// stall says which of the agent's limits ended an attempt that failed
-// with TIMEOUT and no HTTP status: the failure facts do not say (see
-// driver.stall).
-type stall int
-
-const (
-	stallUnknown    stall = iota // attempt_timeout, or not known: "timed out"
-	stallIdle                    // stream_idle_timeout
-	stallFirstToken              // first_token_timeout
-)
-
 // failureWords is a failure in a few lower-case words, as a status line
 // shows it: "rate limited (429)". The words come from the structured facts
 // of `_meta["rebound/retry"]` (the action, the failure's code and HTTP
 // status), never from the failure's message, which is written for people
-// and may be reworded; s tells a stalled stream from a missing first token.
-func failureWords(p agent.RetryProgress, s stall) string {
+// and may be reworded; a timeout's limit tells a stalled stream from a
+// missing first token.
+func failureWords(p agent.RetryProgress) string {
 	switch p.Action {
 	case actionEscalate, actionContinue:
 		return "reply cut at the output limit"
@@ -71,12 +61,13 @@ func failureWords(p agent.RetryProgress, s stall) string {
 	case recovery.Timeout:
 		// Which limit fired reads better than "timed out"; an HTTP 408 is
 		// the provider's own.
-		switch {
-		case f.Status != 0:
-		case s == stallIdle:
+		switch f.Limit {
+		case recovery.LimitIdle:
 			return "stream stalled (idle timeout)"
-		case s == stallFirstToken:
+		case recovery.LimitFirstToken:
 			return "no first token (timeout)"
+		case recovery.LimitAttempt:
+			return "request too long (attempt timeout)"
 		}
 		return "timed out" + status
 	case recovery.Transport:

@@ -1,8 +1,6 @@
 package demo
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -56,70 +54,7 @@ func TestAnalyse(t *testing.T) {
 	}
 }
 
-// A TIMEOUT without an HTTP status is worded by the one limit of the
-// agent's that could have ended the attempt, as the session log says when
-// the retry is announced: how long the attempt ran, and whether it
-// streamed. When none or several could have, or the provider sent 408,
-// it reads "timed out".
-func TestDriver_Stall(t *testing.T) {
-	timeout := &recovery.Failure{Code: recovery.Timeout, Message: "the words are not read"}
-	scheduled := agent.RetryProgress{Phase: phaseScheduled, RetryID: "retry_1", Retry: 1, MaxRetries: 2, Failure: timeout}
-	exhausted := agent.RetryProgress{Phase: phaseExhausted, RetryID: "retry_1", Retry: 1, MaxRetries: 2, Failure: timeout}
-	// The fixtures' failed attempts: stall_idle_timeout's streamed and ran
-	// 5s, stall_first_token_timeout's streamed nothing and ran 3s.
-	defaults := recovery.Timeouts{FirstToken: 90 * time.Second, Idle: 5 * time.Second}
-	for _, c := range []struct {
-		name, log      string
-		upTo           string // the log as the agent has written it when it tells the editor: up to this line
-		p              agent.RetryProgress
-		limits         recovery.Timeouts
-		attemptTimeout time.Duration
-		want           string
-	}{
-		{"stalled", "stall_idle_timeout.jsonl", `"type":"llm/retry"`, scheduled, defaults, 0, "stream stalled (idle timeout)"},
-		{"gave up, stalled", "stall_idle_timeout.jsonl", `"type":"step/end"`, exhausted, defaults, 0, "stream stalled (idle timeout)"},
-		{"no first token", "stall_first_token_timeout.jsonl", `"type":"llm/retry"`, scheduled,
-			recovery.Timeouts{FirstToken: 3 * time.Second, Idle: 5 * time.Second}, 0, "no first token (timeout)"},
-		// Live, a retry that only repeated the text shown before it stalled
-		// logs no text; too soon for the first token's limit, it stalled.
-		{"stalled, nothing new", "stall_first_token_timeout.jsonl", `"type":"llm/retry"`, scheduled,
-			recovery.Timeouts{FirstToken: 90 * time.Second, Idle: time.Second}, 0, "stream stalled (idle timeout)"},
-		{"either", "stall_first_token_timeout.jsonl", `"type":"llm/retry"`, scheduled,
-			recovery.Timeouts{FirstToken: time.Second, Idle: 2 * time.Second}, 0, "timed out"},
-		{"attempt_timeout too", "stall_idle_timeout.jsonl", `"type":"llm/retry"`, scheduled, defaults, time.Second, "timed out"},
-		{"none", "stall_idle_timeout.jsonl", `"type":"llm/retry"`, scheduled, recovery.Timeouts{FirstToken: time.Minute, Idle: time.Minute}, 0, "timed out"},
-		{"408", "stall_idle_timeout.jsonl", `"type":"llm/retry"`,
-			agent.RetryProgress{Phase: phaseScheduled, RetryID: "retry_1", Retry: 1, Failure: &recovery.Failure{Code: recovery.Timeout, Status: 408}}, defaults, 0, "timed out (408)"},
-		{"no log", "", "", scheduled, defaults, 0, "timed out"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			state := t.TempDir()
-			if c.log != "" {
-				data, err := os.ReadFile(filepath.Join("testdata", c.log))
-				if err != nil {
-					t.Fatal(err)
-				}
-				i := bytes.Index(data, []byte(c.upTo))
-				if i < 0 {
-					t.Fatalf("%s has no %s", c.log, c.upTo)
-				}
-				data = data[:i+bytes.IndexByte(data[i:], '\n')+1]
-				if err := os.MkdirAll(filepath.Join(state, "sessions"), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(session.Path(state, "sess_1"), data, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			d := &driver{state: state, sessionID: "sess_1", limits: c.limits, attemptTimeout: c.attemptTimeout}
-			if got := failureWords(c.p, d.stall(c.p)); got != c.want {
-				t.Errorf("words %q, want %q", got, c.want)
-			}
-		})
-	}
-}
-
-// Failures are worded from their code and status alone.
+// Failures are worded from their code, status and limit alone.
 func TestFailureWords(t *testing.T) {
 	for _, c := range []struct {
 		p    agent.RetryProgress
@@ -130,12 +65,16 @@ func TestFailureWords(t *testing.T) {
 		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Server, Status: 503}}, "server error (503)"},
 		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Transport}}, "connection dropped"},
 		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Message: "stream_idle_timeout"}}, "timed out"},
+		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Status: 408}}, "timed out (408)"},
+		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitIdle}}, "stream stalled (idle timeout)"},
+		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitFirstToken}}, "no first token (timeout)"},
+		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitAttempt}}, "request too long (attempt timeout)"},
 		{agent.RetryProgress{Failure: &recovery.Failure{Code: "SOMETHING_NEW", Status: 418}}, "request failed (418)"},
 		{agent.RetryProgress{Action: actionContinue, Failure: &recovery.Failure{Code: recovery.Server}}, "reply cut at the output limit"},
 		{agent.RetryProgress{Action: string(recovery.ActionStripImages)}, "the model does not accept images"},
 		{agent.RetryProgress{}, "the request failed"},
 	} {
-		if got := failureWords(c.p, stallUnknown); got != c.want {
+		if got := failureWords(c.p); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
 		}
 	}

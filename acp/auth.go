@@ -1,0 +1,121 @@
+package acp
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// AuthMethod is one entry of initialize's authMethods. A method with no
+// Type is an agent method: the client calls authenticate with its ID and the
+// agent signs in by itself. Type AuthTypeTerminal is a method the client
+// runs as the agent's own command, with Args appended and Env added, in a
+// terminal the user types into; exit status 0 means success. The client
+// never passes it to authenticate (ACP v1 clients reconnect instead).
+type AuthMethod struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Type        string `json:"type,omitempty"`
+	// Args and Env are for terminal methods only.
+	Args []string          `json:"args,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
+	Meta Meta              `json:"_meta,omitempty"`
+}
+
+// AuthTypeTerminal is AuthMethod.Type of a terminal method. The server
+// advertises such a method only to a client whose capabilities have
+// auth.terminal.
+const AuthTypeTerminal = "terminal"
+
+// AuthCapabilities is clientCapabilities.auth: the method types beyond
+// agent that the client can handle.
+type AuthCapabilities struct {
+	Terminal bool `json:"terminal,omitempty"`
+	Meta     Meta `json:"_meta,omitempty"`
+}
+
+// TerminalAuth reports whether the client can run terminal auth methods.
+func (c ClientCapabilities) TerminalAuth() bool {
+	return c.Auth != nil && c.Auth.Terminal
+}
+
+// AuthenticateRequest is the params of authenticate.
+type AuthenticateRequest struct {
+	MethodID string `json:"methodId"`
+	Meta     Meta   `json:"_meta,omitempty"`
+}
+
+// AuthenticateResponse is the result of authenticate.
+type AuthenticateResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// Authenticator is an Agent that can sign in: initialize advertises its
+// methods (terminal ones only to clients that can run them), and it serves
+// authenticate for them. Without it authMethods is empty and authenticate
+// is refused.
+type Authenticator interface {
+	// AuthMethods lists the methods, the same for every call.
+	AuthMethods() []AuthMethod
+	// Authenticate signs in with req.MethodID, which the server has checked
+	// is one advertised to this client. While signing in is still not
+	// possible it fails with auth required (NewAuthRequired) saying what the
+	// user must do.
+	Authenticate(ctx context.Context, req AuthenticateRequest) (AuthenticateResponse, error)
+}
+
+// authMethods are the methods to advertise to a client with caps; never nil,
+// since the schema's default for a missing list is the empty one anyway.
+func (s *Server) authMethods(caps ClientCapabilities) []AuthMethod {
+	methods := []AuthMethod{}
+	if a, ok := s.agent.(Authenticator); ok {
+		for _, m := range a.AuthMethods() {
+			if m.Type == AuthTypeTerminal && !caps.TerminalAuth() {
+				continue
+			}
+			methods = append(methods, m)
+		}
+	}
+	return methods
+}
+
+// authenticate checks the method against those advertised to this client
+// and runs the agent's Authenticate in a goroutine of its own (it may read
+// the disk).
+func (s *Server) authenticate(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	auth, ok := s.agent.(Authenticator)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
+		return
+	}
+	var p AuthenticateRequest
+	err := decodeParams(req, &p, true)
+	methods := s.authMethods(client{s: s, c: c}.Capabilities())
+	switch {
+	case err != nil: // the params themselves are bad
+	case p.MethodID == "":
+		err = NewInvalidParams("methodId is required; the methods are %s", methodList(methods))
+	case !slices.ContainsFunc(methods, func(m AuthMethod) bool { return m.ID == p.MethodID }):
+		err = NewInvalidParams("unknown methodId %s; the methods are %s", quote(p.MethodID), methodList(methods))
+	}
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	goAgent(s, c, req, func() (AuthenticateResponse, error) { return auth.Authenticate(s.base, p) })
+}
+
+// methodList names methods for an error message: "api-key" (API key), ...
+func methodList(methods []AuthMethod) string {
+	if len(methods) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(methods))
+	for i, m := range methods {
+		parts[i] = quote(m.ID) + " (" + m.Name + ")"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,126 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"github.com/rebound-agent/rebound/acp"
+)
+
+// authAgent is a fakeAgent that signs in with AuthenticateFunc.
+type authAgent struct {
+	fakeAgent
+	AuthenticateFunc func(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error)
+	calls            []string // the method ids Authenticate was called with
+}
+
+var _ acp.Authenticator = (*authAgent)(nil)
+
+var testMethods = []acp.AuthMethod{
+	{ID: "api-key", Name: "API key", Description: "Looks for the key."},
+	{ID: "terminal-login", Name: "In a terminal", Type: acp.AuthTypeTerminal, Args: []string{"login"}},
+}
+
+func (a *authAgent) AuthMethods() []acp.AuthMethod { return testMethods }
+
+func (a *authAgent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	a.calls = append(a.calls, req.MethodID)
+	return a.AuthenticateFunc(ctx, req)
+}
+
+func TestServer_InitializeAuthMethods(t *testing.T) {
+	const agentMethod = `{"id":"api-key","name":"API key","description":"Looks for the key."}`
+	const terminalMethod = `{"id":"terminal-login","name":"In a terminal","type":"terminal","args":["login"]}`
+	tests := []struct {
+		name string
+		caps any
+		want string
+	}{
+		{"no capabilities", nil, `[` + agentMethod + `]`},
+		{"terminal commands are not terminal auth", map[string]any{"terminal": true}, `[` + agentMethod + `]`},
+		{"auth.terminal false", map[string]any{"auth": map[string]any{"terminal": false}}, `[` + agentMethod + `]`},
+		{"auth.terminal", map[string]any{"auth": map[string]any{"terminal": true}}, `[` + agentMethod + `,` + terminalMethod + `]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := serve(t, t.Context(), &authAgent{}, acp.Config{})
+				params := map[string]any{"protocolVersion": 1}
+				if tt.caps != nil {
+					params["clientCapabilities"] = tt.caps
+				}
+				w.send(request(1, acp.MethodInitialize, params))
+				var reply struct {
+					Result struct {
+						AuthMethods json.RawMessage `json:"authMethods"`
+					} `json:"result"`
+				}
+				line := w.recv()
+				validate(t, line)
+				if err := json.Unmarshal([]byte(line), &reply); err != nil {
+					t.Fatal(err)
+				}
+				sameJSON(t, "authMethods", tt.want, string(reply.Result.AuthMethods))
+				if err := w.end(); err != nil {
+					t.Errorf("Serve() = %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestServer_AuthenticateWithAuthenticator(t *testing.T) {
+	ok := func(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+		return acp.AuthenticateResponse{}, nil
+	}
+	noKey := func(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+		return acp.AuthenticateResponse{}, acp.NewAuthRequired("No API key: run `rebound login`")
+	}
+	tests := []struct {
+		name      string
+		terminal  bool // the client advertised auth.terminal
+		params    any
+		auth      func(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error)
+		want      string
+		wantCalls []string
+	}{
+		{"agent method", false, map[string]any{"methodId": "api-key"}, ok,
+			`{"jsonrpc":"2.0","id":2,"result":{}}`, []string{"api-key"}},
+		{"still no key", false, map[string]any{"methodId": "api-key"}, noKey,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"No API key: run ` + "`rebound login`" + `"}}`, []string{"api-key"}},
+		{"unknown method", false, map[string]any{"methodId": "oauth"}, ok,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: unknown methodId \"oauth\"; the methods are \"api-key\" (API key)"}}`, nil},
+		{"terminal method not advertised to this client", false, map[string]any{"methodId": "terminal-login"}, ok,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: unknown methodId \"terminal-login\"; the methods are \"api-key\" (API key)"}}`, nil},
+		{"terminal method advertised", true, map[string]any{"methodId": "terminal-login"}, ok,
+			`{"jsonrpc":"2.0","id":2,"result":{}}`, []string{"terminal-login"}},
+		{"no methodId", true, map[string]any{}, ok,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: methodId is required; the methods are \"api-key\" (API key), \"terminal-login\" (In a terminal)"}}`, nil},
+		{"no params", false, nil, ok,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: params are required"}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := &authAgent{AuthenticateFunc: tt.auth}
+				w := serve(t, t.Context(), a, acp.Config{})
+				w.send(request(1, acp.MethodInitialize, map[string]any{"protocolVersion": 1,
+					"clientCapabilities": map[string]any{"auth": map[string]any{"terminal": tt.terminal}}}))
+				w.recv()
+				w.send(request(2, acp.MethodAuthenticate, tt.params))
+				line := w.recv()
+				validate(t, line)
+				sameJSON(t, "authenticate reply", tt.want, line)
+				if err := w.end(); err != nil {
+					t.Errorf("Serve() = %v", err)
+				}
+				if !slices.Equal(a.calls, tt.wantCalls) {
+					t.Errorf("Authenticate called with %q, want %q", a.calls, tt.wantCalls)
+				}
+			})
+		})
+	}
+}

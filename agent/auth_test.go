@@ -1,0 +1,154 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+)
+
+// stubProvider is a provider told apart by name.
+type stubProvider struct{ name string }
+
+func (stubProvider) Stream(context.Context, llm.Request) (llm.Stream, error) {
+	return nil, errors.New("stub")
+}
+
+// keySource is a Config.NewProvider whose answer the test changes, as the
+// user's `rebound login` would.
+type keySource struct {
+	p     llm.Provider
+	err   error
+	calls int
+}
+
+func (k *keySource) newProvider() (llm.Provider, error) {
+	k.calls++
+	return k.p, k.err
+}
+
+func authAgent(t *testing.T, start llm.Provider, k *keySource) *Agent {
+	t.Helper()
+	cfg := Config{StateDir: t.TempDir(), Provider: start, APIKeyEnv: "DEEPSEEK_API_KEY"}
+	if k != nil {
+		cfg.NewProvider = k.newProvider
+	}
+	a := New(cfg)
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func wantAuthRequired(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	re, ok := errors.AsType[*acp.RequestError](err)
+	if !ok || re.Code != acp.CodeAuthRequired {
+		t.Fatalf("error = %v, want auth required (-32000)", err)
+	}
+	for _, p := range append(parts, `auth method "api-key"`) {
+		if !strings.Contains(re.Message, p) {
+			t.Errorf("message %q does not contain %q", re.Message, p)
+		}
+	}
+}
+
+// A key that appears after start-up is found by the next turn, without a
+// restart, and kept.
+func TestProvider_KeyAppearsLater(t *testing.T) {
+	k := &keySource{}
+	a := authAgent(t, nil, k)
+	_, err := a.provider()
+	wantAuthRequired(t, err, "run `rebound login` in a terminal", "set DEEPSEEK_API_KEY")
+	if a.currentProvider() != nil {
+		t.Error("currentProvider() is set with no key")
+	}
+
+	k.p = stubProvider{"stored"}
+	p, err := a.provider()
+	if err != nil || p != (stubProvider{"stored"}) {
+		t.Fatalf("provider() = %v, %v; want the stored key's", p, err)
+	}
+	calls := k.calls
+	a.provider()
+	if k.calls != calls {
+		t.Error("the key was looked up again although a provider was made")
+	}
+	if a.currentProvider() != (stubProvider{"stored"}) {
+		t.Errorf("currentProvider() = %v", a.currentProvider())
+	}
+}
+
+// A stored key that can't be used says why, with the fix.
+func TestProvider_StoredKeyUnusable(t *testing.T) {
+	k := &keySource{err: errors.New("/home/u/.config/rebound/credentials: permissions 0644 are too open; run `chmod 600 /home/u/.config/rebound/credentials`.")}
+	_, err := authAgent(t, nil, k).provider()
+	wantAuthRequired(t, err, "The stored API key can't be used: /home/u/.config/rebound/credentials", "chmod 600")
+}
+
+func TestAuthenticate(t *testing.T) {
+	ctx := context.Background()
+	req := acp.AuthenticateRequest{MethodID: AuthMethodAPIKey}
+
+	t.Run("no key yet, then one", func(t *testing.T) {
+		k := &keySource{}
+		a := authAgent(t, nil, k)
+		_, err := a.Authenticate(ctx, req)
+		wantAuthRequired(t, err, "No API key for the model provider")
+		k.p = stubProvider{"stored"}
+		if _, err := a.Authenticate(ctx, req); err != nil {
+			t.Fatalf("Authenticate() = %v", err)
+		}
+		if a.currentProvider() != (stubProvider{"stored"}) {
+			t.Errorf("currentProvider() = %v, want the stored key's", a.currentProvider())
+		}
+	})
+	t.Run("a key stored anew replaces the one in use", func(t *testing.T) {
+		k := &keySource{p: stubProvider{"new"}}
+		a := authAgent(t, stubProvider{"start"}, k)
+		if _, err := a.Authenticate(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := a.provider(); p != (stubProvider{"new"}) {
+			t.Errorf("provider() = %v, want the new key's", p)
+		}
+	})
+	t.Run("a key in use is kept when the stored one can't be read", func(t *testing.T) {
+		k := &keySource{err: errors.New("too open")}
+		a := authAgent(t, stubProvider{"start"}, k)
+		if _, err := a.Authenticate(ctx, req); err != nil {
+			t.Fatalf("Authenticate() = %v, want success with the key in use", err)
+		}
+		if p, _ := a.provider(); p != (stubProvider{"start"}) {
+			t.Errorf("provider() = %v", p)
+		}
+	})
+	t.Run("without NewProvider", func(t *testing.T) {
+		if _, err := authAgent(t, stubProvider{"start"}, nil).Authenticate(ctx, req); err != nil {
+			t.Errorf("with a provider: %v", err)
+		}
+		_, err := authAgent(t, nil, nil).Authenticate(ctx, req)
+		wantAuthRequired(t, err)
+	})
+}
+
+func TestAuthMethods(t *testing.T) {
+	methods := authAgent(t, nil, nil).AuthMethods()
+	if len(methods) != 2 {
+		t.Fatalf("AuthMethods() = %+v, want the agent and the terminal method", methods)
+	}
+	if m := methods[0]; m.ID != AuthMethodAPIKey || m.Type != "" || !strings.Contains(m.Description, "DEEPSEEK_API_KEY") || !strings.Contains(m.Description, "rebound login") {
+		t.Errorf("agent method = %+v", m)
+	}
+	if m := methods[1]; m.ID != AuthMethodLogin || m.Type != acp.AuthTypeTerminal || len(m.Args) != 1 || m.Args[0] != "login" {
+		t.Errorf("terminal method = %+v, want type terminal with args [login]", m)
+	}
+	// The error data names the method a client can pass to authenticate.
+	_, err := authAgent(t, nil, nil).provider()
+	re, _ := errors.AsType[*acp.RequestError](err)
+	data, _ := re.Data.(map[string]any)
+	if ms, _ := data["authMethods"].([]acp.AuthMethod); len(ms) != 1 || ms[0].ID != AuthMethodAPIKey {
+		t.Errorf("error data = %#v, want authMethods [api-key]", re.Data)
+	}
+}

@@ -1,0 +1,215 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// mcpServers are the MCP servers the editor gave a session. They start in
+// the background when the session is made, loaded or resumed, so the
+// answer does not wait for them; a turn waits until they are ready (each
+// has mcp's start timeout). A server that fails to start, or dies later,
+// is reported once to the editor and the session goes on without it.
+type mcpServers struct {
+	ready  chan struct{} // closed once set and the start failures are known
+	set    *mcp.Set
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	unsaid  []mcp.Failure // failures not yet told to the editor
+	missing []string      // what the model is told about servers that are not there
+	closed  bool
+}
+
+// startMCP starts the servers of servers in the background; nil when there
+// are none.
+func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpServers {
+	if len(servers) == 0 {
+		return nil
+	}
+	specs := make([]mcp.Spec, len(servers))
+	for i, s := range servers {
+		specs[i] = mcp.Spec{Name: s.Name, Transport: s.Transport(), Command: s.Command, Args: s.Args, URL: s.URL}
+		for _, e := range s.Env {
+			specs[i].Env = append(specs[i].Env, mcp.KV{Name: e.Name, Value: e.Value})
+		}
+		for _, h := range s.Headers {
+			specs[i].Headers = append(specs[i].Headers, mcp.KV{Name: h.Name, Value: h.Value})
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &mcpServers{ready: make(chan struct{}), cancel: cancel}
+	log := a.cfg.Logger.With().Str("session", sessionID).Logger()
+	go func() {
+		set, failures := mcp.Start(ctx, specs, mcp.Options{
+			Dir:     cwd,
+			Logger:  log,
+			Connect: a.cfg.MCPConnect,
+			OnExit: func(server string, err error) {
+				log.Warn().Err(err).Str("mcpServer", server).Msg("MCP server stopped")
+				m.fail(mcp.Failure{Server: server, Err: err})
+			},
+		})
+		for _, f := range failures {
+			log.Warn().Err(f.Err).Str("mcpServer", f.Server).Msg("MCP server not available")
+		}
+		m.mu.Lock()
+		m.set = set
+		m.unsaid = append(failures, m.unsaid...)
+		for _, f := range failures {
+			m.missing = append(m.missing, f.Server)
+		}
+		closed := m.closed
+		m.mu.Unlock()
+		close(m.ready)
+		if closed { // closed while starting
+			set.Close()
+		}
+	}()
+	return m
+}
+
+// restartMCP gives a session being loaded or resumed the servers the
+// editor named now, stopping the ones it had first (the same servers may
+// be named again). Called under turnMu, which every other user of s.mcp
+// but Close holds.
+func (a *Agent) restartMCP(s *sessionState, servers []acp.McpServer) {
+	s.mcp.close()
+	m := a.startMCP(s.id, s.cwd, servers)
+	// Under a.mu too, as Close reads s.mcp to stop every session's servers.
+	a.mu.Lock()
+	closed := a.closed
+	if !closed {
+		s.mcp = m
+	}
+	a.mu.Unlock()
+	if closed {
+		m.close()
+	}
+}
+
+func (m *mcpServers) fail(f mcp.Failure) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unsaid = append(m.unsaid, f)
+	m.missing = append(m.missing, f.Server)
+}
+
+// wait returns the running servers once they are ready, nil if the turn
+// is cancelled first or there are none.
+func (m *mcpServers) wait(ctx context.Context) *mcp.Set {
+	if m == nil {
+		return nil
+	}
+	select {
+	case <-m.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.set
+}
+
+// takeFailures returns the failures not yet told, and forgets them.
+func (m *mcpServers) takeFailures() []mcp.Failure {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.unsaid
+	m.unsaid = nil
+	return f
+}
+
+// close stops the servers (waiting for a start still running to give them
+// up); safe on nil and more than once.
+func (m *mcpServers) close() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	set := m.set
+	m.mu.Unlock()
+	m.cancel()
+	if set != nil {
+		set.Close() // what it could not stop cleanly, mcp logs
+	}
+}
+
+// reportMCP tells the editor about servers that failed to start or died
+// since it was last told: a notice for clients that show them, and the
+// turn's log on stderr always.
+func (t *turn) reportMCP(ctx context.Context) {
+	for _, f := range t.s.mcp.takeFailures() {
+		if !t.c.Capabilities().Notices() {
+			continue
+		}
+		t.notify(ctx, acp.SessionUpdate{
+			SessionUpdate: acp.UpdateNotice, Severity: "warning",
+			Title:       fmt.Sprintf("MCP server %q is not available", f.Server),
+			Description: fmt.Sprintf("%v. The session goes on without its tools.", f.Err),
+		})
+	}
+}
+
+// mcpNote is what the system prompt says about the session's MCP servers
+// that are not there, so the model can tell the user why a tool is
+// missing; "" when all are.
+func (m *mcpServers) note() string {
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.missing) == 0 {
+		return ""
+	}
+	return "These MCP servers the user configured are not available (they failed to start or stopped), so their tools cannot be used: " + strings.Join(m.missing, ", ") + "."
+}
+
+// callMCP runs a call to an MCP server's tool: permission as for a
+// command, unless the mode says otherwise, then the call, bounded by the
+// command timeout.
+func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info) (toolOutcome, error) {
+	if t.mode == ModeReadOnly {
+		return readOnlyOutput(call.Name), nil
+	}
+	ok, out, err := t.permit(ctx, call, info, mcpScope(call.Name), nil)
+	if !ok || err != nil {
+		return out, err
+	}
+	t.inProgress(ctx, call.ID, nil)
+	cctx, cancel := context.WithTimeout(ctx, t.agent.cfg.Tools.CommandTimeout)
+	defer cancel()
+	res, err := t.mcp.Call(cctx, call.Name, call.Arguments)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",
+			content: []acp.ToolCallContent{acp.ContentText("Cancelled")}}, errCancelledDuringTool
+	case err != nil && cctx.Err() != nil:
+		return failed("%s did not answer within %v; it was given up.", info.Title, t.agent.cfg.Tools.CommandTimeout), nil
+	case err != nil:
+		return failed("%v", err), nil
+	}
+	status := session.ToolCompleted
+	if res.IsError {
+		status = session.ToolFailed
+	}
+	return toolOutcome{status: status, output: res.Text, content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
+}
+
+func mcpScope(name string) string { return "mcp:" + name }
