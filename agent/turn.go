@@ -26,6 +26,9 @@ type FailureData struct {
 	Failure   *recovery.Failure `json:"failure"`
 	Attempts  int               `json:"attempts"`
 	ElapsedMs int64             `json:"elapsedMs"`
+	// AuthMethods, for a rejected key (auth_required), is how to sign in
+	// again.
+	AuthMethods []acp.AuthMethod `json:"authMethods,omitempty"`
 }
 
 // Prompt runs one turn: record the prompt, run the step, commit its reply to
@@ -439,9 +442,11 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	}
 	// The facts are the failed step's, as the message's are: earlier steps
 	// and the tools they ran are not part of this recovery.
-	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: FailureData{
-		Failure: f, Attempts: t.steps - t.reqFirst + 1, ElapsedMs: time.Since(t.reqStart).Milliseconds(),
-	}}
+	data := FailureData{Failure: f, Attempts: t.steps - t.reqFirst + 1, ElapsedMs: time.Since(t.reqStart).Milliseconds()}
+	if f.Code == recovery.Auth {
+		data.AuthMethods = []acp.AuthMethod{t.agent.apiKeyMethod()}
+	}
+	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: data}
 }
 
 // step runs one attempt. A failed attempt is closed in the log (held, it

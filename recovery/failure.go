@@ -320,7 +320,7 @@ func (f *Failure) Summary() string {
 func (f *Failure) Advice(apiKeyEnv string) string {
 	switch f.Code {
 	case Auth:
-		return fmt.Sprintf("Check the key in %s and the base URL.", apiKeyEnv)
+		return fmt.Sprintf("Check the key in %s (or the one `rebound login` stored) and the base URL.", apiKeyEnv)
 	case Quota:
 		return "Add credit or raise the limit with the provider, or switch model."
 	case ContextOverflow:
