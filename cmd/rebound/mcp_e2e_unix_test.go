@@ -150,3 +150,56 @@ func mustMarshal(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestE2E_MCPServerDiesMidSession: a server that exits during a call fails
+// that call, the next call to it fails at once naming it, the editor gets
+// one notice, and the turn goes on to its end.
+func TestE2E_MCPServerDiesMidSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
+		{ToolCalls: []mockprovider.ToolCall{{ID: "c1", Name: "mcp__mock__crash", Arguments: `{}`}}},
+		{ToolCalls: []mockprovider.ToolCall{{ID: "c2", Name: "mcp__mock__echo", Arguments: `{"text":"anyone?"}`}}},
+		{Text: "The server is gone."},
+	}})
+	srv := httptest.NewServer(mock)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte("[agent]\ndefault_mode = \"full_access\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a guard against a hang, not a wait
+	defer cancel()
+	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k", "REBOUND_STATE_DIR="+filepath.Join(dir, "state"),
+		"REBOUND_MODEL=mock-model", "REBOUND_CONFIG="+cfg)
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{}}}}}`)
+	p.until(t, 0)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"`+dir+`","mcpServers":[`+mcpServerJSON(t, "mock", filepath.Join(dir, "mock.pid"))+`]}}`)
+	_, resp := p.until(t, 1)
+	sid, _ := resp["result"].(map[string]any)["sessionId"].(string)
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"crash it"}]}}`)
+	notes, resp := p.until(t, 2)
+	if got := resp["result"].(map[string]any)["stopReason"]; got != "end_turn" {
+		t.Fatalf("stopReason = %v (%v)\nstderr:\n%s", got, resp, p.stderr)
+	}
+	transcript := mustMarshal(notes)
+	if n := strings.Count(transcript, `"sessionUpdate":"notice"`); n != 1 || !strings.Contains(transcript, `MCP server \"mock\" is not available`) {
+		t.Errorf("%d notices, want one naming the server:\n%s", n, transcript)
+	}
+	reqs := mock.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d provider requests, want 3", len(reqs))
+	}
+	for i, r := range reqs[1:] {
+		last := r.Messages[len(r.Messages)-1]
+		if last.Role != "tool" || !strings.Contains(last.Content, `MCP server "mock"`) {
+			t.Errorf("request %d: the model got %+v, want a failure naming the server", i+2, last)
+		}
+	}
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("agent exit: %v\nstderr:\n%s", err, p.stderr)
+	}
+}
