@@ -75,17 +75,7 @@ func TestE2E_MCPServers(t *testing.T) {
 		{Text: "The server said hello."},
 		{Text: "Second session."},
 	}})
-	srv := httptest.NewServer(mock)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte("[agent]\ndefault_mode = \"full_access\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a guard against a hang, not a wait
-	defer cancel()
-	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k", "REBOUND_STATE_DIR="+filepath.Join(dir, "state"),
-		"REBOUND_MODEL=mock-model", "REBOUND_CONFIG="+cfg)
+	p, dir := spawnFullAccess(t, mock)
 
 	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{}}}}}`)
 	if _, resp := p.until(t, 0); !strings.Contains(mustMarshal(resp), `"mcpCapabilities":{"http":true,"sse":true}`) {
@@ -146,6 +136,24 @@ func TestE2E_MCPServers(t *testing.T) {
 	}
 }
 
+// spawnFullAccess starts the built binary in full_access mode (nothing
+// asks permission) against mock over loopback HTTP, in a temporary dir.
+func spawnFullAccess(t *testing.T, mock *mockprovider.Mock) (*agentProc, string) {
+	t.Helper()
+	srv := httptest.NewServer(mock)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte("[agent]\ndefault_mode = \"full_access\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a guard against a hang, not a wait
+	t.Cleanup(cancel)
+	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k", "REBOUND_STATE_DIR="+filepath.Join(dir, "state"),
+		"REBOUND_MODEL=mock-model", "REBOUND_CONFIG="+cfg)
+	return p, dir
+}
+
 func mustMarshal(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -163,17 +171,7 @@ func TestE2E_MCPServerDiesMidSession(t *testing.T) {
 		{ToolCalls: []mockprovider.ToolCall{{ID: "c2", Name: "mcp__mock__echo", Arguments: `{"text":"anyone?"}`}}},
 		{Text: "The server is gone."},
 	}})
-	srv := httptest.NewServer(mock)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte("[agent]\ndefault_mode = \"full_access\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a guard against a hang, not a wait
-	defer cancel()
-	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=k", "REBOUND_STATE_DIR="+filepath.Join(dir, "state"),
-		"REBOUND_MODEL=mock-model", "REBOUND_CONFIG="+cfg)
+	p, dir := spawnFullAccess(t, mock)
 	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"session":{"notices":{}}}}}`)
 	p.until(t, 0)
 	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"`+dir+`","mcpServers":[`+mcpServerJSON(t, "mock", filepath.Join(dir, "mock.pid"))+`]}}`)
