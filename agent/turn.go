@@ -479,6 +479,8 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 		if isCancelled(ctx) && !recorded(err) {
 			end = session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeCancelled}
 		}
+		// Classified once: the executor and the turn's error read these.
+		err = recovery.WithFacts(facts, err)
 		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("record step end: %w", lerr))
 		} else {

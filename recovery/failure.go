@@ -103,6 +103,24 @@ func (f *Failure) Error() string { return f.Summary() + ": " + f.Message }
 // nor a tool call.
 var ErrEmptyResponse = errors.New("the provider finished the reply without any content")
 
+// WithFacts returns err carrying f, its classification: Classify of the
+// result (or of an error wrapping it) is f, so a failure is classified once
+// however many layers look at it. Its text is err's.
+func WithFacts(f *Failure, err error) error {
+	if f == nil || err == nil {
+		return err
+	}
+	return &classified{f: f, err: err}
+}
+
+type classified struct {
+	f   *Failure
+	err error
+}
+
+func (c *classified) Error() string   { return c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.f, c.err} }
+
 // Classify turns an attempt's error into failure facts. It reads structured
 // facts only (status, error code/type, error identity), never message text:
 // providers reword messages freely, codes are their contract.

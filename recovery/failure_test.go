@@ -485,3 +485,19 @@ func TestFailure_Summary(t *testing.T) {
 		}
 	}
 }
+
+// TestWithFacts: an error carrying its facts is classified as them, through
+// wrapping, and keeps its own text and identity.
+func TestWithFacts(t *testing.T) {
+	f := &recovery.Failure{Code: recovery.Overloaded, Message: "given"}
+	err := fmt.Errorf("step 2: %w", recovery.WithFacts(f, context.DeadlineExceeded))
+	if got := recovery.Classify(err); got != f {
+		t.Errorf("Classify = %+v, want the carried facts", got)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "step 2: "+context.DeadlineExceeded.Error() {
+		t.Errorf("err = %v: lost its identity or text", err)
+	}
+	if recovery.WithFacts(nil, io.EOF) != io.EOF || recovery.WithFacts(f, nil) != nil {
+		t.Error("WithFacts with nothing to carry changed the error")
+	}
+}
