@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -54,11 +55,7 @@ func (a *Agent) providerModels(ctx context.Context) []string {
 	c.fetching = ch
 	c.mu.Unlock()
 
-	// The request outlives a caller that gives up, so the next one finds
-	// its answer.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ModelListTimeout)
-	models, err := lister.ListModels(fctx)
-	cancel()
+	models, err := listModels(ctx, lister)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fetching = nil
@@ -88,4 +85,18 @@ func (a *Agent) modelChoices(ctx context.Context, current string) []string {
 		out = append(out, a.cfg.Model)
 	}
 	return out
+}
+
+// listModels asks lister within ModelListTimeout. The request outlives a
+// caller that gives up, so the next one finds its answer; a panic in it is
+// an error, since a model picker must never cost a session.
+func listModels(ctx context.Context, lister llm.ModelLister) (models []string, err error) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ModelListTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			models, err = nil, fmt.Errorf("listing the models panicked: %v", r)
+		}
+	}()
+	return lister.ListModels(fctx)
 }

@@ -123,3 +123,13 @@ func TestEffort(t *testing.T) {
 		t.Errorf("default thought level with reasoning_effort low = %q", got)
 	}
 }
+
+// TestModelChoices_PanicIsAFailure: a lister that panics costs nothing but
+// its list.
+func TestModelChoices_PanicIsAFailure(t *testing.T) {
+	p := &lister{answers: []func() ([]string, error){func() ([]string, error) { panic("boom") }}}
+	a := testAgent(t, Config{Provider: p, Models: []string{"local"}})
+	if diff := cmp.Diff([]string{"local", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
+		t.Errorf("choices (-want +got):\n%s", diff)
+	}
+}
