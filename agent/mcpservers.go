@@ -205,11 +205,11 @@ func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info t
 	case err != nil:
 		return failed("%v", err), nil
 	}
-	status := session.ToolCompleted
-	if res.IsError {
-		status = session.ToolFailed
+	if res.IsError { // the model must tell a failed call from an answer
+		return toolOutcome{status: session.ToolFailed, output: "The tool reported an error: " + res.Text,
+			content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
 	}
-	return toolOutcome{status: status, output: res.Text, content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
+	return toolOutcome{status: session.ToolCompleted, output: res.Text, content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
 }
 
 func mcpScope(name string) string { return "mcp:" + name }
