@@ -24,11 +24,14 @@ python3 -c 'import jsonschema, referencing' 2>/dev/null || die "python3 needs js
 mkdir -p "$TRIAL_RUN"
 echo "building $ROOT/cmd/rebound -> $TRIAL_RUN/rebound"
 (cd "$ROOT" && go build -o "$TRIAL_RUN/rebound" ./cmd/rebound) || die "go build failed"
+echo "building $D/mcpmock -> $TRIAL_RUN/mcpmock (the mock MCP server)"
+(cd "$ROOT" && go build -o "$TRIAL_RUN/mcpmock" ./tools/editor-trial/mcpmock) || die "go build of mcpmock failed"
 if [ ! -d "$D/node_modules/@agentclientprotocol/sdk" ]; then
   echo "npm ci in $D"
   (cd "$D" && npm ci --no-audit --no-fund) || die "npm ci failed"
 fi
-rm -rf "$TRIAL_RUN/state" "$R"; mkdir -p "$R"
+rm -rf "$TRIAL_RUN/state" "$R" "$TRIAL_RUN"/xdg*; mkdir -p "$R"
+[ -f "$TRIAL_RUN/config.toml" ] || printf '# empty: the trial uses the defaults, not your config\n' > "$TRIAL_RUN/config.toml"
 
 PASSED=0; FAILED=()
 # one NAME SCRIPT [client args...]: run the case, then check it at once (the
@@ -43,6 +46,8 @@ one() {
   fi
 }
 sid() { sed -n 's/^sessionId: //p' "$R/$1.stdout" 2>/dev/null; }
+# json STRING: STRING as a JSON string, for paths inside --mcp-server JSON.
+json() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
 S=$D/scripts
 
 one a  "$S/a-read-find-search.json" --prompt "look around"
@@ -78,6 +83,26 @@ one o  "$S/o-config.json" --set-config model=o3-mini --set-config thought_level=
 one obad "$S/o-config.json" --set-config model=nope --prompt "never sent"
 one cl "$S/cl-close.json" --prompt "close after this" --close-session
 one del "$S/no-model.json" --delete-session "$(sid l2)" --list-sessions
+# MCP servers (mcpServers in session/new): the mock MCP server built above,
+# named by @MCPMOCK@ (run.sh passes its path in MCPMOCK_BIN).
+one mcp "$S/mcp.json" --prompt "use the mock server" \
+  --mcp-server '{"name":"mock","command":"@MCPMOCK@","args":[],"env":[]}'
+one mcp-dead "$S/mcp-dead.json" --prompt "who is there" --client-caps '{"session":{"notices":{}}}' \
+  --mcp-server '{"name":"dead","command":"@MCPMOCK@","args":[],"env":[{"name":"REBOUND_MCPMOCK_EXIT_AT_ONCE","value":"1"}]}' \
+  --mcp-server '{"name":"live","command":"@MCPMOCK@","args":[],"env":[]}'
+one mcp-cleanup "$S/mcp-cleanup.json" --prompt "start a child" \
+  --mcp-server '{"name":"mock","command":"@MCPMOCK@","args":[],"env":[{"name":"REBOUND_MCPMOCK_PIDFILE","value":'"$(json "$R/mcp-cleanup.mcpmock.pid")"'}]}'
+# Signing in: Rebound started without OPENAI_API_KEY (NO_API_KEY=1), with
+# XDG_CONFIG_HOME (TRIAL_XDG) an empty dir of its own, or one that
+# `rebound login` stored the key in.
+NO_API_KEY=1 TRIAL_XDG=$TRIAL_RUN/xdg-none one auth-none "$S/no-model.json" --authenticate api-key --prompt "no key yet"
+mkdir -p "$TRIAL_RUN/xdg-login"
+printf 'sk-trial-login-key\n' | env -u OPENAI_API_KEY "XDG_CONFIG_HOME=$TRIAL_RUN/xdg-login" "REBOUND_CONFIG=$TRIAL_RUN/config.toml" \
+  "$TRIAL_RUN/rebound" login > "$R/auth-login.login.out" 2>&1
+echo $? > "$R/auth-login.login.rc"
+NO_API_KEY=1 TRIAL_XDG=$TRIAL_RUN/xdg-login one auth-login "$S/auth-ok.json" --authenticate api-key --prompt "signed in?"
+NO_API_KEY=1 TRIAL_XDG=$TRIAL_RUN/xdg-terminal one auth-terminal "$S/auth-ok.json" --client-caps '{"auth":{"terminal":true}}' \
+  --terminal-login sk-trial-terminal-key --authenticate api-key --prompt "signed in?"
 
 echo "editor trial: $PASSED passed, ${#FAILED[@]} failed${FAILED:+ (${FAILED[*]})}"
 [ ${#FAILED[@]} -eq 0 ]

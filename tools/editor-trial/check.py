@@ -322,11 +322,12 @@ class Run:
                 and "\nEND\n" in text[-400:] and text.rstrip().endswith(f"[exit code {exit_code}]"))
 
 
-def common(r, stops, rc_want="0", errors=()):
+def common(r, stops, rc_want="0", errors=(), warns=()):
     """schema, exit statuses, stop reasons, no warn/error in Rebound's log,
     no response the SDK's own schemas rejected; listed as one item when they
     all hold. errors are the methods whose error responses the case expects
-    (and checks itself)."""
+    (and checks itself); warns are regexps of the log lines at warn level the
+    case expects (and checks itself)."""
     n = len(r.failed)
     issues = check(r.base + ".transcript.jsonl", errors) if r.recs else ["no transcript"]
     if issues:
@@ -343,12 +344,14 @@ def common(r, stops, rc_want="0", errors=()):
     if got != stops:
         r.failed.append(f"stopReason {got}, want {stops}")
     stderr = r._read(r.base + ".stderr") or ""
-    bad = [l for l in stderr.splitlines() if re.search(r'"level":"(warn|error|fatal|panic)"', l)]
+    bad = [l for l in stderr.splitlines() if re.search(r'"level":"(warn|error|fatal|panic)"', l)
+           and not any(re.search(w, l) for w in warns)]
     if bad:
         r.failed.append(f"agent logged: {bad[0][:200]}")
     if len(r.failed) == n:
         exits = "exits 0" if rc_want == "0" else f"client exit {rc_want}, mock exit 0"
-        r.checked.append(f"stopReason {','.join(stops) or '-'} (schema ok, SDK schemas ok, {exits}, no warn log)")
+        nowarn = "no other warn log" if warns else "no warn log"
+        r.checked.append(f"stopReason {','.join(stops) or '-'} (schema ok, SDK schemas ok, {exits}, {nowarn})")
 
 
 def case_a(r):
@@ -788,7 +791,216 @@ def case_del(r):
     r.ok(not r.sent("session/new") and not r.mock, "no session made, no model request")
 
 
-CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+# ------------------------------------------------------------------ MCP servers
+
+MOCK_TOOLS = ["big", "crash", "echo", "fail", "mixed", "pid", "rpcerror", "slow", "spawn"]
+
+
+def offered(req, server):
+    """the tools of server offered in one model request, without the prefix."""
+    pre = f"mcp__{server}__"
+    return sorted(t[len(pre):] for t in req.get("tools") or [] if t.startswith(pre))
+
+
+def mcp_call_ok(r, tc, title, asked_before_run=True):
+    """tc was shown titled title, permission was asked and answered
+    allow_once, before the call ran (in_progress)."""
+    calls = r.started(tc)
+    p = r.permissions(tc)
+    runs = [i for i, u in r.tool(tc) if u.get("status") == "in_progress"]
+    return (len(calls) == 1 and calls[0].get("title") == title and len(p) == 1
+            and p[0][1]["params"]["toolCall"].get("title") == title and p[0][2].get("optionId") == "allow_once"
+            and bool(runs) and p[0][0] < runs[0])
+
+
+def case_mcp(r):
+    common(r, ["end_turn"])
+    new = r.sent("session/new")
+    srv = new[0][1]["params"].get("mcpServers") if new else None
+    r.ok(srv == [{"name": "mock", "command": os.path.join(r.run_dir, "mcpmock"), "args": [], "env": []}],
+         "session/new with the stdio server mock (the trial's mcpmock)")
+    r.ok(len(r.mock) == 2 and all(offered(m, "mock") == MOCK_TOOLS for m in r.mock),
+         "the model was offered mcp__mock__<tool> for each of the server's tools")
+    r.ok(mcp_call_ok(r, "call_1", "mock: echo"), 'call_1 titled "mock: echo", permission asked (allow_once) before it ran')
+    r.ok(r.status("call_1") == "completed" and r.texts("call_1") == ["hello from the editor trial"],
+         "echo completed, the user sees the echoed text")
+    r.ok(r.model_result("call_1") == "hello from the editor trial", "the model got the echoed text")
+    r.ok(mcp_call_ok(r, "call_2", "mock: fail"), 'call_2 titled "mock: fail", permission asked')
+    r.ok(r.status("call_2") == "failed" and r.texts("call_2") == ["failed on purpose"],
+         "fail (isError): failed, the user sees the server's message")
+    r.ok("failed on purpose" in (r.model_result("call_2") or ""), "the model got the server's message")
+    r.ok(not r.updates(kind="notice"), "no notice (the server started)")
+    r.ok(r.agent_text() == "Asking the mock server.The echo came back; the other call failed.", "reply shown")
+
+
+def case_mcp_dead(r):
+    dead_warn = r'"message":"MCP server not available"'
+    common(r, ["end_turn"], warns=(dead_warn,))
+    new = r.sent("session/new")
+    names = [s.get("name") for s in (new[0][1]["params"].get("mcpServers") if new else [])]
+    init = r.sent("initialize")
+    caps = init[0][1]["params"].get("clientCapabilities", {}) if init else {}
+    r.ok(names == ["dead", "live"] and caps.get("session", {}).get("notices") == {},
+         "session/new with servers dead and live; the client advertises session.notices")
+    prompt = r.sent("session/prompt")
+    answer = r.responses("session/prompt")
+    notices = r.updates(kind="notice")
+    r.ok(len(notices) == 1 and '"dead"' in notices[0][1].get("title", "") and notices[0][1].get("severity") == "warning"
+         and "exiting at once as asked" in notices[0][1].get("description", ""),
+         'one notice (warning): MCP server "dead" is not available, with its stderr\'s last line')
+    r.ok(bool(notices and prompt and answer) and prompt[0][0] < notices[0][0] < answer[0][0],
+         "the notice arrived during the first prompt")
+    r.ok(not any("live" in u.get("title", "") for _, u in notices), "no notice for live")
+    r.ok(len(r.mock) == 2 and all(offered(m, "live") == MOCK_TOOLS and not offered(m, "dead") for m in r.mock),
+         "the model was offered live's tools, none of dead's")
+    r.ok(bool(r.mock) and "cannot be used: dead." in r.mock[0]["messages"][0]["content"],
+         "the system prompt says dead is not available")
+    r.ok(mcp_call_ok(r, "call_1", "live: echo") and r.status("call_1") == "completed"
+         and r.model_result("call_1") == "still alive", "a call to live's echo works")
+    stderr = r._read(r.base + ".stderr") or ""
+    warns = [l for l in stderr.splitlines() if re.search(dead_warn, l)]
+    r.ok(len(warns) == 1 and '"mcpServer":"dead"' in warns[0], "Rebound logged (warn) that dead is not available")
+    r.ok(r.agent_text() == "Only the live server is here.The live server answered.", "the turn went on: reply shown")
+
+
+def proc_gone(pid, wait_s=3.0):
+    """whether process pid is gone (or a zombie: killed, not yet reaped),
+    waiting up to wait_s for it; False for a pid that is not a number."""
+    import time
+    try:
+        pid = int(pid)
+    except (TypeError, ValueError):
+        return False
+    deadline = time.monotonic() + wait_s
+    while True:
+        if os.path.isdir("/proc/self"):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+                comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()[0]
+                gone = state in ("Z", "X") or comm != "mcpmock"  # a zombie, or the pid reused
+            except FileNotFoundError:
+                gone = True
+        else:
+            try:
+                os.kill(pid, 0)
+                gone = False
+            except ProcessLookupError:
+                gone = True
+            except PermissionError:
+                gone = False
+        if gone or time.monotonic() >= deadline:
+            return gone
+        time.sleep(0.1)
+
+
+def case_mcp_cleanup(r):
+    common(r, ["end_turn"])
+    pid = (r._read(r.base + ".mcpmock.pid") or "").strip()
+    child = r.model_result("call_2")
+    r.ok(pid.isdigit() and r.texts("call_1") == [pid] and r.model_result("call_1") == pid,
+         f"the server wrote its pid ({pid or '-'}) and the pid tool returned it")
+    r.ok(r.status("call_2") == "completed" and (child or "").isdigit(),
+         f"spawn started a child ({child or '-'}, in the server's process group, ignoring SIGTERM)")
+    r.ok(proc_gone(pid), "after the run (client gone, Rebound's stdin closed) the server process is gone")
+    r.ok(proc_gone(child), "and so is its child (the whole process group)")
+
+
+# ------------------------------------------------------------------ signing in
+
+API_KEY_DESC = ("Looks for your model provider's API key: OPENAI_API_KEY in the environment Rebound is started "
+                "with, else the key `rebound login` stored. Run `rebound login` in a terminal first.")
+API_KEY_METHOD = {"id": "api-key", "name": "API key", "description": API_KEY_DESC}
+
+
+def auth_methods(r):
+    return (r.result("initialize") or {}).get("authMethods")
+
+
+def error_of(r, method):
+    resp = r.responses(method)
+    return resp[0][1].get("error") if len(resp) == 1 else None
+
+
+def credentials_ok(path, key):
+    """the credentials file at path holds key for OPENAI_API_KEY, with mode
+    0600 in a directory of mode 0700."""
+    try:
+        st, dst = os.stat(path), os.stat(os.path.dirname(path))
+        text = open(path).read()
+    except OSError:
+        return False
+    return st.st_mode & 0o777 == 0o600 and dst.st_mode & 0o777 == 0o700 and f"\nOPENAI_API_KEY={key}\n" in "\n" + text
+
+
+def key_not_leaked(r, key):
+    """key appears in none of: the transcript, the client's stdout, Rebound's
+    log (stderr) and the session's log."""
+    texts = [r._read(r.base + ext) or "" for ext in (".transcript.jsonl", ".stdout", ".stderr")]
+    texts.append(r._read(os.path.join(r.run_dir, "state", "sessions", f"{r.sid()}.jsonl")) or "")
+    return all(key not in t for t in texts)
+
+
+def case_auth_none(r):
+    common(r, [], rc_want="1", errors=("authenticate", "session/prompt"))
+    r.ok(auth_methods(r) == [API_KEY_METHOD], "initialize: authMethods is the api-key agent method only (no terminal method)")
+    err = error_of(r, "authenticate")
+    r.ok(err is not None and err.get("code") == -32000 and "`rebound login`" in err.get("message", ""),
+         "authenticate api-key without a key: -32000, saying to run `rebound login`")
+    r.ok(r.sid() is not None and r.result("session/new") is not None, "session/new still works without a key")
+    err = error_of(r, "session/prompt")
+    msg = (err or {}).get("message", "")
+    methods = ((err or {}).get("data") or {}).get("authMethods")
+    r.ok(err is not None and err.get("code") == -32000 and "`rebound login`" in msg and '"api-key"' in msg,
+         "the prompt: -32000, saying to run `rebound login`, naming the api-key method")
+    r.ok(methods == [API_KEY_METHOD] and not list(validator("AuthMethod").iter_errors(methods[0])),
+         "the error's data.authMethods: the api-key method (a valid AuthMethod)")
+    r.ok([e.get("code") for e in r.out_json("error: ")] == [-32000], "the client printed the error and exited 1")
+    r.ok(not r.mock, "no model request")
+    r.ok(not os.path.exists(os.path.join(r.run_dir, "xdg-none", "rebound")), "nothing written to XDG_CONFIG_HOME")
+
+
+def case_auth_login(r):
+    common(r, ["end_turn"])
+    key = "sk-trial-login-key"
+    cred = os.path.join(r.run_dir, "xdg-login", "rebound", "credentials")
+    login_rc = (r._read(r.base + ".login.rc") or "").strip()
+    login_out = r._read(r.base + ".login.out") or ""
+    r.ok(login_rc == "0" and cred in login_out and key not in login_out,
+         "`rebound login` with the key on stdin: exit 0, prints the file (not the key)")
+    r.ok(credentials_ok(cred, key), "the credentials file holds the key, mode 0600, its dir 0700")
+    r.ok(auth_methods(r) == [API_KEY_METHOD], "initialize: authMethods api-key")
+    r.ok(r.result("authenticate") == {} and r.out_json("authenticate api-key: ") == [{}],
+         "authenticate api-key (no OPENAI_API_KEY, the stored key): {}")
+    r.ok(len(r.mock) == 1 and r.mock[0].get("auth") is True, "the prompt reached the model, with a key")
+    r.ok(r.agent_text() == "Signed in: this answer came through the stored key.", "reply shown")
+    r.ok(key_not_leaked(r, key), "the key is in no transcript, log or session log")
+
+
+def case_auth_terminal(r):
+    common(r, ["end_turn"])
+    key = "sk-trial-terminal-key"
+    cred = os.path.join(r.run_dir, "xdg-terminal", "rebound", "credentials")
+    init = r.sent("initialize")
+    caps = init[0][1]["params"].get("clientCapabilities", {}) if init else {}
+    methods = auth_methods(r) or []
+    r.ok(caps.get("auth") == {"terminal": True} and len(methods) == 2 and methods[0] == API_KEY_METHOD,
+         "with clientCapabilities.auth.terminal: api-key, then a second method")
+    term = methods[1] if len(methods) == 2 else {}
+    r.ok(term.get("type") == "terminal" and term.get("id") == "terminal-login" and term.get("args") == ["login"]
+         and term.get("name") and "env" not in term, 'the terminal method: type terminal, args ["login"]')
+    tl = r.out_json("terminalLogin: ")
+    r.ok(len(tl) == 1 and tl[0].get("method") == "terminal-login" and tl[0].get("exitCode") == 0
+         and tl[0].get("argv") == [os.path.join(r.run_dir, "rebound"), "login"] and cred in tl[0].get("stdout", ""),
+         "running it as an editor would (rebound + args, key on stdin): exit 0, the file named")
+    r.ok(credentials_ok(cred, key), "the credentials file holds the key, mode 0600, its dir 0700")
+    r.ok(r.result("authenticate") == {}, "then authenticate api-key: {} (the running Rebound finds the new key)")
+    r.ok(len(r.mock) == 1 and r.mock[0].get("auth") is True
+         and r.agent_text() == "Signed in: this answer came through the stored key.", "the prompt works")
+    r.ok(key_not_leaked(r, key), "the key is in no transcript, log or session log")
+
+
+CASES = {k[5:].replace("_", "-"): v for k, v in globals().items() if k.startswith("case_")}  # case_mcp_dead: mcp-dead
 
 
 def run_case(name, run_dir):

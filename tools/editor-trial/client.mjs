@@ -5,7 +5,8 @@
 // team's shared acp-client; extended with --terminal, repeated --prompt,
 // --load-session, --permission allow_always|reject_always, logging of tool
 // calls and terminals, and the session methods beyond new/load/prompt:
-// session/list, resume, set_mode, set_config_option, close and delete.
+// session/list, resume, set_mode, set_config_option, close and delete;
+// MCP servers (--mcp-server) and sign-in (--authenticate, --terminal-login).
 //
 // Spawns an agent subprocess, talks ACP v1 over stdio (newline-delimited
 // JSON-RPC) using @agentclientprotocol/sdk (2.x "app" API), runs one prompt
@@ -23,9 +24,10 @@ import * as acp from "@agentclientprotocol/sdk";
 
 const USAGE = `usage: node client.mjs --prompt TEXT [--prompt TEXT ...] [options] -- AGENT_CMD [AGENT_ARGS...]
 
-After initialize the client does, in this order: --delete-session,
---list-sessions, then (when a session is wanted) session/new, load or resume,
---set-mode, each --set-config, the prompts, --close-session.
+After initialize the client does, in this order: --terminal-login,
+--authenticate, --delete-session, --list-sessions, then (when a session is
+wanted) session/new, load or resume, --set-mode, each --set-config, the
+prompts, --close-session.
 
 options:
   --prompt TEXT              prompt text to send (repeat to send several
@@ -60,7 +62,23 @@ options:
   --permission-delay-ms N    hold each permission request N ms before
                              answering (a session/cancel answers held
                              requests with outcome "cancelled" at once)
-  --authenticate METHOD_ID   call authenticate after initialize
+  --authenticate METHOD_ID   call authenticate after initialize; prints
+                             "authenticate METHOD_ID: {json}" or, for an
+                             error answer, "authenticate METHOD_ID error:
+                             {json}", and goes on (then exits 1 at the end)
+  --terminal-login TEXT      run the terminal auth method initialize
+                             advertised, as an editor would: the agent
+                             command plus the method's args and env, with
+                             TEXT and a newline on its stdin (not a terminal);
+                             prints "terminalLogin: {json}" (the method, exit
+                             code, stdout); a non-zero exit makes the client
+                             exit 1 at the end. Needs
+                             --client-caps '{"auth":{"terminal":true}}'
+  --mcp-server JSON          an mcpServers entry for session/new, load and
+                             resume (repeatable, in order), e.g.
+                             '{"name":"mock","command":"@MCPMOCK@","args":[],"env":[]}';
+                             @MCPMOCK@ in any string is replaced by
+                             $MCPMOCK_BIN (the trial's mock MCP server)
   --client-caps JSON         extra clientCapabilities, deep-merged over the
                              defaults, e.g. '{"session":{"notices":{}}}'
   --protocol-version N       protocolVersion to offer (default ${acp.PROTOCOL_VERSION})
@@ -79,6 +97,7 @@ function parseArgs(argv) {
     prompts: [],
     terminal: false,
     setConfig: [],
+    mcpServers: [],
   };
   const sep = argv.indexOf("--");
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
@@ -118,6 +137,14 @@ function parseArgs(argv) {
       case "--permission": opts.permission = next(); break;
       case "--permission-delay-ms": opts.permissionDelayMs = num(a, next()); break;
       case "--authenticate": opts.authenticate = next(); break;
+      case "--terminal-login": opts.terminalLogin = next(); break;
+      case "--mcp-server": {
+        let v;
+        try { v = JSON.parse(next()); } catch { die("--mcp-server needs JSON"); }
+        if (v === null || typeof v !== "object" || Array.isArray(v)) die("--mcp-server needs a JSON object");
+        opts.mcpServers.push(v);
+        break;
+      }
       case "--client-caps":
         try { opts.clientCaps = JSON.parse(next()); } catch { die("--client-caps needs JSON"); }
         break;
@@ -140,6 +167,7 @@ function parseArgs(argv) {
     die("--permission must be allow, reject, allow_always, reject_always or cancel");
   }
   opts.cwd = path.resolve(opts.cwd);
+  if (opts.mcpServers.length > 0) opts.mcpServers = substMcpmock(opts.mcpServers);
   if (opts.listCwd) opts.listCwd = path.resolve(opts.listCwd);
   return opts;
 }
@@ -150,6 +178,39 @@ function die(msg) {
 }
 
 const log = (...a) => console.error("[acp-client]", ...a);
+
+// substMcpmock replaces @MCPMOCK@ in every string of v with $MCPMOCK_BIN.
+function substMcpmock(v) {
+  if (typeof v === "string") {
+    if (!v.includes("@MCPMOCK@")) return v;
+    const bin = process.env.MCPMOCK_BIN;
+    if (!bin) die("@MCPMOCK@ used but MCPMOCK_BIN is not set");
+    return v.split("@MCPMOCK@").join(bin);
+  }
+  if (Array.isArray(v)) return v.map(substMcpmock);
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substMcpmock(x)]));
+  return v;
+}
+
+// runTerminalLogin runs a terminal auth method the way an editor does: the
+// agent's own command with the method's args appended and its env added,
+// here with input on stdin instead of a terminal.
+function runTerminalLogin(agentCmd, method, input) {
+  return new Promise((resolve) => {
+    const argv = [...agentCmd, ...(method.args ?? [])];
+    const child = spawn(argv[0], argv.slice(1), {
+      env: { ...process.env, ...(method.env ?? {}) },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "", stderr = "";
+    child.stdout.on("data", (d) => { stdout += d; });
+    child.stderr.on("data", (d) => { stderr += d; });
+    child.stdin.on("error", () => {});
+    child.stdin.end(input + "\n");
+    child.on("error", (err) => resolve({ argv, exitCode: null, error: err.message, stdout, stderr }));
+    child.on("close", (code, signal) => resolve({ argv, exitCode: code, signal, stdout, stderr }));
+  });
+}
 
 function deepMerge(base, extra) {
   if (extra === null || typeof extra !== "object" || Array.isArray(extra)) return extra;
@@ -498,8 +559,30 @@ async function main() {
         log(`initialized: agent=${JSON.stringify(init.agentInfo ?? null)} loadSession=${init.agentCapabilities?.loadSession ?? false} ` +
           `authMethods=${(init.authMethods ?? []).map((m) => m.id).join(",") || "-"}`);
       }
+      console.log(`authMethods: ${JSON.stringify(init.authMethods ?? [])}`);
+      if (opts.terminalLogin !== undefined) {
+        const method = (init.authMethods ?? []).find((m) => m.type === "terminal");
+        if (!method) {
+          log("--terminal-login: initialize advertised no terminal auth method");
+          console.log(`terminalLogin: ${JSON.stringify({ method: null })}`);
+          exitCode = 1;
+        } else {
+          const res = await runTerminalLogin(opts.agent, method, opts.terminalLogin);
+          if (!opts.quiet) log(`terminal login ${JSON.stringify(res.argv)}: exit ${res.exitCode}; stderr: ${JSON.stringify(res.stderr.slice(0, 500))}`);
+          console.log(`terminalLogin: ${JSON.stringify({ method: method.id, argv: res.argv, exitCode: res.exitCode, stdout: res.stdout })}`);
+          if (res.exitCode !== 0) exitCode = 1;
+        }
+      }
       if (opts.authenticate) {
-        await request(agent, acp.methods.agent.authenticate, { methodId: opts.authenticate });
+        try {
+          const res = await request(agent, acp.methods.agent.authenticate, { methodId: opts.authenticate });
+          console.log(`authenticate ${opts.authenticate}: ${JSON.stringify(res)}`);
+        } catch (err) {
+          if (!(err instanceof acp.RequestError)) throw err;
+          log(`authenticate ${opts.authenticate}: error ${err.code}: ${err.message}`);
+          console.log(`authenticate ${opts.authenticate} error: ${JSON.stringify({ code: err.code, message: err.message, data: err.data })}`);
+          exitCode = 1;
+        }
       }
       const S = acp.methods.agent.session;
       if (opts.deleteSession) {
@@ -529,7 +612,7 @@ async function main() {
         sess = await request(agent, S.load, {
           sessionId: opts.loadSession,
           cwd: opts.cwd,
-          mcpServers: [],
+          mcpServers: opts.mcpServers,
         });
         sessionId = opts.loadSession;
         if (!opts.quiet) log(`session loaded: ${sessionId}`);
@@ -537,14 +620,14 @@ async function main() {
         sess = await request(agent, S.resume, {
           sessionId: opts.resumeSession,
           cwd: opts.cwd,
-          mcpServers: [],
+          mcpServers: opts.mcpServers,
         });
         sessionId = opts.resumeSession;
         if (!opts.quiet) log(`session resumed: ${sessionId}`);
       } else {
         sess = await request(agent, S.new, {
           cwd: opts.cwd,
-          mcpServers: [],
+          mcpServers: opts.mcpServers,
         });
         sessionId = sess.sessionId;
         if (!opts.quiet) log(`session: ${sessionId}`);
@@ -602,6 +685,7 @@ async function main() {
       log(`${sdkInvalid} response(s) rejected by the SDK's schemas`);
       exitCode = 1;
     }
+    if (exitCode !== 0) log("exiting 1: see the errors above");
   } catch (err) {
     exitCode = 1;
     if (err instanceof acp.RequestError) {

@@ -14,6 +14,12 @@
 #   REBOUND_BIN  the binary to drive (default: $TRIAL_RUN/rebound)
 #   KEEP_PROJ=1  keep the project as the previous case left it
 #   MOCK_WAIT_S  how long to wait for the mock's URL (default 10)
+#   NO_API_KEY=1 start Rebound without OPENAI_API_KEY (unset, not empty)
+#   TRIAL_XDG    Rebound's XDG_CONFIG_HOME, where `rebound login` keeps the
+#                key (default: $TRIAL_RUN/xdg, an empty dir, so that your own
+#                stored key is never used)
+#   MCPMOCK_BIN  the mock MCP server that @MCPMOCK@ in --mcp-server names
+#                (default: $TRIAL_RUN/mcpmock)
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 RUN=${TRIAL_RUN:-$D/.run}
@@ -66,8 +72,13 @@ done
 case $URL in http://127.0.0.1:*/v1|http://\[::1\]:*/v1|http://localhost:*/v1) ;;
   *) echo "run.sh: $NAME: unexpected mock URL: $URL" >&2; exit 3 ;; esac
 
-OPENAI_BASE_URL=$URL OPENAI_API_KEY=x REBOUND_MODEL=mock-model \
-REBOUND_STATE_DIR=$RUN/state REBOUND_CONFIG=$RUN/config.toml \
+XDG=${TRIAL_XDG:-$RUN/xdg}
+mkdir -p "$XDG"
+KEY=(OPENAI_API_KEY=x)
+[ "${NO_API_KEY:-}" = 1 ] && KEY=(-u OPENAI_API_KEY)
+env "${KEY[@]}" "OPENAI_BASE_URL=$URL" REBOUND_MODEL=mock-model \
+  "REBOUND_STATE_DIR=$RUN/state" "REBOUND_CONFIG=$RUN/config.toml" "XDG_CONFIG_HOME=$XDG" \
+  "MCPMOCK_BIN=${MCPMOCK_BIN:-$RUN/mcpmock}" \
   node "$D/client.mjs" --cwd "$RUN/proj" --transcript "$O.transcript.jsonl" --timeout-ms 60000 "$@" \
   -- "$BIN" > "$O.stdout" 2> "$O.stderr"
 RC=$?
