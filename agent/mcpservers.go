@@ -66,12 +66,8 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 		for _, f := range failures {
 			m.missing = append(m.missing, f.Server)
 		}
-		closed := m.closed
 		m.mu.Unlock()
 		close(m.ready)
-		if closed { // closed while starting
-			set.Close()
-		}
 	}()
 	return m
 }
@@ -130,8 +126,8 @@ func (m *mcpServers) takeFailures() []mcp.Failure {
 	return f
 }
 
-// close stops the servers (waiting for a start still running to give them
-// up); safe on nil and more than once.
+// close stops the servers, and returns once they have stopped: a start
+// still running is cancelled first. Safe on nil and more than once.
 func (m *mcpServers) close() {
 	if m == nil {
 		return
@@ -142,12 +138,13 @@ func (m *mcpServers) close() {
 		return
 	}
 	m.closed = true
-	set := m.set
 	m.mu.Unlock()
 	m.cancel()
-	if set != nil {
-		set.Close() // what it could not stop cleanly, mcp logs
-	}
+	<-m.ready
+	m.mu.Lock()
+	set := m.set
+	m.mu.Unlock()
+	set.Close() // what it could not stop cleanly, mcp logs
 }
 
 // reportMCP tells the editor about servers that failed to start or died

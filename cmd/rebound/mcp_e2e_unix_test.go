@@ -201,3 +201,35 @@ func TestE2E_MCPServerDiesMidSession(t *testing.T) {
 		t.Errorf("agent exit: %v\nstderr:\n%s", err, p.stderr)
 	}
 }
+
+// TestE2E_MCPCloseDuringStart: closing a session whose server is still
+// starting (it never answers) gives the start up and stops the process,
+// without waiting out the start timeout.
+func TestE2E_MCPCloseDuringStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	p, dir := spawnFullAccess(t, mockprovider.New(nil))
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	p.until(t, 0)
+	pidFile := filepath.Join(dir, "silent.pid")
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"`+dir+`","mcpServers":[`+mcpServerJSON(t, "silent", pidFile, mcpmock.EnvSilent+"=1")+`]}}`)
+	_, resp := p.until(t, 1)
+	sid, _ := resp["result"].(map[string]any)["sessionId"].(string)
+	pid := waitPID(t, pidFile)
+	start := time.Now()
+	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/close","params":{"sessionId":"`+sid+`"}}`)
+	if _, resp := p.until(t, 2); resp["error"] != nil {
+		t.Fatalf("session/close: %v", resp)
+	}
+	if took := time.Since(start); took > 8*time.Second { // the start timeout is 10s; the stop grace is 2s twice
+		t.Errorf("session/close took %v: it waited for the start instead of cancelling it", took)
+	}
+	if !gone(pid) {
+		t.Errorf("the starting MCP server (pid %d) still runs after session/close", pid)
+	}
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("agent exit: %v\nstderr:\n%s", err, p.stderr)
+	}
+}
