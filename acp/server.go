@@ -328,10 +328,7 @@ func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	var p NewSessionRequest
 	err := decodeParams(req, &p, true)
 	if err == nil {
-		err = checkCwd(p.Cwd, p.AdditionalDirectories)
-	}
-	if err == nil {
-		err = checkMcpServers(p.McpServers)
+		err = checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
 	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
@@ -350,10 +347,7 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		err = checkSessionID(p.SessionID)
 	}
 	if err == nil {
-		err = checkCwd(p.Cwd, p.AdditionalDirectories)
-	}
-	if err == nil {
-		err = checkMcpServers(p.McpServers)
+		err = checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
 	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
@@ -400,10 +394,7 @@ func (s *Server) resumeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		err = checkSessionID(p.SessionID)
 	}
 	if err == nil {
-		err = checkCwd(p.Cwd, p.AdditionalDirectories)
-	}
-	if err == nil {
-		err = checkMcpServers(p.McpServers)
+		err = checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
 	}
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
@@ -931,6 +922,15 @@ func checkSessionID(id string) error {
 
 // checkCwd checks the session's directories: tools resolve paths against
 // them, so they must be absolute.
+// checkWorkspace checks what session/new, load and resume share: where
+// the session works and the MCP servers it uses.
+func checkWorkspace(cwd string, additional []string, servers []McpServer) error {
+	if err := checkCwd(cwd, additional); err != nil {
+		return err
+	}
+	return checkMcpServers(servers)
+}
+
 func checkCwd(cwd string, additional []string) error {
 	switch {
 	case cwd == "":

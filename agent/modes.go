@@ -46,14 +46,17 @@ func ValidMode(id string) bool {
 	return slices.ContainsFunc(Modes, func(m acp.SessionMode) bool { return m.ID == id })
 }
 
-// ModeIDs lists the ids of Modes, comma-separated, for messages.
-func ModeIDs() string {
+// modeIDs are the ids of Modes, in order.
+func modeIDs() []string {
 	ids := make([]string, len(Modes))
 	for i, m := range Modes {
 		ids[i] = m.ID
 	}
-	return strings.Join(ids, ", ")
+	return ids
 }
+
+// ModeIDs lists the ids of Modes, comma-separated, for messages.
+func ModeIDs() string { return strings.Join(modeIDs(), ", ") }
 
 // mutating are the tools read_only leaves out of the request.
 var mutating = []string{tools.WriteFile, tools.EditFile, tools.RunCommand}

@@ -234,7 +234,7 @@ func thoughtChoices() []acp.ConfigOptionChoice {
 func (a *Agent) choices(ctx context.Context, id string, o options) []string {
 	switch id {
 	case ModeConfigID:
-		return strings.Split(ModeIDs(), ", ")
+		return modeIDs()
 	case ModelConfigID:
 		return a.modelChoices(ctx, o.model)
 	}
