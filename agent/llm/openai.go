@@ -83,7 +83,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 		cancel(err)
 		return nil, o.scrub(o.requestError(ctx, c, err))
 	}
-	return &stream{o: o, parent: ctx, cancel: cancel, st: st, cap: c}, nil
+	return &stream{o: o, parent: ctx, cancel: cancel, st: st, cap: c, scrub: scrubber{r: o.redact}}, nil
 }
 
 // chatRequest maps a Request to go-openai's. Reasoning is not sent back:
@@ -268,6 +268,7 @@ type stream struct {
 	cancel context.CancelCauseFunc
 	st     *openai.ChatCompletionStream
 	cap    *capture
+	scrub  scrubber
 
 	closed    atomic.Bool // Close was called
 	closeOnce sync.Once
@@ -282,7 +283,35 @@ type stream struct {
 // Recv returns the next chunk that carries something (content, reasoning,
 // a tool call, a finish reason or usage); role-only and keep-alive events
 // are skipped. See Stream.Recv for the end-of-stream contract.
+//
+// The API key is removed from the text here, before anyone sees it (see
+// scrubber). A delta that is all a possible start of the key is not
+// returned on its own: Recv goes on to the next one, which decides.
 func (s *stream) Recv() (Chunk, error) {
+	for {
+		c, err := s.next()
+		if errors.Is(err, io.EOF) && s.scrub.holding() {
+			// Text after the finish chunk: it ended, so it is not the key.
+			var rest Chunk
+			s.scrub.flush(&rest)
+			return rest, nil
+		}
+		if err != nil {
+			// What is held stays unsent. Held back, it was never shown: a
+			// failed attempt's unshown text is discarded, and live mode
+			// continues from what was shown.
+			return Chunk{}, err
+		}
+		s.scrub.chunk(&c)
+		if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
+			return c, nil
+		}
+	}
+}
+
+// next returns the next event that carries something, as the provider sent
+// it.
+func (s *stream) next() (Chunk, error) {
 	for s.err == nil {
 		var raw []byte
 		var err error

@@ -1,0 +1,168 @@
+package llm_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+)
+
+// sseBody frames deltas (each the JSON of a choices[0].delta) as an event
+// stream that finishes with reason finish.
+func sseBody(finish string, deltas ...string) string {
+	var b strings.Builder
+	for _, d := range deltas {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
+	}
+	fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\ndata: [DONE]\n\n", finish)
+	return b.String()
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// bytesOf splits s into one-byte pieces.
+func bytesOf(s string) []string {
+	out := make([]string, len(s))
+	for i := range len(s) {
+		out[i] = s[i : i+1]
+	}
+	return out
+}
+
+// A key the provider echoes in reply text never reaches the caller, however
+// the deltas cut it; text that only looks like the start of the key is
+// passed on intact once the next delta shows it is not.
+func TestOpenAI_KeyNotInReplyText(t *testing.T) {
+	const near = "sk-test-SECRET-012345678" // the key but its last character
+	redacted := func(s string) string { return strings.ReplaceAll(s, testKey, "[redacted]") }
+	tests := []struct {
+		name string
+		step mockprovider.Step
+	}{
+		{"in one delta", mockprovider.Step{Text: "your key is " + testKey + ", keep it safe"}},
+		{"split over two deltas", mockprovider.Step{Text: "key " + testKey + " key", Chunks: 2}},
+		{"in one-byte deltas", mockprovider.Step{Text: "a " + testKey + " b " + testKey, Chunks: 1000}},
+		{"at the very end", mockprovider.Step{Text: "ends with " + testKey, Chunks: 1000}},
+		{"twice in a row", mockprovider.Step{Text: testKey + testKey, Chunks: 7}},
+		{"in reasoning", mockprovider.Step{Reasoning: "they gave me " + testKey + " to use", Text: "ok", Chunks: 1000}},
+		{"a near miss", mockprovider.Step{Text: near + " is not it, nor is " + near, Chunks: 1000}},
+		{"a near miss, then the key", mockprovider.Step{Text: "sk-test-" + testKey + " sk-test-SEC", Chunks: 1000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := newMock(t, tt.step)
+			s, err := p.Stream(t.Context(), hello)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			chunks, got, err := drain(t, s)
+			if err != io.EOF {
+				t.Fatalf("Recv() = %v, want io.EOF", err)
+			}
+			if got.Content != redacted(tt.step.Text) || got.Reasoning != redacted(tt.step.Reasoning) {
+				t.Errorf("reply = %q, reasoning %q; want %q, %q", got.Content, got.Reasoning, redacted(tt.step.Text), redacted(tt.step.Reasoning))
+			}
+			for _, c := range chunks {
+				if strings.Contains(c.Content, "SECRET-0123456789") || strings.Contains(c.Reasoning, "SECRET-0123456789") {
+					t.Errorf("chunk %+v carries the key", c)
+				}
+			}
+		})
+	}
+}
+
+// Tool calls are redacted too: names and arguments, which stream in
+// pieces like text, and ids.
+func TestOpenAI_KeyNotInToolCalls(t *testing.T) {
+	args := `{"token":"` + testKey + `","path":"sk-test-x"}`
+	var deltas []string
+	deltas = append(deltas, `{"tool_calls":[{"index":0,"id":"call_`+testKey+`","type":"function","function":{"name":"use_`+testKey[:10]+`"}}]}`)
+	deltas = append(deltas, `{"tool_calls":[{"index":0,"function":{"name":`+jsonString(testKey[10:])+`}}]}`)
+	for _, b := range bytesOf(args) {
+		deltas = append(deltas, `{"tool_calls":[{"index":0,"function":{"arguments":`+jsonString(b)+`}}]}`)
+	}
+	// A second call in one delta, whole.
+	deltas = append(deltas, `{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"read","arguments":`+jsonString(`{"k":"`+testKey+`"}`)+`}}]}`)
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: rawDoer{200, sseBody("tool_calls", deltas...)}})
+	s, err := p.Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, got, err := drain(t, s)
+	if err != io.EOF {
+		t.Fatalf("Recv() = %v, want io.EOF", err)
+	}
+	want := []llm.ToolCall{
+		{ID: "call_[redacted]", Name: "use_[redacted]", Arguments: `{"token":"[redacted]","path":"sk-test-x"}`},
+		{ID: "call_2", Name: "read", Arguments: `{"k":"[redacted]"}`},
+	}
+	if diff := cmp.Diff(want, got.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
+	}
+}
+
+// When the stream fails, what could still be the start of the key is not
+// passed on (it was never shown, so live mode continues without it), and
+// nothing before it is lost.
+func TestOpenAI_FailedStreamKeepsTextBeforeAHeldTail(t *testing.T) {
+	p, _ := newMock(t, mockprovider.Step{Text: "abc sk-test-SEC", Chunks: 1000, DropAfter: ptr(15)})
+	s, err := p.Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, got, err := drain(t, s)
+	if got.Content != "abc " || !errors.Is(err, llm.ErrIncompleteStream) {
+		t.Errorf("reply %q, %v; want %q, ErrIncompleteStream", got.Content, err, "abc ")
+	}
+}
+
+// Over real HTTP, where deltas arrive however the network cuts them.
+func TestOpenAI_KeyNotInReplyTextOverLoopback(t *testing.T) {
+	text := strings.Repeat("x", 100) + testKey + strings.Repeat(" y", 100) + testKey
+	m := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Reasoning: testKey + "!", Text: text, Chunks: 1000}}})
+	srv, err := mockprovider.Serve(t.Context(), "127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.BaseURL(), APIKey: testKey})
+	s, err := p.Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, got, err := drain(t, s)
+	want := llm.Reply{Reasoning: "[redacted]!", Content: strings.ReplaceAll(text, testKey, "[redacted]"), FinishReason: "stop"}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(llm.Reply{}, "Usage", "Deltas"), cmpopts.IgnoreUnexported(llm.Reply{})); diff != "" || err != io.EOF {
+		t.Errorf("reply (-want +got):\n%s\nerr = %v", diff, err)
+	}
+}
+
+// A key too short to be a secret is left in reply text as it is, as in
+// errors.
+func TestOpenAI_ShortKeyNotRedactedInReplyText(t *testing.T) {
+	m := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Text: "the maximum is EMPTY", Chunks: 1000}}})
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: "EMPTY", HTTPClient: m})
+	s, err := p.Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, got, err := drain(t, s); got.Content != "the maximum is EMPTY" || err != io.EOF {
+		t.Errorf("reply %q, %v; want it as sent", got.Content, err)
+	}
+}
