@@ -83,7 +83,9 @@ type Usage struct {
 	CompletionTokens int `json:"completionTokens"`
 }
 
-// Chunk is one streamed delta of a reply.
+// Chunk is one streamed delta of a reply, or several of one kind that
+// arrived together (the OpenAI adapter joins them, so a burst of tiny
+// deltas costs one chunk downstream, not one each).
 type Chunk struct {
 	Content      string          `json:"content,omitempty"`
 	Reasoning    string          `json:"reasoning,omitempty"`
@@ -108,8 +110,8 @@ const (
 
 // Stream is one in-flight attempt: one HTTP request.
 type Stream interface {
-	// Recv returns the next chunk. It returns io.EOF only after a chunk with
-	// a finish reason was seen; a body that ends before that is an error
+	// Recv returns the next chunk, without waiting for more once it has
+	// one. It returns io.EOF only after a chunk with a finish reason was seen; a body that ends before that is an error
 	// wrapping ErrIncompleteStream.
 	Recv() (Chunk, error)
 	// Close aborts the HTTP request if it is still running.

@@ -44,6 +44,7 @@ type OpenAI struct {
 	client *openai.Client
 	redact redactor
 	limits limits
+	noJoin bool // a benchmark's baseline: every event a chunk of its own
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -278,6 +279,10 @@ type stream struct {
 	err        error // sticky terminal result (io.EOF or a failure)
 	pendingErr error // a read error seen while returning an intercepted chunk
 	replied    int64 // bytes of content, reasoning and tool calls so far
+	took       int64 // events go-openai returned, to compare with the tap's count
+	peeked     bool  // peek holds the next event, read while joining
+	peek       Chunk
+	buf        []byte // text being joined, reused
 }
 
 // Recv returns the next chunk that carries something (content, reasoning,
@@ -289,7 +294,7 @@ type stream struct {
 // returned on its own: Recv goes on to the next one, which decides.
 func (s *stream) Recv() (Chunk, error) {
 	for {
-		c, err := s.next()
+		c, err := s.piece()
 		if errors.Is(err, io.EOF) && s.scrub.holding() {
 			// Text after the finish chunk: it ended, so it is not the key.
 			var rest Chunk
@@ -309,16 +314,161 @@ func (s *stream) Recv() (Chunk, error) {
 	}
 }
 
+// maxPiece bounds the text of the deltas piece joins.
+const maxPiece = 32 << 10
+
+// Kinds of delta a chunk carries; deltas of one kind are joined.
+const (
+	kindContent = 1 << iota
+	kindReasoning
+	kindTools
+)
+
+func kindOf(c Chunk) int {
+	k := 0
+	if c.Content != "" {
+		k |= kindContent
+	}
+	if c.Reasoning != "" {
+		k |= kindReasoning
+	}
+	if len(c.ToolCalls) > 0 {
+		k |= kindTools
+	}
+	return k
+}
+
+// piece returns the next event joined with the deltas of the same kind that
+// arrived with it, up to maxPiece bytes: one chunk, so one record and one
+// update, for a burst of tiny deltas. It joins only events already read
+// from the network (ready): a delta that arrives alone is returned at once.
+// A finish reason or usage after the deltas is joined too, and ends the
+// piece.
+func (s *stream) piece() (Chunk, error) {
+	c, err := s.take()
+	kind := kindOf(c)
+	if err != nil || s.o.noJoin || c.FinishReason != "" || c.Usage != nil || (kind != kindContent && kind != kindReasoning && kind != kindTools) {
+		return c, err
+	}
+	joined := false
+	var args []byte // of the last tool call delta
+	size := deltaSize(c)
+	for size < maxPiece {
+		if !s.peeked {
+			n, ok, err := s.read(false)
+			if !ok || err != nil {
+				break // an error is kept in s.err for the next call
+			}
+			s.peek, s.peeked = n, true
+		}
+		n := s.peek
+		if k := kindOf(n); k != 0 && k != kind {
+			break
+		}
+		s.peeked = false
+		if !joined {
+			joined = true
+			switch kind {
+			case kindContent:
+				s.buf = append(s.buf[:0], c.Content...)
+			case kindReasoning:
+				s.buf = append(s.buf[:0], c.Reasoning...)
+			case kindTools:
+				args = append(s.buf[:0], c.ToolCalls[len(c.ToolCalls)-1].Arguments...)
+			}
+		}
+		switch kind {
+		case kindContent:
+			s.buf = append(s.buf, n.Content...)
+		case kindReasoning:
+			s.buf = append(s.buf, n.Reasoning...)
+		case kindTools:
+			for _, d := range n.ToolCalls {
+				last := &c.ToolCalls[len(c.ToolCalls)-1]
+				if d.Index == last.Index && (d.ID == "" || d.ID == last.ID) {
+					last.Name += d.Name // names come whole or in a few pieces
+					args = append(args, d.Arguments...)
+					continue
+				}
+				last.Arguments = string(args)
+				args = append(args[:0], d.Arguments...)
+				c.ToolCalls = append(c.ToolCalls, d)
+			}
+		}
+		size += deltaSize(n)
+		c.FinishReason, c.Usage = n.FinishReason, n.Usage
+		if c.FinishReason != "" || c.Usage != nil {
+			break
+		}
+	}
+	if joined {
+		switch kind {
+		case kindContent:
+			c.Content = string(s.buf)
+		case kindReasoning:
+			c.Reasoning = string(s.buf)
+		case kindTools:
+			c.ToolCalls[len(c.ToolCalls)-1].Arguments = string(args)
+			s.buf = args[:0]
+		}
+	}
+	return c, nil
+}
+
+func deltaSize(c Chunk) int {
+	n := len(c.Content) + len(c.Reasoning)
+	for _, d := range c.ToolCalls {
+		n += len(d.ID) + len(d.Name) + len(d.Arguments)
+	}
+	return n
+}
+
+// take returns the event piece read ahead, or the next one.
+func (s *stream) take() (Chunk, error) {
+	if s.peeked {
+		s.peeked = false
+		return s.peek, nil
+	}
+	return s.next()
+}
+
+// ready reports whether the next event can be read without waiting: its
+// line is in go-openai's buffer or in the tap's.
+func (s *stream) ready() bool {
+	t := s.cap.tap
+	if t == nil || s.err != nil {
+		return false
+	}
+	if t.events > s.took {
+		return true
+	}
+	t.ahead()
+	return t.events > s.took
+}
+
 // next returns the next event that carries something, as the provider sent
 // it.
 func (s *stream) next() (Chunk, error) {
+	c, _, err := s.read(true)
+	return c, err
+}
+
+// read is next; unless wait, it reads only while an event is ready, and
+// reports false when it would have to wait.
+func (s *stream) read(wait bool) (Chunk, bool, error) {
 	for s.err == nil {
+		if !wait && s.pendingErr == nil && !s.ready() {
+			return Chunk{}, false, nil
+		}
 		var raw []byte
 		var err error
 		if s.pendingErr != nil {
 			err, s.pendingErr = s.pendingErr, nil
 		} else {
 			raw, err = s.st.RecvRaw()
+			if len(raw) > 0 {
+				s.took++
+			}
 			if len(raw) == 0 {
 				// go-openai swallowed a `data: {"error":` line and reports it
 				// as an error (or as nothing): decode the tap's verbatim copy
@@ -348,10 +498,10 @@ func (s *stream) next() (Chunk, error) {
 			break
 		}
 		if ok {
-			return c, nil
+			return c, true, nil
 		}
 	}
-	return Chunk{}, s.err
+	return Chunk{}, true, s.err
 }
 
 // account applies the response limits to one decoded event of n bytes: a

@@ -18,11 +18,15 @@ import (
 // sseBody frames deltas (each the JSON of a choices[0].delta) as an event
 // stream that finishes with reason finish.
 func sseBody(finish string, deltas ...string) string {
+	return sseEvents(deltas...) + fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\ndata: [DONE]\n\n", finish)
+}
+
+// sseEvents frames deltas as events, without an end.
+func sseEvents(deltas ...string) string {
 	var b strings.Builder
 	for _, d := range deltas {
 		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":null}]}\n\n", d)
 	}
-	fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":%q}]}\n\ndata: [DONE]\n\n", finish)
 	return b.String()
 }
 

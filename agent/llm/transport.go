@@ -149,6 +149,16 @@ type sseTap struct {
 
 	idle    int64       // bytes received without progress, see above
 	limited *LimitError // the limit that ended the body, once one did
+
+	// events counts the data lines go-openai returns as events (not empty,
+	// not [DONE], not an error) that the filter has finished: handed to
+	// go-openai, or staged. The stream compares it with the events it took
+	// to tell whether the next one is there without waiting.
+	events int64
+	// stage holds input ahead filtered, not yet handed to go-openai:
+	// stage[spos:send].
+	stage      []byte
+	spos, send int
 }
 
 func newTap(rc io.ReadCloser, lim limits) *sseTap {
@@ -158,6 +168,11 @@ func newTap(rc io.ReadCloser, lim limits) *sseTap {
 func (t *sseTap) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if t.spos < t.send {
+		n := copy(p, t.stage[t.spos:t.send])
+		t.spos += n
+		return n, nil
 	}
 	for {
 		n := t.filter(p)
@@ -182,6 +197,21 @@ func (t *sseTap) Read(p []byte) (int, error) {
 }
 
 func (t *sseTap) Close() error { return t.rc.Close() }
+
+// ahead filters the input already read, without reading more, so that the
+// events in it are counted. go-openai reads the staged bytes before any
+// more input; the limits see the lines as they are filtered, up to
+// tapReadSize earlier than they would have been.
+func (t *sseTap) ahead() {
+	if t.pos >= t.end && len(t.out) == 0 {
+		return
+	}
+	if t.stage == nil {
+		t.stage = make([]byte, tapReadSize)
+	}
+	n := copy(t.stage, t.stage[t.spos:t.send])
+	t.spos, t.send = 0, n+t.filter(t.stage[n:])
+}
 
 // progress is the stream's report of a delta: what came before was not
 // without progress after all.
@@ -325,8 +355,12 @@ func (t *sseTap) endLine() {
 			t.noProgress(lineLen + 1) // go-openai returns it as an empty event
 		case string(payload) == "[DONE]":
 			t.sawDone = true
-		case goOpenAIErrorPrefix.Match(line) && len(t.intercept) < 16:
-			t.intercept = append(t.intercept, bytes.Clone(payload))
+		case goOpenAIErrorPrefix.Match(line):
+			if len(t.intercept) < 16 {
+				t.intercept = append(t.intercept, bytes.Clone(payload))
+			}
+		default:
+			t.events++
 		}
 	case len(line) == 0, line[0] == ':':
 		// blank separator or SSE comment (keep-alive)
