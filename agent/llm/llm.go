@@ -111,8 +111,9 @@ const (
 // Stream is one in-flight attempt: one HTTP request.
 type Stream interface {
 	// Recv returns the next chunk, without waiting for more once it has
-	// one. It returns io.EOF only after a chunk with a finish reason was seen; a body that ends before that is an error
-	// wrapping ErrIncompleteStream.
+	// one. It returns io.EOF only after a chunk with a finish reason was
+	// seen; a body that ends before that is an error wrapping
+	// ErrIncompleteStream.
 	Recv() (Chunk, error)
 	// Close aborts the HTTP request if it is still running.
 	Close() error
