@@ -125,7 +125,7 @@ func (c *checker) check(ev Event) error {
 	if err := r(c, ev); err != nil {
 		return err
 	}
-	c.lastSeq = ev.Seq
+	c.lastSeq = max(ev.Seq, ev.Through) // a joined run of chunks
 	c.line++
 	return nil
 }

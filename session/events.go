@@ -21,6 +21,12 @@ type Event struct {
 	Time time.Time       `json:"time"`
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// Through, when above Seq, says that this event stands for the lines
+	// Seq to Through: Open joins a run of assistant/chunk lines of one
+	// step, message and kind into one event (with the last line's Time), so
+	// a log of a million one-character chunks costs its text in memory,
+	// not a million events. It is never written.
+	Through int64 `json:"-"`
 }
 
 // Event types.

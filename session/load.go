@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -53,7 +54,7 @@ func openError(err error) error {
 
 // Parse reads and checks a log; name is used in errors and warnings.
 func Parse(r io.Reader, name string) (*Loaded, error) {
-	ld, _, err := parse(r, name)
+	ld, _, err := parse(r, name, false)
 	return ld, err
 }
 
@@ -66,9 +67,13 @@ type rawEvent struct {
 	Data json.RawMessage `json:"data"`
 }
 
-func parse(r io.Reader, name string) (*Loaded, *checker, error) {
+// parse reads and checks a log. With join, runs of chunks become one event
+// each (see chunkRun): Open keeps the events in memory for as long as the
+// session is open, so it joins; Load and Parse return every line.
+func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 	c := newChecker(name)
 	ld := &Loaded{}
+	var run chunkRun
 	br := bufio.NewReaderSize(r, 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		line, err := br.ReadBytes('\n')
@@ -94,7 +99,11 @@ func parse(r io.Reader, name string) (*Loaded, *checker, error) {
 		if err := c.check(ev); err != nil {
 			return nil, nil, err
 		}
-		ld.Events = append(ld.Events, ev)
+		if !join || !run.join(ld.Events, ev) {
+			run.end(ld.Events)
+			ld.Events = append(ld.Events, ev)
+			run.start(ld.Events)
+		}
 		ld.ValidSize += int64(len(line))
 		if !terminated {
 			ld.Unterminated = true
@@ -102,6 +111,7 @@ func parse(r io.Reader, name string) (*Loaded, *checker, error) {
 			break
 		}
 	}
+	run.end(ld.Events)
 	if len(ld.Events) == 0 {
 		return nil, nil, &InvariantError{Path: name, Line: 1, Msg: "no events: a log must begin with " + TypeSessionStart}
 	}
@@ -144,4 +154,59 @@ func parseLine(b []byte) (Event, *lineError) {
 		return missing("data")
 	}
 	return Event{Seq: seq, V: *raw.V, Time: *raw.Time, Type: *raw.Type, Data: raw.Data}, nil
+}
+
+// chunkRun joins consecutive assistant/chunk events of one step, message
+// and kind (text, reasoning, or both in held mode) into the first of them.
+// Everything that reads chunks (UnfinishedReply, the checker, inspect)
+// reads their text in order and their step, which joining keeps.
+type chunkRun struct {
+	at              int // index of the run's event, when ok
+	d               AssistantChunk
+	text, reasoning strings.Builder
+	joined, ok      bool
+}
+
+// start opens a run at the last event if it is a chunk.
+func (r *chunkRun) start(events []Event) {
+	ev := events[len(events)-1]
+	r.ok, r.d = false, AssistantChunk{}
+	if ev.Type != TypeAssistantChunk || json.Unmarshal(ev.Data, &r.d) != nil {
+		return
+	}
+	r.at, r.ok, r.joined = len(events)-1, true, false
+}
+
+// join adds ev to the open run if it belongs to it.
+func (r *chunkRun) join(events []Event, ev Event) bool {
+	if !r.ok || ev.Type != TypeAssistantChunk {
+		return false
+	}
+	var d AssistantChunk
+	if json.Unmarshal(ev.Data, &d) != nil || d.Turn != r.d.Turn || d.Step != r.d.Step || d.Shown != r.d.Shown ||
+		d.MessageID != r.d.MessageID || (d.Text != "") != (r.d.Text != "") || (d.Reasoning != "") != (r.d.Reasoning != "") {
+		return false
+	}
+	if !r.joined {
+		r.joined = true
+		r.text.Reset()
+		r.reasoning.Reset()
+		r.text.WriteString(r.d.Text)
+		r.reasoning.WriteString(r.d.Reasoning)
+	}
+	r.text.WriteString(d.Text)
+	r.reasoning.WriteString(d.Reasoning)
+	e := &events[r.at]
+	e.Through, e.Time = ev.Seq, ev.Time
+	return true
+}
+
+// end writes the joined data into the run's event.
+func (r *chunkRun) end(events []Event) {
+	if r.ok && r.joined {
+		r.d.Text, r.d.Reasoning = r.text.String(), r.reasoning.String()
+		events[r.at].Data, _ = json.Marshal(r.d) // plain strings and numbers
+		r.text, r.reasoning = strings.Builder{}, strings.Builder{}
+	}
+	r.ok, r.joined = false, false
 }

@@ -150,7 +150,10 @@ func syncDir(dir string) error {
 
 // Open loads an existing session's log, repairs its tail (drops a torn last
 // line, terminates a complete one) and reopens it for appending after the
-// last event. The error wraps ErrNotFound if there is no log.
+// last event. The error wraps ErrNotFound if there is no log. Unlike
+// Load, it joins each run of chunks of one step, message and kind into one
+// event (see Event.Through): the caller keeps the events while the session
+// is open.
 //
 // One writer per log: Open (and Create) take an exclusive advisory lock on
 // the file, held until Close, so a second Log for the same session, in
@@ -178,7 +181,7 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	ld, c, err := parse(f, path)
+	ld, c, err := parse(f, path, true)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("open session log: %w", err)
