@@ -16,6 +16,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -149,6 +150,53 @@ func TestAgent_OneCharDeltasCostTheirText(t *testing.T) {
 			}
 			if c.updates > n/50 {
 				t.Errorf("%d message updates for %d deltas, want at most %d", c.updates, n, n/50)
+			}
+		})
+	}
+}
+
+// A key the provider echoes in its reply, cut into one-byte deltas, reaches
+// neither the editor nor the session log, live or held.
+func TestAgent_EchoedKeyNotShownOrRecorded(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	for _, live := range []bool{true, false} {
+		t.Run(map[bool]string{true: "live", false: "held"}[live], func(t *testing.T) {
+			m := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
+				{Reasoning: "the key is " + key, Text: "Your key: " + key + ". Also sk-live-0123 is not it.", Chunks: 200},
+			}})
+			p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: key, HTTPClient: m})
+			dir := t.TempDir()
+			a := agent.New(agent.Config{StateDir: dir, Model: "m", MaxTokens: 100, Provider: p, Live: live, Logger: zerolog.Nop()})
+			defer a.Close()
+			c := &recorder{}
+			ns, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: ns.SessionID, Prompt: prompt("key?")}, c); err != nil {
+				t.Fatal(err)
+			}
+			var shown, thought strings.Builder
+			for _, u := range c.updates {
+				switch u.SessionUpdate {
+				case acp.UpdateAgentMessageChunk:
+					shown.WriteString(u.Content.Text)
+				case acp.UpdateAgentThoughtChunk:
+					thought.WriteString(u.Content.Text)
+				}
+			}
+			if want := "Your key: [redacted]. Also sk-live-0123 is not it."; shown.String() != want {
+				t.Errorf("the editor was shown %q, want %q", shown.String(), want)
+			}
+			if want := "the key is [redacted]"; thought.String() != want {
+				t.Errorf("the editor was shown the thought %q, want %q", thought.String(), want)
+			}
+			log, err := os.ReadFile(session.Path(dir, string(ns.SessionID)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(log), "0123456789abcdef") {
+				t.Errorf("the session log holds the key:\n%s", log)
 			}
 		})
 	}
