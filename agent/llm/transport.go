@@ -118,9 +118,13 @@ const (
 //
 // It watches: it records what go-openai drops or reduces to an error (an
 // in-stream error event, [DONE], a JSON error body sent with 200). It runs
-// ahead of go-openai's parser (bufio reads in blocks), so what it records is
-// consulted only when go-openai reports an error or an empty event, or at
-// the end of the body: by then the relevant line has been read.
+// ahead of go-openai's parser (bufio reads in blocks, and ahead filters what
+// was read but not yet asked for), so what it records is consulted only
+// when go-openai reports an error or an empty event, or at the end of the
+// body: by then the relevant line has been read.
+//
+// It counts the events it let through, so the stream can tell whether the
+// next one is already there (see stream.ready).
 //
 // Read and the stream's accounting run on the goroutine that calls Recv;
 // Close may come from any goroutine and touches only rc.
