@@ -120,6 +120,11 @@ func (r redactor) bytes(b []byte) []byte {
 	return []byte(r.str(string(b)))
 }
 
+// minKeyCut is the shortest start of the key that text cut short is taken
+// to end with: a shorter one ("s", "sk-") is as likely ordinary text, and
+// says nothing of the secret.
+const minKeyCut = 4
+
 // capped redacts a capture that may have been cut at its cap: beyond whole
 // occurrences, a tail that is the start of the key (cut mid-key) goes too.
 func (r redactor) capped(b []byte) []byte {
@@ -127,7 +132,7 @@ func (r redactor) capped(b []byte) []byte {
 	if r == "" {
 		return b
 	}
-	for k := min(len(r)-1, len(b)); k >= 4; k-- {
+	for k := min(len(r)-1, len(b)); k >= minKeyCut; k-- {
 		if string(b[len(b)-k:]) == string(r[:k]) {
 			return append(b[:len(b)-k:len(b)-k], redactedMark...)
 		}

@@ -295,16 +295,21 @@ type stream struct {
 func (s *stream) Recv() (Chunk, error) {
 	for {
 		c, err := s.piece()
-		if errors.Is(err, io.EOF) && s.scrub.holding() {
-			// Text after the finish chunk: it ended, so it is not the key.
+		if err != nil && s.scrub.holding() {
+			// The next call returns err, which is kept in s.err.
 			var rest Chunk
-			s.scrub.flush(&rest)
-			return rest, nil
+			if errors.Is(err, io.EOF) {
+				s.scrub.flush(&rest) // text after the finish: it ended, so it is not the key
+			} else {
+				// Cut short: what may be the key, cut, is never sent. It was
+				// not shown either, so live mode continues without it.
+				s.scrub.cut(&rest)
+			}
+			if rest.HasDelta() {
+				return rest, nil
+			}
 		}
 		if err != nil {
-			// What is held stays unsent. Held back, it was never shown: a
-			// failed attempt's unshown text is discarded, and live mode
-			// continues from what was shown.
 			return Chunk{}, err
 		}
 		s.scrub.chunk(&c)

@@ -110,6 +110,26 @@ func (s *scrubber) flush(c *Chunk) {
 	}
 }
 
+// cut adds to c what is held when the stream failed, as capped treats a
+// capture cut short: a held start of the key of minKeyCut bytes or more may
+// be the key, cut, and is dropped; a shorter one is text.
+func (s *scrubber) cut(c *Chunk) {
+	keep := func(h *holdback) string {
+		if t := h.flush(); len(t) < minKeyCut {
+			return t
+		}
+		return ""
+	}
+	c.Content += keep(&s.content)
+	c.Reasoning += keep(&s.reasoning)
+	for i := range s.names {
+		name, args := keep(&s.names[i]), keep(&s.args[i])
+		if name != "" || args != "" {
+			c.ToolCalls = append(c.ToolCalls, ToolCallDelta{Index: i, Name: name, Arguments: args})
+		}
+	}
+}
+
 // holding reports whether any text is held back.
 func (s *scrubber) holding() bool {
 	if s.content.held != "" || s.reasoning.held != "" {

@@ -118,19 +118,30 @@ func TestOpenAI_KeyNotInToolCalls(t *testing.T) {
 	}
 }
 
-// When the stream fails, what could still be the start of the key is not
-// passed on (it was never shown, so live mode continues without it), and
-// nothing before it is lost.
-func TestOpenAI_FailedStreamKeepsTextBeforeAHeldTail(t *testing.T) {
-	p, _ := newMock(t, mockprovider.Step{Text: "abc sk-test-SEC", Chunks: 1000, DropAfter: ptr(15)})
-	s, err := p.Stream(t.Context(), hello)
-	if err != nil {
-		t.Fatal(err)
+// When the stream fails, a held start of the key long enough to be the key
+// cut short is not passed on (it was never shown, so live mode continues
+// without it); a shorter one is text, and nothing before it is lost. The
+// error comes after.
+func TestOpenAI_FailedStreamHeldTail(t *testing.T) {
+	tests := []struct{ sent, want string }{
+		{"abc sk-test-SEC", "abc "},
+		{"ends sk-t", "ends "},
+		{"ends sk-", "ends sk-"},
+		{"such as s", "such as s"},
 	}
-	defer s.Close()
-	_, got, err := drain(t, s)
-	if got.Content != "abc " || !errors.Is(err, llm.ErrIncompleteStream) {
-		t.Errorf("reply %q, %v; want %q, ErrIncompleteStream", got.Content, err, "abc ")
+	for _, tt := range tests {
+		t.Run(tt.sent, func(t *testing.T) {
+			p, _ := newMock(t, mockprovider.Step{Text: tt.sent, Chunks: 1000, DropAfter: ptr(len(tt.sent))})
+			s, err := p.Stream(t.Context(), hello)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, got, err := drain(t, s)
+			if got.Content != tt.want || !errors.Is(err, llm.ErrIncompleteStream) {
+				t.Errorf("reply %q, %v; want %q, ErrIncompleteStream", got.Content, err, tt.want)
+			}
+		})
 	}
 }
 
