@@ -143,6 +143,9 @@ type sessionState struct {
 	additionalDirs []string
 	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
 	rules          map[string]string // standing permission answers by scope, from the log
+	// toolIDs are the tool call ids the session has used, made from the log
+	// on first need and kept with it; nil until then.
+	toolIDs map[string]bool
 	// reload makes the next acquire close the log and read it again: a
 	// turn panicked, and memory may not match the file.
 	reload bool
@@ -336,7 +339,7 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 		a.cfg.Logger.Warn().Str("session", s.id).Str("path", log.Path()).Msg(w)
 	}
 	s.loaded = true
-	s.events, s.rules = loaded.Events, session.PermissionRules(loaded.Events)
+	s.events, s.rules, s.toolIDs = loaded.Events, session.PermissionRules(loaded.Events), nil
 	a.loadOptions(s)
 	sum, titled := session.Summarize(loaded.Events)
 	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
@@ -412,7 +415,7 @@ func (a *Agent) closeLocked(s *sessionState) {
 	}
 	a.open.Remove(s.elem)
 	s.log, s.elem = nil, nil
-	s.events, s.rules = nil, nil
+	s.events, s.rules, s.toolIDs = nil, nil, nil
 }
 
 // release ends a use that acquire began: the log stays open for the next

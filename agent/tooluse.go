@@ -34,20 +34,21 @@ const scopeEdits = "edits"
 func commandScope(command string) string { return tools.RunCommand + ":" + command }
 
 // toolCalls turns a finished reply's tool calls into the calls committed
-// with it: every call gets a non-empty id that is unique within the reply
-// (providers have sent neither), and the number is bounded.
-func toolCalls(calls []llm.ToolCall) []session.MessageToolCall {
+// with it: every call gets a non-empty id that no other call of the session
+// has (providers have sent none, and some send call_0 at every step, which an
+// editor would merge into one call), and the number is bounded. used is the
+// session's ids so far; the new ones are added to it.
+func toolCalls(calls []llm.ToolCall, used map[string]bool) []session.MessageToolCall {
 	out := make([]session.MessageToolCall, 0, len(calls))
-	seen := map[string]bool{}
 	for _, c := range calls {
 		if len(out) == maxToolCallsPerReply {
 			break
 		}
 		id := c.ID
-		if id == "" || seen[id] {
+		if id == "" || used[id] {
 			id = newID("call_")
 		}
-		seen[id] = true
+		used[id] = true
 		name := c.Name
 		if name == "" {
 			name = "unnamed_tool"
@@ -55,6 +56,27 @@ func toolCalls(calls []llm.ToolCall) []session.MessageToolCall {
 		out = append(out, session.MessageToolCall{ID: id, Name: name, Arguments: c.Arguments})
 	}
 	return out
+}
+
+// toolCallIDs returns the ids of every tool call the session's log holds,
+// read once from the log and then kept up to date by toolCalls.
+func (s *sessionState) toolCallIDs() map[string]bool {
+	if s.toolIDs != nil {
+		return s.toolIDs
+	}
+	s.toolIDs = map[string]bool{}
+	for _, ev := range s.events {
+		if ev.Type != session.TypeAssistantMessage {
+			continue
+		}
+		var m session.AssistantMessage
+		if json.Unmarshal(ev.Data, &m) == nil {
+			for _, c := range m.ToolCalls {
+				s.toolIDs[c.ID] = true
+			}
+		}
+	}
+	return s.toolIDs
 }
 
 // toolOutcome is how one tool call ended.

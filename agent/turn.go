@@ -403,7 +403,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		parts := append(t.parts, got)
 		var calls []session.MessageToolCall
 		if got.reply.FinishReason != llm.FinishLength {
-			calls = toolCalls(got.reply.ToolCalls)
+			calls = toolCalls(got.reply.ToolCalls, t.s.toolCallIDs())
 		}
 		if err := t.commit(ctx, parts, calls); err != nil {
 			return nil, nil, err
