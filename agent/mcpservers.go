@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -181,18 +182,18 @@ func (m *mcpServers) note() string {
 // callMCP runs a call to an MCP server's tool: permission as for a
 // command, unless the mode says otherwise, then the call, bounded by the
 // command timeout.
-func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info) (toolOutcome, error) {
+func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
 	if t.mode == ModeReadOnly {
 		return readOnlyOutput(call.Name), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, mcpScope(call.Name), nil)
+	ok, out, err := t.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input})
 	if !ok || err != nil {
 		return out, err
 	}
 	t.inProgress(ctx, call.ID, nil)
 	cctx, cancel := context.WithTimeout(ctx, t.agent.cfg.Tools.CommandTimeout)
 	defer cancel()
-	res, err := t.mcp.Call(cctx, call.Name, call.Arguments)
+	res, err := t.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",

@@ -2,10 +2,16 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/session"
 )
 
 // These pin the second security review: what a person approves is what
@@ -73,5 +79,117 @@ func TestAgent_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 	}
 	if len(calls) != 4 || len(results) != 4 {
 		t.Errorf("the last request has %d call ids and %d result ids, want 4 each", len(calls), len(results))
+	}
+}
+
+// approver is an editor that answers every permission request with answer
+// and keeps the requests.
+type approver struct {
+	editor
+	answer string
+	asked  []acp.RequestPermissionRequest
+}
+
+func (c *approver) RequestPermission(_ context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, req)
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Outcome: acp.PermissionSelected, OptionID: c.answer}}, nil
+}
+
+// shownText is all the text content of a permission request.
+func shownText(req acp.RequestPermissionRequest) string {
+	var b strings.Builder
+	for _, c := range req.ToolCall.Content {
+		if c.Content != nil {
+			b.WriteString(c.Content.Text)
+		}
+	}
+	return b.String()
+}
+
+// #1: a command is asked about whole, with its directory, however it is
+// padded or split over lines, and rawInput is what runs.
+func TestAgent_PermissionShowsTheWholeCommand(t *testing.T) {
+	for _, command := range []string{
+		"echo hello\ntouch pwned",
+		"echo hello" + strings.Repeat(" ", 200) + "; touch pwned",
+		"echo hello\u202e; touch pwned",
+	} {
+		p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+			toolCall("c1", "run_command", string(mustJSON(map[string]string{"command": command}))), text("done"),
+		}}
+		a := testAgent(t, Config{Provider: p})
+		id := newSession(t, a)
+		ed := &approver{answer: session.RejectOnce}
+		if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
+			t.Fatal(err)
+		}
+		if len(ed.asked) != 1 {
+			t.Fatalf("%d permission requests, want 1", len(ed.asked))
+		}
+		req := ed.asked[0]
+		shown, hidden := visible(command)
+		if got := shownText(req); !strings.Contains(got, shown) || !strings.Contains(got, a.sessions[id].cwd) {
+			t.Errorf("the request shows %q; want the whole command %q and its directory", got, shown)
+		}
+		if hidden && !strings.Contains(shownText(req), "invisible") {
+			t.Errorf("the request does not warn of the invisible character: %q", shownText(req))
+		}
+		var in tools.RunCommandArgs
+		if err := json.Unmarshal(req.ToolCall.RawInput, &in); err != nil || in.Command != command || in.Cwd != realDir(a.sessions[id].cwd) {
+			t.Errorf("rawInput %s (%v), want the command and directory that run", req.ToolCall.RawInput, err)
+		}
+	}
+}
+
+// #1: an MCP call is asked about with its arguments, as they are sent; a
+// key given twice is the model's error and nothing is asked or run.
+func TestAgent_MCPArgumentsAreShownAndSentAsOne(t *testing.T) {
+	in, err := canonicalObject(`{"path":"/tmp/a","recursive":true,"n":1.50}`)
+	if err != nil || string(in) != `{"n":1.50,"path":"/tmp/a","recursive":true}` {
+		t.Errorf("canonicalObject = %s, %v", in, err)
+	}
+	if _, err := canonicalObject(`{"path":"a","path":"/etc"}`); err == nil || !strings.Contains(err.Error(), `"path" is given twice`) {
+		t.Errorf("a repeated key: %v, want an error naming it", err)
+	}
+	for _, bad := range []string{`[1]`, `{"a":1} {"b":2}`, `{"a":`, `"x"`} {
+		if _, err := canonicalObject(bad); err == nil {
+			t.Errorf("canonicalObject(%s) accepted", bad)
+		}
+	}
+	got := shownText(acp.RequestPermissionRequest{ToolCall: acp.ToolCallUpdate{Content: mcpPreview("files", "delete", json.RawMessage(`{"path":"/tmp/a","recursive":true}`))}})
+	for _, want := range []string{"`delete`", "`files`", `"path": "/tmp/a"`, `"recursive": true`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the MCP preview %q lacks %s", got, want)
+		}
+	}
+}
+
+// #3: "always allow ./build.sh" covers it where it was allowed, not the
+// same line in another directory.
+func TestAgent_AlwaysAllowNamesTheDirectory(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+		toolCall("c1", "run_command", `{"command":"true"}`), text("one"),
+		toolCall("c2", "run_command", `{"command":"true"}`), text("two"),
+		toolCall("c3", "run_command", `{"command":"true","cwd":"vendor/evil"}`), text("three"),
+	}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	if err := os.MkdirAll(filepath.Join(a.sessions[id].cwd, "vendor", "evil"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ed := &approver{answer: session.AllowAlways}
+	for _, prompt := range []string{"one", "two", "three"} {
+		if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}}, ed); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{"one": 1, "two": 1, "three": 2}[prompt]
+		if len(ed.asked) != want {
+			t.Fatalf("after %q: %d permission requests, want %d", prompt, len(ed.asked), want)
+		}
+	}
+	if got := shownText(ed.asked[1]); !strings.Contains(got, filepath.Join("vendor", "evil")) {
+		t.Errorf("the second request does not name vendor/evil: %q", got)
 	}
 }

@@ -702,7 +702,7 @@ func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate 
 			call.Title, call.Kind, call.Locations = info.Title, info.Kind, info.Locations
 		}
 	}
-	u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), rawInput(call.Arguments)
+	u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), shownInput(call.Name, call.Arguments)
 	var content []acp.ToolCallContent
 	if len(m.Content) == 0 || json.Unmarshal(m.Content, &content) != nil {
 		content = []acp.ToolCallContent{acp.ContentText(m.Text)}
