@@ -34,6 +34,10 @@ func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time
 	return out, nil
 }
 
+// terminalCleanupTimeout bounds each request to the editor that cleans up
+// after a command in its terminal (kill, output, release).
+const terminalCleanupTimeout = 5 * time.Second
+
 // runInTerminal runs a command in a terminal of the editor's, shown live in
 // the tool call. The terminal is released in every outcome; a timeout or a
 // cancel kills the command first and keeps its output so far.
@@ -50,9 +54,15 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		return failed("The editor could not start the command: %v", err), nil
 	}
 	term := acp.TerminalRequest{SessionID: t.s.id, TerminalID: created.TerminalID}
-	// Clean-up must happen even when the turn's context is cancelled.
-	bg := context.WithoutCancel(ctx)
+	// Clean-up must happen even when the turn's context is cancelled, and
+	// must not wait for an editor that never answers: a cancelled prompt
+	// is answered within a few of these bounds whatever the editor does.
+	bg := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), terminalCleanupTimeout)
+	}
 	defer func() {
+		bg, stop := bg()
+		defer stop()
 		if err := t.c.ReleaseTerminal(bg, term); err != nil {
 			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not release the terminal")
 		}
@@ -66,11 +76,15 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 	timedOut := werr != nil && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded)
 	cancelled := werr != nil && ctx.Err() != nil
 	if werr != nil && (timedOut || cancelled) {
+		bg, stop := bg()
 		if err := t.c.KillTerminal(bg, term); err != nil {
 			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not kill the terminal")
 		}
+		stop()
 	}
-	output, oerr := t.c.TerminalOutput(bg, term)
+	octx, stop := bg()
+	output, oerr := t.c.TerminalOutput(octx, term)
+	stop()
 	if oerr == nil && output.ExitStatus != nil && werr != nil {
 		exit, werr = *output.ExitStatus, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
@@ -192,4 +194,66 @@ func TestAgent_AlwaysAllowNamesTheDirectory(t *testing.T) {
 	if got := shownText(ed.asked[1]); !strings.Contains(got, filepath.Join("vendor", "evil")) {
 		t.Errorf("the second request does not name vendor/evil: %q", got)
 	}
+}
+
+// silentTerminal is an editor with a terminal that never answers the
+// requests that clean up after a command.
+type silentTerminal struct {
+	approver
+	waiting chan struct{} // closed once the command runs
+}
+
+func (c *silentTerminal) Capabilities() acp.ClientCapabilities {
+	return acp.ClientCapabilities{Terminal: true}
+}
+
+func (c *silentTerminal) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{TerminalID: "term_1"}, nil
+}
+
+func (c *silentTerminal) WaitForTerminalExit(ctx context.Context, _ acp.TerminalRequest) (acp.TerminalExitStatus, error) {
+	close(c.waiting)
+	<-ctx.Done()
+	return acp.TerminalExitStatus{}, ctx.Err()
+}
+
+func (c *silentTerminal) KillTerminal(ctx context.Context, _ acp.TerminalRequest) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (c *silentTerminal) TerminalOutput(ctx context.Context, _ acp.TerminalRequest) (acp.TerminalOutputResponse, error) {
+	<-ctx.Done()
+	return acp.TerminalOutputResponse{}, ctx.Err()
+}
+
+func (c *silentTerminal) ReleaseTerminal(ctx context.Context, _ acp.TerminalRequest) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// #11: a cancelled prompt is answered even when the editor never answers
+// terminal/kill, terminal/output or terminal/release.
+func TestAgent_CancelIsAnsweredWhenTheTerminalIsSilent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+			toolCall("c1", "run_command", `{"command":"sleep 600"}`), text("done"),
+		}}
+		a := testAgent(t, Config{Provider: p})
+		id := newSession(t, a)
+		ed := &silentTerminal{approver: approver{answer: session.AllowOnce}, waiting: make(chan struct{})}
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			<-ed.waiting
+			cancel()
+		}()
+		start := time.Now()
+		res, err := a.Prompt(ctx, acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed)
+		if err != nil || res.StopReason != acp.StopCancelled {
+			t.Fatalf("Prompt = %+v, %v; want cancelled", res, err)
+		}
+		if took := time.Since(start); took != 3*terminalCleanupTimeout {
+			t.Errorf("answered after %s, want %s (kill, output and release, each bounded)", took, 3*terminalCleanupTimeout)
+		}
+	})
 }
