@@ -257,3 +257,46 @@ func TestAgent_CancelIsAnsweredWhenTheTerminalIsSilent(t *testing.T) {
 		}
 	})
 }
+
+// swapper is an editor that, while it asks, replaces a directory with a
+// link to another one.
+type swapper struct {
+	approver
+	dir, to string
+}
+
+func (c *swapper) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	if err := os.Rename(c.dir, c.dir+".old"); err != nil {
+		return acp.RequestPermissionResponse{}, err
+	}
+	if err := os.Symlink(c.to, c.dir); err != nil {
+		return acp.RequestPermissionResponse{}, err
+	}
+	return c.approver.RequestPermission(ctx, req)
+}
+
+// #7: a command runs only in the directory that was approved, even when it
+// is swapped for a link while the user decides.
+func TestAgent_CommandDirectorySwappedDuringPermission(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+		toolCall("c1", "run_command", `{"command":"touch ran-here","cwd":"sub"}`), text("done"),
+	}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	sub := filepath.Join(a.sessions[id].cwd, "sub")
+	outside := t.TempDir()
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ed := &swapper{approver: approver{answer: session.AllowOnce}, dir: sub, to: outside}
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "ran-here")); err == nil {
+		t.Fatal("the command ran in the directory swapped in after it was approved")
+	}
+	last := p.reqs[len(p.reqs)-1].Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "changed while permission was asked") {
+		t.Errorf("the model reads %q, want that the directory changed", got)
+	}
+}

@@ -467,6 +467,11 @@ func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, inf
 	if !ok || err != nil {
 		return out, err
 	}
+	// The directory may have been swapped for a link while the user
+	// decided: it runs only where it was approved to.
+	if now, err := t.ws.Resolve(dir); err != nil || realDir(now) != dir {
+		return failed("The command was not run: its directory %s changed while permission was asked. Look at what changed before trying again.", dir), nil
+	}
 	if t.c.Capabilities().Terminal {
 		return t.runInTerminal(ctx, call, a.Command, dir, timeout)
 	}
