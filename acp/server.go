@@ -70,13 +70,13 @@ type Server struct {
 	base context.Context
 	stop context.CancelCauseFunc
 
-	mu    sync.Mutex
-	caps  ClientCapabilities
+	mu   sync.Mutex
+	caps ClientCapabilities
 	// initialized is set by the first initialize: what a session may do
 	// (write through the editor, run in its terminal) depends on the
 	// capabilities it declares, so nothing else is served before it.
 	initialized bool
-	turns map[string]*turn // running turn per session id
+	turns       map[string]*turn // running turn per session id
 	// closing counts the session/close and session/delete requests being
 	// served per session id: prompts for it are refused meanwhile.
 	closing  map[string]int
