@@ -101,9 +101,9 @@ func ReadSummary(path string) (Summary, error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			// A long line (a big tool result): read it whole.
-			rest, rerr := br.ReadBytes('\n')
-			line, err = append(bytes.Clone(line), rest...), rerr
+			// A long line (a big tool result): read it whole, up to a
+			// bound. ReadSlice's line is only valid until the next read.
+			line, err = readLongLine(br, bytes.Clone(line))
 		}
 		if err != nil && err != io.EOF {
 			return Summary{}, fmt.Errorf("read %s: %w", path, err)
@@ -133,6 +133,31 @@ func ReadSummary(path string) (Summary, error) {
 	s := fold.summary()
 	s.SessionID = strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	return s, nil
+}
+
+// maxSummaryLine bounds one log line ReadSummary reads: above any record
+// Rebound writes (a reply is capped at 16 MiB, and JSON escaping can
+// double it). A longer line is skipped unread, so a file that is not a log
+// costs no memory however it is made.
+const maxSummaryLine = 64 << 20
+
+// readLongLine reads the rest of a line whose first part is head. A line
+// over maxSummaryLine is read to its end and dropped: it comes back empty.
+func readLongLine(br *bufio.Reader, head []byte) ([]byte, error) {
+	line := head
+	for {
+		part, err := br.ReadSlice('\n')
+		if line != nil {
+			if len(line)+len(part) > maxSummaryLine {
+				line = nil // dropped; the rest is read and discarded
+			} else {
+				line = append(line, part...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
 }
 
 // MaxTitleRunes is the length ShortTitle cuts a title to.
