@@ -39,6 +39,24 @@ type Config struct {
 	// Source is the path of the file that was read, "" if none; it is
 	// bookkeeping, not a setting.
 	Source string `toml:"-" json:"-"`
+
+	// StateDirFrom says where StateDir came from ("the --state-dir flag",
+	// "REBOUND_STATE_DIR", "state_dir in FILE" or the default), and
+	// StateDirFix what to do when Rebound can't write there, in that
+	// source's terms: blaming REBOUND_STATE_DIR for a default the user
+	// never set sends them to the wrong place. Load sets both; see
+	// StateDirHelp.
+	StateDirFrom string `toml:"-" json:"-"`
+	StateDirFix  string `toml:"-" json:"-"`
+}
+
+// StateDirHelp is the sentence to add to an error about a state directory
+// Rebound can't use: the directory, where it came from and what to do.
+func (c Config) StateDirHelp() string {
+	if c.StateDirFrom == "" { // not from Load
+		return "the state directory is " + c.StateDir
+	}
+	return "the state directory " + c.StateDir + " comes from " + c.StateDirFrom + ": " + c.StateDirFix
 }
 
 // Provider describes the model provider.
