@@ -30,9 +30,13 @@ import (
 // Config is what an Agent needs; cmd/rebound fills it from the user's
 // configuration.
 type Config struct {
-	StateDir  string
-	Model     string
-	MaxTokens int
+	StateDir string
+	// StateDirHelp says where StateDir came from and what to do when it
+	// cannot be written (config.Config.StateDirHelp); empty names every
+	// place it can be set.
+	StateDirHelp string
+	Model        string
+	MaxTokens    int
 	// Provider starts attempts. Nil means no API key was found at start-up:
 	// a turn then asks NewProvider, and fails with auth required, naming
 	// APIKeyEnv and the sign-in method, while there is still none (auth.go).
@@ -472,8 +476,16 @@ func (a *Agent) openError(id string, err error) error {
 	return fmt.Errorf("open session %s: %w", id, err)
 }
 
-// stateDirSetting names where the user sets the state directory.
-const stateDirSetting = "REBOUND_STATE_DIR (or state_dir in the config file, or --state-dir)"
+// stateDirHelp says where the state directory came from and what to do
+// about it: config.Config.StateDirHelp when the agent was given it (it
+// names the one source the user chose, or the default), else every place
+// it can be set.
+func (a *Agent) stateDirHelp() string {
+	if a.cfg.StateDirHelp != "" {
+		return a.cfg.StateDirHelp
+	}
+	return "the state directory " + a.cfg.StateDir + " is set by --state-dir, REBOUND_STATE_DIR or state_dir in the config file: make it writable, or choose another"
+}
 
 // createError is what the editor is told when a new session's log can't be
 // created: the setting that chose the directory, and what to do.
@@ -482,9 +494,9 @@ func (a *Agent) createError(err error) error {
 	if !ok {
 		return fmt.Errorf("create session log: %w", err)
 	}
-	advice := fmt.Sprintf("the state directory %s is set by %s: make it writable, or set REBOUND_STATE_DIR to a directory that is.", a.cfg.StateDir, stateDirSetting)
+	advice := a.stateDirHelp() + "."
 	if specific := writeAdvice(err); specific != "" && !notWritable(err) {
-		advice = specific + " (the state directory " + a.cfg.StateDir + " is set by " + stateDirSetting + ")."
+		advice = specific + " (" + a.stateDirHelp() + ")."
 	}
 	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice, Err: err,
 		Data: map[string]any{"reason": "session_log_create", "path": we.Path, "stateDir": a.cfg.StateDir}}
@@ -503,8 +515,11 @@ func (a *Agent) logError(id string, err error) error {
 			Data: map[string]any{"sessionId": id, "reason": "session_log"}}
 	}
 	advice := writeAdvice(err)
-	if advice == "" {
-		advice = "check the disk and the state directory (set by " + stateDirSetting + ") and try again"
+	switch {
+	case notWritable(err):
+		advice = a.stateDirHelp()
+	case advice == "":
+		advice = "check the disk and try again; " + a.stateDirHelp()
 	}
 	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice + "; the session recovers with the next prompt.", Err: err,
 		Data: map[string]any{"sessionId": id, "reason": "session_log_write", "path": we.Path}}
@@ -517,8 +532,6 @@ func writeAdvice(err error) string {
 		return "free disk space and try again"
 	case errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE):
 		return "Rebound has too many files open: raise the open-file limit (ulimit -n) it is started with, or close other programs, and try again"
-	case notWritable(err):
-		return "make the state directory writable (it is set by " + stateDirSetting + ") and try again"
 	}
 	return ""
 }

@@ -48,7 +48,7 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	sums, err := a.index.List()
 	if err != nil {
 		return acp.ListSessionsResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Err: err,
-			Message: fmt.Sprintf("Rebound could not list its sessions: %v; check the state directory %s (set by %s)", err, a.cfg.StateDir, stateDirSetting),
+			Message: fmt.Sprintf("Rebound could not list its sessions: %v; %s", err, a.stateDirHelp()),
 			Data:    map[string]any{"reason": "session_list", "stateDir": a.cfg.StateDir}}
 	}
 	cwd := ""

@@ -196,13 +196,14 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		log.Warn().Err(err).Msg("no usable API key")
 	}
 	a := agent.New(agent.Config{
-		StateDir:    cfg.StateDir,
-		Model:       cfg.Provider.Model,
-		MaxTokens:   cfg.Provider.MaxTokens,
-		Provider:    provider,
-		APIKeyEnv:   cfg.Provider.APIKeyEnv,
-		NewProvider: newProvider,
-		Recovery:    recoveryConfig(cfg.Recovery),
+		StateDir:     cfg.StateDir,
+		StateDirHelp: cfg.StateDirHelp(),
+		Model:        cfg.Provider.Model,
+		MaxTokens:    cfg.Provider.MaxTokens,
+		Provider:     provider,
+		APIKeyEnv:    cfg.Provider.APIKeyEnv,
+		NewProvider:  newProvider,
+		Recovery:     recoveryConfig(cfg.Recovery),
 		Truncation: agent.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
