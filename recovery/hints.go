@@ -39,17 +39,17 @@ var resetHeaders = []struct{ reset, remaining string }{
 // HintSources lists every source of a wait, in the order they are tried,
 // for the docs.
 func HintSources() []string {
-	s := []string{SourceRetryAfterMs, SourceRetryAfter, SourceRetryInfo}
+	s := []string{SourceRetryAfterMs, SourceRetryAfter, SourceRetryInfo, SourceMessage}
 	for _, h := range resetHeaders {
 		s = append(s, h.reset)
 	}
-	return append(s, SourceMessage)
+	return s
 }
 
 // retryHint reads how long the provider asked to wait, and where it said so:
 // the Retry-After headers first (on any status), then, on a rate limit only,
-// Gemini's RetryInfo in the body, the reset headers of the exhausted limits,
-// and OpenAI's "Please try again in …" in the message. err is a Retry-After
+// Gemini's RetryInfo in the body, OpenAI's "Please try again in …" in the
+// message, and the reset headers of the exhausted limits. err is a Retry-After
 // header that was present but unusable.
 func retryHint(e *llm.Error, code Code, now time.Time) (d time.Duration, source string, err error) {
 	d, ok, err := ParseRetryAfter(e.Header, now)
@@ -66,13 +66,13 @@ func retryHint(e *llm.Error, code Code, now time.Time) (d time.Duration, source 
 	if d, ok := retryInfo(e.Body); ok {
 		return d, SourceRetryInfo, err
 	}
+	if d, ok := messageHint(e.Message); ok {
+		return d, SourceMessage, err // about this very refusal: more precise than a reset time
+	}
 	if e.Status == 429 && !e.InStream {
 		if d, src, ok := resetHint(e, now); ok {
 			return d, src, err
 		}
-	}
-	if d, ok := messageHint(e.Message); ok {
-		return d, SourceMessage, err
 	}
 	return 0, "", err
 }
