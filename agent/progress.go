@@ -15,6 +15,11 @@ import (
 // session.notices) updates.
 const RetryMetaKey = "rebound/retry"
 
+// RefusalMetaKey is the `_meta` key of a prompt answer with stopReason
+// "refusal" that the provider's content filter caused: the failure facts,
+// whose message is the provider's reason.
+const RefusalMetaKey = "rebound/refusal"
+
 // Retry progress phases.
 const (
 	phaseScheduled = "scheduled"
@@ -109,6 +114,9 @@ func (t *turn) noticeText(r recovery.Retry) (title, description string) {
 	description = fmt.Sprintf("Retrying%s (attempt %d of %d)", wait, r.PolicyN+1, r.Max+1)
 	if strings.HasPrefix(r.Policy, "rule:") {
 		description += ", " + strings.Replace(r.Policy, "rule:", "by rule ", 1)
+	}
+	if ra := r.Failure.RetryAfterText(); ra != "" {
+		description += ": " + ra
 	}
 	return title, description
 }

@@ -309,6 +309,11 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 				t.cancelled = true
 				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
 			}
+			if f := recovery.Classify(err); !recorded(err) && f.ContentFilter {
+				// A filtered prompt is the provider's refusal, as a filtered
+				// reply is; its facts (the reason) go with the answer.
+				return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
+			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
 		}
 		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
