@@ -1,6 +1,8 @@
 package tools_test
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,4 +242,52 @@ func realPath(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return r
+}
+
+func TestWorkspace_ReadRegularFile(t *testing.T) {
+	base := t.TempDir()
+	proj := filepath.Join(base, "proj")
+	mkTree(t, base, map[string]string{
+		"proj/AGENTS.md":        "0123456789",
+		"proj/docs/agents.md":   "linked",
+		"proj/dir/":             "",
+		"home/.aws/credentials": "aws_secret_access_key=SECRET",
+	})
+	symlink(t, "docs/agents.md", filepath.Join(proj, "inside.md"))
+	symlink(t, filepath.Join(base, "home/.aws/credentials"), filepath.Join(proj, "evil.md"))
+	symlink(t, "cfg/../.aws/credentials", filepath.Join(proj, "evil2.md"))
+	symlink(t, filepath.Join(base, "home"), filepath.Join(proj, "cfg"))
+	ws := tools.NewWorkspace(proj)
+
+	tests := []struct {
+		path      string
+		limit     int64
+		want      string
+		truncated bool
+		errHas    string
+	}{
+		{path: "AGENTS.md", limit: 100, want: "0123456789"},
+		{path: "AGENTS.md", limit: 10, want: "0123456789"},
+		{path: "AGENTS.md", limit: 4, want: "0123", truncated: true},
+		{path: "inside.md", limit: 100, want: "linked"},
+		{path: "evil.md", limit: 100, errHas: "outside the workspace"},
+		{path: "evil2.md", limit: 100, errHas: "outside the workspace"},
+		{path: "dir", limit: 100, errHas: "dir is a directory, not a regular file"},
+		{path: "missing.md", limit: 100, errHas: "no such file"},
+	}
+	for _, tt := range tests {
+		got, truncated, err := ws.ReadRegularFile(tt.path, tt.limit)
+		if tt.errHas != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) || strings.Contains(string(got)+err.Error(), "SECRET") {
+				t.Errorf("ReadRegularFile(%s) = %q, %v; want an error containing %q", tt.path, got, err, tt.errHas)
+			}
+			continue
+		}
+		if err != nil || string(got) != tt.want || truncated != tt.truncated {
+			t.Errorf("ReadRegularFile(%s, %d) = %q, %v, %v; want %q, %v", tt.path, tt.limit, got, truncated, err, tt.want, tt.truncated)
+		}
+	}
+	if _, _, err := ws.ReadRegularFile("missing.md", 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadRegularFile of a missing file = %v, want fs.ErrNotExist", err)
+	}
 }
