@@ -184,7 +184,10 @@ func resolveLenient(abs string) (string, error) {
 			resolved = filepath.Dir(resolved)
 			continue
 		}
-		next := filepath.Join(resolved, c)
+		next := resolved + c // resolved is clean: it ends in a separator only at the top
+		if !os.IsPathSeparator(resolved[len(resolved)-1]) {
+			next = resolved + string(filepath.Separator) + c
+		}
 		fi, err := os.Lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
