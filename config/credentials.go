@@ -171,7 +171,11 @@ func readCredentials(path string, private bool) (map[string]string, error) {
 	if !info.Mode().IsRegular() {
 		return nil, notRegular
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	flag := os.O_RDONLY
+	if runtime.GOOS != "windows" { // which has no FIFOs in the file system
+		flag |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // MaxReadFileBytes is the largest file LocalFS reads; larger ones are refused
@@ -241,7 +240,7 @@ func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
 		return nil, fi, &notRegularError{name, fi.Mode()}
 	}
 	afterCheck(name)
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -288,6 +287,9 @@ func describeOpenErr(path string, err error, only string) error {
 	if nr, ok := errors.AsType[*notRegularError](err); ok {
 		if nr.mode&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%s changed while it was being opened (it is now a symbolic link); try again", path)
+		}
+		if only == "" {
+			return fmt.Errorf("%s is %s, not a regular file", path, describeMode(nr.mode))
 		}
 		return fmt.Errorf("%s is %s, not a regular file; %s", path, describeMode(nr.mode), only)
 	}

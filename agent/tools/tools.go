@@ -1,7 +1,10 @@
 // Package tools holds the tools Rebound offers the model: their names,
-// argument types and JSON Schemas, the parsing of the model's arguments, the
-// confinement of paths to the workspace, and the local implementations of
-// reading, writing, editing, finding and searching files.
+// argument types and JSON Schemas, the strict parsing of the model's
+// arguments, the confinement of paths to the workspace (checked again when a
+// file is opened, through os.Root), the places where a write needs a
+// person's yes (Workspace.Protected), and the local implementations of
+// reading, writing, editing, finding and searching files, which open regular
+// files only and never block on a FIFO.
 //
 // The package knows nothing about ACP or the session log: the agent decides
 // whether a call goes to the editor's file system or to LocalFS, asks for

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -352,7 +351,7 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 // readDir lists the directory name in root. The open does not block, in
 // case the directory was swapped for a FIFO since it was listed.
 func readDir(root *os.Root, name string) ([]fs.DirEntry, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return nil, err
 	}
