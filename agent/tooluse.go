@@ -267,7 +267,7 @@ func (t *turn) readFile(ctx context.Context, a *tools.ReadFileArgs) toolOutcome 
 // buffers), else from disk.
 func (t *turn) readText(ctx context.Context, path string) (string, error) {
 	if !t.c.Capabilities().FS.ReadTextFile {
-		return tools.LocalFS{}.ReadTextFile(ctx, path)
+		return tools.LocalFS{WS: t.ws}.ReadTextFile(ctx, path)
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s does not exist", t.rel(path))
@@ -315,7 +315,7 @@ func (t *turn) change(ctx context.Context, call session.MessageToolCall, info to
 
 func (t *turn) writeText(ctx context.Context, path, content string) error {
 	if !t.c.Capabilities().FS.WriteTextFile {
-		return tools.LocalFS{}.WriteTextFile(ctx, path, content)
+		return tools.LocalFS{WS: t.ws}.WriteTextFile(ctx, path, content)
 	}
 	if err := t.c.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionID: t.s.id, Path: path, Content: content}); err != nil {
 		return fmt.Errorf("write %s: %w", t.rel(path), err)
