@@ -123,7 +123,7 @@ func mdCode(s string) string {
 // runs then).
 func shownInput(name, arguments string) json.RawMessage {
 	if args, err := tools.Parse(name, arguments); err == nil {
-		return canonical(args)
+		return tools.Canonical(args)
 	}
 	if strings.HasPrefix(name, "mcp__") {
 		if in, err := canonicalObject(arguments); err == nil {
@@ -131,17 +131,6 @@ func shownInput(name, arguments string) json.RawMessage {
 		}
 	}
 	return nil
-}
-
-// canonical encodes decoded arguments (a tools args struct) as JSON.
-func canonical(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // shown to a person: < stays <
-	if err := enc.Encode(v); err != nil {
-		return nil
-	}
-	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // canonicalObject decodes an MCP call's arguments (a JSON object; empty is
@@ -181,7 +170,7 @@ func canonicalObject(arguments string) (json.RawMessage, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("the arguments must be one JSON object, with nothing after it")
 	}
-	return canonical(obj), nil
+	return tools.Canonical(obj), nil
 }
 
 // realDir is dir with its symlinks resolved, as the kernel will see it when

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -298,5 +299,164 @@ func TestAgent_CommandDirectorySwappedDuringPermission(t *testing.T) {
 	last := p.reqs[len(p.reqs)-1].Messages
 	if got := last[len(last)-1].Content; !strings.Contains(got, "changed while permission was asked") {
 		t.Errorf("the model reads %q, want that the directory changed", got)
+	}
+}
+
+// #2: a call that spells a key twice (in another case) shows one command
+// and would run another; it is refused before anyone is asked, and the
+// model is told which key.
+func TestAgent_AmbiguousArgumentsAreRefused(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+		toolCall("c1", "run_command", `{"command":"echo hello","COMMAND":"touch x"}`), text("done"),
+	}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	ed := &approver{answer: session.AllowOnce}
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
+		t.Fatal(err)
+	}
+	if len(ed.asked) != 0 {
+		t.Errorf("asked %d times about an ambiguous call", len(ed.asked))
+	}
+	if _, err := os.Stat(filepath.Join(a.sessions[id].cwd, "x")); err == nil {
+		t.Error("the command hidden in COMMAND ran")
+	}
+	last := p.reqs[len(p.reqs)-1].Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, `"COMMAND"`) {
+		t.Errorf("the model reads %q, want the key named", got)
+	}
+	for _, u := range ed.updates {
+		if u.SessionUpdate == acp.UpdateToolCall && len(u.RawInput) != 0 {
+			t.Errorf("the editor was shown rawInput %s for a call that cannot run", u.RawInput)
+		}
+	}
+}
+
+// #4: a write into .git asks, with the reason, in accept_edits and after
+// "always allow edits", and offers no standing answer.
+func TestAgent_ProtectedWritesAlwaysAsk(t *testing.T) {
+	for _, mode := range []string{ModeAcceptEdits, ModeAsk} {
+		t.Run(mode, func(t *testing.T) {
+			p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+				toolCall("c1", "write_file", `{"path":"notes.txt","content":"fine"}`), text("one"),
+				toolCall("c2", "write_file", `{"path":".git/config","content":"[core]\n\tfsmonitor = touch pwned\n"}`), text("two"),
+			}}
+			a := testAgent(t, Config{Provider: p})
+			id := newSession(t, a)
+			cwd := a.sessions[id].cwd
+			if err := os.MkdirAll(filepath.Join(cwd, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.SetSessionMode(t.Context(), acp.SetSessionModeRequest{SessionID: id, ModeID: mode}, &editor{}); err != nil {
+				t.Fatal(err)
+			}
+			ed := &approver{answer: session.AllowAlways}
+			for _, prompt := range []string{"one", "two"} {
+				if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}}, ed); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantAsked := map[string]int{ModeAcceptEdits: 1, ModeAsk: 2}[mode]
+			if len(ed.asked) != wantAsked {
+				t.Fatalf("%d permission requests, want %d", len(ed.asked), wantAsked)
+			}
+			req := ed.asked[len(ed.asked)-1]
+			if got := shownText(req); !strings.Contains(got, ".git") || !strings.Contains(got, "every mode but full access") {
+				t.Errorf("the request for .git/config says %q, want why it asks", got)
+			}
+			for _, o := range req.Options {
+				if o.Kind == acp.PermissionAllowAlways || o.Kind == acp.PermissionRejectAlways {
+					t.Errorf("a standing answer %q is offered for .git/config", o.OptionID)
+				}
+			}
+		})
+	}
+}
+
+// #5: the project's AGENTS.md is read like a tool reads: a link out of the
+// workspace, or a FIFO, is not sent to the provider (or waited on).
+func TestAgent_AgentsFileIsConfined(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "credentials")
+	if err := os.WriteFile(secret, []byte("aws_secret_access_key = hunter2hunter2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		make func(path string) error
+	}{
+		{"link out", func(path string) error { return os.Symlink(secret, path) }},
+		{"fifo", func(path string) error { return syscall.Mkfifo(path, 0o600) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("ok")}}
+			a := testAgent(t, Config{Provider: p})
+			id := newSession(t, a)
+			if err := tt.make(filepath.Join(a.sessions[id].cwd, "AGENTS.md")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ask(t.Context(), a, id, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			if system := p.reqs[0].Messages[0].Content; strings.Contains(system, "hunter2") || strings.Contains(system, "agents_md") {
+				t.Errorf("the system prompt holds the file: %q", system)
+			}
+		})
+	}
+}
+
+// fsSwapper is an editor with its own file system that, while it asks,
+// swaps the file being written for a link out of the workspace.
+type fsSwapper struct {
+	approver
+	path, to string
+	written  []string
+}
+
+func (c *fsSwapper) Capabilities() acp.ClientCapabilities {
+	return acp.ClientCapabilities{FS: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}}
+}
+
+func (c *fsSwapper) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	b, err := os.ReadFile(req.Path)
+	return acp.ReadTextFileResponse{Content: string(b)}, err
+}
+
+func (c *fsSwapper) WriteTextFile(_ context.Context, req acp.WriteTextFileRequest) error {
+	c.written = append(c.written, req.Path)
+	return nil
+}
+
+func (c *fsSwapper) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	if err := os.Remove(c.path); err != nil {
+		return acp.RequestPermissionResponse{}, err
+	}
+	if err := os.Symlink(c.to, c.path); err != nil {
+		return acp.RequestPermissionResponse{}, err
+	}
+	return c.approver.RequestPermission(ctx, req)
+}
+
+// #7: the editor is never asked to write a file that was swapped for a
+// link while the user decided.
+func TestAgent_WriteTargetSwappedDuringPermission(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+		toolCall("c1", "write_file", `{"path":"notes.txt","content":"new"}`), text("done"),
+	}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	path := filepath.Join(a.sessions[id].cwd, "notes.txt")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ed := &fsSwapper{approver: approver{answer: session.AllowOnce}, path: path, to: filepath.Join(t.TempDir(), ".bash_login")}
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
+		t.Fatal(err)
+	}
+	if len(ed.written) != 0 {
+		t.Errorf("the editor was asked to write %v after the target became a link out", ed.written)
+	}
+	last := p.reqs[len(p.reqs)-1].Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "changed while permission was asked") && !strings.Contains(got, "outside the workspace") {
+		t.Errorf("the model reads %q", got)
 	}
 }

@@ -141,7 +141,7 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 		}
 	case perr == nil:
 		info = tools.Describe(t.ws, args)
-		input = canonical(args)
+		input = tools.Canonical(args)
 	}
 	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
 		Turn: t.number, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
@@ -228,7 +228,7 @@ func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info 
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		return t.change(ctx, call, info, canonical(a), path, old, a.Content)
+		return t.change(ctx, call, info, tools.Canonical(a), path, old, a.Content)
 	case *tools.EditFileArgs:
 		path, err := t.ws.Resolve(a.Path)
 		if err != nil {
@@ -242,7 +242,7 @@ func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info 
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		return t.change(ctx, call, info, canonical(a), path, old, updated)
+		return t.change(ctx, call, info, tools.Canonical(a), path, old, updated)
 	case *tools.RunCommandArgs:
 		return t.runCommand(ctx, call, info, a)
 	}
@@ -298,9 +298,18 @@ func (t *turn) readForChange(ctx context.Context, path string, mayCreate bool) (
 // change asks permission for a write or edit, showing the diff, and writes.
 func (t *turn) change(ctx context.Context, call session.MessageToolCall, info tools.Info, input json.RawMessage, path string, old *string, updated string) (toolOutcome, error) {
 	diff := []acp.ToolCallContent{acp.ContentDiff(path, old, updated)}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input})
+	// Where the write lands, links followed, as the user is asked: the
+	// target must be the same when it is written.
+	target, err := t.ws.Target(path)
+	if err != nil {
+		return failed("%v", err), nil
+	}
+	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.Protected(path)})
 	if !ok || err != nil {
 		return out, err
+	}
+	if now, err := t.ws.Target(path); err != nil || now != target {
+		return failed("Nothing was written: %s changed while permission was asked (it led to %s, and now %s). Look at what changed before trying again.", t.rel(path), target, cmp.Or(now, fmt.Sprint(err))), nil
 	}
 	t.inProgress(ctx, call.ID, nil)
 	if err := t.writeText(ctx, path, updated); err != nil {
@@ -463,7 +472,7 @@ func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, inf
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, t.agent.cfg.Tools.MaxCommandTimeout)
 	}
 	runs := tools.RunCommandArgs{Command: a.Command, Cwd: dir, TimeoutSeconds: int((timeout + time.Second - 1) / time.Second)}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: canonical(runs)})
+	ok, out, err := t.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs)})
 	if !ok || err != nil {
 		return out, err
 	}
