@@ -410,6 +410,7 @@ type fsSwapper struct {
 	approver
 	path, to string
 	written  []string
+	readHook func()
 }
 
 func (c *fsSwapper) Capabilities() acp.ClientCapabilities {
@@ -417,6 +418,10 @@ func (c *fsSwapper) Capabilities() acp.ClientCapabilities {
 }
 
 func (c *fsSwapper) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	if c.readHook != nil {
+		c.readHook()
+		return acp.ReadTextFileResponse{}, nil
+	}
 	b, err := os.ReadFile(req.Path)
 	return acp.ReadTextFileResponse{Content: string(b)}, err
 }
@@ -458,5 +463,28 @@ func TestAgent_WriteTargetSwappedDuringPermission(t *testing.T) {
 	last := p.reqs[len(p.reqs)-1].Messages
 	if got := last[len(last)-1].Content; !strings.Contains(got, "changed while permission was asked") && !strings.Contains(got, "outside the workspace") {
 		t.Errorf("the model reads %q", got)
+	}
+}
+
+// #10: a FIFO in the workspace is refused before the editor is asked to
+// read it (its read would block, beyond cancel).
+func TestAgent_EditorIsNotAskedToReadAFIFO(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){
+		toolCall("c1", "read_file", `{"path":"pipe"}`), text("done"),
+	}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	if err := syscall.Mkfifo(filepath.Join(a.sessions[id].cwd, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ed := &fsSwapper{}
+	reads := 0
+	ed.readHook = func() { reads++ }
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
+		t.Fatal(err)
+	}
+	last := p.reqs[len(p.reqs)-1].Messages
+	if got := last[len(last)-1].Content; reads != 0 || !strings.Contains(got, "not a regular file") {
+		t.Errorf("%d reads asked of the editor; the model reads %q", reads, got)
 	}
 }

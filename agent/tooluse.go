@@ -269,8 +269,14 @@ func (t *turn) readText(ctx context.Context, path string) (string, error) {
 	if !t.c.Capabilities().FS.ReadTextFile {
 		return tools.LocalFS{WS: t.ws}.ReadTextFile(ctx, path)
 	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	switch fi, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%s does not exist", t.rel(path))
+	case err == nil && fi.IsDir():
+		return "", fmt.Errorf("%s is a directory, not a file; use find_files to list its files", t.rel(path))
+	case err == nil && !fi.Mode().IsRegular():
+		// A FIFO or a device would block the editor's read, or never end.
+		return "", fmt.Errorf("%s is not a regular file; only text files can be read", t.rel(path))
 	}
 	res, err := t.c.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionID: t.s.id, Path: path})
 	if err != nil {
