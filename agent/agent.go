@@ -67,6 +67,9 @@ type Config struct {
 	// DefaultMode is the mode of a session with none recorded (one of
 	// Modes); "" means DefaultMode.
 	DefaultMode string
+	// WaitStatus chooses how waits and give-ups are shown (one of
+	// WaitStatuses); "" means WaitStatusAuto.
+	WaitStatus string
 	// Models are offered for the session's model when the provider gives
 	// no list of its own.
 	Models []string
@@ -268,9 +271,13 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
+	var waits []session.WaitStatus
+	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
+		waits = session.WaitStatuses(s.events)
+	}
 	modes, opts := a.sessionConfig(ctx, s.current())
 	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
-		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs)
+		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 }
 
 // state returns the session's state, making an empty one (its log not yet

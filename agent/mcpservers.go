@@ -115,6 +115,19 @@ func (m *mcpServers) wait(ctx context.Context) *mcp.Set {
 	return m.set
 }
 
+// starting reports whether the servers are still starting.
+func (m *mcpServers) starting() bool {
+	if m == nil {
+		return false
+	}
+	select {
+	case <-m.ready:
+		return false
+	default:
+		return true
+	}
+}
+
 // takeFailures returns the failures not yet told, and forgets them.
 func (m *mcpServers) takeFailures() []mcp.Failure {
 	if m == nil {
@@ -153,7 +166,8 @@ func (m *mcpServers) close() {
 // turn's log on stderr always.
 func (t *turn) reportMCP(ctx context.Context) {
 	for _, f := range t.s.mcp.takeFailures() {
-		if !t.c.Capabilities().Notices() {
+		t.statusMCPFailure(ctx, f)
+		if !t.statusNotices() {
 			continue
 		}
 		t.notify(ctx, acp.SessionUpdate{

@@ -544,5 +544,8 @@ func plural(n int, word string) string {
 	if strings.HasSuffix(word, "ch") {
 		return word + "es"
 	}
+	if strings.HasSuffix(word, "ry") {
+		return strings.TrimSuffix(word, "y") + "ies"
+	}
 	return word + "s"
 }

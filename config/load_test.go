@@ -245,7 +245,7 @@ output_limit = 4096
 				{Match: "code=insufficient_quota", Delay: config.Duration(time.Minute), MaxRetries: 0},
 			},
 		},
-		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true, DefaultMode: "read_only"},
+		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true, DefaultMode: "read_only", WaitStatus: "auto"},
 		Tools:    config.Tools{CommandTimeout: config.Duration(30 * time.Second), MaxCommandTimeout: config.Duration(5 * time.Minute), OutputLimit: 4096},
 		LogLevel: "warn",
 		StateDir: "/var/lib/rebound",

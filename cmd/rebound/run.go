@@ -219,6 +219,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Instructions:        cfg.Agent.Instructions,
 		ReplaceInstructions: cfg.Agent.ReplaceInstructions,
 		DefaultMode:         cfg.Agent.DefaultMode,
+		WaitStatus:          cfg.Agent.WaitStatus,
 		Models:              cfg.Provider.Models,
 		ReasoningEffort:     cfg.Provider.ReasoningEffort,
 		MCPConnect:          e.mcpConnect,
