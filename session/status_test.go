@@ -14,7 +14,9 @@ func TestWaitStatuses(t *testing.T) {
 	failStep := func(turn, step int) rec {
 		return rec{session.TypeStepEnd, `{"turn":` + itoa(turn) + `,"step":` + itoa(step) + `,"outcome":"failed","failure":{"code":"SERVER","message":"busy"}}`}
 	}
-	step := func(turn, n int) rec { return rec{session.TypeStepStart, `{"turn":` + itoa(turn) + `,"step":` + itoa(n) + `}`} }
+	step := func(turn, n int) rec {
+		return rec{session.TypeStepStart, `{"turn":` + itoa(turn) + `,"step":` + itoa(n) + `}`}
+	}
 	log := render(rStart,
 		// Turn 1: fails, retries, recovers.
 		rTurn1, rStep1, failStep(1, 1), retry(1, 1, 1, "r1"), step(1, 2),
