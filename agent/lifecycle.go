@@ -61,6 +61,11 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 		if cwd != "" && filepath.Clean(s.Cwd) != cwd {
 			continue
 		}
+		if s.Title == "" {
+			// No turn yet: a chat opened and closed, or the one the
+			// editor has open now. A list of raw ids helps nobody.
+			continue
+		}
 		if after != nil && !after.before(s) {
 			continue
 		}
@@ -319,5 +324,6 @@ func promptTitle(blocks []acp.ContentBlock) string {
 			return t
 		}
 	}
-	return ""
+	// Images only, or blanks: a session with a turn always has a title.
+	return session.UntitledSession
 }

@@ -73,6 +73,11 @@ func (f *summaryFold) add(t time.Time, typ string, data json.RawMessage) {
 		if json.Unmarshal(data, &d) == nil {
 			f.derived = ShortTitle(d.Text)
 		}
+		if f.derived == "" {
+			// A prompt of images or blanks: a session with a turn always
+			// has a title, which is how a list tells it from one without.
+			f.derived = UntitledSession
+		}
 	}
 }
 
@@ -159,6 +164,10 @@ func readLongLine(br *bufio.Reader, head []byte) ([]byte, error) {
 		}
 	}
 }
+
+// UntitledSession is the title of a session whose first prompt has no
+// words to make one from.
+const UntitledSession = "Untitled session"
 
 // MaxTitleRunes is the length ShortTitle cuts a title to.
 const MaxTitleRunes = 60
