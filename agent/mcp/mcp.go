@@ -9,8 +9,9 @@
 // A server is an untrusted peer, and a broken or malicious one must cost
 // Rebound neither a session nor the process. So everything a server sends is
 // bounded (tools, descriptions, schemas, results, message sizes), every wait
-// has a timeout, a stdio server runs in its own process group that Close
-// kills, its stderr never reaches Rebound's stdout (the ACP connection), and
+// has a timeout, a stdio server runs under internal/proc, so that Close (or
+// its exit) kills everything it started, its environment lacks Rebound's
+// credentials, its stderr never reaches Rebound's stdout (the ACP connection), and
 // a server that dies turns into clear errors for the calls of its tools
 // instead of hangs.
 package mcp
@@ -32,6 +33,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/internal/proc"
 )
 
 // Transports of a Spec.
@@ -83,6 +85,9 @@ type Options struct {
 	StopGrace time.Duration
 	// Dir is the working directory of stdio servers: the session's cwd.
 	Dir string
+	// Secrets are left out of the environment stdio servers inherit from
+	// Rebound; a Spec's own Env still applies.
+	Secrets proc.Secrets
 	// Logger receives the servers' stderr (debug) and what was dropped or
 	// went wrong (warn).
 	Logger zerolog.Logger
@@ -407,7 +412,7 @@ func startServer(ctx context.Context, sp Spec, opts Options) (*server, []*sdk.To
 		transport, abort = t, func() {}
 		srv.stopNet = func() {}
 	case sp.transport() == TransportStdio:
-		p, err := startProcess(sp, opts.Dir, srv.log)
+		p, err := startProcess(sp, opts.Dir, opts.Secrets, srv.log)
 		if err != nil {
 			srv.cancelCalls()
 			return nil, nil, fmt.Errorf("MCP server %q could not be started: %w", sp.Name, err)

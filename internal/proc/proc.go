@@ -34,7 +34,7 @@ type Cmd struct {
 	Args []string // the arguments after the name
 	Dir  string   // the working directory; "" is Rebound's
 	// Env is the environment; nil means Rebound's (os.Environ) with PWD set
-	// to Dir, as os/exec does.
+	// to Dir, as os/exec does. Of a name given twice, the last value wins.
 	Env []string
 	// The standard streams; nil is the null device.
 	Stdin, Stdout, Stderr *os.File
@@ -87,6 +87,7 @@ func Start(c Cmd) (*Process, error) {
 	if env == nil {
 		env = Environ(Secrets{}, c.Dir)
 	}
+	env = dedupEnv(env)
 	if canReap() {
 		return startReaped(c, name, env)
 	}
@@ -185,6 +186,24 @@ func (p *Process) signal(sig groupSignal) {
 		return
 	}
 	signalGroup(p.cmd.Process, sig)
+}
+
+// dedupEnv keeps the last value of each name, as os/exec does: a program's
+// getenv would find the first.
+func dedupEnv(env []string) []string {
+	last := make(map[string]int, len(env))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		last[name] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if last[name] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Environ is Rebound's environment (os.Environ) without s, with PWD set to

@@ -253,6 +253,25 @@ func TestSignals(t *testing.T) {
 	}
 }
 
+func TestStart_LastValueWins(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// env shows every entry; a Go program's Getenv would see the first.
+	p, err := proc.Start(proc.Cmd{Name: "env", Env: []string{"A=first", "B=b", "A=last"}, Stdout: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	if b, _ := os.ReadFile(out); string(b) != "B=b\nA=last\n" {
+		t.Errorf("environment = %q, want B=b and A=last", b)
+	}
+}
+
 func TestEnviron(t *testing.T) {
 	t.Setenv("PROC_TEST_KEY", "sk-proc-test-secret")
 	t.Setenv("PROC_TEST_COPY", "sk-proc-test-secret")
