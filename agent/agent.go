@@ -23,6 +23,7 @@ import (
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -90,6 +91,11 @@ type Config struct {
 	// this long, which releases it for another Rebound process (another
 	// editor window). 0 means DefaultLogIdleTimeout; negative, never.
 	LogIdleTimeout time.Duration
+	// Secrets, when set, is what commands run on this machine and stdio MCP
+	// servers must not inherit from Rebound's environment: the API key and
+	// the variable holding it. Asked at each start, as the key in use may
+	// change. Nil leaves out APIKeyEnv.
+	Secrets func() proc.Secrets
 }
 
 // Tools configures the tools the model may call.

@@ -10,14 +10,16 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools/shell"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/session"
 )
 
 // runLocally runs a command on this machine, in its own process group, with
-// the timeout and output cap; a cancel kills the group and keeps the output
-// so far.
+// the timeout and output cap, and without Rebound's credentials in its
+// environment; a cancel kills what it started and keeps the output so far.
 func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time.Duration) (toolOutcome, error) {
-	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: t.agent.cfg.Tools.OutputLimit})
+	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: t.agent.cfg.Tools.OutputLimit,
+		Secrets: t.agent.childSecrets()})
 	if err != nil {
 		return failed("The command could not be started: %v", err), nil
 	}
@@ -37,6 +39,16 @@ func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time
 // terminalCleanupTimeout bounds each request to the editor that cleans up
 // after a command in its terminal (kill, output, release).
 const terminalCleanupTimeout = 5 * time.Second
+
+// childSecrets is what processes Rebound starts must not inherit (see
+// Config.Secrets). A command in the editor's terminal has the editor's
+// environment, not Rebound's.
+func (a *Agent) childSecrets() proc.Secrets {
+	if a.cfg.Secrets != nil {
+		return a.cfg.Secrets()
+	}
+	return proc.Secrets{Names: []string{a.apiKeyEnv()}}
+}
 
 // runInTerminal runs a command in a terminal of the editor's, shown live in
 // the tool call. The terminal is released in every outcome; a timeout or a

@@ -51,6 +51,7 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 	go func() {
 		set, failures := mcp.Start(ctx, specs, mcp.Options{
 			Dir:     cwd,
+			Secrets: a.childSecrets(),
 			Logger:  log,
 			Connect: a.cfg.MCPConnect,
 			OnExit: func(server string, err error) {
