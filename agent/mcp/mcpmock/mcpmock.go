@@ -219,7 +219,7 @@ func spawn(detached bool) (int, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), EnvServe+"=1", EnvSilent+"=1", EnvPIDFile+"=", EnvLinger+"=1")
 	if detached {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		detach(cmd)
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, err
