@@ -227,7 +227,9 @@ func reap() int {
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		// The command's own group is what signals are forwarded to. If the
 		// reaper is killed (SIGKILL leaves it no clean-up), the command
-		// dies with it.
+		// dies with it: Linux ties that signal to the forking thread, and
+		// this runs in init, on the main thread, which lives as long as the
+		// reaper.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
