@@ -64,12 +64,19 @@ func checkMcpServers(servers []McpServer) error {
 	if len(servers) > maxMcpServers {
 		return NewInvalidParams("mcpServers has %d servers; at most %d are supported", len(servers), maxMcpServers)
 	}
+	names := make(map[string]int, len(servers)) // mcpToolKey -> index
 	for i, m := range servers {
+		first, dup := names[mcpToolKey(m.Name)]
 		switch {
 		case m.Name == "":
 			return NewInvalidParams("mcpServers[%d].name is required", i)
 		case len(m.Name) > maxMcpNameLen:
 			return NewInvalidParams("mcpServers[%d].name is %d bytes; at most %d are allowed", i, len(m.Name), maxMcpNameLen)
+		case dup && servers[first].Name == m.Name:
+			return NewInvalidParams("mcpServers[%d] and mcpServers[%d] are both named %s; each MCP server needs a name of its own", first, i, quote(m.Name))
+		case dup:
+			return NewInvalidParams("mcpServers[%d] (%s) and mcpServers[%d] (%s) differ only in case or in characters a tool name cannot hold (both name their tools mcp__%s__…, ignoring case); each MCP server needs a name of its own",
+				first, quote(servers[first].Name), i, quote(m.Name), mcpToolKey(m.Name))
 		case len(m.Args) > maxMcpArgs || len(m.Env) > maxMcpEnv || len(m.Headers) > maxMcpHeaders:
 			return NewInvalidParams("mcpServers[%d] (%s) has too many args, env or headers (at most %d, %d and %d)", i, quote(m.Name), maxMcpArgs, maxMcpEnv, maxMcpHeaders)
 		}
@@ -90,6 +97,7 @@ func checkMcpServers(servers []McpServer) error {
 				return NewInvalidParams("mcpServers[%d] (%s) has an env or header entry without a name, or too long", i, quote(m.Name))
 			}
 		}
+		names[mcpToolKey(m.Name)] = i
 		switch m.Transport() {
 		case McpStdio:
 			if m.Command == "" {
@@ -105,4 +113,24 @@ func checkMcpServers(servers []McpServer) error {
 		}
 	}
 	return nil
+}
+
+// mcpToolKey is what two server names must not share: the agent names a
+// server's tools mcp__<name>__<tool> with every character outside
+// [A-Za-z0-9_-] made '_' (agent/mcp's sanitize), so names that map to one
+// prefix, or to prefixes that differ only in case, would offer the model
+// tools it cannot tell apart, and the agent would start only the first.
+func mcpToolKey(name string) string {
+	b := make([]byte, 0, len(name))
+	for _, r := range name {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			b = append(b, byte(r)+'a'-'A')
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			b = append(b, byte(r))
+		default:
+			b = append(b, '_')
+		}
+	}
+	return string(b)
 }

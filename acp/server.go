@@ -70,9 +70,13 @@ type Server struct {
 	base context.Context
 	stop context.CancelCauseFunc
 
-	mu    sync.Mutex
-	caps  ClientCapabilities
-	turns map[string]*turn // running turn per session id
+	mu   sync.Mutex
+	caps ClientCapabilities
+	// initialized is set by the first initialize: what a session may do
+	// (write through the editor, run in its terminal) depends on the
+	// capabilities it declares, so nothing else is served before it.
+	initialized bool
+	turns       map[string]*turn // running turn per session id
 	// closing counts the session/close and session/delete requests being
 	// served per session id: prompts for it are refused meanwhile.
 	closing  map[string]int
@@ -231,6 +235,12 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 		ev = ev.Str("id", s.idText(req.ID))
 	}
 	ev.Msg("acp: received")
+	if req.Method != MethodInitialize && !s.isInitialized() {
+		if !req.Notif {
+			s.reply(ctx, c, req, nil, errNotInitialized(req.Method))
+		}
+		return
+	}
 	switch req.Method {
 	case MethodInitialize:
 		res, err := s.initialize(req)
@@ -271,6 +281,21 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 	}
 }
 
+func (s *Server) isInitialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized
+}
+
+// errNotInitialized answers a request that came before initialize. A
+// session served without the client's capabilities would write files past
+// the editor's buffers and run commands outside its terminal without a word.
+func errNotInitialized(method string) error {
+	return &RequestError{Code: CodeInvalidRequest,
+		Message: method + " came before initialize: Rebound serves nothing until the client has sent initialize with its capabilities. Restart the agent from the editor, or report this to the editor's developers.",
+		Data:    map[string]any{"reason": "not_initialized", "method": method}}
+}
+
 func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 	var p InitializeRequest
 	if err := decodeParams(req, &p, false); err != nil {
@@ -278,6 +303,7 @@ func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 	}
 	s.mu.Lock()
 	s.caps = p.ClientCapabilities
+	s.initialized = true
 	s.mu.Unlock()
 	ev := s.log.Info().Int("clientProtocolVersion", p.ProtocolVersion)
 	if p.ClientInfo != nil {

@@ -83,6 +83,23 @@ func (b *syncBuffer) String() string {
 // serve starts a Server inside the current synctest bubble.
 func serve(t *testing.T, ctx context.Context, agent acp.Agent, cfg acp.Config) *wire {
 	t.Helper()
+	w := serveUninitialized(t, ctx, agent, cfg)
+	// A client initializes first; the tests that care send their own
+	// initialize too, which is answered again.
+	w.send(initializeLine)
+	if got := w.recv(); !strings.Contains(got, `"id":"init"`) {
+		t.Fatalf("initialize answered %s", got)
+	}
+	return w
+}
+
+// initializeLine is the initialize a client sends first, with no
+// capabilities.
+const initializeLine = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}`
+
+// serveUninitialized is serve without the initialize a client sends first.
+func serveUninitialized(t *testing.T, ctx context.Context, agent acp.Agent, cfg acp.Config) *wire {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	w := &wire{t: t, in: inW, lines: make(chan string, 64), done: make(chan error, 1)}
@@ -1025,4 +1042,43 @@ func TestRequestError_DoesNotRepeatItsCause(t *testing.T) {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
 		}
 	}
+}
+
+// A client that skips initialize (codecompanion after a failed sign-in)
+// would get a session with no capabilities: edits past the editor's
+// buffers, commands outside its terminal. Every request before initialize
+// is refused, saying so; after it, the same request is served.
+func TestServer_RequestsBeforeInitializeAreRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		created := 0
+		agent := &fakeAgent{NewSessionFunc: func(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+			created++
+			return acp.NewSessionResponse{SessionID: "s1"}, nil
+		}}
+		w := serveUninitialized(t, t.Context(), agent, acp.Config{})
+		for i, method := range []string{acp.MethodSessionNew, acp.MethodSessionPrompt, acp.MethodSessionList} {
+			w.send(request(i+1, method, map[string]any{"cwd": "/w", "mcpServers": []any{}, "sessionId": "s1", "prompt": []any{}}))
+			var got struct {
+				Error struct {
+					Code    int
+					Message string
+					Data    map[string]any
+				}
+			}
+			if err := json.Unmarshal([]byte(w.recv()), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Error.Code != acp.CodeInvalidRequest || got.Error.Data["reason"] != "not_initialized" || !strings.Contains(got.Error.Message, method+" came before initialize") {
+				t.Errorf("%s before initialize answered %+v", method, got.Error)
+			}
+		}
+		w.send(cancel("s1")) // a notification: ignored, not answered
+		w.send(initializeLine)
+		w.recv()
+		w.send(request(9, acp.MethodSessionNew, map[string]any{"cwd": "/w", "mcpServers": []any{}}))
+		sameJSON(t, "session/new after initialize", `{"jsonrpc":"2.0","id":9,"result":{"sessionId":"s1"}}`, w.recv())
+		if created != 1 {
+			t.Errorf("%d sessions created, want 1", created)
+		}
+	})
 }

@@ -32,7 +32,7 @@ func startStuckServer(t *testing.T, agent *fakeAgent) *stuckServer {
 	s := &stuckServer{in: inW, out: newGatedWriter(), cancel: cancel, done: make(chan error, 1)}
 	srv := acp.NewServer(agent, acp.Config{Logger: zerolog.New(io.MultiWriter(t.Output(), &s.log))})
 	go func() { s.done <- srv.Serve(ctx, inR, s.out) }()
-	if _, err := io.WriteString(inW, prompt(1, "s", "go")+"\n"); err != nil {
+	if _, err := io.WriteString(inW, initializeLine+"\n"+prompt(1, "s", "go")+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	synctest.Wait()

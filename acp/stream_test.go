@@ -504,7 +504,7 @@ func TestLineStream_ServeReturnsAfterOutputIsWritten(t *testing.T) {
 				out := &slowWriter{}
 				done := make(chan error)
 				go func() { done <- acp.NewServer(agent, acp.Config{}).Serve(ctx, inR, out) }()
-				if _, err := io.WriteString(inW, prompt(1, "s", "hi")+"\n"); err != nil {
+				if _, err := io.WriteString(inW, initializeLine+"\n"+prompt(1, "s", "hi")+"\n"); err != nil {
 					t.Fatal(err)
 				}
 				synctest.Wait() // the turn waits for ctx

@@ -23,6 +23,7 @@ import (
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -30,9 +31,13 @@ import (
 // Config is what an Agent needs; cmd/rebound fills it from the user's
 // configuration.
 type Config struct {
-	StateDir  string
-	Model     string
-	MaxTokens int
+	StateDir string
+	// StateDirHelp says where StateDir came from and what to do when it
+	// cannot be written (config.Config.StateDirHelp); empty names every
+	// place it can be set.
+	StateDirHelp string
+	Model        string
+	MaxTokens    int
 	// Provider starts attempts. Nil means no API key was found at start-up:
 	// a turn then asks NewProvider, and fails with auth required, naming
 	// APIKeyEnv and the sign-in method, while there is still none (auth.go).
@@ -63,6 +68,9 @@ type Config struct {
 	// DefaultMode is the mode of a session with none recorded (one of
 	// Modes); "" means DefaultMode.
 	DefaultMode string
+	// WaitStatus chooses how waits and give-ups are shown (one of
+	// WaitStatuses); "" means WaitStatusAuto.
+	WaitStatus string
 	// Models are offered for the session's model when the provider gives
 	// no list of its own.
 	Models []string
@@ -83,6 +91,11 @@ type Config struct {
 	// this long, which releases it for another Rebound process (another
 	// editor window). 0 means DefaultLogIdleTimeout; negative, never.
 	LogIdleTimeout time.Duration
+	// Secrets, when set, is what commands run on this machine and stdio MCP
+	// servers must not inherit from Rebound's environment: the API key and
+	// the variable holding it. Asked at each start, as the key in use may
+	// change. Nil leaves out APIKeyEnv.
+	Secrets func() proc.Secrets
 }
 
 // Tools configures the tools the model may call.
@@ -143,6 +156,9 @@ type sessionState struct {
 	additionalDirs []string
 	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
 	rules          map[string]string // standing permission answers by scope, from the log
+	// toolIDs are the tool call ids the session has used, made from the log
+	// on first need and kept with it; nil until then.
+	toolIDs map[string]bool
 	// reload makes the next acquire close the log and read it again: a
 	// turn panicked, and memory may not match the file.
 	reload bool
@@ -261,9 +277,13 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
+	var waits []session.WaitStatus
+	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
+		waits = session.WaitStatuses(s.events)
+	}
 	modes, opts := a.sessionConfig(ctx, s.current())
 	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
-		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs)
+		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 }
 
 // state returns the session's state, making an empty one (its log not yet
@@ -336,7 +356,7 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 		a.cfg.Logger.Warn().Str("session", s.id).Str("path", log.Path()).Msg(w)
 	}
 	s.loaded = true
-	s.events, s.rules = loaded.Events, session.PermissionRules(loaded.Events)
+	s.events, s.rules, s.toolIDs = loaded.Events, session.PermissionRules(loaded.Events), nil
 	a.loadOptions(s)
 	sum, titled := session.Summarize(loaded.Events)
 	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
@@ -412,7 +432,7 @@ func (a *Agent) closeLocked(s *sessionState) {
 	}
 	a.open.Remove(s.elem)
 	s.log, s.elem = nil, nil
-	s.events, s.rules = nil, nil
+	s.events, s.rules, s.toolIDs = nil, nil, nil
 }
 
 // release ends a use that acquire began: the log stays open for the next
@@ -469,8 +489,16 @@ func (a *Agent) openError(id string, err error) error {
 	return fmt.Errorf("open session %s: %w", id, err)
 }
 
-// stateDirSetting names where the user sets the state directory.
-const stateDirSetting = "REBOUND_STATE_DIR (or state_dir in the config file, or --state-dir)"
+// stateDirHelp says where the state directory came from and what to do
+// about it: config.Config.StateDirHelp when the agent was given it (it
+// names the one source the user chose, or the default), else every place
+// it can be set.
+func (a *Agent) stateDirHelp() string {
+	if a.cfg.StateDirHelp != "" {
+		return a.cfg.StateDirHelp
+	}
+	return "the state directory " + a.cfg.StateDir + " is set by --state-dir, REBOUND_STATE_DIR or state_dir in the config file: make it writable, or choose another"
+}
 
 // createError is what the editor is told when a new session's log can't be
 // created: the setting that chose the directory, and what to do.
@@ -479,9 +507,9 @@ func (a *Agent) createError(err error) error {
 	if !ok {
 		return fmt.Errorf("create session log: %w", err)
 	}
-	advice := fmt.Sprintf("the state directory %s is set by %s: make it writable, or set REBOUND_STATE_DIR to a directory that is.", a.cfg.StateDir, stateDirSetting)
+	advice := a.stateDirHelp() + "."
 	if specific := writeAdvice(err); specific != "" && !notWritable(err) {
-		advice = specific + " (the state directory " + a.cfg.StateDir + " is set by " + stateDirSetting + ")."
+		advice = specific + " (" + a.stateDirHelp() + ")."
 	}
 	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice, Err: err,
 		Data: map[string]any{"reason": "session_log_create", "path": we.Path, "stateDir": a.cfg.StateDir}}
@@ -500,8 +528,11 @@ func (a *Agent) logError(id string, err error) error {
 			Data: map[string]any{"sessionId": id, "reason": "session_log"}}
 	}
 	advice := writeAdvice(err)
-	if advice == "" {
-		advice = "check the disk and the state directory (set by " + stateDirSetting + ") and try again"
+	switch {
+	case notWritable(err):
+		advice = a.stateDirHelp()
+	case advice == "":
+		advice = "check the disk and try again; " + a.stateDirHelp()
 	}
 	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice + "; the session recovers with the next prompt.", Err: err,
 		Data: map[string]any{"sessionId": id, "reason": "session_log_write", "path": we.Path}}
@@ -514,8 +545,6 @@ func writeAdvice(err error) string {
 		return "free disk space and try again"
 	case errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE):
 		return "Rebound has too many files open: raise the open-file limit (ulimit -n) it is started with, or close other programs, and try again"
-	case notWritable(err):
-		return "make the state directory writable (it is set by " + stateDirSetting + ") and try again"
 	}
 	return ""
 }

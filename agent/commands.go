@@ -10,14 +10,16 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools/shell"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/session"
 )
 
 // runLocally runs a command on this machine, in its own process group, with
-// the timeout and output cap; a cancel kills the group and keeps the output
-// so far.
+// the timeout and output cap, and without Rebound's credentials in its
+// environment; a cancel kills what it started and keeps the output so far.
 func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time.Duration) (toolOutcome, error) {
-	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: t.agent.cfg.Tools.OutputLimit})
+	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: t.agent.cfg.Tools.OutputLimit,
+		Secrets: t.agent.childSecrets()})
 	if err != nil {
 		return failed("The command could not be started: %v", err), nil
 	}
@@ -32,6 +34,20 @@ func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time
 		return out, errCancelledDuringTool
 	}
 	return out, nil
+}
+
+// terminalCleanupTimeout bounds each request to the editor that cleans up
+// after a command in its terminal (kill, output, release).
+const terminalCleanupTimeout = 5 * time.Second
+
+// childSecrets is what processes Rebound starts must not inherit (see
+// Config.Secrets). A command in the editor's terminal has the editor's
+// environment, not Rebound's.
+func (a *Agent) childSecrets() proc.Secrets {
+	if a.cfg.Secrets != nil {
+		return a.cfg.Secrets()
+	}
+	return proc.Secrets{Names: []string{a.apiKeyEnv()}}
 }
 
 // runInTerminal runs a command in a terminal of the editor's, shown live in
@@ -50,9 +66,15 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		return failed("The editor could not start the command: %v", err), nil
 	}
 	term := acp.TerminalRequest{SessionID: t.s.id, TerminalID: created.TerminalID}
-	// Clean-up must happen even when the turn's context is cancelled.
-	bg := context.WithoutCancel(ctx)
+	// Clean-up must happen even when the turn's context is cancelled, and
+	// must not wait for an editor that never answers: a cancelled prompt
+	// is answered within a few of these bounds whatever the editor does.
+	bg := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), terminalCleanupTimeout)
+	}
 	defer func() {
+		bg, stop := bg()
+		defer stop()
 		if err := t.c.ReleaseTerminal(bg, term); err != nil {
 			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not release the terminal")
 		}
@@ -66,11 +88,15 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 	timedOut := werr != nil && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded)
 	cancelled := werr != nil && ctx.Err() != nil
 	if werr != nil && (timedOut || cancelled) {
+		bg, stop := bg()
 		if err := t.c.KillTerminal(bg, term); err != nil {
 			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not kill the terminal")
 		}
+		stop()
 	}
-	output, oerr := t.c.TerminalOutput(bg, term)
+	octx, stop := bg()
+	output, oerr := t.c.TerminalOutput(octx, term)
+	stop()
 	if oerr == nil && output.ExitStatus != nil && werr != nil {
 		exit, werr = *output.ExitStatus, nil
 	}

@@ -493,6 +493,15 @@ func TestAgent_UnwritableStateDir(t *testing.T) {
 	if strings.Count(re.Message, "create") != 1 {
 		t.Errorf("message repeats itself: %q", re.Message)
 	}
+
+	// Given where the directory came from, the message names that and
+	// nothing the user never set.
+	help := "the state directory " + dir + " comes from the default, ~/.local/state/rebound ($XDG_STATE_HOME is not set): make it writable, or choose another with --state-dir"
+	b := testAgent(t, Config{StateDir: dir, StateDirHelp: help})
+	_, err = b.NewSession(t.Context(), acp.NewSessionRequest{Cwd: "/p"})
+	if re, ok := errors.AsType[*acp.RequestError](err); !ok || !strings.Contains(re.Message, help) || strings.Contains(re.Message, "REBOUND_STATE_DIR") {
+		t.Errorf("NewSession with the default state dir = %v, want it to say %q and not blame REBOUND_STATE_DIR", err, help)
+	}
 }
 
 // failingDisk lets the first ok writes through, then fails every write as

@@ -3,15 +3,14 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/agent/tools"
 )
 
 // maxAgentsFileBytes bounds how much of a project's AGENTS.md goes into every
@@ -91,7 +90,7 @@ func (a *Agent) systemMessages(s *sessionState, mode string, withMCP bool, now t
 	if note := s.mcp.note(); note != "" {
 		b.WriteString("\n" + note + "\n")
 	}
-	if text, err := readAgentsFile(s.cwd); err != nil {
+	if text, err := readAgentsFile(tools.NewWorkspace(s.cwd, s.additionalDirs...)); err != nil {
 		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("AGENTS.md not used")
 	} else if text != "" {
 		fmt.Fprintf(&b, "\nThe project's instructions, from AGENTS.md:\n<agents_md>\n%s\n</agents_md>\n", strings.TrimSpace(text))
@@ -99,25 +98,19 @@ func (a *Agent) systemMessages(s *sessionState, mode string, withMCP bool, now t
 	return []llm.Message{{Role: llm.RoleSystem, Content: strings.TrimRight(b.String(), "\n")}}
 }
 
-// readAgentsFile reads cwd/AGENTS.md, bounded; "" when there is none.
-func readAgentsFile(cwd string) (string, error) {
-	f, err := os.Open(filepath.Join(cwd, "AGENTS.md"))
+// readAgentsFile reads the project's AGENTS.md, bounded; "" when there is
+// none. It obeys the tools' confinement: a link out of the workspace (to
+// ~/.aws/credentials, /proc/self/environ) or anything but a regular file is
+// refused, since the text goes to the provider with every request.
+func readAgentsFile(ws *tools.Workspace) (string, error) {
+	b, truncated, err := ws.ReadRegularFile(filepath.Join(ws.Cwd(), "AGENTS.md"), maxAgentsFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", f.Name())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxAgentsFileBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > maxAgentsFileBytes {
-		b = b[:maxAgentsFileBytes]
+	if truncated {
 		return strings.ToValidUTF8(string(b), "") + "\n[AGENTS.md cut: only its first 32 KiB are used]", nil
 	}
 	return strings.ToValidUTF8(string(b), ""), nil

@@ -38,7 +38,7 @@ func TestToolCalls_IDsAndBounds(t *testing.T) {
 	for range maxToolCallsPerReply + 5 {
 		many = append(many, llm.ToolCall{ID: "same", Name: "read_file"})
 	}
-	got := toolCalls(append([]llm.ToolCall{{ID: "", Name: ""}}, many...))
+	got := toolCalls(append([]llm.ToolCall{{ID: "", Name: ""}}, many...), map[string]bool{})
 	if len(got) != maxToolCallsPerReply {
 		t.Fatalf("%d calls kept, want %d", len(got), maxToolCallsPerReply)
 	}

@@ -48,7 +48,7 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	sums, err := a.index.List()
 	if err != nil {
 		return acp.ListSessionsResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Err: err,
-			Message: fmt.Sprintf("Rebound could not list its sessions: %v; check the state directory %s (set by %s)", err, a.cfg.StateDir, stateDirSetting),
+			Message: fmt.Sprintf("Rebound could not list its sessions: %v; %s", err, a.stateDirHelp()),
 			Data:    map[string]any{"reason": "session_list", "stateDir": a.cfg.StateDir}}
 	}
 	cwd := ""
@@ -59,6 +59,11 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	var last session.Summary
 	for _, s := range sums {
 		if cwd != "" && filepath.Clean(s.Cwd) != cwd {
+			continue
+		}
+		if s.Title == "" {
+			// No turn yet: a chat opened and closed, or the one the
+			// editor has open now. A list of raw ids helps nobody.
 			continue
 		}
 		if after != nil && !after.before(s) {
@@ -319,5 +324,6 @@ func promptTitle(blocks []acp.ContentBlock) string {
 			return t
 		}
 	}
-	return ""
+	// Images only, or blanks: a session with a turn always has a title.
+	return session.UntitledSession
 }

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -109,6 +110,7 @@ func TestAgent_ListSessions(t *testing.T) {
 		for i, cwd := range []string{"/p", "/q", "/p", "/p", "/q"} {
 			time.Sleep(time.Second)
 			ids = append(ids, mustNew(t, a, cwd))
+			mustPrompt(t, a, ids[i], fmt.Sprintf("session %d", i)) // a session without a turn is not listed
 			if i == 1 {
 				time.Sleep(time.Second)
 				mustPrompt(t, a, ids[1], "second, active again") // still older than ids[2]
@@ -125,7 +127,7 @@ func TestAgent_ListSessions(t *testing.T) {
 		if diff := cmp.Diff([]string{ids[4], ids[3], ids[2], ids[1], ids[0]}, sessionIDs(all)); diff != "" || all.NextCursor != "" {
 			t.Errorf("all (next %q) (-want +got):\n%s", all.NextCursor, diff)
 		}
-		if all.Sessions[3].Title != "second, active again" {
+		if all.Sessions[3].Title != "session 1" { // the first prompt names it
 			t.Errorf("titles: %+v", all.Sessions)
 		}
 
@@ -233,6 +235,7 @@ func TestAgent_DeleteSession(t *testing.T) {
 	dir := t.TempDir()
 	a := newAgent(t, dir, okProvider())
 	keep := mustNew(t, a, "/p")
+	mustPrompt(t, a, keep, "keep me")
 	id := mustNew(t, a, "/p")
 	mustPrompt(t, a, id, "hi")
 	if _, err := a.DeleteSession(t.Context(), acp.DeleteSessionRequest{SessionID: id}); err != nil {
@@ -261,5 +264,22 @@ func TestAgent_DeleteSession(t *testing.T) {
 	wantCode(t, "DeleteSession of a session open elsewhere", err, acp.CodeSessionBusy)
 	if _, err := os.Stat(session.Path(dir, keep)); err != nil {
 		t.Errorf("the refused delete removed the log: %v", err)
+	}
+}
+
+// A chat opened and closed, or the one the editor has open now, has no
+// turn: it is not listed as a raw id. A first prompt with no words to make
+// a title from still gets one.
+func TestAgent_ListSessionsSkipsSessionsWithoutATurn(t *testing.T) {
+	a := newAgent(t, t.TempDir(), okProvider())
+	empty := mustNew(t, a, "/p")
+	pictured := mustNew(t, a, "/p")
+	img := acp.ContentBlock{Type: "image", MimeType: "image/png", Data: "iVBORw0KGgo="}
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: pictured, Prompt: []acp.ContentBlock{img}}, &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustListSessions(t, a, acp.ListSessionsRequest{})
+	if len(got.Sessions) != 1 || got.Sessions[0].SessionID != pictured || got.Sessions[0].Title == "" {
+		t.Errorf("list = %+v; want only %s, titled (not %s, which has no turn)", got.Sessions, pictured, empty)
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 	go func() {
 		set, failures := mcp.Start(ctx, specs, mcp.Options{
 			Dir:     cwd,
+			Secrets: a.childSecrets(),
 			Logger:  log,
 			Connect: a.cfg.MCPConnect,
 			OnExit: func(server string, err error) {
@@ -114,6 +116,19 @@ func (m *mcpServers) wait(ctx context.Context) *mcp.Set {
 	return m.set
 }
 
+// starting reports whether the servers are still starting.
+func (m *mcpServers) starting() bool {
+	if m == nil {
+		return false
+	}
+	select {
+	case <-m.ready:
+		return false
+	default:
+		return true
+	}
+}
+
 // takeFailures returns the failures not yet told, and forgets them.
 func (m *mcpServers) takeFailures() []mcp.Failure {
 	if m == nil {
@@ -152,7 +167,8 @@ func (m *mcpServers) close() {
 // turn's log on stderr always.
 func (t *turn) reportMCP(ctx context.Context) {
 	for _, f := range t.s.mcp.takeFailures() {
-		if !t.c.Capabilities().Notices() {
+		t.statusMCPFailure(ctx, f)
+		if !t.statusNotices() {
 			continue
 		}
 		t.notify(ctx, acp.SessionUpdate{
@@ -181,18 +197,18 @@ func (m *mcpServers) note() string {
 // callMCP runs a call to an MCP server's tool: permission as for a
 // command, unless the mode says otherwise, then the call, bounded by the
 // command timeout.
-func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info) (toolOutcome, error) {
+func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
 	if t.mode == ModeReadOnly {
 		return readOnlyOutput(call.Name), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, mcpScope(call.Name), nil)
+	ok, out, err := t.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input})
 	if !ok || err != nil {
 		return out, err
 	}
 	t.inProgress(ctx, call.ID, nil)
 	cctx, cancel := context.WithTimeout(ctx, t.agent.cfg.Tools.CommandTimeout)
 	defer cancel()
-	res, err := t.mcp.Call(cctx, call.Name, call.Arguments)
+	res, err := t.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",

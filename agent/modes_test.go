@@ -27,32 +27,41 @@ func (c *askingClient) RequestPermission(context.Context, acp.RequestPermissionR
 func TestPermit_PerMode(t *testing.T) {
 	edit := session.MessageToolCall{ID: "call_1", Name: tools.EditFile}
 	run := session.MessageToolCall{ID: "call_2", Name: tools.RunCommand}
-	cmd := commandScope("make test")
+	cmd := commandScope("make test", "/w")
+	const git = "it is inside .git"
 	tests := []struct {
 		mode    string
 		call    session.MessageToolCall
 		scope   string
 		rules   map[string]string
+		protect string
 		wantOK  bool
 		asks    bool
 		outputs string // in the result when not ok
 	}{
-		{ModeAsk, edit, scopeEdits, nil, false, true, "could not be asked"},
-		{ModeAsk, run, cmd, nil, false, true, "could not be asked"},
-		{ModeAsk, run, cmd, map[string]string{cmd: session.AllowAlways}, true, false, ""},
-		{ModeAcceptEdits, edit, scopeEdits, nil, true, false, ""},
-		{ModeAcceptEdits, run, cmd, nil, false, true, "could not be asked"},
-		{ModeFullAccess, edit, scopeEdits, nil, true, false, ""},
-		{ModeFullAccess, run, cmd, nil, true, false, ""},
+		{ModeAsk, edit, scopeEdits, nil, "", false, true, "could not be asked"},
+		{ModeAsk, run, cmd, nil, "", false, true, "could not be asked"},
+		{ModeAsk, run, cmd, map[string]string{cmd: session.AllowAlways}, "", true, false, ""},
+		{ModeAcceptEdits, edit, scopeEdits, nil, "", true, false, ""},
+		{ModeAcceptEdits, run, cmd, nil, "", false, true, "could not be asked"},
+		{ModeFullAccess, edit, scopeEdits, nil, "", true, false, ""},
+		{ModeFullAccess, run, cmd, nil, "", true, false, ""},
 		// An explicit "always reject" still holds when nothing asks.
-		{ModeFullAccess, run, cmd, map[string]string{cmd: session.RejectAlways}, false, false, "declined this command"},
-		{ModeAcceptEdits, edit, scopeEdits, map[string]string{scopeEdits: session.RejectAlways}, false, false, "declined all edits"},
+		{ModeFullAccess, run, cmd, map[string]string{cmd: session.RejectAlways}, "", false, false, "declined this command"},
+		{ModeAcceptEdits, edit, scopeEdits, map[string]string{scopeEdits: session.RejectAlways}, "", false, false, "declined all edits"},
 		// read_only refuses even what a standing answer allows.
-		{ModeReadOnly, edit, scopeEdits, map[string]string{scopeEdits: session.AllowAlways}, false, false, "read-only"},
-		{ModeReadOnly, run, cmd, nil, false, false, "read-only"},
+		{ModeReadOnly, edit, scopeEdits, map[string]string{scopeEdits: session.AllowAlways}, "", false, false, "read-only"},
+		{ModeReadOnly, run, cmd, nil, "", false, false, "read-only"},
+		// A protected write asks in every mode but full_access, whatever
+		// was answered before for edits.
+		{ModeAcceptEdits, edit, scopeEdits, nil, git, false, true, "could not be asked"},
+		{ModeAsk, edit, scopeEdits, map[string]string{scopeEdits: session.AllowAlways}, git, false, true, "could not be asked"},
+		{ModeFullAccess, edit, scopeEdits, nil, git, true, false, ""},
+		{ModeAcceptEdits, edit, scopeEdits, map[string]string{scopeEdits: session.RejectAlways}, git, false, false, "declined all edits"},
+		{ModeReadOnly, edit, scopeEdits, nil, git, false, false, "read-only"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode+"/"+tt.scope, func(t *testing.T) {
+		t.Run(tt.mode+"/"+tt.scope+"/"+tt.protect, func(t *testing.T) {
 			c := &askingClient{}
 			rules := tt.rules
 			if rules == nil {
@@ -60,7 +69,7 @@ func TestPermit_PerMode(t *testing.T) {
 			}
 			a := New(Config{})
 			tr := &turn{agent: a, s: &sessionState{id: "sess_test", rules: rules}, c: c, mode: tt.mode}
-			ok, out, err := tr.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, tt.scope, nil)
+			ok, out, err := tr.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, approval{scope: tt.scope, protected: tt.protect})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +87,7 @@ func TestPermit_PerMode(t *testing.T) {
 }
 
 func TestModeDecision(t *testing.T) {
-	cmd := commandScope("ls")
+	cmd := commandScope("ls", "/w")
 	want := map[string][2]decision{ // edits, command
 		ModeAsk:         {askUser, askUser},
 		ModeAcceptEdits: {allow, askUser},

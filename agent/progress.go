@@ -15,6 +15,11 @@ import (
 // session.notices) updates.
 const RetryMetaKey = "rebound/retry"
 
+// RefusalMetaKey is the `_meta` key of a prompt answer with stopReason
+// "refusal" that the provider's content filter caused: the failure facts,
+// whose message is the provider's reason.
+const RefusalMetaKey = "rebound/refusal"
+
 // Retry progress phases.
 const (
 	phaseScheduled = "scheduled"
@@ -77,7 +82,8 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	p := RetryProgress{Phase: phaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(),
 		Failure: r.Failure, Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action), Model: ev.Model}
 	t.progress(ctx, p)
-	if t.c.Capabilities().Notices() {
+	t.statusScheduled(ctx, r)
+	if t.statusNotices() {
 		title, desc := t.noticeText(r)
 		t.notify(ctx, acp.SessionUpdate{
 			SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: title, Description: desc,
@@ -89,6 +95,13 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 
 // noticeText is what a person reads about a retry.
 func (t *turn) noticeText(r recovery.Retry) (title, description string) {
+	return retryText(r, t.live() && t.shownAny(), t.model, t.maxTokens)
+}
+
+// retryText says what a retry is about and what it does: continuing, when
+// the stream broke after text was shown; model, the one a fallback
+// switches to; maxTokens, the escalated budget (0: not known).
+func retryText(r recovery.Retry, continuing bool, model string, maxTokens int) (title, description string) {
 	wait := ""
 	if r.Delay > 0 {
 		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
@@ -97,18 +110,28 @@ func (t *turn) noticeText(r recovery.Retry) (title, description string) {
 	case recovery.ActionCompact:
 		return r.Failure.Summary(), "Summarising older messages and retrying"
 	case recovery.ActionFallback:
-		return r.Failure.Summary(), fmt.Sprintf("Switching to %s for this turn; retrying%s", t.model, wait)
+		return r.Failure.Summary(), fmt.Sprintf("Switching to %s for this turn; retrying%s", model, wait)
 	case recovery.ActionStripImages:
 		return "The model does not accept images", "Retrying with the images replaced by placeholders"
 	case actionEscalate:
-		return "The reply was cut at the output limit", fmt.Sprintf("Retrying with a larger output budget (%d tokens)", t.maxTokens)
+		if maxTokens == 0 {
+			return "The reply was cut at the output limit", "Retrying with a larger output budget"
+		}
+		return "The reply was cut at the output limit", fmt.Sprintf("Retrying with a larger output budget (%d tokens)", maxTokens)
 	case actionContinue:
 		return "The reply was cut at the output limit", fmt.Sprintf("Asking the model to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
 	}
 	title = r.Failure.Summary()
 	description = fmt.Sprintf("Retrying%s (attempt %d of %d)", wait, r.PolicyN+1, r.Max+1)
+	if continuing {
+		// The stream broke after text was shown: the retry goes on from it.
+		description = fmt.Sprintf("Continuing the reply from where it stopped%s (attempt %d of %d)", wait, r.PolicyN+1, r.Max+1)
+	}
 	if strings.HasPrefix(r.Policy, "rule:") {
 		description += ", " + strings.Replace(r.Policy, "rule:", "by rule ", 1)
+	}
+	if ra := r.Failure.RetryAfterText(); ra != "" {
+		description += ": " + ra
 	}
 	return title, description
 }
@@ -119,6 +142,7 @@ func (t *turn) Started(ctx context.Context, r recovery.Retry) error {
 		return err
 	}
 	t.progress(ctx, RetryProgress{Phase: phaseStarted, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
+	t.statusStarted(ctx, r)
 	return nil
 }
 

@@ -28,26 +28,26 @@ const (
 )
 
 // Permission scopes: a standing answer for edits covers edit_file and
-// write_file; one for a command covers that exact command line.
+// write_file; one for a command covers that exact command line in that
+// directory (commandScope).
 const scopeEdits = "edits"
 
-func commandScope(command string) string { return tools.RunCommand + ":" + command }
-
 // toolCalls turns a finished reply's tool calls into the calls committed
-// with it: every call gets a non-empty id that is unique within the reply
-// (providers have sent neither), and the number is bounded.
-func toolCalls(calls []llm.ToolCall) []session.MessageToolCall {
+// with it: every call gets a non-empty id that no other call of the session
+// has (providers have sent none, and some send call_0 at every step, which an
+// editor would merge into one call), and the number is bounded. used is the
+// session's ids so far; the new ones are added to it.
+func toolCalls(calls []llm.ToolCall, used map[string]bool) []session.MessageToolCall {
 	out := make([]session.MessageToolCall, 0, len(calls))
-	seen := map[string]bool{}
 	for _, c := range calls {
 		if len(out) == maxToolCallsPerReply {
 			break
 		}
 		id := c.ID
-		if id == "" || seen[id] {
+		if id == "" || used[id] {
 			id = newID("call_")
 		}
-		seen[id] = true
+		used[id] = true
 		name := c.Name
 		if name == "" {
 			name = "unnamed_tool"
@@ -55,6 +55,27 @@ func toolCalls(calls []llm.ToolCall) []session.MessageToolCall {
 		out = append(out, session.MessageToolCall{ID: id, Name: name, Arguments: c.Arguments})
 	}
 	return out
+}
+
+// toolCallIDs returns the ids of every tool call the session's log holds,
+// read once from the log and then kept up to date by toolCalls.
+func (s *sessionState) toolCallIDs() map[string]bool {
+	if s.toolIDs != nil {
+		return s.toolIDs
+	}
+	s.toolIDs = map[string]bool{}
+	for _, ev := range s.events {
+		if ev.Type != session.TypeAssistantMessage {
+			continue
+		}
+		var m session.AssistantMessage
+		if json.Unmarshal(ev.Data, &m) == nil {
+			for _, c := range m.ToolCalls {
+				s.toolIDs[c.ID] = true
+			}
+		}
+	}
+	return s.toolIDs
 }
 
 // toolOutcome is how one tool call ended.
@@ -110,11 +131,17 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	args, perr := tools.Parse(call.Name, call.Arguments)
 	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name + " (invalid call)"}
 	server, tool, isMCP := t.mcp.Lookup(call.Name)
+	var input json.RawMessage // what runs, decoded: the editor's rawInput
 	switch {
 	case isMCP:
-		perr, info = nil, tools.Info{Kind: string(acp.ToolKindOther), Title: server + ": " + tool}
+		info = tools.Info{Kind: string(acp.ToolKindOther), Title: server + ": " + tool}
+		input, perr = canonicalObject(call.Arguments)
+		if perr != nil {
+			perr = fmt.Errorf("%s: %w", call.Name, perr)
+		}
 	case perr == nil:
 		info = tools.Describe(t.ws, args)
+		input = tools.Canonical(args)
 	}
 	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
 		Turn: t.number, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
@@ -124,7 +151,7 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	}
 	t.notify(ctx, acp.SessionUpdate{
 		SessionUpdate: acp.UpdateToolCall, ToolCallID: call.ID, Title: info.Title, Name: call.Name,
-		Kind: acp.ToolKind(info.Kind), Status: acp.ToolStatusPending, Locations: locations(info.Locations), RawInput: rawInput(call.Arguments),
+		Kind: acp.ToolKind(info.Kind), Status: acp.ToolStatusPending, Locations: locations(info.Locations), RawInput: input,
 	})
 	var out toolOutcome
 	var runErr error // the user cancelled during the call
@@ -132,7 +159,7 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 		out = failed("%v", perr)
 	} else {
 		if isMCP {
-			out, runErr = t.callMCP(ctx, call, info)
+			out, runErr = t.callMCP(ctx, call, info, server, tool, input)
 		} else {
 			out, runErr = t.dispatch(ctx, call, info, args)
 		}
@@ -201,7 +228,7 @@ func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info 
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		return t.change(ctx, call, info, path, old, a.Content)
+		return t.change(ctx, call, info, tools.Canonical(a), path, old, a.Content)
 	case *tools.EditFileArgs:
 		path, err := t.ws.Resolve(a.Path)
 		if err != nil {
@@ -215,7 +242,7 @@ func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info 
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		return t.change(ctx, call, info, path, old, updated)
+		return t.change(ctx, call, info, tools.Canonical(a), path, old, updated)
 	case *tools.RunCommandArgs:
 		return t.runCommand(ctx, call, info, a)
 	}
@@ -240,10 +267,16 @@ func (t *turn) readFile(ctx context.Context, a *tools.ReadFileArgs) toolOutcome 
 // buffers), else from disk.
 func (t *turn) readText(ctx context.Context, path string) (string, error) {
 	if !t.c.Capabilities().FS.ReadTextFile {
-		return tools.LocalFS{}.ReadTextFile(ctx, path)
+		return tools.LocalFS{WS: t.ws}.ReadTextFile(ctx, path)
 	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	switch fi, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%s does not exist", t.rel(path))
+	case err == nil && fi.IsDir():
+		return "", fmt.Errorf("%s is a directory, not a file; use find_files to list its files", t.rel(path))
+	case err == nil && !fi.Mode().IsRegular():
+		// A FIFO or a device would block the editor's read, or never end.
+		return "", fmt.Errorf("%s is not a regular file; only text files can be read", t.rel(path))
 	}
 	res, err := t.c.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionID: t.s.id, Path: path})
 	if err != nil {
@@ -269,11 +302,20 @@ func (t *turn) readForChange(ctx context.Context, path string, mayCreate bool) (
 }
 
 // change asks permission for a write or edit, showing the diff, and writes.
-func (t *turn) change(ctx context.Context, call session.MessageToolCall, info tools.Info, path string, old *string, updated string) (toolOutcome, error) {
+func (t *turn) change(ctx context.Context, call session.MessageToolCall, info tools.Info, input json.RawMessage, path string, old *string, updated string) (toolOutcome, error) {
 	diff := []acp.ToolCallContent{acp.ContentDiff(path, old, updated)}
-	ok, out, err := t.permit(ctx, call, info, scopeEdits, diff)
+	// Where the write lands, links followed, as the user is asked: the
+	// target must be the same when it is written.
+	target, err := t.ws.Target(path)
+	if err != nil {
+		return failed("%v", err), nil
+	}
+	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.Protected(path)})
 	if !ok || err != nil {
 		return out, err
+	}
+	if now, err := t.ws.Target(path); err != nil || now != target {
+		return failed("Nothing was written: %s changed while permission was asked (it led to %s, and now %s). Look at what changed before trying again.", t.rel(path), target, cmp.Or(now, fmt.Sprint(err))), nil
 	}
 	t.inProgress(ctx, call.ID, nil)
 	if err := t.writeText(ctx, path, updated); err != nil {
@@ -288,7 +330,7 @@ func (t *turn) change(ctx context.Context, call session.MessageToolCall, info to
 
 func (t *turn) writeText(ctx context.Context, path, content string) error {
 	if !t.c.Capabilities().FS.WriteTextFile {
-		return tools.LocalFS{}.WriteTextFile(ctx, path, content)
+		return tools.LocalFS{WS: t.ws}.WriteTextFile(ctx, path, content)
 	}
 	if err := t.c.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionID: t.s.id, Path: path, Content: content}); err != nil {
 		return fmt.Errorf("write %s: %w", t.rel(path), err)
@@ -331,10 +373,12 @@ func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome
 // permit asks the user, unless the session's mode or a standing answer
 // decides: read_only refuses, a standing rejection holds in every other
 // mode, accept_edits allows edits and full_access everything, a standing
-// allowance allows. ok reports
-// whether the call may go ahead; when it may not, out is its result, and err
-// is set when the user cancelled the turn instead of answering.
-func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, scope string, preview []acp.ToolCallContent) (ok bool, out toolOutcome, err error) {
+// allowance allows. A protected write asks in every mode but full_access
+// and offers no standing answer. ok reports whether the call may go ahead;
+// when it may not, out is its result, and err is set when the user
+// cancelled the turn instead of answering.
+func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, ap approval) (ok bool, out toolOutcome, err error) {
+	scope := ap.scope
 	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
 		"The user declined this change.", "The user has declined all edits for this session."
 	switch {
@@ -342,7 +386,7 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 		always, never, declinedText, declinedAlways = "Always allow this tool", "Always reject this tool",
 			"The user declined this tool call.", "The user has declined this tool for this session."
 	case scope != scopeEdits:
-		always, never, declinedText, declinedAlways = "Always allow this command", "Always reject this command",
+		always, never, declinedText, declinedAlways = "Always allow this command in this directory", "Always reject this command in this directory",
 			"The user declined to run this command.", "The user has declined this command for this session."
 	}
 	d := modeDecision(t.mode, scope)
@@ -351,27 +395,39 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 	}
 	switch t.s.rules[scope] {
 	case session.AllowAlways:
-		return true, toolOutcome{}, nil
+		if ap.protected == "" || t.mode == ModeFullAccess {
+			return true, toolOutcome{}, nil
+		}
 	case session.RejectAlways:
 		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
 	}
-	if d == allow {
+	if d == allow && (ap.protected == "" || t.mode == ModeFullAccess) {
 		return true, toolOutcome{}, nil
+	}
+	preview := ap.preview
+	options := []acp.PermissionOption{
+		{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
+		{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
+		{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
+		{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
+	}
+	if ap.protected != "" {
+		preview = append([]acp.ToolCallContent{protectedNote(ap.protected)}, preview...)
+		options = []acp.PermissionOption{options[0], options[2]}
 	}
 	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionID: t.s.id,
 		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: info.Title, Kind: acp.ToolKind(info.Kind),
-			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations)},
-		Options: []acp.PermissionOption{
-			{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
-			{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
-			{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
-			{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
-		},
+			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations), RawInput: ap.input},
+		Options: options,
 	})
 	outcome := session.PermissionCancelled
 	if id, selected := res.Selected(); rerr == nil && selected {
 		outcome = id
+	}
+	if ap.protected != "" && (outcome == session.AllowAlways || outcome == session.RejectAlways) {
+		// Not offered: an editor that answers with it anyway gets it once.
+		outcome = map[string]string{session.AllowAlways: session.AllowOnce, session.RejectAlways: session.RejectOnce}[outcome]
 	}
 	if rerr != nil && ctx.Err() == nil {
 		// The editor could not ask: nothing is done without an answer.
@@ -415,13 +471,21 @@ func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, inf
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, commandScope(a.Command), nil)
-	if !ok || err != nil {
-		return out, err
-	}
+	// It runs where the links lead now, and what is asked names that.
+	dir = realDir(dir)
 	timeout := t.agent.cfg.Tools.CommandTimeout
 	if a.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, t.agent.cfg.Tools.MaxCommandTimeout)
+	}
+	runs := tools.RunCommandArgs{Command: a.Command, Cwd: dir, TimeoutSeconds: int((timeout + time.Second - 1) / time.Second)}
+	ok, out, err := t.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs)})
+	if !ok || err != nil {
+		return out, err
+	}
+	// The directory may have been swapped for a link while the user
+	// decided: it runs only where it was approved to.
+	if now, err := t.ws.Resolve(dir); err != nil || realDir(now) != dir {
+		return failed("The command was not run: its directory %s changed while permission was asked. Look at what changed before trying again.", dir), nil
 	}
 	if t.c.Capabilities().Terminal {
 		return t.runInTerminal(ctx, call, a.Command, dir, timeout)
@@ -446,16 +510,6 @@ func locations(paths []string) []acp.ToolCallLocation {
 		out[i] = acp.ToolCallLocation{Path: p}
 	}
 	return out
-}
-
-// rawInput is the call's arguments for the editor when they are a JSON
-// object; anything else is not sent.
-func rawInput(args string) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if len(args) > maxToolOutputBytes || json.Unmarshal([]byte(args), &obj) != nil {
-		return nil
-	}
-	return json.RawMessage(args)
 }
 
 func nonNil(c []acp.ToolCallContent) []acp.ToolCallContent {
@@ -489,6 +543,9 @@ func plural(n int, word string) string {
 	}
 	if strings.HasSuffix(word, "ch") {
 		return word + "es"
+	}
+	if strings.HasSuffix(word, "ry") {
+		return strings.TrimSuffix(word, "y") + "ies"
 	}
 	return word + "s"
 }

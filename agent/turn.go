@@ -79,13 +79,16 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	}
 	// The session's MCP servers may still be starting; their tools and
 	// what failed belong in the first request.
-	t.mcp = s.mcp.wait(ctx)
+	t.mcp = t.waitMCP(ctx)
 	t.mode = s.currentMode()
 	t.history = append(a.systemMessages(s, t.mode, t.mcp != nil, t.start), toLLM(history)...)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.maxTokens = a.cfg.MaxTokens
 
 	resp, err = t.run(ctx)
+	if t.cancelled || err != nil && isCancelled(ctx) {
+		t.statusEnded(ctx, true, "")
+	}
 	if err != nil && recorded(err) {
 		// The log failed: Rebound's own failure, reported as such.
 		t.failed = ownFailure(err)
@@ -224,6 +227,7 @@ type turn struct {
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
 	chain     recovery.Chain    // the retry chain of this logical request
+	status    statuses          // status tool calls shown for waits (status.go)
 	lastMax   int               // the budget of the policy behind the last retry
 }
 
@@ -309,6 +313,11 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 				t.cancelled = true
 				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
 			}
+			if f := recovery.Classify(err); !recorded(err) && f.ContentFilter {
+				// A filtered prompt is the provider's refusal, as a filtered
+				// reply is; its facts (the reason) go with the answer.
+				return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
+			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
 		}
 		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
@@ -360,6 +369,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 			}
 			return nil, nil, err
 		}
+		t.statusRecovered(ctx)
 		// A truncated reply is no success of the logical request: every
 		// policy's count stands until the reply is complete, so a step makes
 		// at most 1 + the sum of the budgets requests.
@@ -403,7 +413,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		parts := append(t.parts, got)
 		var calls []session.MessageToolCall
 		if got.reply.FinishReason != llm.FinishLength {
-			calls = toolCalls(got.reply.ToolCalls)
+			calls = toolCalls(got.reply.ToolCalls, t.s.toolCallIDs())
 		}
 		if err := t.commit(ctx, parts, calls); err != nil {
 			return nil, nil, err
@@ -436,6 +446,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}
+	t.statusEnded(ctx, false, msg)
 	code := acp.CodeInternalError
 	if f.Code == recovery.Auth {
 		code = acp.CodeAuthRequired
@@ -643,9 +654,15 @@ func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text s
 	return c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: kind, Content: &block, MessageID: msgID})
 }
 
-// replay sends the committed conversation of a loaded session.
-func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message) error {
+// replay sends the committed conversation of a loaded session, and the
+// statuses of its waits (waits, nil for a client that is not shown them)
+// where they happened.
+func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message, waits []session.WaitStatus) error {
 	for _, m := range msgs {
+		var err error
+		if waits, err = replayStatuses(ctx, c, sessionID, waits, m.Seq); err != nil {
+			return err
+		}
 		switch m.Role {
 		case session.RoleUser:
 			var blocks []acp.ContentBlock
@@ -681,7 +698,8 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 			}
 		}
 	}
-	return nil
+	_, err := replayStatuses(ctx, c, sessionID, waits, 0)
+	return err
 }
 
 // replayedToolCall is a recorded tool call as the editor saw it last: its
@@ -702,7 +720,7 @@ func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate 
 			call.Title, call.Kind, call.Locations = info.Title, info.Kind, info.Locations
 		}
 	}
-	u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), rawInput(call.Arguments)
+	u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), shownInput(call.Name, call.Arguments)
 	var content []acp.ToolCallContent
 	if len(m.Content) == 0 || json.Unmarshal(m.Content, &content) != nil {
 		content = []acp.ToolCallContent{acp.ContentText(m.Text)}

@@ -39,6 +39,24 @@ type Config struct {
 	// Source is the path of the file that was read, "" if none; it is
 	// bookkeeping, not a setting.
 	Source string `toml:"-" json:"-"`
+
+	// StateDirFrom says where StateDir came from ("the --state-dir flag",
+	// "REBOUND_STATE_DIR", "state_dir in FILE" or the default), and
+	// StateDirFix what to do when Rebound can't write there, in that
+	// source's terms: blaming REBOUND_STATE_DIR for a default the user
+	// never set sends them to the wrong place. Load sets both; see
+	// StateDirHelp.
+	StateDirFrom string `toml:"-" json:"-"`
+	StateDirFix  string `toml:"-" json:"-"`
+}
+
+// StateDirHelp is the sentence to add to an error about a state directory
+// Rebound can't use: the directory, where it came from and what to do.
+func (c Config) StateDirHelp() string {
+	if c.StateDirFrom == "" { // not from Load
+		return "the state directory is " + c.StateDir
+	}
+	return "the state directory " + c.StateDir + " comes from " + c.StateDirFrom + ": " + c.StateDirFix
 }
 
 // Provider describes the model provider.
@@ -70,6 +88,7 @@ type Agent struct {
 	MaxSteps            int    `toml:"max_steps" json:"max_steps" jsonschema:"minimum=1,maximum=1000,default=50" jsonschema_description:"Model requests (steps) one turn may make, 1 to 1000; a step that asks for tools is followed by another. The turn then stops with max_turn_requests. Default 50."`
 	Instructions        string `toml:"instructions" json:"instructions" jsonschema_description:"Text added to the built-in system prompt in every session (the project's AGENTS.md is added too). Default empty."`
 	ReplaceInstructions bool   `toml:"replace_instructions" json:"replace_instructions" jsonschema:"default=false" jsonschema_description:"Use agent.instructions instead of the built-in system prompt, not after it. Default false."`
+	WaitStatus          string `toml:"wait_status" json:"wait_status" jsonschema:"enum=auto,enum=notice,enum=tool_call,enum=meta,default=auto" jsonschema_description:"How the editor is shown what Rebound does while it waits (a retry, a compaction, an MCP server starting) and why a turn gave up. auto: a notice to clients that advertise session.notices, else a status tool call of Rebound's own. notice: notices only, to clients that show them. tool_call: the status tool call for every client. meta: only the machine-readable _meta[rebound/retry] on session_info_update, which every choice sends too. Default auto."`
 	DefaultMode         string `toml:"default_mode" json:"default_mode" jsonschema:"enum=ask,enum=accept_edits,enum=read_only,enum=full_access,default=ask" jsonschema_description:"The mode of a new session, and of one with no mode recorded: ask (permission before every edit, write and command), accept_edits (edits and writes without asking, commands ask), read_only (only the tools that read are offered) or full_access (nothing asks). The editor changes it per session. Default ask."`
 }
 
@@ -189,7 +208,7 @@ func Default() Config {
 			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		// The agent's own defaults, so they are stated once.
-		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxSteps, DefaultMode: agent.DefaultMode},
+		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxSteps, DefaultMode: agent.DefaultMode, WaitStatus: agent.WaitStatusAuto},
 		Tools: Tools{
 			CommandTimeout:    Duration(agent.DefaultCommandTimeout),
 			MaxCommandTimeout: Duration(agent.DefaultMaxCommandTimeout),
@@ -322,6 +341,9 @@ func (c Config) Validate() error {
 
 	if c.Agent.Streaming != StreamingLive && c.Agent.Streaming != StreamingHeld {
 		bad("agent.streaming", "must be live or held, got %q", c.Agent.Streaming)
+	}
+	if !slices.Contains(agent.WaitStatuses, c.Agent.WaitStatus) {
+		bad("agent.wait_status", "must be one of %s, got %q", strings.Join(agent.WaitStatuses, ", "), c.Agent.WaitStatus)
 	}
 	if !agent.ValidMode(c.Agent.DefaultMode) {
 		bad("agent.default_mode", "must be one of %s, got %q", agent.ModeIDs(), c.Agent.DefaultMode)

@@ -36,7 +36,7 @@ func TestDefault(t *testing.T) {
 			Overflow:              config.Overflow{Enabled: true, KeepRecentMessages: 2},
 			Truncation:            config.Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
-		Agent:    config.Agent{Streaming: "live", MaxSteps: 50, DefaultMode: "ask"},
+		Agent:    config.Agent{Streaming: "live", MaxSteps: 50, DefaultMode: "ask", WaitStatus: "auto"},
 		Tools:    config.Tools{CommandTimeout: config.Duration(2 * time.Minute), MaxCommandTimeout: config.Duration(30 * time.Minute), OutputLimit: 65536},
 		LogLevel: "info",
 	}

@@ -138,8 +138,9 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		}
 	}
 
+	defaulted := false // state_dir = "" in the file also means the default
 	if d := stateHome(getenv, home); cfg.StateDir == "" && d != "" {
-		cfg.StateDir = d
+		cfg.StateDir, defaulted = d, true
 	}
 
 	for _, o := range []struct {
@@ -169,8 +170,13 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		if src := origin["state_dir"]; src != "" {
 			return Config{}, &FieldError{Source: src, Key: "state_dir", Problem: "must not be empty"}
 		}
-		return Config{}, &FieldError{Key: "state_dir", Problem: "no default: neither $XDG_STATE_HOME nor the home directory is known; set " + EnvStateDir + " or --" + flagStateDir}
+		return Config{}, &FieldError{Key: "state_dir", Problem: "no default: neither $XDG_STATE_HOME nor the home directory is known; set " + EnvStateDir + ", --" + flagStateDir + " or state_dir in the config file"}
 	}
+	src := origin["state_dir"]
+	if defaulted && src == cfg.Source { // neither the variable nor the flag replaced it
+		src = ""
+	}
+	cfg.StateDirFrom, cfg.StateDirFix = stateDirOrigin(src, getenv)
 
 	if err := cfg.Validate(); err != nil {
 		return Config{}, attribute(err, origin, cfg.Source)
@@ -219,6 +225,29 @@ func stateHome(getenv func(string) string, home string) string {
 		return ""
 	}
 	return filepath.Join(home, ".local", "state", "rebound")
+}
+
+// stateDirOrigin names where the state directory came from, given its
+// origin ("" for the default), and what to do if it can't be written.
+func stateDirOrigin(src string, getenv func(string) string) (from, fix string) {
+	const choose = "make it writable, or choose another with --" + flagStateDir + ", " + EnvStateDir + " or state_dir in the config file"
+	switch src {
+	case "--" + flagStateDir:
+		return "the --" + flagStateDir + " flag", "make it writable, or pass --" + flagStateDir + " a directory that is (the flag is in the command your editor starts Rebound with)"
+	case EnvStateDir:
+		return EnvStateDir, "make it writable, or set " + EnvStateDir + " to a directory that is, or unset it for the default ($XDG_STATE_HOME/rebound or ~/.local/state/rebound)"
+	case "":
+		x := getenv("XDG_STATE_HOME")
+		switch {
+		case filepath.IsAbs(x):
+			return "the default, $XDG_STATE_HOME/rebound (XDG_STATE_HOME=" + x + ")", choose
+		case x != "":
+			return "the default, ~/.local/state/rebound (XDG_STATE_HOME=" + x + " is not an absolute path, so it is ignored)", choose
+		}
+		return "the default, ~/.local/state/rebound ($XDG_STATE_HOME is not set)", choose
+	}
+	// Otherwise the file that set state_dir.
+	return "state_dir in " + src, "make it writable, or set state_dir in " + src + " to a directory that is, or remove it for the default"
 }
 
 // attribute sets the Source of each *FieldError in err. A key with no

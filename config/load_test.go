@@ -14,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rebound-agent/rebound/config"
 )
@@ -24,6 +25,10 @@ type env map[string]string
 func (e env) get(k string) string { return e[k] }
 
 func ptr(s string) *string { return &s }
+
+// ignoreStateDirOrigin leaves where the state dir came from to
+// TestLoad_StateDirHelp, so the tests of values need not spell it out.
+var ignoreStateDirOrigin = cmpopts.IgnoreFields(config.Config{}, "StateDirFrom", "StateDirFix")
 
 // writeFile writes content to dir/rel, creating directories, and returns the
 // path.
@@ -60,7 +65,7 @@ func TestLoad_Defaults(t *testing.T) {
 	}
 	want := config.Default()
 	want.StateDir = filepath.Join(home, ".local", "state", "rebound")
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreStateDirOrigin); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
 	}
 }
@@ -240,13 +245,13 @@ output_limit = 4096
 				{Match: "code=insufficient_quota", Delay: config.Duration(time.Minute), MaxRetries: 0},
 			},
 		},
-		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true, DefaultMode: "read_only"},
+		Agent:    config.Agent{Streaming: "held", MaxSteps: 20, Instructions: "Answer in French.", ReplaceInstructions: true, DefaultMode: "read_only", WaitStatus: "auto"},
 		Tools:    config.Tools{CommandTimeout: config.Duration(30 * time.Second), MaxCommandTimeout: config.Duration(5 * time.Minute), OutputLimit: 4096},
 		LogLevel: "warn",
 		StateDir: "/var/lib/rebound",
 		Source:   path,
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreStateDirOrigin); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
 	}
 }
@@ -262,7 +267,7 @@ func TestLoad_PartialFileKeepsDefaults(t *testing.T) {
 	want.Recovery.MaxRetries = 0
 	want.StateDir = filepath.Join(dir, ".local", "state", "rebound")
 	want.Source = path
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreStateDirOrigin); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
 	}
 }
@@ -401,9 +406,56 @@ func TestLoad_StateDir(t *testing.T) {
 	}
 }
 
+// An unwritable state dir is reported with where its path came from and
+// what to do there (issue #17): a default was blamed on REBOUND_STATE_DIR,
+// which the user never set.
+func TestLoad_StateDirHelp(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "c.toml", "state_dir = \"/from/file\"\n")
+	emptyFile := writeFile(t, dir, "empty.toml", "state_dir = \"\"\n")
+	const choose = ": make it writable, or choose another with --state-dir, REBOUND_STATE_DIR or state_dir in the config file"
+	tests := []struct {
+		name  string
+		env   env
+		flags config.Flags
+		want  string
+	}{
+		{"default under home", env{}, config.Flags{},
+			"the state directory /home/u/.local/state/rebound comes from the default, ~/.local/state/rebound ($XDG_STATE_HOME is not set)" + choose},
+		{"default under XDG_STATE_HOME", env{"XDG_STATE_HOME": "/xdg"}, config.Flags{},
+			"the state directory /xdg/rebound comes from the default, $XDG_STATE_HOME/rebound (XDG_STATE_HOME=/xdg)" + choose},
+		{"default, relative XDG_STATE_HOME", env{"XDG_STATE_HOME": "rel"}, config.Flags{},
+			"the state directory /home/u/.local/state/rebound comes from the default, ~/.local/state/rebound (XDG_STATE_HOME=rel is not an absolute path, so it is ignored)" + choose},
+		{"REBOUND_STATE_DIR", env{"REBOUND_STATE_DIR": "/from/env"}, config.Flags{},
+			"the state directory /from/env comes from REBOUND_STATE_DIR: make it writable, or set REBOUND_STATE_DIR to a directory that is, or unset it for the default ($XDG_STATE_HOME/rebound or ~/.local/state/rebound)"},
+		{"--state-dir over REBOUND_STATE_DIR", env{"REBOUND_STATE_DIR": "/from/env"}, config.Flags{StateDir: ptr("/from/flag")},
+			"the state directory /from/flag comes from the --state-dir flag: make it writable, or pass --state-dir a directory that is (the flag is in the command your editor starts Rebound with)"},
+		{"state_dir in the file", env{}, config.Flags{ConfigPath: &file},
+			"the state directory /from/file comes from state_dir in " + file + ": make it writable, or set state_dir in " + file + " to a directory that is, or remove it for the default"},
+		{"REBOUND_STATE_DIR over the file", env{"REBOUND_STATE_DIR": "/from/env"}, config.Flags{ConfigPath: &file},
+			"the state directory /from/env comes from REBOUND_STATE_DIR: make it writable, or set REBOUND_STATE_DIR to a directory that is, or unset it for the default ($XDG_STATE_HOME/rebound or ~/.local/state/rebound)"},
+		{"state_dir = \"\" in the file is the default", env{}, config.Flags{ConfigPath: &emptyFile},
+			"the state directory /home/u/.local/state/rebound comes from the default, ~/.local/state/rebound ($XDG_STATE_HOME is not set)" + choose},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := config.Load(tt.flags, tt.env.get, "/home/u")
+			if err != nil {
+				t.Fatalf("Load() error = %v", err)
+			}
+			if h := got.StateDirHelp(); h != tt.want {
+				t.Errorf("StateDirHelp() =\n  %s\nwant\n  %s", h, tt.want)
+			}
+		})
+	}
+	if got, want := (config.Config{StateDir: "/s"}).StateDirHelp(), "the state directory is /s"; got != want {
+		t.Errorf("StateDirHelp() of a Config not from Load = %q, want %q", got, want)
+	}
+}
+
 func TestLoad_NoStateDir(t *testing.T) {
 	_, err := config.Load(config.Flags{}, env{}.get, "")
-	wantErr(t, err, "state_dir", "REBOUND_STATE_DIR", "--state-dir")
+	wantErr(t, err, "state_dir", "REBOUND_STATE_DIR", "--state-dir", "state_dir in the config file")
 }
 
 func TestLoad_FileErrors(t *testing.T) {

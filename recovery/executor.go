@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -101,22 +102,47 @@ type GiveUpError struct {
 	Retries  int    // retries this sequence used, including earlier processes
 	Why      string // "not retryable", "retries exhausted", a Retry-After or deadline explanation
 	Err      error
+
+	reasonOf *Failure // whose message is the provider's reason, when not Failure's
 }
 
 func (e *GiveUpError) Error() string { return e.Message() }
 func (e *GiveUpError) Unwrap() error { return e.Err }
 
-// Message says in a sentence what happened, e.g. "Rate limited by the
-// provider (429); gave up after 3 attempts in 2.1s".
+// Message says in a sentence what happened and the provider's reason, e.g.
+// "Rate limited by the provider (429); gave up after 3 attempts in 2.1s:
+// Rate limit reached for gpt-4o …".
 func (e *GiveUpError) Message() string {
 	f := e.Failure
+	reason := cmp.Or(e.reasonOf, f).reason()
 	switch {
 	case e.Why == "not retryable":
 		return f.Summary() + ": " + f.Message
 	case e.Why == "retries exhausted":
-		return fmt.Sprintf("%s; gave up after %d %s in %.1fs", f.Summary(), e.Attempts, plural(e.Attempts, "attempt"), e.Elapsed.Seconds())
+		return fmt.Sprintf("%s; gave up after %d %s in %.1fs", f.Summary(), e.Attempts, plural(e.Attempts, "attempt"), e.Elapsed.Seconds()) + reason
 	}
-	return f.Summary() + "; " + e.Why
+	return f.Summary() + "; " + e.Why + reason
+}
+
+// maxReason bounds the provider's reason in a give-up message: enough for
+// any provider's sentence, short enough for a one-line error.
+const maxReason = 300
+
+// reason is ": " and the provider's message on one line, cut at maxReason
+// runes, or "" when the provider sent none (a dropped connection, a
+// timeout: the summary says it all). The message is already redacted.
+func (f *Failure) reason() string {
+	if f.body == nil && f.Status == 0 && f.ProviderCode == "" && f.ProviderType == "" {
+		return ""
+	}
+	msg := strings.Join(strings.Fields(f.Message), " ")
+	if msg == "" {
+		return ""
+	}
+	if r := []rune(msg); len(r) > maxReason {
+		msg = string(r[:maxReason]) + "…"
+	}
+	return ": " + msg
 }
 
 func plural(n int, word string) string {
@@ -175,9 +201,11 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 		// A wait that ends at the deadline or after it leaves the retry no
 		// time: fail now rather than sleep into a certain timeout.
 		if !deadline.IsZero() && !time.Now().Add(d.Delay).Before(deadline) {
-			return giveUp(&Failure{Code: Timeout, Message: fmt.Sprintf(
+			g := giveUp(&Failure{Code: Timeout, Message: fmt.Sprintf(
 				"waiting %s to retry would pass the request deadline (%s) after: %s", d.Delay, e.Config.RequestDeadline, f.Summary()),
 				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the request deadline (%s)", d.Delay, e.Config.RequestDeadline), err)
+			g.(*GiveUpError).reasonOf = f // the provider's reason, not the deadline's
+			return g
 		}
 		id := chain.ID
 		if id == "" {
@@ -243,7 +271,7 @@ func (e *Executor) decide(f *Failure, used map[string]int, overloads int, canAda
 		if f.RetryAfterMs != nil {
 			ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
 			if ra > c.Policy.MaxRetryAfter {
-				return decision{Decision: Decision{Why: fmt.Sprintf("the provider asked to wait %s, longer than max_retry_after (%s)", ra, c.Policy.MaxRetryAfter)}}
+				return decision{Decision: Decision{Why: tooLong(f, c.Policy.MaxRetryAfter)}}
 			}
 			delay = max(delay, ra)
 		}

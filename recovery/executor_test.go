@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -99,7 +100,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: 1500 * ms, ID: "<new>", N: 2, Max: 2, Delay: time.Second, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "retries exhausted", Attempts: 3, Retries: 2, Elapsed: 1500 * ms,
-				Message: "Rate limited by the provider (429); gave up after 3 attempts in 1.5s"},
+				Message: "Rate limited by the provider (429); gave up after 3 attempts in 1.5s: slow down"},
 		},
 		{
 			name:   "failures of different kinds share one budget",
@@ -126,7 +127,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: time.Second, ID: "retry_x", N: 2, Max: 2, Delay: time.Second, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "retries exhausted", Attempts: 2, Retries: 2, Elapsed: time.Second,
-				Message: "Rate limited by the provider (429); gave up after 2 attempts in 1.0s"},
+				Message: "Rate limited by the provider (429); gave up after 2 attempts in 1.0s: slow down"},
 		},
 		{
 			name:   "a carried chain with no budget left",
@@ -135,7 +136,7 @@ func TestExecutor_Do(t *testing.T) {
 			errs:   []error{rateLimited()},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "retries exhausted", Attempts: 1, Retries: 2,
-				Message: "Rate limited by the provider (429); gave up after 1 attempt in 0.0s"},
+				Message: "Rate limited by the provider (429); gave up after 1 attempt in 0.0s: slow down"},
 		},
 		{
 			name:   "not retryable: 401",
@@ -173,7 +174,7 @@ func TestExecutor_Do(t *testing.T) {
 			errs:   []error{rateLimitedAfter("120")},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 2m0s, longer than max_retry_after (10s)", Attempts: 1,
-				Message: "Rate limited by the provider (429); the provider asked to wait 2m0s, longer than max_retry_after (10s)"},
+				Message: "Rate limited by the provider (429); the provider asked to wait 2m0s, longer than max_retry_after (10s): slow down"},
 		},
 		{
 			// Issue #10: a wait of more than a day used to be read as an
@@ -183,7 +184,7 @@ func TestExecutor_Do(t *testing.T) {
 			errs:   []error{rateLimitedAfter("90000")},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 25h0m0s, longer than max_retry_after (10s)", Attempts: 1,
-				Message: "Rate limited by the provider (429); the provider asked to wait 25h0m0s, longer than max_retry_after (10s)"},
+				Message: "Rate limited by the provider (429); the provider asked to wait 25h0m0s, longer than max_retry_after (10s): slow down"},
 		},
 		{
 			name:   "retry-after-ms of more than a day gives up at once",
@@ -192,7 +193,7 @@ func TestExecutor_Do(t *testing.T) {
 				Header: http.Header{"Retry-After-Ms": {"90000000"}}}},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 25h0m0s, longer than max_retry_after (10s)", Attempts: 1,
-				Message: "Rate limited by the provider (429); the provider asked to wait 25h0m0s, longer than max_retry_after (10s)"},
+				Message: "Rate limited by the provider (429); the provider asked to wait 25h0m0s, longer than max_retry_after (10s): slow down"},
 		},
 		{
 			name:   "Retry-After beyond any duration gives up at once",
@@ -200,7 +201,7 @@ func TestExecutor_Do(t *testing.T) {
 			errs:   []error{rateLimitedAfter("99999999999999999999")},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "the provider asked to wait 2562047h47m16.854s, longer than max_retry_after (10s)", Attempts: 1,
-				Message: "Rate limited by the provider (429); the provider asked to wait 2562047h47m16.854s, longer than max_retry_after (10s)"},
+				Message: "Rate limited by the provider (429); the provider asked to wait 2562047h47m16.854s, longer than max_retry_after (10s): slow down"},
 		},
 		{
 			name:   "an invalid Retry-After falls back to the local backoff",
@@ -235,7 +236,7 @@ func TestExecutor_Do(t *testing.T) {
 			errs:   []error{rateLimitedAfter("3")},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 3s would pass the request deadline (2s)", Attempts: 1,
-				Message: "The provider did not answer in time; retrying in 3s would pass the request deadline (2s)"},
+				Message: "The provider did not answer in time; retrying in 3s would pass the request deadline (2s): slow down"},
 		},
 		{
 			name:   "the request deadline stops a later retry",
@@ -247,7 +248,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: 500 * ms, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (1s)", Attempts: 2, Retries: 1, Elapsed: 500 * ms,
-				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (1s)"},
+				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (1s): slow down"},
 		},
 		{
 			// Waiting until exactly the deadline would leave the retry no
@@ -261,7 +262,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: 500 * ms, ID: "<new>", N: 1, Max: 2, Delay: 500 * ms, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.Timeout, Why: "retrying in 1s would pass the request deadline (1.5s)", Attempts: 2, Retries: 1, Elapsed: 500 * ms,
-				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (1.5s)"},
+				Message: "The provider did not answer in time; retrying in 1s would pass the request deadline (1.5s): slow down"},
 		},
 		{
 			name:   "a wait ending before the request deadline goes ahead",
@@ -314,13 +315,17 @@ func TestGiveUpError_Message(t *testing.T) {
 		want string
 	}{
 		{"exhausted", recovery.GiveUpError{Failure: f, Attempts: 3, Elapsed: 2140 * time.Millisecond, Why: "retries exhausted"},
-			"The provider had a server error (503); gave up after 3 attempts in 2.1s"},
+			"The provider had a server error (503); gave up after 3 attempts in 2.1s: not ready"},
 		{"exhausted after one attempt", recovery.GiveUpError{Failure: f, Attempts: 1, Why: "retries exhausted"},
-			"The provider had a server error (503); gave up after 1 attempt in 0.0s"},
+			"The provider had a server error (503); gave up after 1 attempt in 0.0s: not ready"},
 		{"not retryable", recovery.GiveUpError{Failure: f, Attempts: 1, Why: "not retryable"},
 			"The provider had a server error (503): not ready"},
 		{"another reason", recovery.GiveUpError{Failure: f, Attempts: 1, Why: "the provider asked to wait 1m0s, longer than max_retry_after (10s)"},
-			"The provider had a server error (503); the provider asked to wait 1m0s, longer than max_retry_after (10s)"},
+			"The provider had a server error (503); the provider asked to wait 1m0s, longer than max_retry_after (10s): not ready"},
+		{"a long reason is cut", recovery.GiveUpError{Failure: &recovery.Failure{Code: recovery.Server, Status: 500, Message: strings.Repeat("a b\n", 200)}, Attempts: 3, Why: "retries exhausted"},
+			"The provider had a server error (500); gave up after 3 attempts in 0.0s: " + strings.Repeat("a b ", 75) + "…"},
+		{"no reason without one", recovery.GiveUpError{Failure: &recovery.Failure{Code: recovery.Transport, Message: "EOF"}, Attempts: 3, Why: "retries exhausted"},
+			"The connection to the provider failed; gave up after 3 attempts in 0.0s"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Message(); got != tt.want {
@@ -539,7 +544,7 @@ func TestExecutor_DoRequestsThroughProvider(t *testing.T) {
 			name:       "the provider keeps failing",
 			script:     mockprovider.Script{Fallback: &mockprovider.Step{Status: 503}},
 			wantAt:     []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond},
-			wantGiveUp: "The provider had a server error (503); gave up after 3 attempts in 1.5s",
+			wantGiveUp: "The provider had a server error (503); gave up after 3 attempts in 1.5s: The server is overloaded or not ready yet (mock provider).",
 		},
 		{
 			name:       "streams keep dropping",

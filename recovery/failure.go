@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -47,9 +46,17 @@ type Failure struct {
 	Message      string `json:"message"`
 	Status       int    `json:"status,omitempty"`
 	RetryAfterMs *int64 `json:"retryAfterMs,omitempty"`
-	RequestID    string `json:"requestId,omitempty"`
-	ProviderCode string `json:"providerCode,omitempty"`
-	ProviderType string `json:"providerType,omitempty"`
+	// RetryAfterSource is where the provider said how long to wait.
+	RetryAfterSource string `json:"retryAfterSource,omitempty" jsonschema:"enum=retry-after-ms,enum=retry-after,enum=error.details.RetryInfo.retryDelay,enum=x-ratelimit-reset-requests,enum=x-ratelimit-reset-tokens,enum=anthropic-ratelimit-requests-reset,enum=anthropic-ratelimit-tokens-reset,enum=anthropic-ratelimit-input-tokens-reset,enum=anthropic-ratelimit-output-tokens-reset,enum=message"`
+	RequestID        string `json:"requestId,omitempty"`
+	ProviderCode     string `json:"providerCode,omitempty"`
+	ProviderType     string `json:"providerType,omitempty"`
+	// Dialect is the entry of the provider dialect table (recovery.Dialects,
+	// listed in docs/providers.md) that gave Code its meaning, if one did.
+	Dialect string `json:"dialect,omitempty"`
+	// ContentFilter: the provider's content filter refused the request. The
+	// turn ends with stopReason "refusal", as it does for a filtered reply.
+	ContentFilter bool `json:"contentFilter,omitempty"`
 	// Limit is the configuration key of Rebound's own limit that ended the
 	// attempt (a TIMEOUT without a status): which one to raise.
 	Limit string `json:"limit,omitempty" jsonschema:"enum=recovery.first_token_timeout,enum=recovery.stream_idle_timeout,enum=recovery.attempt_timeout"`
@@ -161,14 +168,18 @@ func Classify(err error) *Failure {
 		if pe.Message != "" {
 			f.Message = pe.Message
 		}
-		f.Code = classifyProvider(pe)
-		f.body = pe.Body
-		if d, ok, err := ParseRetryAfter(pe.Header, time.Now()); ok {
-			ms := d.Milliseconds()
-			f.RetryAfterMs = &ms
-		} else {
-			f.retryAfterErr = err
+		d := dialectOf(pe)
+		f.Code = classifyProvider(pe, d)
+		if d != nil {
+			f.Dialect, f.ContentFilter = d.ID, d.ContentFilter
 		}
+		f.body = pe.Body
+		wait, source, err := retryHint(pe, f.Code, time.Now())
+		if source != "" {
+			ms := wait.Milliseconds()
+			f.RetryAfterMs, f.RetryAfterSource = &ms, source
+		}
+		f.retryAfterErr = err
 		return f
 	}
 	if re, ok := errors.AsType[*llm.RequestError](err); ok {
@@ -246,16 +257,11 @@ func endpoint(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func classifyProvider(e *llm.Error) Code {
-	switch code, typ := strings.ToLower(e.Code), strings.ToLower(e.Type); {
-	case code == "context_length_exceeded" || typ == "context_length_exceeded":
-		return ContextOverflow
-	case code == "insufficient_quota" || typ == "insufficient_quota":
-		return Quota
-	case typ == "overloaded_error" || code == "overloaded_error":
-		return Overloaded
-	case code == "rate_limit_exceeded" || typ == "rate_limit_error":
-		return RateLimit
+// classifyProvider is the dialect's meaning when one matched, else what the
+// status says.
+func classifyProvider(e *llm.Error, d *Dialect) Code {
+	if d != nil {
+		return d.Means
 	}
 	switch s := e.Status; {
 	case s == 0 || (e.InStream && s < 300):
@@ -324,6 +330,9 @@ func (f *Failure) Summary() string {
 	case Quota:
 		return "The provider account is out of quota" + status
 	case InvalidRequest:
+		if f.ContentFilter {
+			return "The provider's content filter refused the request" + status
+		}
 		return "The provider rejected the request" + status
 	case Protocol:
 		return "The provider sent a malformed reply"
@@ -344,6 +353,9 @@ func (f *Failure) Advice(apiKeyEnv string) string {
 	case ContextOverflow:
 		return "Shorten the prompt or attach less context, or start a new session."
 	case InvalidRequest:
+		if f.ContentFilter {
+			return "Rephrase the prompt, or leave out what the filter objected to."
+		}
 		return "Check the model name and the base URL."
 	case Transport:
 		host := "the base URL"

@@ -55,13 +55,13 @@ func TestClassify_ProviderErrors(t *testing.T) {
 			name: "400 context_length_exceeded", status: 400, body: "openai_400_context_length_exceeded.json",
 			want: recovery.Failure{Code: recovery.ContextOverflow, Status: 400, RequestID: "mock-req-1",
 				Message:      "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
-				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error"},
+				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error", Dialect: "openai.context_length_exceeded"},
 		},
 		{
-			// vLLM's flat shape: the message talks about the context
-			// length, but only a code would make it CONTEXT_OVERFLOW.
+			// vLLM's flat shape: no code says so, its type and message do
+			// (the dialect table's vllm entry).
 			name: "400 flat body whose message says context length", status: 400, body: "vllm_400_flat_context_too_long.json",
-			want: recovery.Failure{Code: recovery.InvalidRequest, Status: 400, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.ContextOverflow, Status: 400, RequestID: "mock-req-1", Dialect: "vllm.max_context_length",
 				Message:      "This model's maximum context length is 4096 tokens. However, you requested 5120 tokens (4096 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
 				ProviderCode: "400", ProviderType: "BadRequestError"},
 		},
@@ -100,36 +100,37 @@ func TestClassify_ProviderErrors(t *testing.T) {
 		{
 			name: "429 rate_limit_exceeded with Retry-After", status: 429, body: "openai_429_rate_limit_exceeded.json",
 			headers: map[string]string{"Retry-After": "2", "X-Request-Id": "req_7b1e2c"},
-			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "req_7b1e2c", RetryAfterMs: ptr[int64](2000),
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "req_7b1e2c", RetryAfterMs: ptr[int64](2000), RetryAfterSource: "retry-after",
 				Message:      "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",
-				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens"},
+				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens", Dialect: "openai.rate_limit_exceeded"},
 		},
 		{
 			name: "429 retry-after-ms is preferred over Retry-After", status: 429, body: "openai_429_rate_limit_exceeded.json",
 			headers: map[string]string{"Retry-After": "2", "retry-after-ms": "1500.5"},
-			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](1500),
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](1500), RetryAfterSource: "retry-after-ms",
 				Message:      "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",
-				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens"},
+				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens", Dialect: "openai.rate_limit_exceeded"},
 		},
 		{
+			// The unusable header is reported; the message's own hint is used.
 			name: "429 with an unusable Retry-After", status: 429, body: "openai_429_rate_limit_exceeded.json",
 			headers: map[string]string{"Retry-After": "soon"},
-			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](1400), RetryAfterSource: "message",
 				Message:      "Rate limit reached for gpt-4o in organization org-abc123 on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200. Please try again in 1.4s.",
-				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens"},
+				ProviderCode: "rate_limit_exceeded", ProviderType: "tokens", Dialect: "openai.rate_limit_exceeded"},
 			wantRetryAfterErr: `invalid Retry-After header "soon": neither seconds nor an HTTP date`,
 		},
 		{
 			name: "429 insufficient_quota is quota, not a rate limit", status: 429, body: "openai_429_insufficient_quota.json",
 			want: recovery.Failure{Code: recovery.Quota, Status: 429, RequestID: "mock-req-1",
 				Message:      "You exceeded your current quota, please check your plan and billing details.",
-				ProviderCode: "insufficient_quota", ProviderType: "insufficient_quota"},
+				ProviderCode: "insufficient_quota", ProviderType: "insufficient_quota", Dialect: "openai.insufficient_quota"},
 		},
 		{
 			name: "429 Anthropic rate_limit_error", status: 429, body: "anthropic_429_rate_limit_error.json",
 			headers: map[string]string{"retry-after": "30"},
-			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](30000),
-				Message: "Number of request tokens has exceeded your per-minute rate limit.", ProviderType: "rate_limit_error"},
+			want: recovery.Failure{Code: recovery.RateLimit, Status: 429, RequestID: "mock-req-1", RetryAfterMs: ptr[int64](30000), RetryAfterSource: "retry-after",
+				Message: "Number of request tokens has exceeded your per-minute rate limit.", ProviderType: "rate_limit_error", Dialect: "anthropic.rate_limit_error"},
 		},
 		{
 			name: "429 Gemini array body", status: 429, body: "gemini_429_resource_exhausted.json",
@@ -154,7 +155,7 @@ func TestClassify_ProviderErrors(t *testing.T) {
 		{
 			name: "503 with overloaded_error type", status: 503, body: "anthropic_529_overloaded_error.json",
 			want: recovery.Failure{Code: recovery.Overloaded, Status: 503, RequestID: "mock-req-1",
-				Message: "Overloaded", ProviderType: "overloaded_error"},
+				Message: "Overloaded", ProviderType: "overloaded_error", Dialect: "anthropic.overloaded_error"},
 		},
 		{
 			name: "504 from a CDN, plain text", status: 504, body: "cloudflare_504.txt",
@@ -164,7 +165,7 @@ func TestClassify_ProviderErrors(t *testing.T) {
 			name: "529 Anthropic overloaded_error", status: 529, body: "anthropic_529_overloaded_error.json",
 			headers: map[string]string{"X-Request-Id": "req_011CSHoEeqs5C35K2UUqR7Fy"},
 			want: recovery.Failure{Code: recovery.Overloaded, Status: 529, RequestID: "req_011CSHoEeqs5C35K2UUqR7Fy",
-				Message: "Overloaded", ProviderType: "overloaded_error"},
+				Message: "Overloaded", ProviderType: "overloaded_error", Dialect: "anthropic.overloaded_error"},
 		},
 		{
 			name: "in-stream server_error after some text", stream: "openai_server_error.json", text: "Hel",
@@ -174,18 +175,18 @@ func TestClassify_ProviderErrors(t *testing.T) {
 		{
 			name: "in-stream overloaded_error", stream: "anthropic_overloaded_error.json",
 			want: recovery.Failure{Code: recovery.Overloaded, RequestID: "mock-req-1",
-				Message: "Overloaded", ProviderType: "overloaded_error"},
+				Message: "Overloaded", ProviderType: "overloaded_error", Dialect: "anthropic.overloaded_error"},
 		},
 		{
 			name: "in-stream rate_limit_exceeded", stream: "openai_rate_limit_exceeded.json", text: "Hello",
 			want: recovery.Failure{Code: recovery.RateLimit, RequestID: "mock-req-1",
-				Message: "Rate limit reached for requests.", ProviderCode: "rate_limit_exceeded", ProviderType: "requests"},
+				Message: "Rate limit reached for requests.", ProviderCode: "rate_limit_exceeded", ProviderType: "requests", Dialect: "openai.rate_limit_exceeded"},
 		},
 		{
 			name: "in-stream context_length_exceeded", stream: "openai_context_length_exceeded.json",
 			want: recovery.Failure{Code: recovery.ContextOverflow, RequestID: "mock-req-1",
 				Message:      "This model's maximum context length is 8192 tokens.",
-				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error"},
+				ProviderCode: "context_length_exceeded", ProviderType: "invalid_request_error", Dialect: "openai.context_length_exceeded"},
 		},
 		{
 			name: "in-stream unknown string code", stream: "openrouter_provider_disconnected.json", text: "Hi",

@@ -72,9 +72,19 @@ func (p Policy) Decide(f *Failure, n int) Decision {
 	if f.RetryAfterMs != nil {
 		ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
 		if ra > p.MaxRetryAfter {
-			return Decision{Why: fmt.Sprintf("the provider asked to wait %s, longer than max_retry_after (%s)", ra, p.MaxRetryAfter)}
+			return Decision{Why: tooLong(f, p.MaxRetryAfter)}
 		}
 		return Decision{Retry: true, Delay: ra} // the provider knows best: not jittered
 	}
 	return Decision{Retry: true, Delay: p.Backoff(n)}
+}
+
+// tooLong explains a wait the provider asked for that is longer than
+// max_retry_after, naming the wait and where the provider said it.
+func tooLong(f *Failure, limit time.Duration) string {
+	ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
+	if f.RetryAfterSource == "" || f.RetryAfterSource == SourceRetryAfter || f.RetryAfterSource == SourceRetryAfterMs {
+		return fmt.Sprintf("the provider asked to wait %s, longer than max_retry_after (%s)", ra, limit)
+	}
+	return fmt.Sprintf("the provider says the limit resets in %s (%s), longer than max_retry_after (%s)", ra, f.RetryAfterSource, limit)
 }

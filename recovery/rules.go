@@ -81,14 +81,18 @@ func KnownCodes() string {
 
 // errorField reads field from the provider's error JSON: inside its "error"
 // object first (OpenAI, Anthropic), then at the top level; a dotted field
-// walks nested objects.
+// walks nested objects. Gemini's array of one error reads as that error.
 func (f *Failure) errorField(field string) (string, bool) {
 	if len(f.body) == 0 {
 		return "", false
 	}
 	var doc map[string]any
 	if json.Unmarshal(f.body, &doc) != nil {
-		return "", false
+		var arr []map[string]any
+		if json.Unmarshal(f.body, &arr) != nil || len(arr) == 0 {
+			return "", false
+		}
+		doc = arr[0]
 	}
 	if inner, ok := doc["error"].(map[string]any); ok {
 		if v, ok := lookup(inner, field); ok {

@@ -24,6 +24,9 @@ const (
 
 // Message is one entry of the committed conversation.
 type Message struct {
+	// Seq is the seq of the event the message comes from: where it stands
+	// among other things replayed from the log (WaitStatuses).
+	Seq       int64
 	Turn      int
 	Role      string // RoleUser, RoleAssistant or RoleCompaction
 	Text      string
@@ -82,13 +85,13 @@ func Conversation(events []Event) ([]Message, error) {
 			userAt = len(msgs)
 			clear(calls)
 			clear(asked)
-			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
+			msgs = append(msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
 		case TypeCompaction:
 			var d Compaction
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				return nil, err
 			}
-			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
+			msgs = append(msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
 		case TypeAssistantMessage:
 			var d AssistantMessage
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -98,7 +101,7 @@ func Conversation(events []Event) ([]Message, error) {
 				asked[tc.ID] = tc
 			}
 			msgs = append(msgs, Message{
-				Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
+				Seq: ev.Seq, Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
 				MessageID: d.MessageID, FinishReason: d.FinishReason, ToolCalls: d.ToolCalls, Incomplete: d.Incomplete,
 			})
 		case TypeToolCall:
@@ -112,7 +115,7 @@ func Conversation(events []Event) ([]Message, error) {
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				return nil, err
 			}
-			msgs = append(msgs, Message{Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: asked[d.ToolCallID].Name, Arguments: asked[d.ToolCallID].Arguments,
+			msgs = append(msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: asked[d.ToolCallID].Name, Arguments: asked[d.ToolCallID].Arguments,
 				Text: d.Output, Status: d.Status, Content: d.Content, Call: calls[d.ToolCallID]})
 			delete(calls, d.ToolCallID)
 		case TypeTurnEnd:

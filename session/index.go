@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -33,8 +34,10 @@ func IndexPath(stateDir string) string {
 // outdated the file is rewritten whole (a new file renamed over it, under
 // the same lock). A missing or unreadable index, a line that can't be
 // decoded and a log without an entry are all rebuilt from the logs by the
-// next List. Writers put a session's summary whenever they change its log
-// in a way the summary shows.
+// next List. A line longer than any Put writes (maxIndexLine) is skipped
+// without being held in memory; a file with one, or with a torn last line,
+// is rewritten by that List. Writers put a session's summary whenever they
+// change its log in a way the summary shows.
 //
 // An Index keeps what it read in memory and, on the next List, reads only
 // the lines appended since (the whole file again if it was replaced). It is
@@ -49,6 +52,10 @@ type Index struct {
 	file    os.FileInfo // the file entries were read from; nil before the first read
 	offset  int64       // bytes of it read (whole lines)
 	lines   int         // lines read from it
+	// damaged is set when the file was seen to hold a line longer than
+	// maxIndexLine or an unterminated tail: List then rewrites it, so
+	// the next reader does not skip the same bytes again.
+	damaged bool
 	// sorted is entries in List's order, nil when entries changed since.
 	sorted []Summary
 }
@@ -73,15 +80,39 @@ type indexRecord struct {
 // as many as it has sessions before List rewrites it.
 const compactSlack = 1000
 
+// maxIndexLine bounds a line of the index file, without its newline. A
+// line is a Summary: an id of at most 128 bytes, a title of at most
+// MaxTitleRunes characters, a time, and the cwd, which has no bound of its
+// own; 64 KiB holds a cwd of PATH_MAX (4096) bytes even if each is escaped
+// as \u00XX. The file is a cache any process (or crash) can damage, so a
+// longer line is skipped without being read into memory; one that would
+// be longer is not written, and its session is summarised from its log.
+const maxIndexLine = 64 << 10
+
+// indexLine encodes rec as a line of the index file, or reports that it
+// would be longer than maxIndexLine.
+func indexLine(rec indexRecord) ([]byte, bool) {
+	line, err := json.Marshal(rec)
+	if err != nil || len(line) > maxIndexLine {
+		return nil, false
+	}
+	return append(line, '\n'), true
+}
+
 // Put records s as the session's summary.
 func (x *Index) Put(s Summary) error {
-	line, err := json.Marshal(indexRecord{Summary: s})
-	if err != nil {
-		return err
-	}
+	line, ok := indexLine(indexRecord{Summary: s})
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err := x.append(append(line, '\n')); err != nil {
+	if !ok {
+		// Too long for the file: known here, and to other processes from
+		// the log.
+		if x.file != nil {
+			x.apply(indexRecord{Summary: s})
+		}
+		return nil
+	}
+	if err := x.append(line); err != nil {
 		return err
 	}
 	if x.file != nil {
@@ -137,8 +168,8 @@ func (x *Index) List() ([]Summary, error) {
 		}
 		x.apply(indexRecord{Summary: s})
 		listed++
-		if line, err := json.Marshal(indexRecord{Summary: s}); err == nil {
-			rebuilt = append(append(rebuilt, line...), '\n')
+		if line, ok := indexLine(indexRecord{Summary: s}); ok {
+			rebuilt = append(rebuilt, line...)
 		}
 	}
 	if len(rebuilt) > 0 {
@@ -175,10 +206,11 @@ func (x *Index) List() ([]Summary, error) {
 			}
 		}
 	}
-	if x.file != nil && x.lines > 2*len(x.entries)+compactSlack {
+	if x.file != nil && (x.damaged || x.lines > 2*len(x.entries)+compactSlack) {
 		if err := x.compact(); err != nil {
 			x.warn(fmt.Errorf("compact the session index %s: %w", x.path, err))
 		}
+		x.damaged = false // tried once: a read-only index is not retried on every List
 	}
 	return out, nil
 }
@@ -210,7 +242,7 @@ func logIDs(dir string) ([]string, error) {
 // reset forgets what was read, to read fi's file from its start.
 func (x *Index) reset(fi os.FileInfo) {
 	clear(x.entries)
-	x.file, x.offset, x.lines, x.sorted = fi, 0, 0, nil
+	x.file, x.offset, x.lines, x.sorted, x.damaged = fi, 0, 0, nil, false
 }
 
 // refresh reads what was appended to the index file since the last read,
@@ -229,6 +261,8 @@ func (x *Index) refresh() error {
 }
 
 // readFrom reads the lines of f, the index file, that were not read yet.
+// It holds at most one line of maxIndexLine bytes in memory, whatever the
+// file holds.
 func (x *Index) readFrom(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -242,27 +276,62 @@ func (x *Index) readFrom(f *os.File) error {
 	if n <= 0 {
 		return nil
 	}
-	buf := make([]byte, n)
-	k, err := f.ReadAt(buf, x.offset)
-	if err != nil && err != io.EOF {
-		return err
-	}
-	buf = buf[:k]
-	// Whole lines only: a line being appended is read next time.
-	end := bytes.LastIndexByte(buf, '\n') + 1
-	for line := range bytes.SplitSeq(buf[:end], []byte("\n")) {
-		if len(line) == 0 {
-			continue
+	// One byte more than a line, for its newline: a full buffer without
+	// one is a line too long (and never is when all that is left fits).
+	br := bufio.NewReaderSize(io.NewSectionReader(f, x.offset, n), int(min(n+1, maxIndexLine+1)))
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			x.offset += int64(len(line))
+			line = line[:len(line)-1]
+			if len(line) == 0 {
+				continue
+			}
+			x.lines++
+			rec, err := decodeIndexLine(line)
+			if err != nil || CheckSessionID(rec.SessionID) != nil {
+				continue // a line torn by a crash, or garbage: the log rebuilds it
+			}
+			x.apply(rec)
+		case errors.Is(err, bufio.ErrBufferFull):
+			// No line Put writes is this long: garbage, or a tail that
+			// keeps growing. Skip it unread, to its newline or, without
+			// one, to the end of what was there: an append starts a new
+			// line after it.
+			skipped, err := discardLine(br)
+			if err != nil {
+				return err
+			}
+			x.offset += int64(len(line)) + skipped
+			x.lines++
+			x.damaged = true
+		case err == io.EOF:
+			// Whole lines only: a line being appended is read next time.
+			// If no one is appending it, a writer died mid-line.
+			x.damaged = x.damaged || len(line) > 0
+			return nil
+		default:
+			return err
 		}
-		x.lines++
-		rec, err := decodeIndexLine(line)
-		if err != nil || CheckSessionID(rec.SessionID) != nil {
-			continue // a line torn by a crash, or garbage: the log rebuilds it
-		}
-		x.apply(rec)
 	}
-	x.offset += int64(end)
-	return nil
+}
+
+// discardLine reads from br up to and including the next newline, or to
+// the end, and returns how many bytes it read.
+func discardLine(br *bufio.Reader) (int64, error) {
+	var n int64
+	for {
+		b, err := br.ReadSlice('\n')
+		n += int64(len(b))
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+		case err == nil, err == io.EOF:
+			return n, nil
+		default:
+			return n, err
+		}
+	}
 }
 
 // apply adds one line's record to entries: a tombstone removes the
@@ -417,13 +486,12 @@ func (x *Index) compact() error {
 		}
 		slices.Sort(ids)
 		var b bytes.Buffer
+		lines := 0
 		for _, id := range ids {
-			line, err := json.Marshal(indexRecord{Summary: x.entries[id]})
-			if err != nil {
-				return err
+			if line, ok := indexLine(indexRecord{Summary: x.entries[id]}); ok {
+				b.Write(line)
+				lines++
 			}
-			b.Write(line)
-			b.WriteByte('\n')
 		}
 		tmp, err := os.CreateTemp(x.stateDir, "session-index-*.tmp")
 		if err != nil {
@@ -450,7 +518,7 @@ func (x *Index) compact() error {
 		if err != nil {
 			return err
 		}
-		x.file, x.offset, x.lines = fi, int64(b.Len()), len(ids)
+		x.file, x.offset, x.lines, x.damaged = fi, int64(b.Len()), lines, false
 		return nil
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +294,131 @@ func TestRemove(t *testing.T) {
 	}
 	if err := session.Remove(state, "../x"); err == nil {
 		t.Error("Remove of a bad id succeeded")
+	}
+}
+
+// allocated returns the bytes fn allocates on the heap.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// An index with a huge tail without a newline (a runaway writer, a full
+// disk, a hostile process) costs a List neither memory in proportion to it
+// nor a second read: the tail is skipped unread and the file rewritten.
+func TestIndex_HugeUnterminatedTail(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "b", "/w", 2)
+	mustList(t, session.NewIndex(state, nil))
+	const junk = 16 << 20
+	f, err := os.OpenFile(session.IndexPath(state), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append([]byte(`{"sessionId":"a","cwd":"`), strings.Repeat("x", junk)...)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	var got []session.Summary
+	if n := allocated(func() { got = mustList(t, session.NewIndex(state, nil)) }); n > 1<<20 {
+		t.Errorf("List of an index with a %d MiB tail allocated %d KiB, want under 1 MiB", junk>>20, n>>10)
+	}
+	if diff := cmp.Diff([]string{"b", "a"}, ids(got)); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	repaired, err := os.ReadFile(session.IndexPath(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(repaired) > 4<<10 || strings.Count(string(repaired), "\n") != 2 || !strings.HasSuffix(string(repaired), "\n") {
+		t.Errorf("index after List has %d bytes, want its 2 lines only:\n%.300s", len(repaired), repaired)
+	}
+	fi, _ := os.Stat(session.IndexPath(state))
+	if diff := cmp.Diff([]string{"b", "a"}, ids(mustList(t, session.NewIndex(state, nil)))); diff != "" {
+		t.Errorf("List after the repair (-want +got):\n%s", diff)
+	}
+	if fi2, _ := os.Stat(session.IndexPath(state)); !os.SameFile(fi, fi2) {
+		t.Error("the next List rewrote the repaired index again")
+	}
+}
+
+// A line too long to be a summary is skipped unread, and the lines after
+// it are read.
+func TestIndex_HugeLineInTheMiddle(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "b", "/w", 2)
+	index := `{"sessionId":"a","cwd":"/w","title":"Before","updatedAt":"2000-01-01T00:00:01Z"}` + "\n" +
+		`{"sessionId":"b","cwd":"` + strings.Repeat("y", 4<<20) + `","updatedAt":"2000-01-01T00:00:02Z"}` + "\n" +
+		`{"sessionId":"b","cwd":"/w","title":"After","updatedAt":"2000-01-01T00:00:02Z"}` + "\n"
+	if err := os.WriteFile(session.IndexPath(state), []byte(index), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got []session.Summary
+	if n := allocated(func() { got = mustList(t, session.NewIndex(state, nil)) }); n > 1<<20 {
+		t.Errorf("List allocated %d KiB, want under 1 MiB", n>>10)
+	}
+	want := []session.Summary{
+		{SessionID: "b", Cwd: "/w", Title: "After", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 2, 0, time.UTC)},
+		{SessionID: "a", Cwd: "/w", Title: "Before", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	if fi, _ := os.Stat(session.IndexPath(state)); fi.Size() > 4<<10 {
+		t.Errorf("index has %d bytes after List, want the long line gone", fi.Size())
+	}
+}
+
+// A crash mid-append leaves a short torn line; the List that finds it
+// rewrites the file, so later readers do not skip it again.
+func TestIndex_TornTailRepaired(t *testing.T) {
+	state := t.TempDir()
+	writeLog(t, state, "a", "/w", 1)
+	mustList(t, session.NewIndex(state, nil))
+	f, err := os.OpenFile(session.IndexPath(state), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"sessionId":"a","cwd":"/w","ti`)
+	f.Close()
+	if diff := cmp.Diff([]string{"a"}, ids(mustList(t, session.NewIndex(state, nil)))); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	b, _ := os.ReadFile(session.IndexPath(state))
+	if strings.Count(string(b), "\n") != 1 || !strings.HasSuffix(string(b), "}\n") {
+		t.Errorf("index after List = %q, want one whole line", b)
+	}
+}
+
+// A summary too long for a line of the index (a cwd of many KiB) is not
+// written, or every List would read it and append it again; it is listed
+// from its log.
+func TestIndex_SummaryTooLongForALine(t *testing.T) {
+	state := t.TempDir()
+	// 12 KB in the log (writeLog does not escape '<'), 72 KB in an index
+	// line (json.Marshal does).
+	cwd := "/" + strings.Repeat("<", 12<<10)
+	writeLog(t, state, "a", "/w", 1)
+	writeLog(t, state, "long", cwd, 2)
+	x := session.NewIndex(state, nil)
+	mustList(t, x)
+	if err := x.Put(session.Summary{SessionID: "long", Cwd: cwd, UpdatedAt: time.Date(2000, 1, 1, 0, 0, 2, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got := mustList(t, session.NewIndex(state, nil))
+		if diff := cmp.Diff([]string{"long", "a"}, ids(got)); diff != "" || got[0].Cwd != cwd {
+			t.Errorf("List (-want +got):\n%s", diff)
+		}
+		if fi, _ := os.Stat(session.IndexPath(state)); fi.Size() > 4<<10 {
+			t.Fatalf("index has %d bytes, want the long summary left out", fi.Size())
+		}
 	}
 }

@@ -73,6 +73,11 @@ func (f *summaryFold) add(t time.Time, typ string, data json.RawMessage) {
 		if json.Unmarshal(data, &d) == nil {
 			f.derived = ShortTitle(d.Text)
 		}
+		if f.derived == "" {
+			// A prompt of images or blanks: a session with a turn always
+			// has a title, which is how a list tells it from one without.
+			f.derived = UntitledSession
+		}
 	}
 }
 
@@ -101,9 +106,9 @@ func ReadSummary(path string) (Summary, error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			// A long line (a big tool result): read it whole.
-			rest, rerr := br.ReadBytes('\n')
-			line, err = append(bytes.Clone(line), rest...), rerr
+			// A long line (a big tool result): read it whole, up to a
+			// bound. ReadSlice's line is only valid until the next read.
+			line, err = readLongLine(br, bytes.Clone(line))
 		}
 		if err != nil && err != io.EOF {
 			return Summary{}, fmt.Errorf("read %s: %w", path, err)
@@ -134,6 +139,35 @@ func ReadSummary(path string) (Summary, error) {
 	s.SessionID = strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	return s, nil
 }
+
+// maxSummaryLine bounds one log line ReadSummary reads: above any record
+// Rebound writes (a reply is capped at 16 MiB, and JSON escaping can
+// double it). A longer line is skipped unread, so a file that is not a log
+// costs no memory however it is made.
+const maxSummaryLine = 64 << 20
+
+// readLongLine reads the rest of a line whose first part is head. A line
+// over maxSummaryLine is read to its end and dropped: it comes back empty.
+func readLongLine(br *bufio.Reader, head []byte) ([]byte, error) {
+	line := head
+	for {
+		part, err := br.ReadSlice('\n')
+		if line != nil {
+			if len(line)+len(part) > maxSummaryLine {
+				line = nil // dropped; the rest is read and discarded
+			} else {
+				line = append(line, part...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
+}
+
+// UntitledSession is the title of a session whose first prompt has no
+// words to make one from.
+const UntitledSession = "Untitled session"
 
 // MaxTitleRunes is the length ShortTitle cuts a title to.
 const MaxTitleRunes = 60

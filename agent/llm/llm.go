@@ -69,10 +69,14 @@ type ToolDef struct {
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
-// ToolCallDelta is a streamed fragment of a tool call; fragments with the
-// same Index belong to one call.
+// ToolCallDelta is a streamed fragment of a tool call. Fragments with the
+// same Index belong to one call, until one brings a different id or name
+// (see Reply.Add).
 type ToolCallDelta struct {
-	Index     int    `json:"index"`
+	Index int `json:"index"`
+	// Unindexed: the provider sent no index (Gemini). The fragment goes on
+	// with the latest call unless it starts a new one.
+	Unindexed bool   `json:"unindexed,omitempty"`
 	ID        string `json:"id,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
@@ -203,17 +207,25 @@ type Reply struct {
 	// O(n²) as += would; the exported strings are views of them.
 	content, reasoning strings.Builder
 	args               []*strings.Builder
+	// slots maps a provider's tool call index to the position in ToolCalls
+	// of the call that index last named.
+	slots map[int]int
 }
 
-// MaxToolCalls bounds the tool calls of one reply: a provider's index is
-// trusted no further than this.
+// MaxToolCalls bounds the tool calls of one reply, and a provider's index.
 const MaxToolCalls = 128
 
 // Add folds one chunk into the reply. A tool call index outside [0,
-// MaxToolCalls) is a malformed stream.
+// MaxToolCalls), or more than MaxToolCalls calls, is a malformed stream.
+//
+// Tool calls are kept in the order they first appear, with no holes: an
+// index is a key, not a position (Claude behind some gateways starts at 1).
+// A fragment with a new id, or a new name for a call that has one, starts a
+// new call, whatever its index says (Ollama repeats index 0; Gemini sends no
+// index at all); see startsNew.
 func (r *Reply) Add(c Chunk) error {
 	for _, d := range c.ToolCalls {
-		if d.Index < 0 || d.Index >= MaxToolCalls {
+		if !d.Unindexed && (d.Index < 0 || d.Index >= MaxToolCalls) {
 			return fmt.Errorf("%w: tool call index %d is outside 0 to %d", ErrMalformedStream, d.Index, MaxToolCalls-1)
 		}
 	}
@@ -229,18 +241,8 @@ func (r *Reply) Add(c Chunk) error {
 		r.Reasoning = r.reasoning.String()
 	}
 	for _, d := range c.ToolCalls {
-		for len(r.ToolCalls) <= d.Index {
-			r.ToolCalls = append(r.ToolCalls, ToolCall{})
-			r.args = append(r.args, &strings.Builder{})
-		}
-		tc := &r.ToolCalls[d.Index]
-		if d.ID != "" {
-			tc.ID = d.ID
-		}
-		tc.Name += d.Name // names come whole or in a few pieces
-		if d.Arguments != "" {
-			r.args[d.Index].WriteString(d.Arguments)
-			tc.Arguments = r.args[d.Index].String()
+		if err := r.addCall(d); err != nil {
+			return err
 		}
 	}
 	if c.FinishReason != "" {
@@ -250,6 +252,63 @@ func (r *Reply) Add(c Chunk) error {
 		r.Usage = c.Usage
 	}
 	return nil
+}
+
+func (r *Reply) addCall(d ToolCallDelta) error {
+	if d.ID == "" && d.Name == "" && d.Arguments == "" {
+		return nil // nothing to add: no call is made of it
+	}
+	pos, ok := len(r.ToolCalls)-1, len(r.ToolCalls) > 0
+	if !d.Unindexed {
+		pos, ok = r.slots[d.Index]
+	}
+	if ok && startsNew(r.ToolCalls[pos], d) {
+		ok = false
+	}
+	if !ok {
+		if len(r.ToolCalls) == MaxToolCalls {
+			return fmt.Errorf("%w: more than %d tool calls", ErrMalformedStream, MaxToolCalls)
+		}
+		r.ToolCalls = append(r.ToolCalls, ToolCall{})
+		r.args = append(r.args, &strings.Builder{})
+		pos = len(r.ToolCalls) - 1
+	}
+	if !d.Unindexed {
+		if r.slots == nil {
+			r.slots = map[int]int{}
+		}
+		r.slots[d.Index] = pos
+	}
+	tc := &r.ToolCalls[pos]
+	if d.ID != "" {
+		tc.ID = d.ID
+	}
+	if d.Name != "" {
+		tc.Name = d.Name // a repeated name is the same name
+	}
+	if d.Arguments != "" {
+		r.args[pos].WriteString(d.Arguments)
+		tc.Arguments = r.args[pos].String()
+	}
+	return nil
+}
+
+// startsNew reports whether fragment d begins a call other than tc, the one
+// its index (or, without one, its position in the stream) points at.
+func startsNew(tc ToolCall, d ToolCallDelta) bool {
+	switch {
+	case d.ID != "" && tc.ID != "":
+		return d.ID != tc.ID
+	case d.Name == "" || tc.Name == "":
+		return false
+	case d.Name != tc.Name:
+		return true
+	}
+	// The same name again and no id to tell: a provider that repeats the
+	// name on every fragment, or a second call to the same tool sent whole
+	// (Gemini's parallel calls). The second is the one whose predecessor's
+	// arguments are already a complete JSON value.
+	return tc.Arguments != "" && json.Valid([]byte(tc.Arguments))
 }
 
 // Empty reports a finished reply with no content and no tool call.

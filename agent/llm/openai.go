@@ -549,9 +549,10 @@ func isGoOpenAIEventErr(err error) bool {
 type wireChunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"` // DeepSeek, vLLM
-			Reasoning        string `json:"reasoning"`         // OpenRouter, Ollama
+			// Content is a string, or Mistral's typed parts (see contentParts).
+			Content          json.RawMessage `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"` // DeepSeek, vLLM
+			Reasoning        string          `json:"reasoning"`         // OpenRouter, Ollama
 			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
@@ -582,14 +583,18 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 	var c Chunk
 	if len(w.Choices) > 0 {
 		ch := w.Choices[0]
-		c.Content = ch.Delta.Content
-		c.Reasoning = cmp.Or(ch.Delta.ReasoningContent, ch.Delta.Reasoning)
+		text, thought, err := contentParts(ch.Delta.Content)
+		if err != nil {
+			return Chunk{}, false, s.o.scrub(fmt.Errorf("%w: undecodable chunk %q: %w", ErrMalformedStream, s.o.snippet(raw), err))
+		}
+		c.Content = text
+		c.Reasoning = cmp.Or(ch.Delta.ReasoningContent, ch.Delta.Reasoning) + thought
 		for i, tc := range ch.Delta.ToolCalls {
-			idx := i
+			d := ToolCallDelta{Index: i, Unindexed: true, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
 			if tc.Index != nil {
-				idx = *tc.Index
+				d.Index, d.Unindexed = *tc.Index, false
 			}
-			c.ToolCalls = append(c.ToolCalls, ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			c.ToolCalls = append(c.ToolCalls, d)
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			c.FinishReason = *ch.FinishReason

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -159,5 +160,38 @@ func TestStart_TooManyServers(t *testing.T) {
 	}
 	if tooMany != 2 {
 		t.Errorf("%d servers refused as too many, want 2", tooMany)
+	}
+}
+
+// An unreachable server's URL and headers may carry credentials: neither
+// the failure (which the editor shows and the model reads) nor any log line
+// quotes them, but they still say which server failed and where.
+func TestHTTP_UnreachableServerSecretsRedacted(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	opts := mcp.Options{Logger: zerolog.New(zerolog.SyncWriter(&logs)).Level(zerolog.DebugLevel), StartTimeout: 5 * time.Second}
+	auth := []mcp.KV{{Name: "Authorization", Value: "Bearer header-secret-value"}}
+	_, failures := mcp.Start(t.Context(), []mcp.Spec{
+		{Name: "old", Transport: mcp.TransportSSE, URL: "http://user:pass-secret@127.0.0.1:1/sse?token=secret123", Headers: auth},
+		{Name: "web", Transport: mcp.TransportHTTP, URL: "http://user:pass-secret@127.0.0.1:1/mcp?token=secret123", Headers: auth},
+	}, opts)
+	if len(failures) != 2 {
+		t.Fatalf("failures = %v, want two", failures)
+	}
+	var text strings.Builder
+	for _, f := range failures {
+		text.WriteString(f.Error() + "\n")
+	}
+	text.WriteString(logs.String())
+	for _, secret := range []string{"secret123", "pass-secret", "user:", "header-secret-value"} {
+		if strings.Contains(text.String(), secret) {
+			t.Errorf("%q is quoted:\n%s", secret, text.String())
+		}
+	}
+	if want := `MCP server "old" could not be started: Get "http://REDACTED@127.0.0.1:1/sse?token=REDACTED": dial tcp 127.0.0.1:1: connect: connection refused`; failures[0].Error() != want {
+		t.Errorf("failure of old:\n got %s\nwant %s", failures[0].Error(), want)
+	}
+	if !strings.Contains(logs.String(), "http://REDACTED@127.0.0.1:1/mcp?token=REDACTED") {
+		t.Errorf("the log does not say where web was looked for:\n%s", logs.String())
 	}
 }

@@ -9,8 +9,9 @@
 // A server is an untrusted peer, and a broken or malicious one must cost
 // Rebound neither a session nor the process. So everything a server sends is
 // bounded (tools, descriptions, schemas, results, message sizes), every wait
-// has a timeout, a stdio server runs in its own process group that Close
-// kills, its stderr never reaches Rebound's stdout (the ACP connection), and
+// has a timeout, a stdio server runs under internal/proc, so that Close (or
+// its exit) kills everything it started, its environment lacks Rebound's
+// credentials, its stderr never reaches Rebound's stdout (the ACP connection), and
 // a server that dies turns into clear errors for the calls of its tools
 // instead of hangs.
 package mcp
@@ -32,6 +33,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/internal/proc"
 )
 
 // Transports of a Spec.
@@ -83,6 +85,9 @@ type Options struct {
 	StopGrace time.Duration
 	// Dir is the working directory of stdio servers: the session's cwd.
 	Dir string
+	// Secrets are left out of the environment stdio servers inherit from
+	// Rebound; a Spec's own Env still applies.
+	Secrets proc.Secrets
 	// Logger receives the servers' stderr (debug) and what was dropped or
 	// went wrong (warn).
 	Logger zerolog.Logger
@@ -361,11 +366,12 @@ const exitWait = time.Second
 
 // server is one running server.
 type server struct {
-	name string
-	log  zerolog.Logger
-	sess *sdk.ClientSession
-	proc *process       // stdio only
-	http *httpTransport // http and sse only
+	name    string
+	log     zerolog.Logger
+	secrets redactor // applied to every error and log line about the server
+	sess    *sdk.ClientSession
+	proc    *process       // stdio only
+	http    *httpTransport // http and sse only
 	// stopNet aborts every HTTP request of the server (http and sse only).
 	stopNet context.CancelFunc
 	// calls is cancelled by Close, which makes running calls return.
@@ -382,9 +388,10 @@ type server struct {
 // complete sentence for a person.
 func startServer(ctx context.Context, sp Spec, opts Options) (*server, []*sdk.Tool, error) {
 	srv := &server{
-		name: sp.Name,
-		log:  opts.Logger.With().Str("mcpServer", sp.Name).Logger(),
-		done: make(chan struct{}),
+		name:    sp.Name,
+		log:     opts.Logger.With().Str("mcpServer", sp.Name).Logger(),
+		secrets: newRedactor(sp),
+		done:    make(chan struct{}),
 	}
 	life := context.WithoutCancel(ctx) // the server outlives Start's ctx
 	srv.calls, srv.cancelCalls = context.WithCancel(life)
@@ -407,7 +414,7 @@ func startServer(ctx context.Context, sp Spec, opts Options) (*server, []*sdk.To
 		transport, abort = t, func() {}
 		srv.stopNet = func() {}
 	case sp.transport() == TransportStdio:
-		p, err := startProcess(sp, opts.Dir, srv.log)
+		p, err := startProcess(sp, opts.Dir, opts.Secrets, srv.log)
 		if err != nil {
 			srv.cancelCalls()
 			return nil, nil, fmt.Errorf("MCP server %q could not be started: %w", sp.Name, err)
@@ -443,7 +450,7 @@ func startServer(ctx context.Context, sp Spec, opts Options) (*server, []*sdk.To
 	stopAbort := context.AfterFunc(startCtx, abort)
 
 	client := sdk.NewClient(&sdk.Implementation{Name: "rebound", Version: version()}, &sdk.ClientOptions{
-		Logger: newSlogLogger(srv.log),
+		Logger: newSlogLogger(srv.log, srv.secrets),
 		// No roots: a server that asks for them (the reference filesystem
 		// server does) would replace its configured directories with none.
 		Capabilities: &sdk.ClientCapabilities{},
@@ -511,21 +518,21 @@ func (srv *server) failStart(startCtx context.Context, phase string, err error, 
 		msg = "could not be started: " + errorText(err)
 	}
 	if srv.sess != nil {
-		closeBounded(srv.sess, killWait, srv.log)
+		srv.closeBounded(killWait)
 	}
-	srv.log.Debug().Err(err).Msg("MCP server start failed")
-	return fmt.Errorf("MCP server %q %s", srv.name, msg)
+	srv.log.Debug().Str("error", srv.secrets.redact(err.Error())).Msg("MCP server start failed")
+	return fmt.Errorf("MCP server %q %s", srv.name, srv.secrets.redact(msg))
 }
 
 // closeBounded closes a session without letting a stuck peer hold the
 // caller longer than d: the SDK waits for in-flight requests, and a
 // streamable HTTP session sends a DELETE.
-func closeBounded(sess *sdk.ClientSession, d time.Duration, log zerolog.Logger) bool {
+func (srv *server) closeBounded(d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := sess.Close(); err != nil {
-			log.Debug().Err(err).Msg("MCP session close")
+		if err := srv.sess.Close(); err != nil {
+			srv.log.Debug().Str("error", srv.secrets.redact(err.Error())).Msg("MCP session close")
 		}
 	}()
 	return waitFor(done, d)
@@ -620,7 +627,7 @@ func (srv *server) watch(onExit func(string, error)) {
 	srv.mu.Lock()
 	closing := srv.closing
 	if !closing {
-		srv.stopped = fmt.Errorf("MCP server %q has stopped: %s", srv.name, reason)
+		srv.stopped = fmt.Errorf("MCP server %q has stopped: %s", srv.name, srv.secrets.redact(reason))
 	}
 	stopped := srv.stopped
 	srv.mu.Unlock()
@@ -714,7 +721,7 @@ func (srv *server) callError(ctx, callCtx context.Context, tool string, err erro
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		return fmt.Errorf("MCP server %q answered the call to %s with an error: %s", srv.name, tool, errorText(rpcErr))
+		return fmt.Errorf("MCP server %q answered the call to %s with an error: %s", srv.name, tool, srv.secrets.redact(errorText(rpcErr)))
 	}
 	// Anything else is most likely the server dying under the call; its
 	// watcher is about to say how.
@@ -722,7 +729,7 @@ func (srv *server) callError(ctx, callCtx context.Context, tool string, err erro
 	if stopped := srv.unusable(); stopped != nil {
 		return stopped
 	}
-	return fmt.Errorf("MCP server %q failed the call to %s: %s", srv.name, tool, errorText(err))
+	return fmt.Errorf("MCP server %q failed the call to %s: %s", srv.name, tool, srv.secrets.redact(errorText(err)))
 }
 
 // close stops the server; see Set.Close.
@@ -746,7 +753,7 @@ func (srv *server) close(grace time.Duration) error {
 			srv.log.Warn().Msg("MCP session did not close in time; leaving it behind")
 		}
 	} else {
-		closeBounded(srv.sess, grace, srv.log) // a streamable session sends a DELETE
+		srv.closeBounded(grace) // a streamable session sends a DELETE
 		srv.stopNet()
 	}
 	waitFor(srv.done, killWait)

@@ -11,12 +11,15 @@ import (
 // warnings and errors are about a server misbehaving, not about Rebound, so
 // they are logged as warnings; everything else is debug.
 type slogHandler struct {
-	log   zerolog.Logger
-	attrs []slog.Attr
-	group string
+	log     zerolog.Logger
+	secrets redactor // the SDK's messages may quote the server's URL
+	attrs   []slog.Attr
+	group   string
 }
 
-func newSlogLogger(log zerolog.Logger) *slog.Logger { return slog.New(&slogHandler{log: log}) }
+func newSlogLogger(log zerolog.Logger, secrets redactor) *slog.Logger {
+	return slog.New(&slogHandler{log: log, secrets: secrets})
+}
 
 func (h *slogHandler) level(l slog.Level) zerolog.Level {
 	if l >= slog.LevelWarn {
@@ -32,13 +35,13 @@ func (h *slogHandler) Enabled(_ context.Context, l slog.Level) bool {
 func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 	ev := h.log.WithLevel(h.level(r.Level))
 	for _, a := range h.attrs {
-		ev = ev.Str(a.Key, a.Value.Resolve().String())
+		ev = ev.Str(a.Key, h.secrets.redact(a.Value.Resolve().String()))
 	}
 	r.Attrs(func(a slog.Attr) bool {
-		ev = ev.Str(h.key(a.Key), a.Value.Resolve().String())
+		ev = ev.Str(h.key(a.Key), h.secrets.redact(a.Value.Resolve().String()))
 		return true
 	})
-	ev.Str("source", "go-sdk").Msg(r.Message)
+	ev.Str("source", "go-sdk").Msg(h.secrets.redact(r.Message))
 	return nil
 }
 

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rebound-agent/rebound/internal/proc"
 )
 
 const (
@@ -35,6 +36,7 @@ const (
 // happens as soon as it exits, to notice a crash) never closes a pipe the SDK
 // is still reading, and Close can break a write blocked on a full pipe.
 type process struct {
+	p      *proc.Process
 	pid    int
 	stdin  *os.File // our end; closing it is how a server is asked to exit
 	stdout *os.File // our end; the SDK reads it and closes it with the session
@@ -46,9 +48,10 @@ type process struct {
 }
 
 // startProcess runs the server's command in dir with Rebound's environment
-// plus the spec's. Its stderr is logged at debug and never reaches Rebound's
-// own stdout or stderr: stdout is the ACP connection.
-func startProcess(sp Spec, dir string, log zerolog.Logger) (*process, error) {
+// without secrets, plus the spec's variables (the editor gave those on
+// purpose). Its stderr is logged at debug and never reaches Rebound's own
+// stdout or stderr: stdout is the ACP connection.
+func startProcess(sp Spec, dir string, secrets proc.Secrets, log zerolog.Logger) (*process, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -77,15 +80,12 @@ func startProcess(sp Spec, dir string, log zerolog.Logger) (*process, error) {
 		return nil, err
 	}
 
-	cmd := exec.Command(sp.Command, sp.Args...)
-	cmd.Dir = dir
-	cmd.Env = cmd.Environ() // keeps PWD in step with Dir
+	env := proc.Environ(secrets, dir) // PWD in step with dir
 	for _, kv := range sp.Env {
-		cmd.Env = append(cmd.Env, kv.Name+"="+kv.Value) // the last value of a name wins
+		env = append(env, kv.Name+"="+kv.Value) // the last value of a name wins
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	setProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	pr, err := proc.Start(proc.Cmd{Name: sp.Command, Args: sp.Args, Dir: dir, Env: env, Stdin: inR, Stdout: outW, Stderr: errW})
+	if err != nil {
 		closeAll()
 		return nil, err
 	}
@@ -96,7 +96,8 @@ func startProcess(sp Spec, dir string, log zerolog.Logger) (*process, error) {
 	_ = errW.Close()
 
 	p := &process{
-		pid:        cmd.Process.Pid,
+		p:          pr,
+		pid:        pr.Pid(),
 		stdin:      inW,
 		stdout:     outR,
 		stderr:     &tail{},
@@ -109,7 +110,7 @@ func startProcess(sp Spec, dir string, log zerolog.Logger) (*process, error) {
 		p.readStderr(errR, log)
 	}()
 	go func() {
-		p.waitErr = cmd.Wait()
+		_, p.waitErr = pr.Wait()
 		close(p.exited)
 	}()
 	return p, nil
@@ -143,21 +144,21 @@ func (p *process) waitExit(d time.Duration) bool {
 	}
 }
 
-// kill ends the whole group at once, for a server that failed to start or
-// stopped answering.
-func (p *process) kill() { killGroup(p.pid) }
+// kill ends the server and everything it started at once, for a server
+// that failed to start or stopped answering.
+func (p *process) kill() { p.p.Kill() }
 
 // stop asks the server to exit the way the MCP spec describes: close its
-// stdin, wait, SIGTERM, wait, SIGKILL. The final SIGKILL goes to the group
-// even when the server exited by itself, for children it left behind. It
-// returns once the server has been reaped.
+// stdin, wait, SIGTERM, wait, SIGKILL. The final kill happens even when the
+// server exited by itself, for children it left behind (under a reaper
+// those are already gone). It returns once the server has been reaped.
 func (p *process) stop(grace time.Duration) error {
 	_ = p.stdin.Close() // also unblocks a write stuck on a full pipe
 	if !p.waitExit(grace) {
-		terminateGroup(p.pid)
+		p.p.Terminate()
 		p.waitExit(grace)
 	}
-	killGroup(p.pid)
+	p.p.Kill()
 	if !p.waitExit(killWait) {
 		return fmt.Errorf("process %d did not exit after SIGKILL", p.pid)
 	}

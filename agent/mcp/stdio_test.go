@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
+	"github.com/rebound-agent/rebound/internal/proc"
 )
 
 // These tests run the test binary itself as an MCP server (see TestMain in
@@ -111,7 +113,7 @@ func TestStdio_ListAndCall(t *testing.T) {
 			t.Errorf("tool %s has parameters %s", d.Name, d.Parameters)
 		}
 	}
-	want := "mcp__mock__big mcp__mock__crash mcp__mock__echo mcp__mock__fail mcp__mock__mixed mcp__mock__pid mcp__mock__rpcerror mcp__mock__slow mcp__mock__spawn"
+	want := "mcp__mock__big mcp__mock__crash mcp__mock__echo mcp__mock__env mcp__mock__fail mcp__mock__mixed mcp__mock__pid mcp__mock__rpcerror mcp__mock__slow mcp__mock__spawn mcp__mock__spawn_detached"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Tools() = %s\nwant %s", got, want)
 	}
@@ -179,15 +181,16 @@ func TestStdio_Bounds(t *testing.T) {
 			t.Errorf("tool with a huge schema offered: %s", d.Name)
 		}
 	}
-	if count["many"] != mcp.MaxToolsPerServer || count["huge"] != 9 {
-		t.Errorf("tools per server = %v, want many: %d, huge: 9", count, mcp.MaxToolsPerServer)
+	if count["many"] != mcp.MaxToolsPerServer || count["huge"] != 11 {
+		t.Errorf("tools per server = %v, want many: %d, huge: 11", count, mcp.MaxToolsPerServer)
 	}
-	// Sorted by name, the first 128 end with extra_124.
-	if _, _, ok := set.Lookup("mcp__many__extra_124"); !ok {
-		t.Error("mcp__many__extra_124 is missing")
+	// Sorted by name, the first 128 are big, crash, echo, env and
+	// extra_000 to extra_123.
+	if _, _, ok := set.Lookup("mcp__many__extra_123"); !ok {
+		t.Error("mcp__many__extra_123 is missing")
 	}
-	if _, _, ok := set.Lookup("mcp__many__extra_125"); ok {
-		t.Error("mcp__many__extra_125 is offered beyond the limit")
+	if _, _, ok := set.Lookup("mcp__many__extra_124"); ok {
+		t.Error("mcp__many__extra_124 is offered beyond the limit")
 	}
 }
 
@@ -301,6 +304,74 @@ func TestStdio_CloseKillsProcessGroup(t *testing.T) {
 	}
 	if _, err := set.Call(t.Context(), "mcp__stubborn__echo", `{"text":"x"}`); err == nil || !strings.Contains(err.Error(), `MCP server "stubborn" is closed`) {
 		t.Errorf("Call after Close error = %v", err)
+	}
+}
+
+// A child the server put in a session of its own, out of reach of signals
+// to the server's process group, is killed too: when the server is closed,
+// and when it exits by itself.
+func TestStdio_DetachedChildDies(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"close", "crash"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			opts := testOptions(t)
+			exited := make(chan struct{})
+			opts.OnExit = func(string, error) { close(exited) }
+			opts.Logger = zerolog.Nop() // the crash is expected
+			set, failures := mcp.Start(t.Context(), []mcp.Spec{mockSpec(t, "mock")}, opts)
+			if len(failures) > 0 {
+				t.Fatal(failures)
+			}
+			defer set.Close()
+			child, err := strconv.Atoi(call(t, set, "mcp__mock__spawn_detached", `{}`).Text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+			if !alive(child) {
+				t.Fatalf("child %d is not running", child)
+			}
+			if how == "close" {
+				if err := set.Close(); err != nil {
+					t.Errorf("Close() = %v", err)
+				}
+			} else {
+				_, _ = set.Call(t.Context(), "mcp__mock__crash", `{}`)
+				select {
+				case <-exited:
+				case <-time.After(prompt):
+					t.Fatal("OnExit was not called")
+				}
+			}
+			deadline := time.Now().Add(prompt)
+			for alive(child) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(child) {
+				t.Errorf("detached child %d is alive after the server's %s", child, how)
+			}
+		})
+	}
+}
+
+// The server's environment is Rebound's without the secrets, plus the
+// spec's own variables, which apply even when they name a secret.
+func TestStdio_EnvironmentWithoutSecrets(t *testing.T) {
+	t.Setenv("MCP_TEST_API_KEY", "sk-mcp-test-secret")
+	t.Setenv("MCP_TEST_COPY", "sk-mcp-test-secret")
+	t.Setenv("MCP_TEST_KEEP", "kept")
+	opts := testOptions(t)
+	opts.Secrets = proc.Secrets{Names: []string{"MCP_TEST_API_KEY"}, Values: []string{"sk-mcp-test-secret"}}
+	set := startOne(t, mockSpec(t, "mock", "MCP_TEST_GIVEN=given"), opts)
+	env := call(t, set, "mcp__mock__env", `{}`).Text
+	if strings.Contains(env, "sk-mcp-test-secret") || strings.Contains(env, "MCP_TEST_API_KEY") || strings.Contains(env, "MCP_TEST_COPY") {
+		t.Errorf("the server's environment holds the secret:\n%s", env)
+	}
+	for _, want := range []string{"MCP_TEST_KEEP=kept", "MCP_TEST_GIVEN=given", "PWD=" + opts.Dir} {
+		if !slices.Contains(strings.Split(env, "\n"), want) {
+			t.Errorf("the server's environment lacks %s:\n%s", want, env)
+		}
 	}
 }
 

@@ -33,3 +33,18 @@ func generateDefinitions() ([]byte, error) {
 
 // GenerateDefinitions is generateDefinitions for the black-box tests.
 var GenerateDefinitions = generateDefinitions
+
+// SetRaceHooks makes the tree-changing moments of a test: afterResolve runs
+// once a path is resolved, before the workspace root is opened; afterCheck
+// once a file's type is checked, before it is opened. Nil leaves a hook as
+// it is. The hooks are restored when the test ends.
+func SetRaceHooks(t interface{ Cleanup(func()) }, resolved func(), checked func(name string)) {
+	oldR, oldC := afterResolve, afterCheck
+	t.Cleanup(func() { afterResolve, afterCheck = oldR, oldC })
+	if resolved != nil {
+		afterResolve = resolved
+	}
+	if checked != nil {
+		afterCheck = checked
+	}
+}

@@ -459,11 +459,14 @@ func ignoredPath(rules []ignoreRule, path string, isDir bool) bool {
 	return ignored(rules, path, isDir)
 }
 
-// readIgnoreFile parses a .gitignore-style file whose patterns apply below
-// base (relative to the repository's top, "" or ending in "/"). A missing
-// or unreadable file has no patterns.
-func readIgnoreFile(path, base string) []ignoreRule {
-	f, err := os.Open(path)
+// readIgnoreFile parses the .gitignore-style file name in root, whose
+// patterns apply below base (as for parseIgnoreLine). A missing or unreadable
+// file has no rules; so has one that is not a regular file: a symlink, as
+// git (2.32 on) does not follow one for .gitignore, and a FIFO or a device,
+// which could block the walk or never end (.gitignore -> /dev/stdin would
+// read the agent's own ACP input).
+func readIgnoreFile(root *os.Root, name, base string) []ignoreRule {
+	f, _, err := openRegular(root, name)
 	if err != nil {
 		return nil
 	}

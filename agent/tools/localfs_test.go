@@ -50,7 +50,7 @@ func TestLocalFS_ReadTextFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tools.LocalFS{}.ReadTextFile(t.Context(), filepath.Join(dir, tt.path))
+			got, err := local(dir).ReadTextFile(t.Context(), filepath.Join(dir, tt.path))
 			if tt.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 					t.Fatalf("ReadTextFile error = %v, want one containing %q", err, tt.errHas)
@@ -71,7 +71,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 	t.Run("new file in new directories", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "a", "b", "new.go")
-		if err := (tools.LocalFS{}).WriteTextFile(t.Context(), path, "package b\n"); err != nil {
+		if err := local(dir).WriteTextFile(t.Context(), path, "package b\n"); err != nil {
 			t.Fatal(err)
 		}
 		checkFile(t, path, "package b\n", 0o644)
@@ -95,7 +95,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		if err := os.Chmod(path, 0o751); err != nil { // no umask in the way
 			t.Fatal(err)
 		}
-		if err := (tools.LocalFS{}).WriteTextFile(t.Context(), path, "#!/bin/sh\n"); err != nil {
+		if err := local(dir).WriteTextFile(t.Context(), path, "#!/bin/sh\n"); err != nil {
 			t.Fatal(err)
 		}
 		checkFile(t, path, "#!/bin/sh\n", 0o751)
@@ -104,8 +104,9 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		}
 	})
 	t.Run("empty content", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "empty")
-		if err := (tools.LocalFS{}).WriteTextFile(t.Context(), path, ""); err != nil {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "empty")
+		if err := local(dir).WriteTextFile(t.Context(), path, ""); err != nil {
 			t.Fatal(err)
 		}
 		checkFile(t, path, "", 0o644)
@@ -118,7 +119,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		}
 		link := filepath.Join(dir, "link.txt")
 		symlink(t, "real.txt", link)
-		if err := (tools.LocalFS{}).WriteTextFile(t.Context(), link, "new"); err != nil {
+		if err := local(dir).WriteTextFile(t.Context(), link, "new"); err != nil {
 			t.Fatal(err)
 		}
 		checkFile(t, target, "new", 0o600)
@@ -129,7 +130,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 	t.Run("directory refused", func(t *testing.T) {
 		dir := t.TempDir()
 		mkTree(t, dir, map[string]string{"sub/": ""})
-		err := (tools.LocalFS{}).WriteTextFile(t.Context(), filepath.Join(dir, "sub"), "x")
+		err := local(dir).WriteTextFile(t.Context(), filepath.Join(dir, "sub"), "x")
 		if err == nil || !strings.Contains(err.Error(), "is a directory") {
 			t.Errorf("WriteTextFile to a directory: error = %v", err)
 		}
@@ -140,7 +141,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 	t.Run("failure leaves nothing behind", func(t *testing.T) {
 		dir := t.TempDir()
 		mkTree(t, dir, map[string]string{"file": "x"})
-		err := (tools.LocalFS{}).WriteTextFile(t.Context(), filepath.Join(dir, "file", "child.txt"), "x")
+		err := local(dir).WriteTextFile(t.Context(), filepath.Join(dir, "file", "child.txt"), "x")
 		if err == nil {
 			t.Fatal("WriteTextFile under a regular file succeeded")
 		}
@@ -151,8 +152,9 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		path := filepath.Join(t.TempDir(), "x")
-		if err := (tools.LocalFS{}).WriteTextFile(ctx, path, "x"); err == nil {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "x")
+		if err := local(dir).WriteTextFile(ctx, path, "x"); err == nil {
 			t.Error("WriteTextFile with a cancelled context succeeded")
 		}
 		if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -160,6 +162,9 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		}
 	})
 }
+
+// local is LocalFS confined to dir.
+func local(dir string) tools.LocalFS { return tools.LocalFS{WS: tools.NewWorkspace(dir)} }
 
 func checkFile(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()

@@ -1,7 +1,10 @@
 // Package tools holds the tools Rebound offers the model: their names,
-// argument types and JSON Schemas, the parsing of the model's arguments, the
-// confinement of paths to the workspace, and the local implementations of
-// reading, writing, editing, finding and searching files.
+// argument types and JSON Schemas, the strict parsing of the model's
+// arguments, the confinement of paths to the workspace (checked again when a
+// file is opened, through os.Root), the places where a write needs a
+// person's yes (Workspace.Protected), and the local implementations of
+// reading, writing, editing, finding and searching files, which open regular
+// files only and never block on a FIFO.
 //
 // The package knows nothing about ACP or the session log: the agent decides
 // whether a call goes to the editor's file system or to LocalFS, asks for
@@ -18,6 +21,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -115,9 +119,13 @@ var definitions = sync.OnceValue(func() []llm.ToolDef {
 })
 
 // Parse decodes the model's arguments JSON for the tool name and returns a
-// pointer to the matching args struct (*ReadFileArgs and so on). Unknown
-// fields are ignored; unknown tools, malformed JSON, missing required fields
-// and out-of-range numbers are errors written for the model, naming the tool.
+// pointer to the matching args struct (*ReadFileArgs and so on). Decoding is
+// strict, because the user approves what they are shown: every key must be
+// exactly one of the tool's argument names, once. encoding/json alone would
+// match {"COMMAND": ...} to command and keep the last of two "command"s, so
+// a call could show one command and run another. Unknown tools, malformed
+// JSON, unknown, misspelt-case or repeated keys, missing required fields and
+// out-of-range numbers are errors written for the model, naming the tool.
 func Parse(name, arguments string) (any, error) {
 	var args any
 	for _, t := range all {
@@ -142,6 +150,9 @@ func Parse(name, arguments string) (any, error) {
 	if err := json.Unmarshal([]byte(arguments), &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("%s: the arguments must be one JSON object, like {\"path\": \"...\"}: %v", name, jsonProblem(err))
 	}
+	if err := checkKeys([]byte(arguments), argNames(args)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if err := json.Unmarshal([]byte(arguments), args); err != nil {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
 			return nil, fmt.Errorf("%s: %q must be %s, not %s", name, te.Field, jsonType(te.Type), te.Value)
@@ -152,6 +163,89 @@ func Parse(name, arguments string) (any, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return args, nil
+}
+
+// Canonical returns the JSON encoding of args as Parse returned them: the
+// values that will run, for the editor to show as the call's raw input in
+// place of the model's text, which may hold keys Parse refused or spellings
+// of the same value that read differently. Canonical(args) parses back to
+// the same args. It is nil for a value that cannot be encoded, which Parse
+// never returns.
+func Canonical(args any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<" stays readable; the editor decodes it either way
+	if err := enc.Encode(args); err != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// maxKeyProblems bounds how many bad keys one error lists.
+const maxKeyProblems = 5
+
+// checkKeys reports the top-level keys of the object in arguments (already
+// known to be valid JSON) that are not exactly one of names, or that repeat,
+// and lists names so that the model can fix its call.
+func checkKeys(arguments []byte, names []string) error {
+	dec := json.NewDecoder(bytes.NewReader(arguments))
+	if _, err := dec.Token(); err != nil { // the '{'
+		return err
+	}
+	seen := map[string]bool{}
+	var problems []string
+	more := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+		known := slices.Contains(names, key)
+		var problem string
+		switch {
+		case seen[key] && known:
+			problem = fmt.Sprintf("%q is given more than once; give each argument once", key)
+		case seen[key]:
+			// Reported already.
+		case !known:
+			problem = fmt.Sprintf("%q is not an argument of this tool", key)
+			if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, key) }); i >= 0 {
+				problem = fmt.Sprintf("%q is not an argument name; names are case-sensitive, so write %q", key, names[i])
+			}
+		}
+		seen[key] = true
+		switch {
+		case problem == "":
+		case len(problems) < maxKeyProblems:
+			problems = append(problems, problem)
+		default:
+			more++
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if more > 0 {
+		problems = append(problems, fmt.Sprintf("and %d more keys like these", more))
+	}
+	return fmt.Errorf("%s; the arguments are %s", strings.Join(problems, "; "), strings.Join(names, ", "))
+}
+
+// argNames returns the JSON names of the fields of the struct args points
+// to, in their order.
+func argNames(args any) []string {
+	t := reflect.TypeOf(args).Elem()
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
 }
 
 // validate checks what the types cannot: presence, non-emptiness, ranges and

@@ -83,7 +83,7 @@ func TestParse(t *testing.T) {
 		want             any
 	}{
 		{"read", tools.ReadFile, `{"path":"a.go","offset":10,"limit":5}`, &tools.ReadFileArgs{Path: "a.go", Offset: 10, Limit: 5}},
-		{"unknown fields tolerated", tools.ReadFile, `{"path":"a.go","explanation":"why"}`, &tools.ReadFileArgs{Path: "a.go"}},
+		{"escaped key", tools.ReadFile, `{"pa\u0074h":"a.go"}`, &tools.ReadFileArgs{Path: "a.go"}},
 		{"write empty content", tools.WriteFile, `{"path":"a.go","content":""}`, &tools.WriteFileArgs{Path: "a.go"}},
 		{"edit", tools.EditFile, `{"path":"a.go","old_text":"x","new_text":"","replace_all":true}`, &tools.EditFileArgs{Path: "a.go", OldText: "x", ReplaceAll: true}},
 		{"find", tools.FindFiles, `{"glob":"**/*.go","path":"src"}`, &tools.FindFilesArgs{Glob: "**/*.go", Path: "src"}},
@@ -133,6 +133,19 @@ func TestParse_Errors(t *testing.T) {
 			"search_files: \"pattern\" is not a valid Go (RE2) regular expression: error parsing regexp: missing closing ): `foo(`"},
 		{"search bad glob", tools.SearchFiles, `{"pattern":"x","glob":"{a"}`, `search_files: glob "{a" is not valid; check its brackets and braces`},
 		{"run blank command", tools.RunCommand, `{"command":"  "}`, `run_command: "command" is required`},
+		{"unknown key", tools.ReadFile, `{"path":"a.go","explanation":"why"}`,
+			`read_file: "explanation" is not an argument of this tool; the arguments are path, offset, limit`},
+		// Shown "echo hello", would have run "touch x".
+		{"key differing in case", tools.RunCommand, `{"command":"echo hello","COMMAND":"touch x"}`,
+			`run_command: "COMMAND" is not an argument name; names are case-sensitive, so write "command"; the arguments are command, cwd, timeout_seconds`},
+		{"duplicate key", tools.RunCommand, `{"command":"echo hello","command":"touch x"}`,
+			`run_command: "command" is given more than once; give each argument once; the arguments are command, cwd, timeout_seconds`},
+		{"duplicate spelt with an escape", tools.RunCommand, `{"command":"echo hello","comm\u0061nd":"touch x"}`,
+			`run_command: "command" is given more than once; give each argument once; the arguments are command, cwd, timeout_seconds`},
+		{"several bad keys, each once", tools.ReadFile, `{"Path":"a","x":1,"x":2,"path":"a","path":"b"}`,
+			`read_file: "Path" is not an argument name; names are case-sensitive, so write "path"; "x" is not an argument of this tool; "path" is given more than once; give each argument once; the arguments are path, offset, limit`},
+		{"many bad keys", tools.ReadFile, `{"path":"a","a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1}`,
+			`read_file: "a" is not an argument of this tool; "b" is not an argument of this tool; "c" is not an argument of this tool; "d" is not an argument of this tool; "e" is not an argument of this tool; and 2 more keys like these; the arguments are path, offset, limit`},
 		{"run negative timeout", tools.RunCommand, `{"command":"ls","timeout_seconds":-5}`, `run_command: "timeout_seconds" must not be negative (got -5)`},
 	}
 	for _, tt := range tests {
@@ -145,6 +158,38 @@ func TestParse_Errors(t *testing.T) {
 				t.Errorf("Parse error:\n got %s\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// Canonical is what runs: it drops what the model wrote but Parse does not
+// keep (spacing, escapes, an explicit zero), and parses back to the same
+// value.
+func TestCanonical(t *testing.T) {
+	tests := []struct{ tool, args, want string }{
+		{tools.RunCommand, `{ "command" : "echo \u003chi\u003e && ls", "timeout_seconds": 0 }`, `{"command":"echo <hi> && ls"}`},
+		{tools.WriteFile, `{"path":"a.go","content":""}`, `{"path":"a.go","content":""}`},
+		{tools.EditFile, `{"replace_all":false,"new_text":"","old_text":"x","path":"a"}`, `{"path":"a","old_text":"x","new_text":""}`},
+		{tools.ReadFile, `{"path":"a","offset":3,"limit":null}`, `{"path":"a","offset":3}`},
+	}
+	for _, tt := range tests {
+		args, err := tools.Parse(tt.tool, tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tools.Canonical(args)
+		if string(got) != tt.want {
+			t.Errorf("Canonical(Parse(%s)) = %s, want %s", tt.args, got, tt.want)
+		}
+		again, err := tools.Parse(tt.tool, string(got))
+		if err != nil {
+			t.Fatalf("Parse(Canonical) = %v", err)
+		}
+		if diff := cmp.Diff(args, again); diff != "" {
+			t.Errorf("Parse(Canonical(args)) differs (-args +again):\n%s", diff)
+		}
+	}
+	if got := tools.Canonical(make(chan int)); got != nil {
+		t.Errorf("Canonical(chan) = %s, want nil", got)
 	}
 }
 

@@ -57,20 +57,20 @@ func Find(ctx context.Context, root, glob string, limit int) (paths []string, tr
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, false, describeOpenErr(root, err)
+		return nil, false, describeOpenErr(root, err, "")
 	}
 	if !fi.IsDir() {
 		return nil, false, fmt.Errorf("%s is not a directory; find_files searches directories", root)
 	}
-	err = walkFiles(ctx, root, func(path, rel string) error {
-		if !match(rel) {
+	err = walkFiles(ctx, root, func(f walkedFile) error {
+		if !match(f.rel) {
 			return nil
 		}
 		if len(paths) == limit {
 			truncated = true
 			return errStop
 		}
-		paths = append(paths, path)
+		paths = append(paths, f.path)
 		return nil
 	})
 	return paths, truncated, err
@@ -80,8 +80,9 @@ func Find(ctx context.Context, root, glob string, limit int) (paths []string, tr
 // itself when it is a file), limited to files whose relative path matches
 // glob when glob is not empty. Results are sorted by path and line, at most
 // limit of them (DefaultSearchLimit if limit <= 0); truncated says there were
-// more. Binary files and files over MaxSearchFileBytes are skipped, and the
-// walk skips what Find skips.
+// more. Binary files, files over MaxSearchFileBytes and files that are not
+// regular (a FIFO would block the search) are skipped, and the walk skips
+// what Find skips.
 func Search(ctx context.Context, root string, re *regexp.Regexp, glob string, limit int) (matches []Match, truncated bool, err error) {
 	if limit <= 0 {
 		limit = DefaultSearchLimit
@@ -94,13 +95,13 @@ func Search(ctx context.Context, root string, re *regexp.Regexp, glob string, li
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, false, describeOpenErr(root, err)
+		return nil, false, describeOpenErr(root, err, "")
 	}
-	visit := func(path, _ string) error {
+	visit := func(f walkedFile) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ms, more, err := searchFile(path, re, limit-len(matches))
+		ms, more, err := searchFile(f, re, limit-len(matches))
 		if err != nil {
 			return nil // unreadable files are skipped, like binary ones
 		}
@@ -111,15 +112,18 @@ func Search(ctx context.Context, root string, re *regexp.Regexp, glob string, li
 		}
 		return nil
 	}
-	if !fi.IsDir() {
-		err = visit(root, filepath.Base(root))
-	} else {
-		err = walkFiles(ctx, root, func(path, rel string) error {
-			if !match(rel) {
+	switch {
+	case fi.IsDir():
+		err = walkFiles(ctx, root, func(f walkedFile) error {
+			if !match(f.rel) {
 				return nil
 			}
-			return visit(path, rel)
+			return visit(f)
 		})
+	case !fi.Mode().IsRegular():
+		return nil, false, fmt.Errorf("%s is %s, not a regular file; search_files searches directories and regular files", root, describeMode(fi.Mode()))
+	default:
+		err = searchOne(root, visit)
 	}
 	if errors.Is(err, errStop) {
 		err = nil
@@ -127,17 +131,33 @@ func Search(ctx context.Context, root string, re *regexp.Regexp, glob string, li
 	return matches, truncated, err
 }
 
+// searchOne visits the single file path, through a root on its resolved
+// directory so that the open cannot follow a link swapped in meanwhile.
+func searchOne(path string, visit func(walkedFile) error) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return describeOpenErr(path, err, "")
+	}
+	root, err := os.OpenRoot(filepath.Dir(real))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return visit(walkedFile{path: path, rel: filepath.Base(path), root: root, name: filepath.Base(real)})
+}
+
 // searchFile returns up to room matches of re in the file; more reports that
-// the file has further matches. Binary and oversized files give none.
-func searchFile(path string, re *regexp.Regexp, room int) (ms []Match, more bool, err error) {
-	f, err := os.Open(path)
+// the file has further matches. Binary, oversized and non-regular files give
+// none.
+func searchFile(wf walkedFile, re *regexp.Regexp, room int) (ms []Match, more bool, err error) {
+	path := wf.path
+	f, fi, err := openRegular(wf.root, wf.name)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxSearchFileBytes {
-		return nil, false, err
+	if fi.Size() > MaxSearchFileBytes {
+		return nil, false, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxSearchFileBytes+1))
 	if err != nil || len(b) > MaxSearchFileBytes || IsBinary(b) {
@@ -212,19 +232,35 @@ func globMatcher(glob string) (func(rel string) bool, error) {
 	}, nil
 }
 
+// walkedFile is a file a walk found.
+type walkedFile struct {
+	path string // absolute, under the walk's root as given
+	rel  string // slash-separated, relative to that root
+	// root and name are how to open it: the file, or a link's target, as
+	// a link-free path in a root on the walk's resolved root.
+	root *os.Root
+	name string
+}
+
 // walkFiles calls fn for every file under root that a search should see, in
-// the lexical order of their relative paths, with the absolute path (under
-// root as given) and the slash-separated path relative to root. It skips
-// .git, paths ignored by .gitignore files (root's, nested ones, and those of
-// the enclosing repository above root), non-regular files and symlinks that
-// lead out of root or to a directory. fn may return errStop to end the walk.
-func walkFiles(ctx context.Context, root string, fn func(path, rel string) error) error {
+// the lexical order of their relative paths. It skips .git, paths ignored by
+// .gitignore files (root's, nested ones, and those of the enclosing
+// repository above root), non-regular files and symlinks that lead out of
+// root or to a directory. It lists directories and reads .gitignore files
+// through an os.Root on root, so that a directory swapped for a link during
+// the walk cannot take it outside. fn may return errStop to end the walk.
+func walkFiles(ctx context.Context, root string, fn func(walkedFile) error) error {
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return describeOpenErr(root, err)
+		return describeOpenErr(root, err, "")
 	}
+	r, err := os.OpenRoot(realRoot)
+	if err != nil {
+		return describeOpenErr(root, err, "")
+	}
+	defer r.Close()
 	prefix, rules := repoPatterns(realRoot)
-	w := &walker{ctx: ctx, realRoot: realRoot, prefix: prefix, fn: fn}
+	w := &walker{ctx: ctx, root: r, realRoot: realRoot, prefix: prefix, fn: fn}
 	err = w.dir(root, "", rules)
 	if errors.Is(err, errStop) {
 		return nil
@@ -234,9 +270,10 @@ func walkFiles(ctx context.Context, root string, fn func(path, rel string) error
 
 type walker struct {
 	ctx      context.Context
+	root     *os.Root // on realRoot
 	realRoot string
 	prefix   string // root's slash-separated path inside its repository, "" at its top
-	fn       func(path, rel string) error
+	fn       func(walkedFile) error
 }
 
 // dir walks the directory at dir, rel from the root, under the ignore rules
@@ -245,10 +282,11 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(dir)
+	name := filepath.FromSlash(cmp.Or(rel, "."))
+	entries, err := readDir(w.root, name)
 	if err != nil {
 		if rel == "" {
-			return describeOpenErr(dir, err)
+			return describeOpenErr(dir, err, "")
 		}
 		return nil // an unreadable subdirectory is skipped
 	}
@@ -261,7 +299,7 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 		base = w.prefix + rel + "/"
 	}
 	// Full slice expression: siblings must not share appended rules.
-	rules = append(rules[:len(rules):len(rules)], readIgnoreFile(filepath.Join(dir, ".gitignore"), base)...)
+	rules = append(rules[:len(rules):len(rules)], readIgnoreFile(w.root, filepath.Join(name, ".gitignore"), base)...)
 
 	// Sort by name, with "/" after directory names, so that the walk visits
 	// paths in the lexical order of their full relative paths ("a.go"
@@ -288,6 +326,7 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 		if ignored(rules, base+name, isDir) {
 			continue
 		}
+		open := filepath.FromSlash(childRel)
 		switch t := e.Type(); {
 		case isDir:
 			if err := w.dir(path, childRel, rules); err != nil {
@@ -295,30 +334,46 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 			}
 			continue
 		case t&fs.ModeSymlink != 0:
-			if !w.linkToFileInside(path) {
+			var ok bool
+			if open, ok = w.linkToFileInside(path); !ok {
 				continue
 			}
 		case !t.IsRegular():
 			continue
 		}
-		if err := w.fn(path, childRel); err != nil {
+		if err := w.fn(walkedFile{path: path, rel: childRel, root: w.root, name: open}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// linkToFileInside reports whether the symlink at path leads to a regular
-// file inside the walk root. Links to directories are not followed (that
-// could loop, or double the tree); links out of the tree would let a search
-// read outside the workspace.
-func (w *walker) linkToFileInside(path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || !within(w.realRoot, real) {
-		return false
+// readDir lists the directory name in root. The open does not block, in
+// case the directory was swapped for a FIFO since it was listed.
+func readDir(root *os.Root, name string) ([]fs.DirEntry, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
 	}
-	fi, err := os.Stat(real)
-	return err == nil && fi.Mode().IsRegular()
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// linkToFileInside returns the path in the walk's root of the regular file
+// the symlink at path leads to, if it leads to one inside that root. Links to
+// directories are not followed (that could loop, or double the tree); links
+// out of the tree would let a search read outside the workspace.
+func (w *walker) linkToFileInside(path string) (string, bool) {
+	real, err := resolveLenient(path)
+	if err != nil || !within(w.realRoot, real) {
+		return "", false
+	}
+	fi, err := os.Stat(real) // a stat, unlike an open, never blocks
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	rel, err := filepath.Rel(w.realRoot, real)
+	return rel, err == nil
 }
 
 // repoPatterns finds the git repository enclosing root (the nearest
@@ -340,7 +395,12 @@ func repoPatterns(root string) (prefix string, rules []ignoreRule) {
 		}
 		top = parent
 	}
-	rules = readIgnoreFile(filepath.Join(top, ".git", "info", "exclude"), "")
+	r, err := os.OpenRoot(top)
+	if err != nil {
+		return "", nil
+	}
+	defer r.Close()
+	rules = readIgnoreFile(r, filepath.Join(".git", "info", "exclude"), "")
 	if top == root {
 		return "", rules
 	}
@@ -349,9 +409,9 @@ func repoPatterns(root string) (prefix string, rules []ignoreRule) {
 		return "", nil
 	}
 	prefix = filepath.ToSlash(rel)
-	dir, base := top, ""
+	dir, base := ".", ""
 	for _, c := range strings.Split(prefix, "/") {
-		rules = append(rules, readIgnoreFile(filepath.Join(dir, ".gitignore"), base)...)
+		rules = append(rules, readIgnoreFile(r, filepath.Join(dir, ".gitignore"), base)...)
 		dir, base = filepath.Join(dir, c), base+c+"/"
 	}
 	if ignoredPath(rules, prefix, true) {

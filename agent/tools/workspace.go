@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 )
 
 // maxLinkHops bounds how many symlinks Resolve follows by hand (dangling
@@ -37,7 +39,7 @@ func NewWorkspace(cwd string, additional ...string) *Workspace {
 		if r == "" {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(r)
+		real, err := resolveLenient(r)
 		if err != nil {
 			real = r
 		}
@@ -54,7 +56,9 @@ func (w *Workspace) Cwd() string { return w.cwd }
 func (w *Workspace) Roots() []string { return append([]string(nil), w.roots...) }
 
 // Abs returns path made absolute against the working directory and cleaned,
-// without touching the file system and without any confinement check.
+// without touching the file system and without any confinement check. The
+// cleaning is lexical ("a/../b" is "b" whatever a is); that is safe because
+// the cleaned path is the one every tool then uses.
 func (w *Workspace) Abs(path string) string { return absClean(w.cwd, path) }
 
 // Rel returns path as an editor would show it: relative to the working
@@ -77,27 +81,55 @@ func (w *Workspace) Rel(path string) string {
 // followed, and returns it cleaned and absolute, symlinks kept. A path that
 // does not exist yet (a file about to be written) is checked through its
 // longest existing ancestor; a dangling symlink is checked by its target,
-// since writing through it would create the target.
+// since writing through it would create the target. Links are followed as
+// the kernel follows them (resolveLenient).
 func (w *Workspace) Resolve(path string) (string, error) {
+	abs, _, err := w.resolve(path)
+	return abs, err
+}
+
+// Target returns the real location path leads to: every symlink followed
+// as the kernel follows them, missing components appended, so it is where a
+// write of path would land. It refuses what Resolve refuses. Comparing the
+// target when a change is approved with the target when it is written tells
+// whether the tree changed in between.
+func (w *Workspace) Target(path string) (string, error) {
+	_, real, err := w.resolve(path)
+	return real, err
+}
+
+// resolve returns path absolute (symlinks kept) and real, once it is known
+// to lead inside a root.
+func (w *Workspace) resolve(path string) (abs, real string, err error) {
 	if strings.TrimSpace(path) == "" {
-		return "", fmt.Errorf("path is empty; give a path relative to the workspace (%s) or an absolute one", w.cwd)
+		return "", "", fmt.Errorf("path is empty; give a path relative to the workspace (%s) or an absolute one", w.cwd)
 	}
-	abs := w.Abs(path)
-	real, err := resolveLenient(abs)
+	abs = w.Abs(path)
+	real, err = resolveLenient(abs)
 	if err != nil {
-		return "", fmt.Errorf("path %q cannot be resolved: %w", path, err)
+		return "", "", fmt.Errorf("path %q cannot be resolved: %w", path, err)
 	}
-	for _, r := range w.real {
-		if within(r, real) {
-			return abs, nil
-		}
+	if w.realRoot(real) != "" {
+		return abs, real, nil
 	}
 	if real != abs {
-		return "", fmt.Errorf("path %q leads to %s through a symlink, which is outside the workspace (%s); only files under the workspace roots can be used",
+		return "", "", fmt.Errorf("path %q leads to %s through a symlink, which is outside the workspace (%s); only files under the workspace roots can be used",
 			path, real, strings.Join(w.roots, ", "))
 	}
-	return "", fmt.Errorf("path %q is outside the workspace (%s); only files under the workspace roots can be used",
+	return "", "", fmt.Errorf("path %q is outside the workspace (%s); only files under the workspace roots can be used",
 		path, strings.Join(w.roots, ", "))
+}
+
+// realRoot returns the resolved root holding real, a resolved path: the
+// shallowest when roots nest, "" when none does.
+func (w *Workspace) realRoot(real string) string {
+	best := ""
+	for _, r := range w.real {
+		if within(r, real) && (best == "" || len(r) < len(best)) {
+			best = r
+		}
+	}
+	return best
 }
 
 // absClean makes p absolute against base and cleans it; "" stays "".
@@ -128,41 +160,80 @@ func within(root, p string) bool {
 	return strings.HasPrefix(p, root)
 }
 
-// resolveLenient follows every symlink in abs, like filepath.EvalSymlinks,
-// but also for paths that do not exist: the missing tail is appended to the
-// resolved longest existing ancestor, and a dangling symlink is replaced by
-// its target.
+// resolveLenient returns where abs, a clean absolute path, leads once every
+// symlink on the way is followed the way the kernel follows them: component
+// by component, a link's target spliced in front of the components still to
+// come, and ".." taken as the parent of the directory reached so far, after
+// its links were followed (filepath.Join of a target and the rest would
+// clean "cfg/../x" lexically, as if cfg were not a link). A link to a missing
+// file is followed to where it points, as a write through it would create
+// the target; from the first missing component on, the rest is appended
+// plainly, as the directories a write would create.
 func resolveLenient(abs string) (string, error) {
-	for hops := 0; ; hops++ {
-		if hops > maxLinkHops {
-			return "", errors.New("too many levels of symbolic links")
+	vol := filepath.VolumeName(abs)
+	resolved := vol + string(filepath.Separator)
+	rest := splitPath(abs[len(vol):])
+	hops := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
 		}
-		p, tail := abs, ""
-		for {
-			real, err := filepath.EvalSymlinks(p)
-			if err == nil {
-				return filepath.Join(real, tail), nil
+		next := resolved + c // resolved is clean: it ends in a separator only at the top
+		if !os.IsPathSeparator(resolved[len(resolved)-1]) {
+			next = resolved + string(filepath.Separator) + c
+		}
+		fi, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+			return appendMissing(next, rest)
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if hops++; hops > maxLinkHops {
+				return "", errors.New("too many levels of symbolic links")
 			}
-			if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-				// p exists but cannot be followed: a dangling link (or
-				// a loop, which the hop bound ends). Continue from its
-				// target.
-				target, err := os.Readlink(p)
-				if err != nil {
-					return "", err
-				}
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(filepath.Dir(p), target)
-				}
-				abs = filepath.Join(target, tail)
-				break
+			target, err := os.Readlink(next)
+			if err != nil {
+				return "", err
 			}
-			parent := filepath.Dir(p)
-			if parent == p {
-				return filepath.Join(p, tail), nil
+			if filepath.IsAbs(target) {
+				v := filepath.VolumeName(target)
+				resolved, target = v+string(filepath.Separator), target[len(v):]
 			}
-			tail = filepath.Join(filepath.Base(p), tail)
-			p = parent
+			rest = append(splitPath(target), rest...)
+		case !fi.IsDir() && len(rest) > 0:
+			// Nothing can be below a file; the call fails when it gets there.
+			return appendMissing(next, rest)
+		default:
+			resolved = next
 		}
 	}
+	return resolved, nil
+}
+
+// appendMissing appends the components rest to p, a path that does not
+// exist or is not a directory. A ".." among them has no directory to go up
+// from: the kernel refuses such a path, and so does this.
+func appendMissing(p string, rest []string) (string, error) {
+	for _, c := range rest {
+		switch c {
+		case ".":
+		case "..":
+			return "", fmt.Errorf("it goes up (..) from %s, which does not exist or is not a directory", p)
+		default:
+			p = filepath.Join(p, c)
+		}
+	}
+	return p, nil
+}
+
+// splitPath splits p at its separators, dropping empty components.
+func splitPath(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r < utf8.RuneSelf && os.IsPathSeparator(uint8(r)) })
 }

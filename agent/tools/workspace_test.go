@@ -1,6 +1,8 @@
 package tools_test
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +157,137 @@ func TestWorkspace_Rel(t *testing.T) {
 		if got := ws.Rel(tt.in); got != tt.want {
 			t.Errorf("Rel(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// A dangling link's target is followed the way the kernel follows it: ".."
+// after a linked directory is the parent of where that link leads, not of
+// the link. Cleaning "cfg/../.bash_login" lexically would put it inside.
+func TestWorkspace_ResolveDotDotAfterLink(t *testing.T) {
+	base := t.TempDir()
+	proj, home := filepath.Join(base, "proj"), filepath.Join(base, "home")
+	mkTree(t, base, map[string]string{"proj/": "", "home/.config/": "", "proj/inner/": ""})
+	symlink(t, filepath.Join(home, ".config"), filepath.Join(proj, "cfg"))
+	symlink(t, "cfg/../.bash_login", filepath.Join(proj, "notes.txt"))
+	symlink(t, "cfg/../.bash_login/x", filepath.Join(proj, "deeper"))
+	// Inside: ".." after a link to a directory inside the workspace.
+	symlink(t, "inner", filepath.Join(proj, "in"))
+	symlink(t, "in/../made.txt", filepath.Join(proj, "ok.txt"))
+	ws := tools.NewWorkspace(proj)
+
+	for _, p := range []string{"notes.txt", "deeper"} {
+		if got, err := ws.Resolve(p); err == nil || !strings.Contains(err.Error(), "outside the workspace") {
+			t.Errorf("Resolve(%q) = %q, %v; want it refused as outside the workspace", p, got, err)
+		}
+		if got, err := ws.Target(p); err == nil {
+			t.Errorf("Target(%q) = %q, want an error", p, got)
+		}
+	}
+	got, err := ws.Target("ok.txt")
+	if want := filepath.Join(realPath(t, proj), "made.txt"); err != nil || got != want {
+		t.Errorf("Target(ok.txt) = %q, %v; want %q", got, err, want)
+	}
+	// A path as given is cleaned first, and the cleaned path is the one
+	// used: this names proj/.bash_login, whatever cfg is.
+	got, err = ws.Resolve("cfg/../.bash_login")
+	if want := filepath.Join(proj, ".bash_login"); err != nil || got != want {
+		t.Errorf("Resolve(cfg/../.bash_login) = %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestWorkspace_Target(t *testing.T) {
+	base := t.TempDir()
+	proj := filepath.Join(base, "proj")
+	mkTree(t, base, map[string]string{"proj/src/main.go": "package main", "outside/x": ""})
+	symlink(t, "src/main.go", filepath.Join(proj, "link.go"))
+	symlink(t, filepath.Join(proj, "src"), filepath.Join(proj, "abs-src"))
+	symlink(t, "src/new.go", filepath.Join(proj, "dangling.go"))
+	symlink(t, filepath.Join(base, "outside"), filepath.Join(proj, "out"))
+	symlink(t, "src/main.go/../x", filepath.Join(proj, "up-from-file"))
+	alias := filepath.Join(base, "alias")
+	symlink(t, proj, alias)
+	ws := tools.NewWorkspace(alias) // the workspace as a symlinked spelling
+	real := realPath(t, proj)
+
+	tests := []struct{ path, want string }{
+		{"src/main.go", filepath.Join(real, "src/main.go")},
+		{"link.go", filepath.Join(real, "src/main.go")},
+		{"abs-src/main.go", filepath.Join(real, "src/main.go")},
+		{"dangling.go", filepath.Join(real, "src/new.go")},
+		{"new/dir/file.go", filepath.Join(real, "new/dir/file.go")},
+		{filepath.Join(alias, "link.go"), filepath.Join(real, "src/main.go")},
+		{"out/x", ""},
+		{"up-from-file", ""}, // the kernel cannot go up from a file
+	}
+	for _, tt := range tests {
+		got, err := ws.Target(tt.path)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("Target(%q) = %q, want an error", tt.path, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Target(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+		}
+	}
+}
+
+// realPath is dir with every symlink resolved (t.TempDir may be under one,
+// as on macOS).
+func realPath(t *testing.T, dir string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestWorkspace_ReadRegularFile(t *testing.T) {
+	base := t.TempDir()
+	proj := filepath.Join(base, "proj")
+	mkTree(t, base, map[string]string{
+		"proj/AGENTS.md":        "0123456789",
+		"proj/docs/agents.md":   "linked",
+		"proj/dir/":             "",
+		"home/.aws/credentials": "aws_secret_access_key=SECRET",
+	})
+	symlink(t, "docs/agents.md", filepath.Join(proj, "inside.md"))
+	symlink(t, filepath.Join(base, "home/.aws/credentials"), filepath.Join(proj, "evil.md"))
+	symlink(t, "cfg/../.aws/credentials", filepath.Join(proj, "evil2.md"))
+	symlink(t, filepath.Join(base, "home"), filepath.Join(proj, "cfg"))
+	ws := tools.NewWorkspace(proj)
+
+	tests := []struct {
+		path      string
+		limit     int64
+		want      string
+		truncated bool
+		errHas    string
+	}{
+		{path: "AGENTS.md", limit: 100, want: "0123456789"},
+		{path: "AGENTS.md", limit: 10, want: "0123456789"},
+		{path: "AGENTS.md", limit: 4, want: "0123", truncated: true},
+		{path: "inside.md", limit: 100, want: "linked"},
+		{path: "evil.md", limit: 100, errHas: "outside the workspace"},
+		{path: "evil2.md", limit: 100, errHas: "outside the workspace"},
+		{path: "dir", limit: 100, errHas: "dir is a directory, not a regular file"},
+		{path: "missing.md", limit: 100, errHas: "no such file"},
+	}
+	for _, tt := range tests {
+		got, truncated, err := ws.ReadRegularFile(tt.path, tt.limit)
+		if tt.errHas != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.errHas) || strings.Contains(string(got)+err.Error(), "SECRET") {
+				t.Errorf("ReadRegularFile(%s) = %q, %v; want an error containing %q", tt.path, got, err, tt.errHas)
+			}
+			continue
+		}
+		if err != nil || string(got) != tt.want || truncated != tt.truncated {
+			t.Errorf("ReadRegularFile(%s, %d) = %q, %v, %v; want %q, %v", tt.path, tt.limit, got, truncated, err, tt.want, tt.truncated)
+		}
+	}
+	if _, _, err := ws.ReadRegularFile("missing.md", 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadRegularFile of a missing file = %v, want fs.ErrNotExist", err)
 	}
 }

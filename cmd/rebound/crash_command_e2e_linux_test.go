@@ -25,15 +25,16 @@ import (
 // TestE2E_CrashDuringCommandThenLoad kills the built binary (SIGKILL) while
 // a command it started for the model runs: the tool call was made durable
 // before the command started, the command dies with Rebound (it does not
-// outlive the agent), and a new process loading the session gives the call a
-// result saying it was interrupted, so the next request is valid.
+// outlive the agent), and so does a process it put in a session of its own;
+// a new process loading the session gives the call a result saying it was
+// interrupted, so the next request is valid.
 func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
 		{Text: "Deploying.", ToolCalls: []mockprovider.ToolCall{{ID: "call_1", Name: "run_command",
-			Arguments: `{"command":"echo $$ > started && exec sleep 60"}`}}},
+			Arguments: `{"command":"setsid sh -c 'echo $$ > escaped; exec sleep 60' & while ! [ -s escaped ]; do sleep 0.01; done; echo $$ > started && exec sleep 60"}`}}},
 		{Text: "It was interrupted; I will check before running it again."},
 	}})
 	srv := httptest.NewServer(mock)
@@ -76,23 +77,37 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 		t.Fatalf("the command wrote %q, not its pid", pidText)
 	}
 
+	escapedText, err := os.ReadFile(filepath.Join(project, "escaped"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var escaped int
+	if _, err := fmt.Sscan(string(escapedText), &escaped); err != nil || escaped <= 0 {
+		t.Fatalf("the command's detached child wrote %q, not its pid", escapedText)
+	}
+
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	a.cmd.Wait()
-	// The kernel kills the command when its parent dies: wait for its exit
-	// on a pidfd (it is not our child, so it cannot be waited for).
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err == nil {
-		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-		n, perr := unix.Poll(fds, 10_000)
-		unix.Close(pidfd)
-		if perr != nil || n != 1 {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("the command (pid %d) outlived the agent that was killed", pid)
+	// Everything the command started dies with Rebound: wait for each exit
+	// on a pidfd (they are not our children, so they cannot be waited for).
+	for _, p := range []struct {
+		what string
+		pid  int
+	}{{"the command", pid}, {"the command's detached child", escaped}} {
+		pidfd, err := unix.PidfdOpen(p.pid, 0)
+		if err == nil {
+			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+			n, perr := unix.Poll(fds, 10_000)
+			unix.Close(pidfd)
+			if perr != nil || n != 1 {
+				syscall.Kill(p.pid, syscall.SIGKILL)
+				t.Errorf("%s (pid %d) outlived the agent that was killed", p.what, p.pid)
+			}
+		} else if !errors.Is(err, unix.ESRCH) {
+			t.Fatalf("pidfd_open(%d): %v", p.pid, err)
 		}
-	} else if !errors.Is(err, unix.ESRCH) {
-		t.Fatalf("pidfd_open(%d): %v", pid, err)
 	}
 
 	path := session.Path(state, sid)

@@ -173,6 +173,7 @@ max_retry_after = "60s"
 		t.Fatalf("session/load answered %v, want a result", resp)
 	}
 	var replayed []string
+	statuses := 0
 	for _, n := range notes {
 		kind, u := updateKind(n)
 		switch kind {
@@ -180,9 +181,19 @@ max_retry_after = "60s"
 			replayed = append(replayed, u["content"].(map[string]any)["text"].(string))
 		case "agent_message_chunk", "agent_thought_chunk":
 			t.Errorf("replay sent %s, but nothing was committed: %v", kind, n)
+		case "tool_call":
+			// The wait that the kill cut short, as a client without
+			// notices is shown it.
+			if title, _ := u["title"].(string); u["status"] != "failed" || !strings.Contains(title, "interrupted") {
+				t.Errorf("the wait replays as %v, want it failed and interrupted", u)
+			}
+			statuses++
 		default:
 			t.Errorf("unexpected message during replay: %v", n)
 		}
+	}
+	if statuses != 1 {
+		t.Errorf("%d statuses replayed, want the one wait", statuses)
 	}
 	if !slices.Equal(replayed, []string{"hello before the crash"}) {
 		t.Errorf("replayed user messages = %q, want the interrupted turn's prompt", replayed)

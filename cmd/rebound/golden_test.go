@@ -620,19 +620,20 @@ var (
 	retryIDs   = regexp.MustCompile(`retry_[0-9a-f]{16}`)
 	compactIDs = regexp.MustCompile(`cmp_[0-9a-f]{32}`)
 	messageIDs = regexp.MustCompile(`msg_[0-9a-f]{32}`)
+	statusIDs  = regexp.MustCompile(`rebound_status_[0-9a-f]{32}`)
 	versions   = regexp.MustCompile(`"(agentVersion|version)":"` + regexp.QuoteMeta(release) + `-dev[^"]*"`)
 )
 
 // normalise replaces what differs between runs (random ids, the build's
 // version) with stable names numbered in order of appearance.
 func normalise(b []byte) []byte {
-	for _, re := range []*regexp.Regexp{sessionIDs, messageIDs, retryIDs, compactIDs} {
+	for _, re := range []*regexp.Regexp{sessionIDs, messageIDs, retryIDs, compactIDs, statusIDs} {
 		seen := map[string]string{}
 		b = re.ReplaceAllFunc(b, func(m []byte) []byte {
 			if n, ok := seen[string(m)]; ok {
 				return []byte(n)
 			}
-			prefix, _, _ := strings.Cut(string(m), "_")
+			prefix := string(m[:bytes.LastIndexByte(m, '_')])
 			n := fmt.Sprintf("%s_%d", prefix, len(seen)+1)
 			seen[string(m)] = n
 			return []byte(n)

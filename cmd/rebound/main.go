@@ -14,11 +14,12 @@ func main() {
 	// accident lands on stderr instead of corrupting the stream.
 	stdout := os.Stdout
 	os.Stdout = os.Stderr
-	// SIGTERM or SIGINT stops Rebound cleanly: turns are answered as
-	// cancelled, output is flushed for a bounded time, session logs are
-	// closed, and it exits 0. Once the first arrives the default action is
-	// restored, so a second one kills at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGTERM, SIGINT or SIGHUP (Emacs sends it when it exits) stops
+	// Rebound cleanly: turns are answered as cancelled, output is flushed
+	// for a bounded time, session logs are closed, and it exits 0. Once the
+	// first arrives the default action is restored, so a second one kills
+	// at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		<-ctx.Done()
 		stop()

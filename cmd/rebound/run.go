@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,6 +21,7 @@ import (
 	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/recovery"
 )
 
@@ -181,6 +183,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 	openAI := func(key string) llm.Provider {
 		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient})
 	}
+	var keys usedKeys
 	// newProvider looks for the key again: `rebound login` may store one
 	// while the editor runs Rebound.
 	newProvider := func() (llm.Provider, error) {
@@ -188,6 +191,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		if key == "" {
 			return nil, err
 		}
+		keys.add(key)
 		return openAI(key), nil
 	}
 	provider, err := newProvider()
@@ -196,13 +200,14 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		log.Warn().Err(err).Msg("no usable API key")
 	}
 	a := agent.New(agent.Config{
-		StateDir:    cfg.StateDir,
-		Model:       cfg.Provider.Model,
-		MaxTokens:   cfg.Provider.MaxTokens,
-		Provider:    provider,
-		APIKeyEnv:   cfg.Provider.APIKeyEnv,
-		NewProvider: newProvider,
-		Recovery:    recoveryConfig(cfg.Recovery),
+		StateDir:     cfg.StateDir,
+		StateDirHelp: cfg.StateDirHelp(),
+		Model:        cfg.Provider.Model,
+		MaxTokens:    cfg.Provider.MaxTokens,
+		Provider:     provider,
+		APIKeyEnv:    cfg.Provider.APIKeyEnv,
+		NewProvider:  newProvider,
+		Recovery:     recoveryConfig(cfg.Recovery),
 		Truncation: agent.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
@@ -218,9 +223,11 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Instructions:        cfg.Agent.Instructions,
 		ReplaceInstructions: cfg.Agent.ReplaceInstructions,
 		DefaultMode:         cfg.Agent.DefaultMode,
+		WaitStatus:          cfg.Agent.WaitStatus,
 		Models:              cfg.Provider.Models,
 		ReasoningEffort:     cfg.Provider.ReasoningEffort,
 		MCPConnect:          e.mcpConnect,
+		Secrets:             func() proc.Secrets { return childSecrets(cfg.Provider.APIKeyEnv, e, &keys) },
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})
@@ -230,6 +237,39 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
 		Bool("apiKey", provider != nil).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
+}
+
+// usedKeys are the API keys providers were made from.
+type usedKeys struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (u *usedKeys) add(key string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !slices.Contains(u.keys, key) {
+		u.keys = append(u.keys, key)
+	}
+}
+
+// childSecrets is what commands run on this machine and stdio MCP servers
+// must not inherit from Rebound's environment: the variable named by
+// provider.api_key_env, and under any name the key it holds, the key stored
+// for it, and every key used since start-up (a variable such as
+// OPENAI_KEY or AUTH="Bearer sk-…" may repeat one). Rebound has no
+// credential variables of its own.
+func childSecrets(name string, e env, used *usedKeys) proc.Secrets {
+	values := []string{e.getenv(name)}
+	if path := config.CredentialsPath(e.getenv, e.home); path != "" {
+		if stored, err := config.ReadAPIKey(path, name); err == nil {
+			values = append(values, stored)
+		}
+	}
+	used.mu.Lock()
+	values = append(values, used.keys...)
+	used.mu.Unlock()
+	return proc.Secrets{Names: []string{name}, Values: values}
 }
 
 // release is the version of Rebound's current release. agent.json, the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/session"
 )
 
 // These tests signal the built binary as an editor (or the OS) would and
@@ -70,6 +71,7 @@ func TestE2E_SignalWhileIdle(t *testing.T) {
 	}{
 		{syscall.SIGTERM, "terminated signal received"},
 		{syscall.SIGINT, "interrupt signal received"},
+		{syscall.SIGHUP, "hangup signal received"}, // Emacs, closing
 	} {
 		t.Run(tt.sig.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard, not a wait
@@ -88,19 +90,32 @@ func TestE2E_SignalWhileIdle(t *testing.T) {
 	}
 }
 
-// A turn running when SIGTERM arrives is answered as cancelled, then
-// Rebound exits 0.
+// A turn running when SIGTERM arrives (or SIGHUP: Emacs sends it when it
+// exits) is answered as cancelled, then Rebound exits 0.
 func TestE2E_SignalDuringPrompt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
+	for _, tt := range []struct {
+		sig    syscall.Signal
+		reason string
+	}{
+		{syscall.SIGTERM, "terminated signal received"},
+		{syscall.SIGHUP, "hangup signal received"},
+	} {
+		t.Run(tt.sig.String(), func(t *testing.T) { signalDuringPrompt(t, tt.sig, tt.reason) })
+	}
+}
+
+func signalDuringPrompt(t *testing.T, sig syscall.Signal, reason string) {
 	stall := 1
 	mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{{Text: "never finished", Chunks: 3, StallAfter: &stall}}})
 	srv := httptest.NewServer(mock)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-e2e", "REBOUND_STATE_DIR="+t.TempDir(), "REBOUND_MODEL=mock-model")
+	state := t.TempDir()
+	p := spawn(t, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-e2e", "REBOUND_STATE_DIR="+state, "REBOUND_MODEL=mock-model")
 	sid := p.newSession(t, t.TempDir())
 	p.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"hi"}]}}`)
 	for { // the first chunk is shown: the turn runs, and its stream stalls
@@ -112,7 +127,7 @@ func TestE2E_SignalDuringPrompt(t *testing.T) {
 			break
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	_, resp := p.until(t, 2)
@@ -123,5 +138,9 @@ func TestE2E_SignalDuringPrompt(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit status %d after %v, want 0\nstderr:\n%s", code, took, p.stderr)
 	}
-	checkCleanStop(t, p.stderr.String(), "terminated signal received")
+	checkCleanStop(t, p.stderr.String(), reason)
+	ld, err := session.Load(session.Path(state, sid))
+	if err != nil || ld.OpenTurn != 0 {
+		t.Errorf("the session log after %v: %v, open turn %d; want the turn closed", sig, err, ld.OpenTurn)
+	}
 }

@@ -30,6 +30,11 @@
 //     status 3 (subprocess only).
 //   - spawn: starts a child process that sleeps until killed, in the
 //     server's process group, and returns its pid (subprocess only).
+//   - spawn_detached: the same, but the child is in a session of its own
+//     (setsid), out of reach of signals to the server's process group
+//     (subprocess only).
+//   - env: returns the server's environment, one variable a line
+//     (subprocess only).
 package mcpmock
 
 import (
@@ -159,11 +164,23 @@ func NewServer(opts Options) *mcp.Server {
 			})
 		mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Starts a child that sleeps until killed; returns its pid."},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-				pid, err := spawn()
+				pid, err := spawn(false)
 				if err != nil {
 					return nil, nil, err
 				}
 				return text(strconv.Itoa(pid)), nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "spawn_detached", Description: "Starts a child in a session of its own that sleeps until killed; returns its pid."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				pid, err := spawn(true)
+				if err != nil {
+					return nil, nil, err
+				}
+				return text(strconv.Itoa(pid)), nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the server's environment."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return text(strings.Join(os.Environ(), "\n")), nil, nil
 			})
 	}
 
@@ -192,14 +209,18 @@ func text(s string) *mcp.CallToolResult {
 }
 
 // spawn starts this executable again as a silent server: a child that
-// sleeps until killed, with no dependency on a sleep command.
-func spawn() (int, error) {
+// sleeps until killed, with no dependency on a sleep command. A detached
+// one is in a session of its own.
+func spawn(detached bool) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), EnvServe+"=1", EnvSilent+"=1", EnvPIDFile+"=", EnvLinger+"=1")
+	if detached {
+		detach(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}

@@ -2,28 +2,7 @@
 
 package shell
 
-import (
-	"os"
-	"os/exec"
-)
-
-// Without process groups only the main process can be reached: hangup does
-// nothing and both terminate and kill kill it outright.
-type signal int
-
-const (
-	sigHangup signal = iota
-	sigTerminate
-	sigKill
-)
-
-func setProcessGroup(*exec.Cmd) {}
-
-func signalGroup(p *os.Process, sig signal) {
-	if sig != sigHangup {
-		_ = p.Kill()
-	}
-}
+import "os"
 
 func exitStatus(ps *os.ProcessState) (*int, string) {
 	if ps == nil || !ps.Exited() {

@@ -5,29 +5,8 @@ package shell
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 )
-
-const (
-	sigHangup    = syscall.SIGHUP
-	sigTerminate = syscall.SIGTERM
-	sigKill      = syscall.SIGKILL
-)
-
-// setProcessGroup puts the command in a new process group led by itself, so
-// that one signal reaches it and every child it starts.
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(cmd.SysProcAttr)
-}
-
-// signalGroup signals the process group that p leads. Errors are ignored: the
-// usual one is ESRCH, the group having already gone. The group ID cannot be
-// reused while any member is alive, so this never reaches a stranger's group.
-func signalGroup(p *os.Process, sig syscall.Signal) {
-	_ = syscall.Kill(-p.Pid, sig)
-}
 
 // exitStatus reads the exit code or the fatal signal from a finished process.
 func exitStatus(ps *os.ProcessState) (*int, string) {

@@ -227,14 +227,13 @@ func TestRun_AlreadyCancelled(t *testing.T) {
 	}
 }
 
-// Background children are hung up when the main process exits, as a
-// terminal does when its shell exits. None of them may keep Run waiting.
+// Background children die when the main process exits, whatever they do
+// to outlive it. None of them may keep Run waiting.
 func TestRun_BackgroundChild(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		command   string
-		wantAlive bool
+		name    string
+		command string
 	}{
 		{
 			name:    "holding the output, hung up",
@@ -245,11 +244,10 @@ func TestRun_BackgroundChild(t *testing.T) {
 			command: "trap '' HUP; sleep 30 & echo $! > pid; echo done",
 		},
 		{
-			// Like nohup with a redirect: it asked to outlive the
-			// command and no longer holds the output, so it is left alone.
-			name:      "detached from the output, ignoring hangup, survives",
-			command:   "trap '' HUP; sleep 30 >/dev/null 2>&1 & echo $! > pid; echo done",
-			wantAlive: true,
+			// Like nohup with a redirect. A terminal would leave it
+			// running; a model's command may not leave anything behind.
+			name:    "detached from the output, ignoring hangup, killed",
+			command: "trap '' HUP; sleep 30 >/dev/null 2>&1 & echo $! > pid; echo done",
 		},
 	}
 	for _, tt := range tests {
@@ -269,13 +267,90 @@ func TestRun_BackgroundChild(t *testing.T) {
 			if got.Duration > prompt {
 				t.Errorf("Duration = %v, want at most %v", got.Duration, prompt)
 			}
-			if tt.wantAlive {
-				if gone(t, pid) {
-					t.Errorf("background process %d is gone, want it still running", pid)
-				}
-				return
-			}
 			waitGone(t, pid)
+		})
+	}
+}
+
+// escape leaves processes that no signal to the command's process group
+// reaches: one in a session of its own (setsid), one double-forked into a
+// session of its own, both holding the output, each writing its pid to a
+// file; then it prints "before" once both have.
+const escape = `setsid sh -c 'echo $$ > setsid.pid; exec sleep 60' &
+sh -c 'setsid sh -c "echo \$\$ > double.pid; exec sleep 60" &'
+while ! [ -s setsid.pid ] || ! [ -s double.pid ]; do sleep 0.01; done
+echo before`
+
+// Nothing the command started survives it, however Run ends: the command
+// exits, times out, or is cancelled.
+func TestRun_NothingOutlives(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		command string
+		timeout time.Duration
+		cancel  bool
+		want    shell.Result
+	}{
+		{
+			name:    "exits",
+			command: escape,
+			want:    shell.Result{Output: "before\n", ExitCode: new(0), Timeout: shell.DefaultTimeout},
+		},
+		{
+			name:    "times out",
+			command: escape + "; sleep 60",
+			timeout: 500 * time.Millisecond,
+			want:    shell.Result{Output: "before\n", Signal: "SIGTERM", TimedOut: true, Timeout: 500 * time.Millisecond},
+		},
+		{
+			name:    "cancelled",
+			command: escape + "; echo cancel; echo > ready; sleep 60",
+			cancel:  true,
+			want:    shell.Result{Output: "before\ncancel\n", Signal: "SIGTERM", Cancelled: true, Timeout: shell.DefaultTimeout},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ctx := t.Context()
+			if tt.cancel {
+				// Cancelled once the command has written to a FIFO:
+				// reading it blocks until then, with no polling.
+				fifo := filepath.Join(dir, "ready")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					_, _ = os.ReadFile(fifo)
+					cancel()
+				}()
+				// Frees the reader if the command never got there.
+				defer func() {
+					if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+						f.Close()
+					}
+				}()
+			}
+			got, err := shell.Run(ctx, shell.Options{Command: tt.command, Dir: dir, Timeout: tt.timeout})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got, ignoreDuration); diff != "" {
+				t.Errorf("Run (-want +got):\n%s", diff)
+			}
+			if got.Duration > prompt {
+				t.Errorf("Duration = %v, want at most %v", got.Duration, prompt)
+			}
+			for _, name := range []string{"setsid.pid", "double.pid"} {
+				pid := readPIDFile(t, filepath.Join(dir, name))
+				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+				waitGone(t, pid)
+			}
 		})
 	}
 }
@@ -375,7 +450,13 @@ func TestRun_NoGoroutineLeak(t *testing.T) {
 		_, _ = shell.Run(r.ctx, r.opts)
 	}
 	cancel() // the context's own timer goroutine, if it fired, is gone after this
-	if after := runtime.NumGoroutine(); after > before {
+	// A goroutine that has closed the channel Run waits for may not have
+	// returned yet: give it a moment. A leaked one stays.
+	after := runtime.NumGoroutine()
+	for deadline := time.Now().Add(time.Second); after > before && time.Now().Before(deadline); after = runtime.NumGoroutine() {
+		time.Sleep(time.Millisecond)
+	}
+	if after > before {
 		buf := make([]byte, 1<<20)
 		t.Errorf("goroutines: %d before, %d after\n%s", before, after, buf[:runtime.Stack(buf, true)])
 	}
@@ -383,7 +464,12 @@ func TestRun_NoGoroutineLeak(t *testing.T) {
 
 func readPID(t *testing.T, dir string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	return readPIDFile(t, filepath.Join(dir, "pid"))
+}
+
+func readPIDFile(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("the command did not record its child: %v", err)
 	}

@@ -2,20 +2,24 @@
 // the editor offers no terminal of its own.
 //
 // The command gets what an editor terminal would give it (/bin/sh -c, the
-// session's working directory and environment, combined stdout and stderr)
-// and is contained the way a terminal contains it: it runs in its own process
-// group, and when it finishes, times out or is cancelled the group is signalled
-// so that background children do not outlive it or keep Run waiting. Output is
-// kept in bounded memory whatever the command prints.
+// session's working directory and Rebound's environment without its
+// credentials, combined stdout and stderr). It is started with proc, which
+// runs it in its own process group and, on Linux, under a reaper: when it
+// times out or is cancelled the group is asked to terminate, then everything
+// it started is killed; when it finishes, so is everything it left running,
+// setsid'd and double-forked processes included, so nothing outlives it or
+// keeps Run waiting. Output is kept in bounded memory whatever the command
+// prints.
 package shell
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/proc"
 )
 
 const (
@@ -39,7 +43,8 @@ const drainDelay = 250 * time.Millisecond
 type Options struct {
 	Command     string        // run as: /bin/sh -c Command
 	Dir         string        // working directory (already validated by the caller)
-	Env         []string      // nil = inherit os.Environ()
+	Env         []string      // nil = Rebound's environment (os.Environ) without Secrets
+	Secrets     proc.Secrets  // what an inherited environment must not carry
 	Timeout     time.Duration // 0 = DefaultTimeout
 	OutputLimit int           // bytes of combined stdout+stderr kept; 0 = DefaultOutputLimit
 }
@@ -91,16 +96,18 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("shell: output pipe: %w", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", opts.Command)
-	cmd.Dir = opts.Dir
-	cmd.Env = opts.Env
-	cmd.Stdin = nil // the null device: a command waiting for input must not hang
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	setProcessGroup(cmd)
-
+	env := opts.Env
+	if env == nil {
+		env = proc.Environ(opts.Secrets, opts.Dir)
+	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	p, err := proc.Start(proc.Cmd{
+		Name: "/bin/sh", Args: []string{"-c", opts.Command}, Dir: opts.Dir, Env: env,
+		// No stdin: the null device, so a command waiting for input must
+		// not hang.
+		Stdout: pw, Stderr: pw,
+	})
+	if err != nil {
 		pr.Close()
 		pw.Close()
 		return Result{}, fmt.Errorf("shell: start command: %w", err)
@@ -122,10 +129,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			}
 		}
 	}()
+	var state *os.ProcessState
 	waitDone := make(chan struct{})
 	go func() {
 		defer close(waitDone)
-		_ = cmd.Wait() // the outcome is read from cmd.ProcessState
+		state, _ = p.Wait() // the outcome is read from the state
 	}()
 
 	timer := time.NewTimer(timeout)
@@ -144,9 +152,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		// Mirror a terminal closing when its shell exits: the kernel hangs
 		// up the foreground group there, so plain background jobs die while
 		// nohup'd ones survive.
-		signalGroup(cmd.Process, sigHangup)
+		p.Hangup()
 	} else {
-		signalGroup(cmd.Process, sigTerminate)
+		p.Terminate()
 		grace := time.NewTimer(min(KillGrace, timeout))
 	wait:
 		for !exited || !drained {
@@ -160,9 +168,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			}
 		}
 		grace.Stop()
-		// Also kill the main process directly in case it left the group.
-		signalGroup(cmd.Process, sigKill)
-		_ = cmd.Process.Kill()
+		p.Kill()
 		if !exited {
 			<-waitDone
 		}
@@ -172,9 +178,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if !waitClosed(readDone, drainDelay) {
 			// Whatever still holds the pipe ignored the hangup (or outlived
 			// SIGKILL's delivery so far): finish it.
-			signalGroup(cmd.Process, sigKill)
+			p.Kill()
 			if !waitClosed(readDone, drainDelay) {
-				// Only a process that left the group can still hold the
+				// Only a process that escaped the kill can still hold the
 				// pipe; stop reading rather than wait for it.
 				if pr.SetReadDeadline(time.Now()) != nil {
 					pr.Close()
@@ -185,7 +191,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 
 	res.Duration = time.Since(start)
-	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState)
+	res.ExitCode, res.Signal = exitStatus(state)
 	res.Output, res.Truncated = out.result()
 	return res, nil
 }

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// How waits and give-ups are shown (agent.wait_status). The machine-readable
+// _meta["rebound/retry"] on session_info_update goes to every client
+// whatever the choice.
+const (
+	// WaitStatusAuto: a notice to clients that advertise session.notices,
+	// the status tool call to the others.
+	WaitStatusAuto = "auto"
+	// WaitStatusNotice: notices only, to the clients that show them.
+	WaitStatusNotice = "notice"
+	// WaitStatusToolCall: the status tool call for every client.
+	WaitStatusToolCall = "tool_call"
+	// WaitStatusMeta: only the _meta.
+	WaitStatusMeta = "meta"
+)
+
+// WaitStatuses are the values agent.wait_status takes.
+var WaitStatuses = []string{WaitStatusAuto, WaitStatusNotice, WaitStatusToolCall, WaitStatusMeta}
+
+// Most editors show nothing for a notice they were not offered, so a wait
+// would look like a hang. Every ACP v1 client renders a tool call with a
+// title and a status, so that is the status's carrier there: a tool call of
+// Rebound's own, never recorded as one (it is not in the model's history,
+// and replay rebuilds it from llm/retry), never part of the reply's text or
+// messageId.
+
+// statusIDPrefix starts the toolCallId of a status tool call, so a client
+// (or a test) can tell them from the model's calls.
+const statusIDPrefix = "rebound_status_"
+
+// maxStatusTitle bounds a status title: a provider's reason can be long.
+const maxStatusTitle = 200
+
+// statusNotices reports whether waits are shown as notices in this client.
+func (t *turn) statusNotices() bool {
+	switch t.agent.cfg.WaitStatus {
+	case WaitStatusNotice, WaitStatusAuto, "":
+		return t.c.Capabilities().Notices()
+	}
+	return false
+}
+
+// statusCalls reports whether waits are shown as status tool calls.
+func (t *turn) statusCalls() bool { return statusCallsFor(t.agent.cfg.WaitStatus, t.c.Capabilities()) }
+
+func statusCallsFor(choice string, caps acp.ClientCapabilities) bool {
+	switch choice {
+	case WaitStatusToolCall:
+		return true
+	case WaitStatusAuto, "":
+		return !caps.Notices()
+	}
+	return false
+}
+
+// waitStatus is one status tool call: a retry chain's, or another wait's.
+type waitStatus struct {
+	id      string
+	subject string // what happened, e.g. "Rate limited by the provider (429)"
+	done    string // what recovering means for it, e.g. "recovered on attempt 2 of 3"
+	open    bool   // in_progress: not yet completed or failed
+}
+
+// statuses are a turn's status tool calls, by retry chain id.
+type statuses map[string]*waitStatus
+
+// showStatus sends a status tool call, or updates the one already shown.
+// A status opened again after it was closed is a new tool call: an editor
+// would fold two into one under one id.
+func (t *turn) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
+	first := st.id == "" || !st.open && status == acp.ToolStatusInProgress
+	if first {
+		st.id = newID(statusIDPrefix)
+	}
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: st.id, Title: statusTitle(title), Status: string(status)}
+	if first {
+		u.SessionUpdate, u.Kind = acp.UpdateToolCall, acp.ToolKindOther
+	}
+	if detail != "" {
+		u.ToolContent = []acp.ToolCallContent{acp.ContentText(detail)}
+	}
+	st.open = status == acp.ToolStatusInProgress
+	t.notify(ctx, u)
+}
+
+// chainStatus is the status of the retry chain id, made on first use.
+func (t *turn) chainStatus(id string) *waitStatus {
+	if t.status == nil {
+		t.status = statuses{}
+	}
+	st := t.status[id]
+	if st == nil {
+		st = &waitStatus{}
+		t.status[id] = st
+	}
+	return st
+}
+
+// statusScheduled shows a retry about to wait: why, for how long, which
+// retry of how many.
+func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
+	if !t.statusCalls() {
+		return
+	}
+	subject, desc := t.noticeText(r)
+	st := t.chainStatus(r.ID)
+	st.subject, st.done = subject, doneText(r)
+	t.showStatus(ctx, st, subject+": "+lowerFirst(desc), retryDetail(r.Failure), acp.ToolStatusInProgress)
+}
+
+// statusStarted shows that the wait is over and the retry runs.
+func (t *turn) statusStarted(ctx context.Context, r recovery.Retry) {
+	st := t.status[r.ID]
+	if !t.statusCalls() || st == nil || !st.open || r.Delay == 0 {
+		return // nothing was waited for: the next word is the outcome
+	}
+	t.showStatus(ctx, st, st.subject+": retrying now", "", acp.ToolStatusInProgress)
+}
+
+// statusRecovered closes the open statuses of a request that succeeded.
+func (t *turn) statusRecovered(ctx context.Context) {
+	for _, st := range t.status {
+		if st.open {
+			t.showStatus(ctx, st, st.subject+": "+st.done, "", acp.ToolStatusCompleted)
+		}
+	}
+}
+
+// statusEnded closes the open statuses of a turn that was cancelled or
+// failed; a failure with nothing open gets a status of its own, so the
+// reason is in the thread (a reopened one too) and not only in the
+// prompt's error.
+func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
+	if !t.statusCalls() {
+		return
+	}
+	shown := false
+	for _, st := range t.status {
+		if !st.open {
+			continue
+		}
+		shown = true
+		if cancelled {
+			t.showStatus(ctx, st, st.subject+": cancelled", "", acp.ToolStatusFailed)
+		} else {
+			t.showStatus(ctx, st, why, why, acp.ToolStatusFailed) // it says it gave up, and why
+		}
+	}
+	if !shown && !cancelled && why != "" {
+		t.showStatus(ctx, &waitStatus{}, "Failed: "+why, why, acp.ToolStatusFailed)
+	}
+}
+
+// doneText is what recovering from r's failure means, for the status's
+// last word.
+func doneText(r recovery.Retry) string {
+	switch r.Action {
+	case recovery.ActionCompact:
+		return "older messages summarised; recovered"
+	case recovery.ActionFallback:
+		return "switched model; recovered"
+	case recovery.ActionStripImages:
+		return "retried without the images; recovered"
+	case actionEscalate:
+		return "retried with a larger output budget"
+	case actionContinue:
+		return "continued"
+	}
+	return fmt.Sprintf("recovered on attempt %d of %d", r.PolicyN+1, r.Max+1)
+}
+
+// retryDetail is the status's content: the provider's own words.
+func retryDetail(f *recovery.Failure) string {
+	if f == nil || f.Message == "" {
+		return ""
+	}
+	d := "The provider said: " + f.Message
+	if f.RequestID != "" && !strings.Contains(f.Message, f.RequestID) {
+		d += " (request " + f.RequestID + ")"
+	}
+	return d
+}
+
+// statusTitle fits a title on a line.
+func statusTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > maxStatusTitle {
+		s = string([]rune(s)[:maxStatusTitle-1]) + "…"
+	}
+	return s
+}
+
+func lowerFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r >= 'A' && r <= 'Z' {
+		return string(r+'a'-'A') + s[n:]
+	}
+	return s
+}
+
+// waitMCP waits for the session's MCP servers, showing the wait while they
+// are still starting (a server has up to mcp's start timeout).
+func (t *turn) waitMCP(ctx context.Context) *mcp.Set {
+	m := t.s.mcp
+	if !m.starting() || !t.statusCalls() {
+		return m.wait(ctx)
+	}
+	st := &waitStatus{subject: "MCP servers"}
+	t.showStatus(ctx, st, "Waiting for the MCP servers to start", "", acp.ToolStatusInProgress)
+	set := m.wait(ctx)
+	if ctx.Err() != nil {
+		t.showStatus(ctx, st, "Waiting for the MCP servers to start: cancelled", "", acp.ToolStatusFailed)
+		return set
+	}
+	t.showStatus(ctx, st, "The MCP servers have started", "", acp.ToolStatusCompleted)
+	return set
+}
+
+// statusMCPFailure shows an MCP server that is not available, where
+// notices are not shown.
+func (t *turn) statusMCPFailure(ctx context.Context, f mcp.Failure) {
+	if !t.statusCalls() {
+		return
+	}
+	why := fmt.Sprintf("MCP server %q is not available: %v. The session goes on without its tools.", f.Server, f.Err)
+	t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
+}
+
+// replayStatuses sends the statuses of waits recorded before seq (all of
+// them when seq is 0) and returns the rest, so a reopened thread shows
+// each where it happened: between the messages around it.
+func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits []session.WaitStatus, seq int64) ([]session.WaitStatus, error) {
+	for len(waits) > 0 && (seq == 0 || waits[0].Seq < seq) {
+		if err := c.Update(ctx, sessionID, replayedStatus(waits[0])); err != nil {
+			return nil, err
+		}
+		waits = waits[1:]
+	}
+	return waits, nil
+}
+
+// replayedStatus is a recorded wait as the editor saw it last.
+func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq),
+		Kind: acp.ToolKindOther, Status: string(acp.ToolStatusFailed)}
+	var failed recovery.Failure
+	gaveUp := ""
+	if json.Unmarshal(w.Error, &failed) == nil && failed.Code != "" {
+		gaveUp = failed.Summary()
+		if failed.Message != "" {
+			gaveUp += ": " + failed.Message
+		}
+	}
+	if w.Retry == nil {
+		u.Title = statusTitle("Failed: " + gaveUp)
+		u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
+		return u
+	}
+	r := recovery.Retry{ID: w.Retry.RetryID, N: w.Retry.Retry, Max: w.Retry.MaxRetries, Policy: w.Retry.Policy,
+		PolicyN: w.Retry.PolicyRetry, Action: recovery.Action(w.Retry.Action), Delay: time.Duration(w.Retry.DelayMs) * time.Millisecond}
+	var f recovery.Failure
+	if json.Unmarshal(w.Retry.Failure, &f) == nil {
+		r.Failure = &f
+	}
+	subject, _ := retryText(r, false, w.Retry.Model, 0)
+	switch w.Outcome {
+	case session.WaitRecovered:
+		u.Status, u.Title = string(acp.ToolStatusCompleted), subject+": "+doneText(r)
+	case session.WaitFailed:
+		u.Title = fmt.Sprintf("%s; gave up after %d %s", subject, w.Retries, plural(w.Retries, "retry"))
+		if failed.Message != "" {
+			u.Title += ": " + failed.Message
+		}
+		if gaveUp != "" {
+			u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
+		}
+	case session.WaitCancelled:
+		u.Title = subject + ": cancelled"
+	default:
+		u.Title = subject + ": interrupted (Rebound stopped)"
+	}
+	u.Title = statusTitle(u.Title)
+	return u
+}

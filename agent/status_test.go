@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/recovery"
+)
+
+func limited(context.Context, llm.Request) (llm.Stream, error) {
+	return nil, &llm.Error{Status: 429, Message: "slow down"}
+}
+
+// noticeEditor is an editor that shows notices.
+type noticeEditor struct{ editor }
+
+func (e *noticeEditor) Capabilities() acp.ClientCapabilities {
+	var caps acp.ClientCapabilities
+	if err := json.Unmarshal([]byte(`{"session":{"notices":{}}}`), &caps); err != nil {
+		panic(err)
+	}
+	return caps
+}
+
+// Which carrier each agent.wait_status gives a client with and without
+// notices: the status tool call where nothing else would show the wait.
+func TestStatus_Carriers(t *testing.T) {
+	for _, tt := range []struct {
+		choice               string
+		notices              bool
+		wantNotice, wantCall bool
+	}{
+		{WaitStatusAuto, false, false, true},
+		{WaitStatusAuto, true, true, false},
+		{WaitStatusNotice, false, false, false},
+		{WaitStatusNotice, true, true, false},
+		{WaitStatusToolCall, false, false, true},
+		{WaitStatusToolCall, true, false, true},
+		{WaitStatusMeta, true, false, false},
+		{WaitStatusMeta, false, false, false},
+	} {
+		t.Run(tt.choice, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){limited, text("recovered")}}
+				a := testAgent(t, Config{Provider: p, WaitStatus: tt.choice, Recovery: recovery.Config{Policy: recovery.Policy{
+					MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, Retryable: recovery.DefaultRetryable}}})
+				id := newSession(t, a)
+				var ed acp.Client = &editor{}
+				if tt.notices {
+					ed = &noticeEditor{}
+				}
+				if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}}, ed); err != nil {
+					t.Fatal(err)
+				}
+				var updates []acp.SessionUpdate
+				if e, ok := ed.(*noticeEditor); ok {
+					updates = e.updates
+				} else {
+					updates = ed.(*editor).updates
+				}
+				var notices, calls, meta int
+				var statusIDs []string
+				for _, u := range updates {
+					switch {
+					case u.SessionUpdate == acp.UpdateNotice:
+						notices++
+					case strings.HasPrefix(u.ToolCallID, statusIDPrefix):
+						calls++
+						statusIDs = append(statusIDs, u.ToolCallID)
+					case u.SessionUpdate == acp.UpdateSessionInfo && u.Meta[RetryMetaKey] != nil:
+						meta++
+					case u.SessionUpdate == acp.UpdateAgentMessageChunk:
+						for _, id := range statusIDs {
+							if u.MessageID == id {
+								t.Errorf("the reply's messageId is the status's")
+							}
+						}
+					}
+				}
+				if (notices > 0) != tt.wantNotice || (calls > 0) != tt.wantCall || meta == 0 {
+					t.Errorf("notices %d, status calls %d, meta %d; want notice %v, call %v, meta always", notices, calls, meta, tt.wantNotice, tt.wantCall)
+				}
+				// The status is never part of the model's history.
+				for _, m := range p.reqs[len(p.reqs)-1].Messages {
+					if strings.Contains(m.Content, "Rate limited") || strings.Contains(m.ToolCallID, statusIDPrefix) {
+						t.Errorf("the model's request holds the status: %+v", m)
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,9 @@
+//go:build unix
+
+package tools
+
+import "syscall"
+
+// oNonblock makes an open return at once even on a FIFO (which otherwise
+// waits for a writer) and is ignored for regular files.
+const oNonblock = syscall.O_NONBLOCK

@@ -1,0 +1,72 @@
+package session_test
+
+import (
+	"testing"
+
+	"github.com/rebound-agent/rebound/session"
+)
+
+// A reopened thread shows each wait where it happened and how it ended.
+func TestWaitStatuses(t *testing.T) {
+	retry := func(turn, step, n int, id string) rec {
+		return rec{session.TypeLLMRetry, `{"turn":` + itoa(turn) + `,"step":` + itoa(step) + `,"retryId":"` + id + `","retry":` + itoa(n) + `,"maxRetries":2,"delayMs":500,"failure":{"code":"SERVER","message":"busy","status":503}}`}
+	}
+	failStep := func(turn, step int) rec {
+		return rec{session.TypeStepEnd, `{"turn":` + itoa(turn) + `,"step":` + itoa(step) + `,"outcome":"failed","failure":{"code":"SERVER","message":"busy"}}`}
+	}
+	step := func(turn, n int) rec {
+		return rec{session.TypeStepStart, `{"turn":` + itoa(turn) + `,"step":` + itoa(n) + `}`}
+	}
+	log := render(rStart,
+		// Turn 1: fails, retries, recovers.
+		rTurn1, rStep1, failStep(1, 1), retry(1, 1, 1, "r1"), step(1, 2),
+		rec{session.TypeAssistantMessage, `{"turn":1,"step":2,"messageId":"m1","text":"Hello"}`},
+		rec{session.TypeStepEnd, `{"turn":1,"step":2,"outcome":"ok"}`},
+		rec{session.TypeTurnEnd, `{"turn":1,"stopReason":"end_turn"}`},
+		// Turn 2: gives up after two retries.
+		rec{session.TypeTurnStart, `{"turn":2,"text":"again"}`}, step(2, 1), failStep(2, 1), retry(2, 1, 1, "r2"),
+		step(2, 2), failStep(2, 2), retry(2, 2, 2, "r2"), step(2, 3), failStep(2, 3),
+		rec{session.TypeTurnEnd, `{"turn":2,"error":{"code":"SERVER","message":"busy"}}`},
+		// Turn 3: fails at once, no retry.
+		rec{session.TypeTurnStart, `{"turn":3,"text":"bad"}`}, step(3, 1),
+		rec{session.TypeStepEnd, `{"turn":3,"step":1,"outcome":"failed","failure":{"code":"INVALID_REQUEST","message":"no"}}`},
+		rec{session.TypeTurnEnd, `{"turn":3,"error":{"code":"INVALID_REQUEST","message":"no"}}`},
+		// Turn 4: cancelled during the wait.
+		rec{session.TypeTurnStart, `{"turn":4,"text":"wait"}`}, step(4, 1), failStep(4, 1), retry(4, 1, 1, "r4"),
+		rec{session.TypeTurnEnd, `{"turn":4,"stopReason":"cancelled"}`},
+	)
+	evs := events(t, log)
+	got := session.WaitStatuses(evs)
+	want := []struct {
+		turn, retries int
+		outcome       string
+		retry         bool
+	}{
+		{1, 1, session.WaitRecovered, true},
+		{2, 2, session.WaitFailed, true},
+		{3, 0, session.WaitFailed, false},
+		{4, 1, session.WaitCancelled, true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d statuses, want %d: %+v", len(got), len(want), got)
+	}
+	msgs, err := session.Conversation(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Turn != w.turn || g.Retries != w.retries || g.Outcome != w.outcome || (g.Retry != nil) != w.retry {
+			t.Errorf("status %d = turn %d, %d retries, %q, retry %v; want %+v", i, g.Turn, g.Retries, g.Outcome, g.Retry != nil, w)
+		}
+		if w.outcome == session.WaitFailed && len(g.Error) == 0 {
+			t.Errorf("status %d: a failed turn's status has no failure facts", i)
+		}
+	}
+	// Placed between the turn's prompt and its reply.
+	if !(msgs[0].Seq < got[0].Seq && got[0].Seq < msgs[1].Seq) {
+		t.Errorf("turn 1's status at seq %d, its prompt at %d and reply at %d", got[0].Seq, msgs[0].Seq, msgs[1].Seq)
+	}
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
