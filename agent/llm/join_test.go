@@ -29,6 +29,37 @@ func streamOf(t *testing.T, body string) llm.Stream {
 	return s
 }
 
+// eventReader hands out an event stream one event per Read, so no two are
+// read together and none is joined.
+type eventReader struct{ rest string }
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	if r.rest == "" {
+		return 0, io.EOF
+	}
+	n := len(r.rest)
+	if i := strings.Index(r.rest, "\n\n"); i >= 0 {
+		n = i + 2
+	}
+	n = copy(p, r.rest[:n])
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
+func (r *eventReader) Close() error { return nil }
+
+// streamApart starts an attempt whose body comes one event at a time.
+func streamApart(t *testing.T, body string) llm.Stream {
+	t.Helper()
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://apart.invalid/v1", APIKey: testKey, HTTPClient: pipeDoer{&eventReader{body}}})
+	s, err := p.Stream(t.Context(), hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // recvChunks reads s to its end.
 func recvChunks(s llm.Stream) ([]llm.Chunk, error) {
 	var out []llm.Chunk
@@ -171,5 +202,25 @@ func TestOpenAI_ErrorAfterJoinedDeltas(t *testing.T) {
 	}
 	if diff := cmp.Diff([]llm.Chunk{{Content: "partial"}}, chunks); diff != "" {
 		t.Errorf("chunks (-want +got):\n%s", diff)
+	}
+}
+
+// A fragment with a name (or an id) is never joined into the one before:
+// it may start a new call (Gemini sends neither index nor id).
+func TestOpenAI_JoinKeepsCallsApart(t *testing.T) {
+	deltas := []string{
+		`{"tool_calls":[{"type":"function","function":{"name":"find","arguments":"{\"q\":1}"}}]}`,
+		`{"tool_calls":[{"type":"function","function":{"name":"read","arguments":"{}"}}]}`,
+		`{"tool_calls":[{"index":0,"type":"function","function":{"name":"run","arguments":"{}"}}]}`,
+		`{"tool_calls":[{"index":0,"type":"function","function":{"name":"edit"}}]}`,
+		`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`,
+	}
+	_, got, err := drain(t, streamOf(t, sseBody("tool_calls", deltas...)))
+	if err != io.EOF {
+		t.Fatalf("Recv() = %v, want io.EOF", err)
+	}
+	want := []llm.ToolCall{{Name: "find", Arguments: `{"q":1}`}, {Name: "read", Arguments: "{}"}, {Name: "run", Arguments: "{}"}, {Name: "edit", Arguments: "{}"}}
+	if diff := cmp.Diff(want, got.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
 	}
 }

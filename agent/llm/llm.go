@@ -258,13 +258,7 @@ func (r *Reply) addCall(d ToolCallDelta) error {
 	if d.ID == "" && d.Name == "" && d.Arguments == "" {
 		return nil // nothing to add: no call is made of it
 	}
-	pos, ok := len(r.ToolCalls)-1, len(r.ToolCalls) > 0
-	if !d.Unindexed {
-		pos, ok = r.slots[d.Index]
-	}
-	if ok && startsNew(r.ToolCalls[pos], d) {
-		ok = false
-	}
+	pos, ok := r.callOf(d)
 	if !ok {
 		if len(r.ToolCalls) == MaxToolCalls {
 			return fmt.Errorf("%w: more than %d tool calls", ErrMalformedStream, MaxToolCalls)
@@ -295,6 +289,19 @@ func (r *Reply) addCall(d ToolCallDelta) error {
 
 // startsNew reports whether fragment d begins a call other than tc, the one
 // its index (or, without one, its position in the stream) points at.
+// callOf returns the position of the call fragment d goes on with, if it
+// goes on with one rather than starting a new call.
+func (r *Reply) callOf(d ToolCallDelta) (int, bool) {
+	pos, ok := len(r.ToolCalls)-1, len(r.ToolCalls) > 0
+	if !d.Unindexed {
+		pos, ok = r.slots[d.Index]
+	}
+	if ok && startsNew(r.ToolCalls[pos], d) {
+		ok = false
+	}
+	return pos, ok
+}
+
 func startsNew(tc ToolCall, d ToolCallDelta) bool {
 	switch {
 	case d.ID != "" && tc.ID != "":

@@ -390,8 +390,9 @@ func (s *stream) piece() (Chunk, error) {
 		case kindTools:
 			for _, d := range n.ToolCalls {
 				last := &c.ToolCalls[len(c.ToolCalls)-1]
-				if d.Index == last.Index && (d.ID == "" || d.ID == last.ID) {
-					last.Name += d.Name // names come whole or in a few pieces
+				// Only more arguments for the same slot: a fragment with an id
+				// or a name may start a new call (see Reply.Add).
+				if d.ID == "" && d.Name == "" && d.Index == last.Index && d.Unindexed == last.Unindexed {
 					args = append(args, d.Arguments...)
 					continue
 				}

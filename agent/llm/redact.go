@@ -1,6 +1,10 @@
 package llm
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // holdback redacts one text that streams in deltas: a reply's content, its
 // reasoning, or one tool call's name or arguments. The key may be split
@@ -63,10 +67,27 @@ func partialKey(s, key string) int {
 // reaches the editor, the log or the history: content, reasoning, and tool
 // calls' ids, names and arguments. It is the one place reply text is
 // redacted; errors are redacted by OpenAI.scrub.
+//
+// Ids and names come whole in a fragment (a new one starts a new call, see
+// Reply.Add), so they are redacted as they are. Arguments stream: each
+// call's are held back like text, by the slot that addresses the call (its
+// index, or "the latest call" for a fragment without one). When a fragment
+// starts a new call in a slot, what the slot's previous call held is
+// released first, addressed to that call; calls tracks the calls as the
+// caller assembles them, to tell.
 type scrubber struct {
 	r                  redactor
 	content, reasoning holdback
-	names, args        []holdback // by tool call index
+	args               map[int]*holdback // by slot; see slot
+	calls              Reply
+}
+
+// slot is the key of the call a fragment addresses: its index, or -1.
+func slot(d ToolCallDelta) int {
+	if d.Unindexed {
+		return -1
+	}
+	return d.Index
 }
 
 // chunk redacts c in place. At a finish reason the texts are over and what
@@ -78,19 +99,31 @@ func (s *scrubber) chunk(c *Chunk) {
 	}
 	c.Content = s.content.feed(r, c.Content)
 	c.Reasoning = s.reasoning.feed(r, c.Reasoning)
-	for i := range c.ToolCalls {
-		d := &c.ToolCalls[i]
-		d.ID = r.str(d.ID) // an id comes whole: Reply.Add replaces it
-		if d.Index < 0 || d.Index >= MaxToolCalls {
-			// Reply.Add refuses the stream; redact what it may quote.
-			d.Name, d.Arguments = r.str(d.Name), r.str(d.Arguments)
-			continue
+	if len(c.ToolCalls) > 0 {
+		in := c.ToolCalls
+		c.ToolCalls = make([]ToolCallDelta, 0, len(in))
+		for _, d := range in {
+			d.ID, d.Name = r.str(d.ID), r.str(d.Name)
+			if !d.Unindexed && (d.Index < 0 || d.Index >= MaxToolCalls) {
+				// Reply.Add refuses the stream; redact what it may quote.
+				d.Arguments = r.str(d.Arguments)
+				c.ToolCalls = append(c.ToolCalls, d)
+				continue
+			}
+			h := s.args[slot(d)]
+			if h == nil {
+				h = &holdback{}
+				if s.args == nil {
+					s.args = map[int]*holdback{}
+				}
+				s.args[slot(d)] = h
+			}
+			if _, goesOn := s.calls.callOf(d); !goesOn && h.held != "" {
+				s.emit(c, ToolCallDelta{Index: d.Index, Unindexed: d.Unindexed, Arguments: h.flush()})
+			}
+			d.Arguments = h.feed(r, d.Arguments)
+			s.emit(c, d)
 		}
-		for len(s.names) <= d.Index {
-			s.names, s.args = append(s.names, holdback{}), append(s.args, holdback{})
-		}
-		d.Name = s.names[d.Index].feed(r, d.Name)
-		d.Arguments = s.args[d.Index].feed(r, d.Arguments)
 	}
 	c.FinishReason = r.str(c.FinishReason)
 	if c.FinishReason != "" {
@@ -98,36 +131,36 @@ func (s *scrubber) chunk(c *Chunk) {
 	}
 }
 
-// flush adds what is held to c.
-func (s *scrubber) flush(c *Chunk) {
-	c.Content += s.content.flush()
-	c.Reasoning += s.reasoning.flush()
-	for i := range s.names {
-		name, args := s.names[i].flush(), s.args[i].flush()
-		if name != "" || args != "" {
-			c.ToolCalls = append(c.ToolCalls, ToolCallDelta{Index: i, Name: name, Arguments: args})
+// emit adds d to c and to the calls as the caller assembles them.
+func (s *scrubber) emit(c *Chunk, d ToolCallDelta) {
+	c.ToolCalls = append(c.ToolCalls, d)
+	s.calls.addCall(d) // an error is the caller's to find, in its own Reply
+}
+
+// release adds to c what is held, each text through keep.
+func (s *scrubber) release(c *Chunk, keep func(string) string) {
+	c.Content += keep(s.content.flush())
+	c.Reasoning += keep(s.reasoning.flush())
+	for _, k := range slices.Sorted(maps.Keys(s.args)) { // in a stable order
+		if t := keep(s.args[k].flush()); t != "" {
+			s.emit(c, ToolCallDelta{Index: max(k, 0), Unindexed: k < 0, Arguments: t})
 		}
 	}
 }
+
+// flush adds what is held to c: the stream ended, so none of it is the key.
+func (s *scrubber) flush(c *Chunk) { s.release(c, func(t string) string { return t }) }
 
 // cut adds to c what is held when the stream failed, as capped treats a
 // capture cut short: a held start of the key of minKeyCut bytes or more may
 // be the key, cut, and is dropped; a shorter one is text.
 func (s *scrubber) cut(c *Chunk) {
-	keep := func(h *holdback) string {
-		if t := h.flush(); len(t) < minKeyCut {
+	s.release(c, func(t string) string {
+		if len(t) < minKeyCut {
 			return t
 		}
 		return ""
-	}
-	c.Content += keep(&s.content)
-	c.Reasoning += keep(&s.reasoning)
-	for i := range s.names {
-		name, args := keep(&s.names[i]), keep(&s.args[i])
-		if name != "" || args != "" {
-			c.ToolCalls = append(c.ToolCalls, ToolCallDelta{Index: i, Name: name, Arguments: args})
-		}
-	}
+	})
 }
 
 // holding reports whether any text is held back.
@@ -135,8 +168,8 @@ func (s *scrubber) holding() bool {
 	if s.content.held != "" || s.reasoning.held != "" {
 		return true
 	}
-	for i := range s.names {
-		if s.names[i].held != "" || s.args[i].held != "" {
+	for _, h := range s.args {
+		if h.held != "" {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,34 +88,72 @@ func TestOpenAI_KeyNotInReplyText(t *testing.T) {
 	}
 }
 
-// Tool calls are redacted too: names and arguments, which stream in
-// pieces like text, and ids.
+// Tool calls are redacted too: ids and names, which come whole, and
+// arguments, which stream in pieces like text. What a call's arguments hold
+// back stays that call's when the next call starts in the same slot (Ollama
+// repeats index 0; Gemini sends no index).
 func TestOpenAI_KeyNotInToolCalls(t *testing.T) {
 	args := `{"token":"` + testKey + `","path":"sk-test-x"}`
-	var deltas []string
-	deltas = append(deltas, `{"tool_calls":[{"index":0,"id":"call_`+testKey+`","type":"function","function":{"name":"use_`+testKey[:10]+`"}}]}`)
-	deltas = append(deltas, `{"tool_calls":[{"index":0,"function":{"name":`+jsonString(testKey[10:])+`}}]}`)
-	for _, b := range bytesOf(args) {
-		deltas = append(deltas, `{"tool_calls":[{"index":0,"function":{"arguments":`+jsonString(b)+`}}]}`)
+	argDeltas := func(prefix, args string) []string {
+		var out []string
+		for _, b := range bytesOf(args) {
+			out = append(out, `{"tool_calls":[{`+prefix+`"function":{"arguments":`+jsonString(b)+`}}]}`)
+		}
+		return out
 	}
-	// A second call in one delta, whole.
-	deltas = append(deltas, `{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"read","arguments":`+jsonString(`{"k":"`+testKey+`"}`)+`}}]}`)
-	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: rawDoer{200, sseBody("tool_calls", deltas...)}})
-	s, err := p.Stream(t.Context(), hello)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		deltas []string
+		want   []llm.ToolCall
+	}{
+		{
+			name: "indexed calls",
+			deltas: slices.Concat(
+				[]string{`{"tool_calls":[{"index":0,"id":"call_` + testKey + `","type":"function","function":{"name":"use_` + testKey + `"}}]}`},
+				argDeltas(`"index":0,`, args),
+				[]string{`{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"read","arguments":` + jsonString(`{"k":"`+testKey+`"}`) + `}}]}`}),
+			want: []llm.ToolCall{
+				{ID: "call_[redacted]", Name: "use_[redacted]", Arguments: `{"token":"[redacted]","path":"sk-test-x"}`},
+				{ID: "call_2", Name: "read", Arguments: `{"k":"[redacted]"}`},
+			},
+		},
+		{
+			name: "index 0 repeated",
+			deltas: slices.Concat(
+				[]string{`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"find"}}]}`},
+				argDeltas(`"index":0,`, `{"q":"sk-t`),
+				[]string{`{"tool_calls":[{"index":0,"id":"b","type":"function","function":{"name":"read"}}]}`},
+				argDeltas(`"index":0,`, `{"k":"`+testKey+`"}`)),
+			want: []llm.ToolCall{{ID: "a", Name: "find", Arguments: `{"q":"sk-t`}, {ID: "b", Name: "read", Arguments: `{"k":"[redacted]"}`}},
+		},
+		{
+			name: "no index",
+			deltas: slices.Concat(
+				[]string{`{"tool_calls":[{"id":"a","type":"function","function":{"name":"find"}}]}`},
+				argDeltas(``, `{"q":"sk-t`),
+				[]string{`{"tool_calls":[{"id":"b","type":"function","function":{"name":"read"}}]}`},
+				argDeltas(``, `{"k":"`+testKey+`"}`)),
+			want: []llm.ToolCall{{ID: "a", Name: "find", Arguments: `{"q":"sk-t`}, {ID: "b", Name: "read", Arguments: `{"k":"[redacted]"}`}},
+		},
 	}
-	defer s.Close()
-	_, got, err := drain(t, s)
-	if err != io.EOF {
-		t.Fatalf("Recv() = %v, want io.EOF", err)
-	}
-	want := []llm.ToolCall{
-		{ID: "call_[redacted]", Name: "use_[redacted]", Arguments: `{"token":"[redacted]","path":"sk-test-x"}`},
-		{ID: "call_2", Name: "read", Arguments: `{"k":"[redacted]"}`},
-	}
-	if diff := cmp.Diff(want, got.ToolCalls); diff != "" {
-		t.Errorf("tool calls (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		for _, pace := range []string{"together", "one by one"} {
+			t.Run(tt.name+"/"+pace, func(t *testing.T) {
+				var s llm.Stream
+				if pace == "together" {
+					s = streamOf(t, sseBody("tool_calls", tt.deltas...))
+				} else {
+					s = streamApart(t, sseBody("tool_calls", tt.deltas...))
+				}
+				_, got, err := drain(t, s)
+				if err != io.EOF {
+					t.Fatalf("Recv() = %v, want io.EOF", err)
+				}
+				if diff := cmp.Diff(tt.want, got.ToolCalls); diff != "" {
+					t.Errorf("tool calls (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
