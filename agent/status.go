@@ -166,6 +166,39 @@ func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
 	}
 }
 
+// statusRefused shows why the provider's content filter refused the prompt:
+// the answer's stopReason and _meta carry only the facts, which no editor
+// shows a person. Open statuses close with the reason, as at a give-up.
+func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
+	why, reason := f.Summary()+".", ""
+	if f.Message != "" {
+		reason = strings.TrimRight(f.Message, ". ") + "."
+		why = f.Summary() + ": " + reason
+	}
+	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
+		why += " " + advice
+		reason = strings.TrimSpace(reason + " " + advice)
+	}
+	if t.statusNotices() {
+		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: f.Summary(), Description: reason,
+			Meta: acp.Meta{RefusalMetaKey: f}})
+	}
+	if !t.statusCalls() {
+		return
+	}
+	shown := false
+	for _, st := range t.status {
+		if st.open {
+			shown = true
+			t.showStatus(ctx, st, why, why, acp.ToolStatusFailed)
+		}
+	}
+	if !shown {
+		// Not "Failed: …": the turn ended as the provider's refusal.
+		t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
+	}
+}
+
 // doneText is what recovering from r's failure means, for the status's
 // last word.
 func doneText(r recovery.Retry) string {

@@ -315,7 +315,9 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			}
 			if f := recovery.Classify(err); !recorded(err) && f.ContentFilter {
 				// A filtered prompt is the provider's refusal, as a filtered
-				// reply is; its facts (the reason) go with the answer.
+				// reply is; its facts (the reason) go with the answer, and
+				// the reason is shown.
+				t.statusRefused(ctx, f)
 				return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
 			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
