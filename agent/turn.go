@@ -46,7 +46,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if !s.turnMu.TryLock() {
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
-	if err := a.acquire(s); err != nil {
+	if err := a.acquire(s, true); err != nil {
 		s.turnMu.Unlock()
 		return acp.PromptResponse{}, err
 	}
