@@ -96,7 +96,11 @@ func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 // left for a later read.
 func scan(r io.Reader, name string, c *checker, firstLine int, join, settled bool, ld *Loaded) (int, error) {
 	var run chunkRun
-	br := bufio.NewReaderSize(r, 64<<10)
+	size := 64 << 10
+	if sr, ok := r.(*io.SectionReader); ok {
+		size = int(min(sr.Size(), int64(size))) // a tail is often one turn: no 64 KiB buffer for it
+	}
+	br := bufio.NewReaderSize(r, size)
 	lines := 0
 	for lineNo := firstLine; ; lineNo++ {
 		line, err := br.ReadBytes('\n')

@@ -386,3 +386,85 @@ func TestLog_ChangedFileIsReadAgain(t *testing.T) {
 		}
 	})
 }
+
+// The cost of taking the lock before a write: with nothing new (one
+// process), with one turn another Log appended (read as a tail), and,
+// for comparison, reading a whole log of 1000 turns again.
+func BenchmarkLog_Lock(b *testing.B) {
+	if runtime.GOOS == "windows" {
+		b.Skip("no flock")
+	}
+	setup := func(b *testing.B) (string, *session.Log, *session.Log) {
+		stateDir := b.TempDir()
+		w, err := session.Create(stateDir, "s1", start1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for n := 1; n <= 1000; n++ {
+			appendTurn(b, w, n)
+		}
+		if err := w.Unlock(); err != nil {
+			b.Fatal(err)
+		}
+		r, _, err := session.OpenShared(stateDir, "s1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { w.Close(); r.Close() })
+		return stateDir, w, r
+	}
+	b.Run("nothing new", func(b *testing.B) {
+		_, _, r := setup(b)
+		for b.Loop() {
+			if _, err := r.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Unlock(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one turn appended", func(b *testing.B) {
+		_, w, r := setup(b)
+		n := 1000
+		for b.Loop() {
+			b.StopTimer()
+			n++
+			if _, err := w.Lock(); err != nil {
+				b.Fatal(err)
+			}
+			appendTurn(b, w, n)
+			if err := w.Unlock(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			ld, err := r.Lock()
+			if err != nil || len(ld.Events) != 6 {
+				b.Fatalf("Lock = %v, %d events", err, len(ld.Events))
+			}
+			if err := r.Unlock(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("whole log of 1000 turns", func(b *testing.B) {
+		stateDir, _, _ := setup(b)
+		for b.Loop() {
+			l, _, err := session.OpenShared(stateDir, "s1")
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Close()
+		}
+	})
+}
+
+func appendTurn(tb testing.TB, l *session.Log, n int) {
+	tb.Helper()
+	recs := turn(n, "hello")
+	for i := 0; i < len(recs); i += 2 {
+		if _, err := l.Append(recs[i].(string), recs[i+1]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
