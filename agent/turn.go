@@ -599,6 +599,10 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 		if err := reply.Add(c); err != nil {
 			return nil, nil, err
 		}
+		if c.HasDelta() && t.status != nil {
+			// The retry is answering: say so before its reply shows.
+			t.statusRecovered(ctx)
+		}
 		if c.Content == "" && c.Reasoning == "" {
 			continue
 		}
