@@ -103,7 +103,8 @@ func filtered(context.Context, llm.Request) (llm.Stream, error) {
 
 // A prompt the content filter refuses ends as a refusal, and a person is
 // told why: a notice where notices are shown, else a failed status tool
-// call, which also closes a wait still open before the refusal.
+// call, which also closes a wait still open before the refusal; its title
+// says what happened, its content the provider's reason.
 func TestStatus_Refusal(t *testing.T) {
 	const reason = "The prompt was filtered by the content policy"
 	for _, tt := range []struct {
@@ -151,7 +152,8 @@ func TestStatus_Refusal(t *testing.T) {
 					if u.Status != string(acp.ToolStatusFailed) {
 						t.Errorf("status %q left %s", u.Title, u.Status)
 					}
-					if strings.Contains(u.Title, reason) {
+					if len(u.ToolContent) == 1 && u.ToolContent[0].Content != nil && strings.Contains(u.ToolContent[0].Content.Text, reason) &&
+						strings.HasPrefix(u.Title, "The provider's content filter refused") {
 						refused++
 					}
 				}

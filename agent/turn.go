@@ -46,7 +46,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if !s.turnMu.TryLock() {
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
-	if err := a.acquire(s); err != nil {
+	if err := a.acquire(s, true); err != nil {
 		s.turnMu.Unlock()
 		return acp.PromptResponse{}, err
 	}
@@ -609,6 +609,10 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 		}
 		if err := reply.Add(c); err != nil {
 			return nil, nil, err
+		}
+		if c.HasDelta() && t.status != nil {
+			// The retry is answering: say so before its reply shows.
+			t.statusRecovered(ctx)
 		}
 		if c.Content == "" && c.Reasoning == "" {
 			continue
