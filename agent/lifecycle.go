@@ -134,7 +134,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 		return acp.ResumeSessionResponse{}, err
 	}
 	s.turnMu.Lock()
-	if err := a.acquire(s); err != nil {
+	if err := a.acquire(s, false); err != nil {
 		s.turnMu.Unlock()
 		return acp.ResumeSessionResponse{}, err
 	}
@@ -147,8 +147,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 }
 
 // CloseSession frees what the session holds in this process: its log (the
-// file and its lock, so another Rebound process may open it) and its
-// state. The acp server has cancelled and answered its running turn first.
+// file; its lock is held only while a use writes) and its state. The acp server has cancelled and answered its running turn first.
 // The session stays on disk; session/load or session/resume opens it
 // again. A session this process does not hold is closed already.
 func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
@@ -192,8 +191,9 @@ func (a *Agent) exists(id string) error {
 
 // DeleteSession removes the session: its log and its index entry. The acp
 // server refuses it while a turn of the session runs; a session/load or
-// session/resume still running makes it busy too. A session open in
-// another Rebound process is not deleted (its lock is held).
+// session/resume still running makes it busy too. A session another
+// Rebound process is writing (a turn runs there) is not deleted; one it
+// only has open is, and that process finds it gone at its next use.
 func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest) (acp.DeleteSessionResponse, error) {
 	id := req.SessionID
 	a.mu.Lock()

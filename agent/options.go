@@ -144,7 +144,12 @@ func (s *sessionState) flushOptions() error {
 func (a *Agent) done(s *sessionState) error {
 	s.optMu.Lock()
 	defer s.optMu.Unlock()
-	err := s.recordOptionsLocked()
+	var err error
+	// Without the lock (a load while another process writes), changes
+	// wait for the next use that takes it.
+	if s.locked {
+		err = s.recordOptionsLocked()
+	}
 	if err != nil {
 		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not record the session's configuration")
 	}
@@ -176,7 +181,7 @@ func (a *Agent) setOption(s *sessionState, id, value string) (changed bool, err 
 		log.Msg("session configuration changed during a turn")
 		return true, nil
 	}
-	if err := a.acquire(s); err != nil {
+	if err := a.acquire(s, true); err != nil {
 		s.turnMu.Unlock()
 		return true, err
 	}

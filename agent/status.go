@@ -120,7 +120,11 @@ func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
 	subject, desc := t.noticeText(r)
 	st := t.chainStatus(r.ID)
 	st.subject, st.done = subject, doneText(r)
-	t.showStatus(ctx, st, subject+": "+lowerFirst(desc), retryDetail(r.Failure), acp.ToolStatusInProgress)
+	detail := desc + "."
+	if said := retryDetail(r.Failure); said != "" {
+		detail += "\n\n" + said
+	}
+	t.showStatus(ctx, st, subject+", "+waitText(r, t.live() && t.shownAny(), t.model), detail, acp.ToolStatusInProgress)
 }
 
 // statusStarted shows that the wait is over and the retry runs.
@@ -129,14 +133,14 @@ func (t *turn) statusStarted(ctx context.Context, r recovery.Retry) {
 	if !t.statusCalls() || st == nil || !st.open || r.Delay == 0 {
 		return // nothing was waited for: the next word is the outcome
 	}
-	t.showStatus(ctx, st, st.subject+": retrying now", "", acp.ToolStatusInProgress)
+	t.showStatus(ctx, st, st.subject+", retrying now", "", acp.ToolStatusInProgress)
 }
 
 // statusRecovered closes the open statuses of a request that succeeded.
 func (t *turn) statusRecovered(ctx context.Context) {
 	for _, st := range t.status {
 		if st.open {
-			t.showStatus(ctx, st, st.subject+": "+st.done, "", acp.ToolStatusCompleted)
+			t.showStatus(ctx, st, st.subject+", "+st.done, "", acp.ToolStatusCompleted)
 		}
 	}
 }
@@ -156,14 +160,76 @@ func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
 		}
 		shown = true
 		if cancelled {
-			t.showStatus(ctx, st, st.subject+": cancelled", "", acp.ToolStatusFailed)
+			t.showStatus(ctx, st, st.subject+", cancelled", "", acp.ToolStatusFailed)
 		} else {
 			t.showStatus(ctx, st, why, why, acp.ToolStatusFailed) // it says it gave up, and why
 		}
 	}
 	if !shown && !cancelled && why != "" {
-		t.showStatus(ctx, &waitStatus{}, "Failed: "+why, why, acp.ToolStatusFailed)
+		t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
 	}
+}
+
+// statusRefused shows why the provider's content filter refused the prompt:
+// the answer's stopReason and _meta carry only the facts, which no editor
+// shows a person. Open statuses close with the reason, as at a give-up.
+func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
+	why, reason := f.Summary()+".", ""
+	if f.Message != "" {
+		reason = strings.TrimRight(f.Message, ". ") + "."
+		why = f.Summary() + ": " + reason
+	}
+	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
+		why += " " + advice
+		reason = strings.TrimSpace(reason + " " + advice)
+	}
+	if t.statusNotices() {
+		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: f.Summary(), Description: reason,
+			Meta: acp.Meta{RefusalMetaKey: f}})
+	}
+	if !t.statusCalls() {
+		return
+	}
+	// The title says what happened (see waitText); the reason is the
+	// content.
+	shown := false
+	for _, st := range t.status {
+		if st.open {
+			shown = true
+			t.showStatus(ctx, st, f.Summary(), why, acp.ToolStatusFailed)
+		}
+	}
+	if !shown {
+		t.showStatus(ctx, &waitStatus{}, f.Summary(), why, acp.ToolStatusFailed)
+	}
+}
+
+// Status titles put what happened first and keep the rest short, with no
+// colon early on: codecompanion.nvim shows at most 60 characters of a tool
+// call's title, and only what comes before a colon in its first 40.
+
+// waitText says, for a status's title, what a retry does and when.
+func waitText(r recovery.Retry, continuing bool, model string) string {
+	switch r.Action {
+	case recovery.ActionCompact:
+		return "summarising older messages"
+	case recovery.ActionFallback:
+		return "switching to " + model
+	case recovery.ActionStripImages:
+		return "retrying without the images"
+	case actionEscalate:
+		return "retrying with a larger output budget"
+	case actionContinue:
+		return fmt.Sprintf("asking to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
+	}
+	wait := ""
+	if r.Delay > 0 {
+		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
+	}
+	if continuing {
+		return fmt.Sprintf("continuing%s (retry %d of %d)", wait, r.PolicyN, r.Max)
+	}
+	return fmt.Sprintf("retry %d of %d%s", r.PolicyN, r.Max, wait)
 }
 
 // doneText is what recovering from r's failure means, for the status's
@@ -171,17 +237,17 @@ func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
 func doneText(r recovery.Retry) string {
 	switch r.Action {
 	case recovery.ActionCompact:
-		return "older messages summarised; recovered"
+		return "summarised and recovered"
 	case recovery.ActionFallback:
-		return "switched model; recovered"
+		return "switched model and recovered"
 	case recovery.ActionStripImages:
-		return "retried without the images; recovered"
+		return "recovered without the images"
 	case actionEscalate:
 		return "retried with a larger output budget"
 	case actionContinue:
 		return "continued"
 	}
-	return fmt.Sprintf("recovered on attempt %d of %d", r.PolicyN+1, r.Max+1)
+	return fmt.Sprintf("recovered on retry %d of %d", r.PolicyN, r.Max)
 }
 
 // retryDetail is the status's content: the provider's own words.
@@ -267,7 +333,7 @@ func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 		}
 	}
 	if w.Retry == nil {
-		u.Title = statusTitle("Failed: " + gaveUp)
+		u.Title = statusTitle(gaveUp)
 		u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
 		return u
 	}
@@ -280,7 +346,7 @@ func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 	subject, _ := retryText(r, false, w.Retry.Model, 0)
 	switch w.Outcome {
 	case session.WaitRecovered:
-		u.Status, u.Title = string(acp.ToolStatusCompleted), subject+": "+doneText(r)
+		u.Status, u.Title = string(acp.ToolStatusCompleted), subject+", "+doneText(r)
 	case session.WaitFailed:
 		u.Title = fmt.Sprintf("%s; gave up after %d %s", subject, w.Retries, plural(w.Retries, "retry"))
 		if failed.Message != "" {
@@ -290,9 +356,9 @@ func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 			u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
 		}
 	case session.WaitCancelled:
-		u.Title = subject + ": cancelled"
+		u.Title = subject + ", cancelled"
 	default:
-		u.Title = subject + ": interrupted (Rebound stopped)"
+		u.Title = subject + ", interrupted (Rebound stopped)"
 	}
 	u.Title = statusTitle(u.Title)
 	return u
