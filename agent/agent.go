@@ -9,9 +9,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"sync"
 	"syscall"
@@ -158,6 +160,10 @@ type sessionState struct {
 	cwd            string
 	additionalDirs []string
 	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
+	// hist is derived from events and kept up to date with them, so a
+	// prompt never derives the conversation from the whole log again; nil
+	// until first needed after the log was (re)read (see history).
+	hist *history
 	rules          map[string]string // standing permission answers by scope, from the log
 	// toolIDs are the tool call ids the session has used, made from the log
 	// on first need and kept with it; nil until then.
@@ -284,10 +290,11 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	// was made in; tools work where the editor says.
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
-	msgs, err := session.Conversation(s.events)
+	h, err := s.history()
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
+	msgs := h.conv.Messages()
 	var waits []session.WaitStatus
 	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
 		waits = session.WaitStatuses(s.events)
@@ -432,15 +439,39 @@ func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
 	if ld.Tail && len(ld.Events) == 0 {
 		return false
 	}
-	if ld.Tail {
-		s.events = append(s.events, ld.Events...)
-	} else {
-		s.events = ld.Events
+	if !ld.Tail {
+		s.events, s.hist = ld.Events, nil
+		s.rules, s.toolIDs = session.PermissionRules(s.events), nil
+		a.loadOptions(s)
+		sum, titled := session.Summarize(s.events)
+		s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
+		return true
 	}
-	s.rules, s.toolIDs = session.PermissionRules(s.events), nil
+	// Another process appended: what is derived goes on from the tail.
+	s.events = append(s.events, ld.Events...)
+	for _, ev := range ld.Events {
+		s.extend(ev, nil)
+	}
+	if s.rules == nil {
+		s.rules = map[string]string{}
+	}
+	maps.Copy(s.rules, session.PermissionRules(ld.Events)) // the last answer for a scope wins
+	if s.toolIDs != nil {
+		for _, ev := range ld.Events {
+			var m session.AssistantMessage
+			if ev.Type == session.TypeAssistantMessage && json.Unmarshal(ev.Data, &m) == nil {
+				for _, c := range m.ToolCalls {
+					s.toolIDs[c.ID] = true
+				}
+			}
+		}
+	}
 	a.loadOptions(s)
-	sum, titled := session.Summarize(s.events)
-	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
+	// The title is the last one recorded, else made from the first prompt:
+	// a tail changes it only by recording one, or by holding the first.
+	if sum, titled := session.Summarize(ld.Events); titled || s.title == "" {
+		s.title, s.titled = sum.Title, titled
+	}
 	return true
 }
 
@@ -490,7 +521,7 @@ func (a *Agent) closeLocked(s *sessionState) {
 	}
 	a.open.Remove(s.elem)
 	s.log, s.elem = nil, nil
-	s.events, s.rules, s.toolIDs = nil, nil, nil
+	s.events, s.rules, s.toolIDs, s.hist = nil, nil, nil, nil
 }
 
 // release ends a use that acquire began: what was appended is written and
@@ -714,6 +745,7 @@ func (s *sessionState) append(typ string, data any) (session.Event, error) {
 		return ev, &recordError{err}
 	}
 	s.events = append(s.events, ev)
+	s.extend(ev, data)
 	return ev, nil
 }
 
@@ -723,7 +755,41 @@ func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
 		return ev, &recordError{err}
 	}
 	s.events = append(s.events, ev)
+	s.extend(ev, data)
 	return ev, nil
+}
+
+// extend brings s.hist up to date with ev, the last of s.events.
+func (s *sessionState) extend(ev session.Event, data any) {
+	if s.hist != nil && s.hist.add(ev, data) != nil {
+		// The log took what the derivation refuses: derived again from
+		// the events when next needed, that says what is wrong.
+		s.hist = nil
+	}
+}
+
+// history returns what is derived from the session's events, deriving it
+// from all of them only when the log was (re)read since. The error is
+// Conversation's for a log that breaks its rules. Called under turnMu.
+func (s *sessionState) history() (*history, error) {
+	if s.hist == nil {
+		h := newHistory()
+		for _, ev := range s.events {
+			if err := h.add(ev, nil); err != nil {
+				return nil, err
+			}
+		}
+		s.hist = h
+	}
+	return s.hist, nil
+}
+
+// retryChain is session.RetryChain of the session's events.
+func (s *sessionState) retryChain() (id string, retries int, used map[string]int) {
+	if h, err := s.history(); err == nil {
+		return h.conv.RetryChain()
+	}
+	return session.RetryChain(s.events)
 }
 
 // newID returns prefix + 128 random bits in hex.

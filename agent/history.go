@@ -34,16 +34,7 @@ func toLLM(msgs []session.Message) []llm.Message {
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Text})
 			outcome, inTurn = m.TurnOutcome, m.TurnOutcome != ""
 		case session.RoleAssistant:
-			am := llm.Message{Role: llm.RoleAssistant, Content: m.Text, Reasoning: m.Reasoning}
-			if m.Incomplete {
-				// What the user saw of a reply that never finished: the
-				// model is told where and why it stops.
-				am.Content = strings.TrimRight(am.Content, " ") + "\n\n" + turnEndNote(outcome)
-			}
-			for _, tc := range m.ToolCalls {
-				am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-			}
-			out = append(out, am)
+			out = append(out, assistantMessage(m, outcome))
 		case session.RoleTool:
 			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
 		}
@@ -51,6 +42,103 @@ func toLLM(msgs []session.Message) []llm.Message {
 	closeTurn()
 	return out
 }
+
+// assistantMessage renders a committed reply of a turn that ended with
+// outcome ("" while it runs).
+func assistantMessage(m session.Message, outcome string) llm.Message {
+	am := llm.Message{Role: llm.RoleAssistant, Content: m.Text, Reasoning: m.Reasoning}
+	if m.Incomplete {
+		// What the user saw of a reply that never finished: the model is
+		// told where and why it stops.
+		am.Content = incompleteContent(m.Text, outcome)
+	}
+	for _, tc := range m.ToolCalls {
+		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+	}
+	return am
+}
+
+func incompleteContent(text, outcome string) string {
+	return strings.TrimRight(text, " ") + "\n\n" + turnEndNote(outcome)
+}
+
+// history is what a session keeps derived from its events, so that a
+// prompt never goes over the whole log: the committed conversation (with
+// the checker's state, the retry chain and the next turn's number) and its
+// rendering for the model. After every add, conv holds
+// session.Conversation of the events added and model() equals toLLM of
+// that; TestHistory_MatchesDerivation holds it to this.
+type history struct {
+	conv *session.History
+	seen int           // conv's messages rendered into out
+	out  []llm.Message // toLLM of them
+	// The open turn: the index of its user message in conv's messages
+	// (-1 if none), and its incomplete replies, whose note says how the
+	// turn ended once it has.
+	user       int
+	incomplete []incompleteReply
+}
+
+type incompleteReply struct {
+	at   int // index in out
+	text string
+}
+
+func newHistory() *history { return &history{conv: session.NewHistory(), user: -1} }
+
+// add derives what ev adds (data as for session.History.Add). A refused
+// event leaves h as it was.
+func (h *history) add(ev session.Event, data any) error {
+	if err := h.conv.Add(ev, data); err != nil {
+		return err
+	}
+	msgs := h.conv.Messages()
+	for ; h.seen < len(msgs); h.seen++ {
+		m := msgs[h.seen]
+		switch m.Role {
+		case session.RoleCompaction:
+			n := min(max(m.Replaced, 0), len(h.out))
+			h.out = append([]llm.Message{summaryMessage(m.Text)}, h.out[n:]...)
+			kept := h.incomplete[:0]
+			for _, r := range h.incomplete {
+				if r.at >= n {
+					r.at += 1 - n
+					kept = append(kept, r)
+				}
+			}
+			h.incomplete = kept
+		case session.RoleUser:
+			h.out = append(h.out, llm.Message{Role: llm.RoleUser, Content: m.Text})
+			h.user, h.incomplete = h.seen, nil
+		case session.RoleAssistant:
+			if m.Incomplete {
+				h.incomplete = append(h.incomplete, incompleteReply{at: len(h.out), text: m.Text})
+			}
+			h.out = append(h.out, assistantMessage(m, ""))
+		case session.RoleTool:
+			h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+		}
+	}
+	if ev.Type == session.TypeTurnEnd && h.user >= 0 {
+		// toLLM closes a turn when the next one starts or the history
+		// ends; nothing comes between a turn/end and the next turn/start,
+		// so closing it now is the same.
+		outcome := msgs[h.user].TurnOutcome
+		for _, r := range h.incomplete {
+			h.out[r.at].Content = incompleteContent(r.text, outcome)
+		}
+		if outcome != "" {
+			h.out = closeTurnMessages(h.out, outcome)
+		}
+		h.user, h.incomplete = -1, nil
+	}
+	return nil
+}
+
+// model is the conversation as the model gets it (toLLM). The slice is
+// h's: add may change its last turn's messages, so a caller copies it
+// before the next add, as a turn's request does.
+func (h *history) model() []llm.Message { return h.out[:len(h.out):len(h.out)] }
 
 // Notes that close a turn that has no plain assistant reply at its end.
 var turnEndNotes = map[string]string{

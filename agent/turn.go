@@ -58,17 +58,20 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 			resp, err = a.recoverTurn(s, t, r)
 		}
 	}()
-	history, err := session.Conversation(s.events)
+	h, err := s.history()
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
+	// Taken before this turn's turn/start joins it; later adds only append
+	// after it or change this turn's messages, never these.
+	past := h.model()
 	blocks, err := json.Marshal(req.Prompt)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("encode prompt: %w", err)
 	}
 	t = &turn{
 		agent: a, s: s, c: c,
-		number: session.NextTurn(s.events),
+		number: h.conv.NextTurn(),
 		start:  time.Now(),
 		ws:     tools.NewWorkspace(s.cwd, s.additionalDirs...),
 	}
@@ -81,7 +84,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	// what failed belong in the first request.
 	t.mcp = t.waitMCP(ctx)
 	t.mode = s.currentMode()
-	t.history = append(a.systemMessages(s, t.mode, t.mcp != nil, t.start), toLLM(history)...)
+	t.history = append(a.systemMessages(s, t.mode, t.mcp != nil, t.start), past...)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.maxTokens = a.cfg.MaxTokens
 
@@ -341,7 +344,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 // committed reply's tool calls are returned, to run only now that it is
 // committed; a reply still cut at the limit has none (they may be cut too).
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
-	id, retries, used := session.RetryChain(t.s.events)
+	id, retries, used := t.s.retryChain()
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
 	t.parts, t.resume, t.resumeThought, t.msgID, t.continuations, t.msgDone = nil, nil, nil, newID("msg_"), 0, false
 	t.shown.Reset()

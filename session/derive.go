@@ -1,7 +1,10 @@
 package session
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
+	"maps"
 	"strings"
 )
 
@@ -67,69 +70,140 @@ type Message struct {
 // (an *InvariantError's Line is then the 1-based index of the event), so a
 // conversation is only derived from a log that keeps its rules.
 func Conversation(events []Event) ([]Message, error) {
-	c := newChecker("")
-	var msgs []Message
-	userAt := -1                          // index of the open turn's user message
-	calls := map[string]*ToolCall{}       // dispatched calls of the open turn
-	asked := map[string]MessageToolCall{} // tool calls asked for in the open turn
+	h := NewHistory()
 	for _, ev := range events {
-		if err := c.check(ev); err != nil {
+		if err := h.Add(ev, nil); err != nil {
 			return nil, err
 		}
-		switch ev.Type {
-		case TypeTurnStart:
-			var d TurnStart
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, err // unreachable: check decoded it
-			}
-			userAt = len(msgs)
-			clear(calls)
-			clear(asked)
-			msgs = append(msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
-		case TypeCompaction:
-			var d Compaction
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, err
-			}
-			msgs = append(msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
-		case TypeAssistantMessage:
-			var d AssistantMessage
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, err
-			}
-			for _, tc := range d.ToolCalls {
-				asked[tc.ID] = tc
-			}
-			msgs = append(msgs, Message{
-				Seq: ev.Seq, Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
-				MessageID: d.MessageID, FinishReason: d.FinishReason, ToolCalls: d.ToolCalls, Incomplete: d.Incomplete,
-			})
-		case TypeToolCall:
-			var d ToolCall
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, err
-			}
-			calls[d.ToolCallID] = &d
-		case TypeToolResult:
-			var d ToolResult
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, err
-			}
-			msgs = append(msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: asked[d.ToolCallID].Name, Arguments: asked[d.ToolCallID].Arguments,
-				Text: d.Output, Status: d.Status, Content: d.Content, Call: calls[d.ToolCallID]})
-			delete(calls, d.ToolCallID)
-		case TypeTurnEnd:
-			var d TurnEnd
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, err
-			}
-			if userAt >= 0 {
-				msgs[userAt].TurnOutcome = turnOutcome(d)
-			}
-			userAt = -1
-		}
 	}
-	return msgs, nil
+	return h.msgs, nil
+}
+
+// History is Conversation kept up to date one event at a time, with the
+// checker's state, so that a session that keeps one never derives its
+// conversation from the whole log again: after every Add, Messages equals
+// Conversation of all the events added, and RetryChain and NextTurn equal
+// those functions of them.
+type History struct {
+	c      *checker
+	msgs   []Message
+	userAt int                        // index of the open turn's user message, -1 if none
+	calls  map[string]*ToolCall       // dispatched calls of the open turn
+	asked  map[string]MessageToolCall // tool calls asked for in the open turn
+	// The retry chain the next logical request continues (RetryChain).
+	chainID      string
+	chainRetries int
+	chainUsed    map[string]int
+}
+
+// NewHistory returns the History of a log with no events yet.
+func NewHistory() *History {
+	return &History{c: newChecker(""), userAt: -1, calls: map[string]*ToolCall{}, asked: map[string]MessageToolCall{}, chainUsed: map[string]int{}}
+}
+
+// Add checks ev as the log's next event and derives what it adds. A refused
+// event (an *InvariantError, as Conversation's) leaves h as it was. data,
+// when not nil, is the value ev.Data was encoded from, as Log.Append was
+// given it: the checker reads it instead of decoding ev.Data, as Append's
+// does. Messages are still decoded from ev.Data, so they are what a reload
+// gives (encoding replaces invalid UTF-8, compacts raw JSON).
+func (h *History) Add(ev Event, data any) error {
+	// The events that become messages are decoded once, for the checker and
+	// for the message. A decode that fails leaves the checker to decode,
+	// and to say what is wrong.
+	var v any
+	switch ev.Type {
+	case TypeTurnStart:
+		v = decodeObject[TurnStart](ev)
+	case TypeCompaction:
+		v = decodeObject[Compaction](ev)
+	case TypeAssistantMessage:
+		v = decodeObject[AssistantMessage](ev)
+	case TypeToolCall:
+		v = decodeObject[ToolCall](ev)
+	case TypeToolResult:
+		v = decodeObject[ToolResult](ev)
+	case TypeTurnEnd:
+		v = decodeObject[TurnEnd](ev)
+	case TypeLLMRetry:
+		v = decodeObject[LLMRetry](ev)
+	}
+	h.c.typed = data
+	if v != nil {
+		h.c.typed = v
+	}
+	err := h.c.check(ev)
+	h.c.typed = nil
+	if err != nil {
+		return err
+	}
+	switch d := v.(type) {
+	case *TurnStart:
+		h.userAt = len(h.msgs)
+		clear(h.calls)
+		clear(h.asked)
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
+	case *Compaction:
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
+	case *AssistantMessage:
+		for _, tc := range d.ToolCalls {
+			h.asked[tc.ID] = tc
+		}
+		h.msgs = append(h.msgs, Message{
+			Seq: ev.Seq, Turn: d.Turn, Role: RoleAssistant, Text: d.Text, Reasoning: d.Reasoning,
+			MessageID: d.MessageID, FinishReason: d.FinishReason, ToolCalls: d.ToolCalls, Incomplete: d.Incomplete,
+		})
+		h.endChain()
+	case *ToolCall:
+		h.calls[d.ToolCallID] = d
+	case *ToolResult:
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: h.asked[d.ToolCallID].Name, Arguments: h.asked[d.ToolCallID].Arguments,
+			Text: d.Output, Status: d.Status, Content: d.Content, Call: h.calls[d.ToolCallID]})
+		delete(h.calls, d.ToolCallID)
+	case *TurnEnd:
+		if h.userAt >= 0 {
+			h.msgs[h.userAt].TurnOutcome = turnOutcome(*d)
+		}
+		h.userAt = -1
+		if !d.Interrupted {
+			h.endChain()
+		}
+	case *LLMRetry:
+		h.chainID, h.chainRetries = d.RetryID, d.Retry
+		h.chainUsed[cmp.Or(d.Policy, "transient")]++
+	}
+	return nil
+}
+
+// decodeObject decodes ev.Data into a *T as the checker's decode does, or
+// returns nil where that would fail.
+func decodeObject[T any](ev Event) any {
+	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
+		return nil
+	}
+	v := new(T)
+	if json.Unmarshal(ev.Data, v) != nil {
+		return nil
+	}
+	return v
+}
+
+func (h *History) endChain() {
+	h.chainID, h.chainRetries = "", 0
+	clear(h.chainUsed)
+}
+
+// Messages is the conversation so far. The slice is the History's own: it
+// is valid until the next Add, which may append to it and sets the open
+// turn's TurnOutcome when the turn ends. Callers copy what they keep.
+func (h *History) Messages() []Message { return h.msgs[:len(h.msgs):len(h.msgs)] }
+
+// NextTurn is NextTurn of the events added.
+func (h *History) NextTurn() int { return h.c.turn + 1 }
+
+// RetryChain is RetryChain of the events added; used is the caller's.
+func (h *History) RetryChain() (id string, retries int, used map[string]int) {
+	return h.chainID, h.chainRetries, maps.Clone(h.chainUsed)
 }
 
 func turnOutcome(d TurnEnd) string {
