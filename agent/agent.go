@@ -159,12 +159,12 @@ type sessionState struct {
 	turnMu         sync.Mutex
 	cwd            string
 	additionalDirs []string
-	events         []session.Event // everything appended or loaded, in order; nil while the log is closed
+	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
+	rules          map[string]string // standing permission answers by scope, from the log
 	// hist is derived from events and kept up to date with them, so a
 	// prompt never derives the conversation from the whole log again; nil
 	// until first needed after the log was (re)read (see history).
-	hist  *history
-	rules map[string]string // standing permission answers by scope, from the log
+	hist *history
 	// toolIDs are the tool call ids the session has used, made from the log
 	// on first need and kept with it; nil until then.
 	toolIDs map[string]bool
