@@ -467,10 +467,13 @@ func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
 		}
 	}
 	a.loadOptions(s)
-	// The title is the last one recorded, else made from the first prompt:
-	// a tail changes it only by recording one, or by holding the first.
-	if sum, titled := session.Summarize(ld.Events); titled || s.title == "" {
-		s.title, s.titled = sum.Title, titled
+	// The title is the last one recorded, else made from the first prompt.
+	if sum, titled := session.Summarize(ld.Events); titled {
+		s.title, s.titled = sum.Title, true
+	} else if !s.titled {
+		// Rare: the session's first turn never recorded a title.
+		sum, _ := session.Summarize(s.events)
+		s.title = sum.Title
 	}
 	return true
 }
