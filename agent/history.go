@@ -70,8 +70,11 @@ func incompleteContent(text, outcome string) string {
 // that; TestHistory_MatchesDerivation holds it to this.
 type history struct {
 	conv *session.History
-	seen int           // conv's messages rendered into out
-	out  []llm.Message // toLLM of them
+	seen int // conv's messages rendered into out
+	// out is toLLM of them after a slot for the system prompt, so a turn
+	// takes the system prompt and history as one slice without copying
+	// it (withSystem).
+	out []llm.Message
 	// The open turn: the index of its user message in conv's messages
 	// (-1 if none), and its incomplete replies, whose note says how the
 	// turn ended once it has.
@@ -84,7 +87,9 @@ type incompleteReply struct {
 	text string
 }
 
-func newHistory() *history { return &history{conv: session.NewHistory(), user: -1} }
+func newHistory() *history {
+	return &history{conv: session.NewHistory(), user: -1, out: []llm.Message{{Role: llm.RoleSystem}}}
+}
 
 // add derives what ev adds (data as for session.History.Add). A refused
 // event leaves h as it was.
@@ -97,11 +102,12 @@ func (h *history) add(ev session.Event, data any) error {
 		m := msgs[h.seen]
 		switch m.Role {
 		case session.RoleCompaction:
-			n := min(max(m.Replaced, 0), len(h.out))
-			h.out = append([]llm.Message{summaryMessage(m.Text)}, h.out[n:]...)
+			// A new array: a turn may hold the old one (withSystem).
+			n := min(max(m.Replaced, 0), len(h.out)-1)
+			h.out = append([]llm.Message{h.out[0], summaryMessage(m.Text)}, h.out[1+n:]...)
 			kept := h.incomplete[:0]
 			for _, r := range h.incomplete {
-				if r.at >= n {
+				if r.at >= 1+n {
 					r.at += 1 - n
 					kept = append(kept, r)
 				}
@@ -136,9 +142,18 @@ func (h *history) add(ev session.Event, data any) error {
 }
 
 // model is the conversation as the model gets it (toLLM). The slice is
-// h's: add may change its last turn's messages, so a caller copies it
-// before the next add, as a turn's request does.
-func (h *history) model() []llm.Message { return h.out[:len(h.out):len(h.out)] }
+// h's: add may change its open turn's messages.
+func (h *history) model() []llm.Message { return h.out[1:len(h.out):len(h.out)] }
+
+// withSystem is system followed by the conversation as the model gets it,
+// for a turn about to start: the slice is h's, and it stays valid for the
+// turn, since add only appends after it (the slice is clipped), changes
+// messages of the turn that starts after it, or makes a new array (a
+// compaction). Its first element is the turn's to change.
+func (h *history) withSystem(system llm.Message) []llm.Message {
+	h.out[0] = system
+	return h.out[:len(h.out):len(h.out)]
+}
 
 // Notes that close a turn that has no plain assistant reply at its end.
 var turnEndNotes = map[string]string{
@@ -202,20 +217,30 @@ const notRunOutput = "This tool call was not run: the turn ended before it (canc
 // cut: consecutive user messages (a summary followed by a kept prompt) are
 // merged, and so are consecutive plain assistant messages.
 func alternate(msgs []llm.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if n := len(out); n > 0 {
-			prev := &out[n-1]
-			mergeable := prev.Role == m.Role && (m.Role == llm.RoleUser ||
-				(m.Role == llm.RoleAssistant && len(prev.ToolCalls) == 0 && len(m.ToolCalls) == 0))
-			if mergeable {
-				prev.Content = strings.TrimRight(prev.Content, "\n") + "\n\n" + m.Content
-				prev.Images = append(prev.Images[:len(prev.Images):len(prev.Images)], m.Images...)
-				prev.ToolCalls = m.ToolCalls
-				continue
-			}
+	first := 1
+	for first < len(msgs) && !mergeable(msgs[first-1], msgs[first]) {
+		first++
+	}
+	if first >= len(msgs) {
+		// Nothing to merge, as in most requests: sent as it is, not copied
+		// (a request's slice is its own).
+		return msgs
+	}
+	out := append(make([]llm.Message, 0, len(msgs)), msgs[:first]...)
+	for _, m := range msgs[first:] {
+		prev := &out[len(out)-1]
+		if mergeable(*prev, m) {
+			prev.Content = strings.TrimRight(prev.Content, "\n") + "\n\n" + m.Content
+			prev.Images = append(prev.Images[:len(prev.Images):len(prev.Images)], m.Images...)
+			prev.ToolCalls = m.ToolCalls
+			continue
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+func mergeable(prev, m llm.Message) bool {
+	return prev.Role == m.Role && (m.Role == llm.RoleUser ||
+		(m.Role == llm.RoleAssistant && len(prev.ToolCalls) == 0 && len(m.ToolCalls) == 0))
 }

@@ -62,9 +62,9 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
-	// Taken before this turn's turn/start joins it; later adds only append
-	// after it or change this turn's messages, never these.
-	past := h.model()
+	// Taken before this turn's prompt joins the history: not copied, and
+	// what the turn adds to h goes after it.
+	history := h.withSystem(llm.Message{Role: llm.RoleSystem})
 	blocks, err := json.Marshal(req.Prompt)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("encode prompt: %w", err)
@@ -84,7 +84,8 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	// what failed belong in the first request.
 	t.mcp = t.waitMCP(ctx)
 	t.mode = s.currentMode()
-	t.history = append(a.systemMessages(s, t.mode, t.mcp != nil, t.start), past...)
+	history[0] = a.systemMessages(s, t.mode, t.mcp != nil, t.start)[0]
+	t.history = history
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.maxTokens = a.cfg.MaxTokens
 
