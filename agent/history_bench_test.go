@@ -170,7 +170,7 @@ func median(d []time.Duration) time.Duration {
 type discardClient struct{ acp.Client }
 
 func (discardClient) Update(context.Context, string, acp.SessionUpdate) error { return nil }
-func (discardClient) Capabilities() acp.ClientCapabilities           { return acp.ClientCapabilities{} }
+func (discardClient) Capabilities() acp.ClientCapabilities                    { return acp.ClientCapabilities{} }
 
 // historyLog is a session log of turns turns, each a prompt, a reply with
 // a tool call, the call and its result, and a last reply; SESSION stands
