@@ -2,11 +2,15 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,12 +26,14 @@ import (
 type instantProvider struct {
 	first time.Time
 	reply []llm.Chunk
+	last  llm.Request
 }
 
-func (p *instantProvider) Stream(context.Context, llm.Request) (llm.Stream, error) {
+func (p *instantProvider) Stream(_ context.Context, req llm.Request) (llm.Stream, error) {
 	if p.first.IsZero() {
 		p.first = time.Now()
 	}
+	p.last = req
 	return &fakeStream{chunks: p.reply}, nil
 }
 
@@ -50,16 +56,9 @@ func (p *instantProvider) Stream(context.Context, llm.Request) (llm.Stream, erro
 // copy takes over, so its length stays about N; making and loading copies
 // is not timed.
 //
-// The logs are on tmpfs (/dev/shm) when there is one: a prompt syncs the
-// log three times, and a disk's fsync would hide the CPU this measures.
+// The logs are on tmpfs when there is one (benchStateDir).
 func BenchmarkPromptHistory(b *testing.B) {
-	state := b.TempDir()
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if state, err = os.MkdirTemp("/dev/shm", "rebound-bench-"); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { os.RemoveAll(state) })
-	}
+	state := benchStateDir(b)
 	p := &instantProvider{reply: []llm.Chunk{{Content: "Done: the tests pass."}, {FinishReason: llm.FinishStop}}}
 	// One open log at a time: a copy done with is closed, its memory freed.
 	a := agent.New(agent.Config{StateDir: state, Model: "m", MaxTokens: 100, Provider: p, Logger: zerolog.Nop(), MaxOpenLogs: 1})
@@ -106,13 +105,8 @@ func BenchmarkPromptHistory(b *testing.B) {
 	}
 	streamed := func() string {
 		id := fresh()
-		chunk := strings.Repeat("x", 1023) + "\n"
-		var big []llm.Chunk
-		for range 1024 {
-			big = append(big, llm.Chunk{Content: chunk})
-		}
 		short := p.reply
-		p.reply = append(big, llm.Chunk{FinishReason: llm.FinishStop})
+		p.reply = megabyteReply()
 		for range 64 {
 			run(id)
 		}
@@ -158,6 +152,128 @@ func BenchmarkPromptHistory(b *testing.B) {
 			b.ReportMetric(perOp/float64(baseTotal.Nanoseconds()), "x-fresh")
 		})
 	}
+}
+
+// BenchmarkRequestEncode measures what the go-openai adapter does with
+// each request before it is sent: map it to go-openai's types and encode
+// the whole body (go-openai takes a ChatCompletionRequest and marshals
+// all of it; a message's MarshalJSON output is compacted again). The
+// requests are the last ones of sessions like BenchmarkPromptHistory's;
+// body-MB is the body's size, x-prompt the time as a multiple of the
+// agent's own work before that request (its pre-µs, a median of 5
+// prompts in the same session, measured just before).
+func BenchmarkRequestEncode(b *testing.B) {
+	p := &instantProvider{reply: []llm.Chunk{{Content: "Done: the tests pass."}, {FinishReason: llm.FinishStop}}}
+	state := benchStateDir(b)
+	a := agent.New(agent.Config{StateDir: state, Model: "m", MaxTokens: 100, Provider: p, Logger: zerolog.Nop(), MaxOpenLogs: 1})
+	b.Cleanup(func() { a.Close() })
+	ctx := context.Background()
+	c := &discardClient{}
+	cwd := b.TempDir()
+	n := 0
+	written := func(turns int) string {
+		n++
+		id := fmt.Sprintf("sess_enc%08d", n)
+		path := filepath.Join(state, "sessions", id+".jsonl")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(historyLog(cwd, turns), "SESSION", id)), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.LoadSession(ctx, acp.LoadSessionRequest{SessionID: id, Cwd: cwd}, c); err != nil {
+			b.Fatal(err)
+		}
+		return id
+	}
+	run := func(id string) time.Duration {
+		p.first = time.Time{}
+		start := time.Now()
+		if _, err := a.Prompt(ctx, acp.PromptRequest{SessionID: id, Prompt: prompt("Run the tests again.")}, c); err != nil {
+			b.Fatal(err)
+		}
+		return p.first.Sub(start)
+	}
+	streamed := func() string {
+		r, err := a.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd})
+		if err != nil {
+			b.Fatal(err)
+		}
+		short := p.reply
+		p.reply = megabyteReply()
+		for range 64 {
+			run(r.SessionID)
+		}
+		p.reply = short
+		return r.SessionID
+	}
+	enc := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://encode.invalid/v1", APIKey: "sk-bench", HTTPClient: drainDoer{}})
+	for _, bb := range []struct {
+		name string
+		make func() string
+	}{
+		{"turns=0", func() string { return written(0) }},
+		{"turns=10", func() string { return written(10) }},
+		{"turns=100", func() string { return written(100) }},
+		{"turns=1000", func() string { return written(1000) }},
+		{"64MB", streamed},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			id := bb.make()
+			var pres []time.Duration
+			for range 5 {
+				pres = append(pres, run(id))
+			}
+			pre, req := median(pres), p.last
+			for b.Loop() {
+				if _, err := enc.Stream(ctx, req); !errors.Is(err, errDrained) {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(drained.Load())/1e6, "body-MB")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pre.Nanoseconds()), "x-prompt")
+		})
+	}
+}
+
+// benchStateDir is a state directory on tmpfs (/dev/shm) when there is
+// one: a prompt syncs the log three times, and a disk's fsync would hide
+// the CPU the benchmarks measure.
+func benchStateDir(b *testing.B) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		dir, err := os.MkdirTemp("/dev/shm", "rebound-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
+}
+
+// megabyteReply is a 1 MiB reply in 1 KiB chunks.
+func megabyteReply() []llm.Chunk {
+	chunk := strings.Repeat("x", 1023) + "\n"
+	var r []llm.Chunk
+	for range 1024 {
+		r = append(r, llm.Chunk{Content: chunk})
+	}
+	return append(r, llm.Chunk{FinishReason: llm.FinishStop})
+}
+
+var (
+	errDrained = errors.New("drained")
+	drained    atomic.Int64 // the size of the last body
+)
+
+// drainDoer reads a request's body and fails it, as a refused connection
+// would: what is left is the adapter's own work.
+type drainDoer struct{}
+
+func (drainDoer) Do(r *http.Request) (*http.Response, error) {
+	n, _ := io.Copy(io.Discard, r.Body)
+	drained.Store(n)
+	return nil, errDrained
 }
 
 func median(d []time.Duration) time.Duration {
