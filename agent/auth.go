@@ -215,9 +215,12 @@ func (a *Agent) Logout(ctx context.Context, req acp.LogoutRequest) (acp.LogoutRe
 // environment, which then signs in again.
 func LogoutMessage(f Forgotten, stillSet bool) string {
 	var b strings.Builder
-	if f.Removed {
+	switch {
+	case f.Removed:
 		fmt.Fprintf(&b, "Removed the API key for %s from %s, and Rebound no longer uses it.", f.Name, f.Path)
-	} else {
+	case f.Path == "":
+		fmt.Fprintf(&b, "No API key for %s was stored; Rebound no longer uses the one it had.", f.Name)
+	default:
 		fmt.Fprintf(&b, "No API key for %s was stored in %s; Rebound no longer uses the one it had.", f.Name, f.Path)
 	}
 	if stillSet {
