@@ -84,12 +84,14 @@ type Config struct {
 	Version    string
 	Logger     zerolog.Logger
 	// MaxOpenLogs bounds the session logs held open at once, each with a
-	// file descriptor and the session's lock; past it, the least recently
-	// used idle one is closed. 0 means DefaultMaxOpenLogs.
+	// file descriptor and the session's events in memory; past it, the
+	// least recently used idle one is closed. 0 means DefaultMaxOpenLogs.
 	MaxOpenLogs int
 	// LogIdleTimeout closes a session's log once the session has been idle
-	// this long, which releases it for another Rebound process (another
-	// editor window). 0 means DefaultLogIdleTimeout; negative, never.
+	// this long, which frees its file descriptor and events. The log's lock
+	// is let go of at the end of every use anyway, so another Rebound
+	// process (another editor window) may use the session at any time.
+	// 0 means DefaultLogIdleTimeout; negative, never.
 	LogIdleTimeout time.Duration
 	// Secrets, when set, is what commands run on this machine and stdio MCP
 	// servers must not inherit from Rebound's environment: the API key and
@@ -142,9 +144,10 @@ var _ acp.Agent = (*Agent)(nil)
 // keeps the log consistent even if another caller does not.
 //
 // The log is open only while the session is in use or recently used: a
-// turn or load acquires it (opening the log again if it was closed, which
-// reads it from disk afresh) and releases it. Holding a session's log open
-// holds its lock, so another Rebound process cannot write it meanwhile; a
+// turn or load acquires it (opening the log again if it was closed) and
+// releases it. Another Rebound process may use the session too, one writer
+// at a time: a use that writes holds the log's lock from acquire to
+// release, and every acquire first reads what the others appended. A
 // released log is closed after LogIdleTimeout, or sooner when more than
 // MaxOpenLogs are open.
 type sessionState struct {
@@ -162,6 +165,9 @@ type sessionState struct {
 	// reload makes the next acquire close the log and read it again: a
 	// turn panicked, and memory may not match the file.
 	reload bool
+	// locked is set from an acquire that took the log's lock to its
+	// release: only then is the log written.
+	locked bool
 	// loaded is set once the log was opened in this process.
 	loaded bool
 	// What a list of sessions shows (session.Summary), kept while the log
@@ -235,6 +241,11 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		discard()
 		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
 	}
+	// Nothing more to write: another process may use the session at once.
+	if err := log.Unlock(); err != nil {
+		discard()
+		return acp.NewSessionResponse{}, a.createError(err)
+	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
 		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.defaults()}
 	a.mu.Lock()
@@ -250,7 +261,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	a.mu.Unlock()
 	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	modes, opts := a.sessionConfig(ctx, s.current())
+	modes, opts := a.sessionConfig(s)
 	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
 }
 
@@ -264,7 +275,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 		return acp.LoadSessionResponse{}, err
 	}
 	s.turnMu.Lock()
-	if err := a.acquire(s); err != nil {
+	if err := a.acquire(s, false); err != nil {
 		s.turnMu.Unlock()
 		return acp.LoadSessionResponse{}, err
 	}
@@ -281,7 +292,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
 		waits = session.WaitStatuses(s.events)
 	}
-	modes, opts := a.sessionConfig(ctx, s.current())
+	modes, opts := a.sessionConfig(s)
 	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
 		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 }
@@ -302,13 +313,17 @@ func (a *Agent) state(id string) (*sessionState, error) {
 	return s, nil
 }
 
-// acquire makes the session's log open and usable for the caller, who
-// holds s.turnMu, until release. A closed log is opened again, which reads
-// it from disk afresh (another process may have written it meanwhile) and
-// closes a turn a dead process left open. A log broken by a failed write (a
-// full disk) is closed and opened again, which repairs its tail: a session
+// acquire makes the session's log open and its events up to date for the
+// caller, who holds s.turnMu, until release. A closed log is opened again.
+// Then the log's lock is taken, and what another process appended since
+// this one last read the log is read (the whole log again if it changed
+// otherwise): with write set (a turn, an option) a lock held elsewhere
+// fails the use with -32003; without (a load, a resume) the log is then
+// read without it, and nothing is written. With the lock, a turn a dead
+// process left open is closed. A log broken by a failed write (a full
+// disk) is closed and opened again, which repairs its tail: a session
 // recovers once the disk does.
-func (a *Agent) acquire(s *sessionState) (err error) {
+func (a *Agent) acquire(s *sessionState, write bool) (err error) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -329,11 +344,8 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 			a.release(s)
 		}
 	}()
-	if l != nil && !s.reload && l.Err() == nil {
-		return nil
-	}
 	var why []byte // what ended a turn this process left open, if it did
-	if l != nil {
+	if l != nil && (s.reload || l.Err() != nil) {
 		if werr := l.Err(); werr != nil {
 			a.cfg.Logger.Warn().Err(werr).Str("session", s.id).Msg("reopening a session log after a failed write")
 			why = mustJSON(recovery.Failure{Code: recovery.Aborted, Message: "this turn could not be recorded: " + werr.Error()})
@@ -343,47 +355,93 @@ func (a *Agent) acquire(s *sessionState) (err error) {
 		a.mu.Lock()
 		a.closeLocked(s)
 		a.mu.Unlock()
+		l = nil
 	}
 	s.reload = false
-	log, loaded, err := session.Open(a.cfg.StateDir, s.id)
+	if l == nil {
+		log, loaded, err := session.OpenShared(a.cfg.StateDir, s.id)
+		if err != nil {
+			if !s.loaded {
+				a.forget(s)
+			}
+			return a.openError(s.id, err)
+		}
+		s.loaded = true
+		a.take(s, log, loaded)
+		a.mu.Lock()
+		if a.closed {
+			a.mu.Unlock()
+			log.Close()
+			return errAgentClosed
+		}
+		if _, ok := a.sessions[s.id]; !ok {
+			a.sessions[s.id] = s // forgotten by a load that failed meanwhile
+		}
+		a.opened(s, log)
+		a.mu.Unlock()
+		l = log
+	}
+	up, err := l.Lock()
+	s.locked = err == nil
+	if !write && errors.Is(err, session.ErrLocked) {
+		// Another process is writing (running a turn): what it has
+		// written whole is read, and nothing is written here.
+		up, err = l.Refresh()
+	}
 	if err != nil {
-		if !s.loaded {
-			a.forget(s)
+		if !errors.Is(err, session.ErrLocked) {
+			// Removed by another process, or unreadable now: the next use
+			// opens it afresh, or finds it gone.
+			a.mu.Lock()
+			a.closeLocked(s)
+			a.mu.Unlock()
+			if errors.Is(err, session.ErrNotFound) {
+				s.mcp.close()
+				a.forget(s)
+			}
 		}
 		return a.openError(s.id, err)
 	}
-	for _, w := range loaded.Warnings {
-		a.cfg.Logger.Warn().Str("session", s.id).Str("path", log.Path()).Msg(w)
-	}
-	s.loaded = true
-	s.events, s.rules, s.toolIDs = loaded.Events, session.PermissionRules(loaded.Events), nil
-	a.loadOptions(s)
-	sum, titled := session.Summarize(loaded.Events)
-	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		log.Close()
-		return errAgentClosed
-	}
-	if _, ok := a.sessions[s.id]; !ok {
-		a.sessions[s.id] = s // forgotten by a load that failed meanwhile
-	}
-	a.opened(s, log)
-	a.mu.Unlock()
-	if loaded.OpenTurn != 0 {
+	changed := a.take(s, l, up)
+	if s.locked && up.OpenTurn != 0 {
 		// The process that ran this turn died mid-turn (or this one could
-		// not record its end). Close the turn so the log keeps its
-		// invariant and the next turn can start.
-		if err := s.closeInterrupted(loaded, why); err != nil {
-			return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", loaded.OpenTurn, s.id, err))
+		// not record its end): with the lock held, nobody else is running
+		// it. Close the turn so the log keeps its invariant and the next
+		// turn can start.
+		if err := s.closeInterrupted(up, why); err != nil {
+			return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", up.OpenTurn, s.id, err))
 		}
-		a.cfg.Logger.Warn().Str("session", s.id).Int("turn", loaded.OpenTurn).Msg("closed a turn left open")
+		a.cfg.Logger.Warn().Str("session", s.id).Int("turn", up.OpenTurn).Msg("closed a turn left open")
 	}
-	// The index may be behind the log: its writer may have died, or been
-	// a Rebound without an index.
-	a.putSummary(s.summary())
+	if changed {
+		// The index may be behind the log: its writer may have died, or
+		// been a Rebound without an index.
+		a.putSummary(s.summary())
+	}
 	return nil
+}
+
+// take brings what s keeps of its log up to date with what was read from
+// it (all of it, or what others appended: Loaded.Tail): the events and
+// what is derived from them, the permission rules, options, tool call ids
+// and title. It reports whether anything was read. Called under s.turnMu.
+func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
+	for _, w := range ld.Warnings {
+		a.cfg.Logger.Warn().Str("session", s.id).Str("path", l.Path()).Msg(w)
+	}
+	if ld.Tail && len(ld.Events) == 0 {
+		return false
+	}
+	if ld.Tail {
+		s.events = append(s.events, ld.Events...)
+	} else {
+		s.events = ld.Events
+	}
+	s.rules, s.toolIDs = session.PermissionRules(s.events), nil
+	a.loadOptions(s)
+	sum, titled := session.Summarize(s.events)
+	s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
+	return true
 }
 
 // forget drops a session whose log was never opened (a session/load of a
@@ -435,9 +493,21 @@ func (a *Agent) closeLocked(s *sessionState) {
 	s.events, s.rules, s.toolIDs = nil, nil, nil
 }
 
-// release ends a use that acquire began: the log stays open for the next
-// prompt until it has been idle for LogIdleTimeout.
+// release ends a use that acquire began: what was appended is written and
+// synced and the lock let go of, so another process may write the session;
+// the log stays open for the next prompt until it has been idle for
+// LogIdleTimeout.
 func (a *Agent) release(s *sessionState) {
+	a.mu.Lock()
+	l := s.log
+	a.mu.Unlock()
+	if l != nil && s.locked {
+		// Outside a.mu: Unlock syncs the file.
+		if err := l.Unlock(); err != nil {
+			a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("writing the session log before letting go of it failed")
+		}
+	}
+	s.locked = false
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.releaseLocked(s)
@@ -469,14 +539,11 @@ func (a *Agent) openError(id string, err error) error {
 		return acp.NewSessionNotFound(id)
 	}
 	if le, ok := errors.AsType[*session.LockedError](err); ok {
-		msg := "Session " + id + " is open in another Rebound process"
+		msg := "Session " + id + " is in use in another Rebound process"
 		if le.PID > 0 {
 			msg += fmt.Sprintf(" (pid %d)", le.PID)
 		}
-		msg += ", perhaps in another editor window; close it there first"
-		if d := a.cfg.LogIdleTimeout; d > 0 {
-			msg += fmt.Sprintf(" (Rebound lets go of a session %s after its last use)", d)
-		}
+		msg += ", perhaps in another editor window: a turn is running there; try again once it has finished, or cancel it there"
 		data := map[string]any{"sessionId": id, "reason": "session_locked", "path": le.Path}
 		if le.PID > 0 {
 			data["pid"] = le.PID

@@ -105,17 +105,11 @@ func codeBlock(lang, s string) string {
 	return f + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + f
 }
 
-// mdCode is s as a Markdown code span that no backtick inside it can end.
+// mdCode is s, its hidden characters made visible, as a Markdown code span
+// that no backtick inside it can end.
 func mdCode(s string) string {
 	s, _ = visible(s)
-	f := "`"
-	for strings.Contains(s, f) {
-		f += "`"
-	}
-	if f == "`" {
-		return f + s + f
-	}
-	return f + " " + s + " " + f
+	return tools.CodeSpan(s)
 }
 
 // shownInput is a tool call's rawInput for the editor: the arguments as

@@ -29,14 +29,19 @@ func (e *WriteError) Error() string {
 
 func (e *WriteError) Unwrap() error { return e.Err }
 
-// ErrLocked is matched (errors.Is) by the *LockedError of Create and Open
-// when the session's log is already open for writing elsewhere.
-var ErrLocked = errors.New("session log is open for writing elsewhere")
+// ErrLocked is matched (errors.Is) by the *LockedError of Create, Open,
+// Lock and Remove when another Log is writing the session's log.
+var ErrLocked = errors.New("session log is being written elsewhere")
 
-// LockedError: another Log holds the session's log open for writing, most
-// likely another Rebound process serving another editor window. Two
-// writers would interleave their records and break the log for good, so a
-// log is only ever opened for writing under an exclusive advisory lock.
+// ErrNotLocked is returned by an append to a Log that does not hold the
+// log's lock (see Log.Lock).
+var ErrNotLocked = errors.New("the session log is not locked for writing")
+
+// LockedError: another Log holds the session's lock and is writing the
+// log, most likely another Rebound process serving another editor window
+// and running a turn there. Two writers would interleave their records and
+// break the log for good, so a log is only ever written under an exclusive
+// advisory lock.
 type LockedError struct {
 	SessionID string
 	Path      string
@@ -51,7 +56,7 @@ func (e *LockedError) Error() string {
 	if e.PID > 0 {
 		pid = fmt.Sprintf(" (pid %d)", e.PID)
 	}
-	return fmt.Sprintf("session %s is open in another Rebound process%s; close it there first", e.SessionID, pid)
+	return fmt.Sprintf("session %s is being written by another Rebound process%s; try again once it has finished there", e.SessionID, pid)
 }
 
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }

@@ -33,6 +33,11 @@ type Loaded struct {
 	OpenStep         int
 	LastStep         int // the open turn's last started step
 	PendingToolCalls []string
+	// Tail is set by Log.Lock and Log.Refresh when Events are only the
+	// events appended since the Log last read or wrote the file; otherwise
+	// they are all of the log's (read for the first time, or again because
+	// the file changed otherwise than by appends).
+	Tail bool
 }
 
 // Load reads and checks the log at path. It does not modify the file.
@@ -73,17 +78,42 @@ type rawEvent struct {
 func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 	c := newChecker(name)
 	ld := &Loaded{}
+	if _, err := scan(r, name, c, 1, join, true, ld); err != nil {
+		return nil, nil, err
+	}
+	if err := finish(ld, c, name, true); err != nil {
+		return nil, nil, err
+	}
+	return ld, c, nil
+}
+
+// scan reads the lines of r, line firstLine of the log on, checks each with
+// c (which has seen the lines before) and adds them to ld, counting their
+// bytes in ld.ValidSize; it returns how many lines it took. settled says no
+// writer can be appending (the log's lock is held, or nobody cares): an
+// unterminated last line is then a write cut short, or a complete one
+// missing its newline. Otherwise it may be a write still under way, and is
+// left for a later read.
+func scan(r io.Reader, name string, c *checker, firstLine int, join, settled bool, ld *Loaded) (int, error) {
 	var run chunkRun
-	br := bufio.NewReaderSize(r, 64<<10)
-	for lineNo := 1; ; lineNo++ {
+	size := 64 << 10
+	if sr, ok := r.(*io.SectionReader); ok {
+		size = int(min(sr.Size(), int64(size))) // a tail is often one turn: no 64 KiB buffer for it
+	}
+	br := bufio.NewReaderSize(r, size)
+	lines := 0
+	for lineNo := firstLine; ; lineNo++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {
-			return nil, nil, fmt.Errorf("read %s: %w", name, err)
+			return 0, fmt.Errorf("read %s: %w", name, err)
 		}
 		if len(line) == 0 {
 			break // clean end: the last line had its newline
 		}
 		terminated := line[len(line)-1] == '\n'
+		if !terminated && !settled {
+			break
+		}
 		body := bytes.TrimSuffix(line, []byte("\n"))
 		if !terminated && !json.Valid(body) {
 			// Records are written whole with one Write each, so an
@@ -94,10 +124,10 @@ func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 		}
 		ev, perr := parseLine(body)
 		if perr != nil {
-			return nil, nil, &InvariantError{Path: name, Line: lineNo, Seq: perr.seq, Msg: perr.msg}
+			return 0, &InvariantError{Path: name, Line: lineNo, Seq: perr.seq, Msg: perr.msg}
 		}
 		if err := c.check(ev); err != nil {
-			return nil, nil, err
+			return 0, err
 		}
 		if !join || !run.join(ld.Events, ev) {
 			run.end(ld.Events)
@@ -105,6 +135,7 @@ func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 			run.start(ld.Events)
 		}
 		ld.ValidSize += int64(len(line))
+		lines++
 		if !terminated {
 			ld.Unterminated = true
 			ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: last line is complete but has no newline", name, lineNo))
@@ -112,15 +143,24 @@ func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 		}
 	}
 	run.end(ld.Events)
-	if len(ld.Events) == 0 {
-		return nil, nil, &InvariantError{Path: name, Line: 1, Msg: "no events: a log must begin with " + TypeSessionStart}
+	return lines, nil
+}
+
+// finish fills in what c says of the log's end: an empty log is refused,
+// and an open turn is reported (warned about when settled: else its writer
+// may be running it).
+func finish(ld *Loaded, c *checker, name string, settled bool) error {
+	if c.lastSeq == 0 {
+		return &InvariantError{Path: name, Line: 1, Msg: "no events: a log must begin with " + TypeSessionStart}
 	}
 	if t := c.open; t != nil {
 		ld.OpenTurn, ld.OpenStep, ld.LastStep = t.n, t.step, t.lastStep
 		ld.PendingToolCalls = append([]string(nil), t.callIDs...)
-		ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: turn %d has no turn/end: the last turn was left open", name, t.line, t.n))
+		if settled {
+			ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: turn %d has no turn/end: the last turn was left open", name, t.line, t.n))
+		}
 	}
-	return ld, c, nil
+	return nil
 }
 
 type lineError struct {

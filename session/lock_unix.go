@@ -56,3 +56,23 @@ func lockFileWait(f *os.File) error {
 	}
 	return lerr
 }
+
+// unlockFile lets go of lockFile's lock on f.
+func unlockFile(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			lerr = unix.Flock(int(fd), unix.LOCK_UN)
+			if lerr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return lerr
+}

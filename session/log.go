@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,12 @@ const (
 // Every event is checked against the log's invariants before it is written,
 // so a Log never writes a file that Load refuses.
 //
+// One writer at a time: a Log writes only while it holds the log's lock
+// (an exclusive flock, see Lock), so any number of Logs, in this process
+// or others, may have one session's log open and take turns writing it.
+// Lock reads what the others appended meanwhile before it lets this one
+// append after it; Unlock writes and syncs everything first.
+//
 // Append buffers: records are written to the file, all pending ones in one
 // Write, by Flush, by Sync and AppendSync (the durability points), when more
 // than FlushSize bytes are pending, and at the latest FlushDelay after the
@@ -91,10 +98,29 @@ type Log struct {
 	err error
 	// dirty is set when something was written since the last sync.
 	dirty bool
+
+	// fi is the file f is open on: the log at path may have been replaced
+	// or removed since.
+	fi os.FileInfo
+	// locked is set while f holds the log's lock: only then are records
+	// appended.
+	locked bool
+	// size is how much of the file this Log has read or written (whole
+	// lines), lines how many lines that is, and tail its last bytes (up to
+	// tailCheck). The next read goes on at size if the file still ends
+	// there with tail; otherwise it was changed, and is read again whole.
+	size  int64
+	lines int
+	tail  []byte
 }
 
-func newLog(path, id string, f *os.File, c *checker) *Log {
-	return &Log{path: path, id: id, f: f, w: f, check: c}
+// tailCheck is how many of the last bytes read or written are compared
+// with the file before reading on after them: enough to hold the end of
+// the last record, with its seq-dependent data and time.
+const tailCheck = 256
+
+func newLog(path, id string, f *os.File, fi os.FileInfo) *Log {
+	return &Log{path: path, id: id, f: f, w: f, fi: fi, check: newChecker(path)}
 }
 
 // Create starts the log of a new session, which must not exist yet, and
@@ -110,7 +136,7 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &WriteError{Op: "create", Path: path, Err: err}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("create session log: %w", err)
 	}
@@ -123,12 +149,14 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 		return nil, err
 	}
 	if err := lockFile(f); err != nil {
-		if errors.Is(err, errLockHeld) {
-			return fail(&LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)})
-		}
-		return fail(fmt.Errorf("lock session log %s: %w", path, err))
+		return fail(lockError(sessionID, path, f, err))
 	}
-	l := newLog(path, sessionID, f, newChecker(path))
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(&WriteError{Op: "create", Path: path, Err: err})
+	}
+	l := newLog(path, sessionID, f, fi)
+	l.locked = true
 	if _, err := l.AppendSync(TypeSessionStart, start); err != nil {
 		return fail(err)
 	}
@@ -155,47 +183,267 @@ func syncDir(dir string) error {
 // event (see Event.Through): the caller keeps the events while the session
 // is open.
 //
-// One writer per log: Open (and Create) take an exclusive advisory lock on
-// the file, held until Close, so a second Log for the same session, in
-// this process or another, fails with a *LockedError (ErrLocked) instead of
-// interleaving its records with the first one's. The lock is released by
-// Close, or by the OS when the process dies.
+// The Log it returns holds the log's lock (see Lock): while it does, a
+// second Open of the same session, in this process or another, fails with
+// a *LockedError (ErrLocked) instead of interleaving its records with the
+// first one's. Unlock lets go of it; so do Close and the death of the
+// process.
 func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
-	if err := CheckSessionID(sessionID); err != nil {
+	l, err := openLog(stateDir, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Locked before reading: what is checked can't change under us.
+	if err := lockFile(l.f); err != nil {
+		err = lockError(sessionID, l.path, l.f, err)
+		l.f.Close()
+		return nil, nil, err
+	}
+	l.locked = true
+	ld, err := l.catchUp()
+	if err != nil {
+		l.f.Close()
 		return nil, nil, fmt.Errorf("open session log: %w", err)
+	}
+	return l, ld, nil
+}
+
+// OpenShared opens an existing session's log without its lock, as Open
+// does otherwise, and reads its whole lines: another Log may be writing
+// it. Nothing is repaired; an unterminated last line is left for Lock (or
+// a later Refresh) to read. The Log appends nothing until Lock.
+func OpenShared(stateDir, sessionID string) (*Log, *Loaded, error) {
+	l, err := openLog(stateDir, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	ld, err := l.catchUp()
+	if err != nil {
+		l.f.Close()
+		return nil, nil, fmt.Errorf("open session log: %w", err)
+	}
+	return l, ld, nil
+}
+
+// openLog opens the session's file, not locked and not read yet.
+func openLog(stateDir, sessionID string) (*Log, error) {
+	if err := CheckSessionID(sessionID); err != nil {
+		return nil, fmt.Errorf("open session log: %w", err)
 	}
 	path := Path(stateDir, sessionID)
 	// One descriptor for reading and appending: what is checked is what is
 	// repaired and appended to.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open session log: %w", openError(err))
+		return nil, fmt.Errorf("open session log: %w", openError(err))
 	}
-	// Locked before reading: what is checked can't change under us.
-	if err := lockFile(f); err != nil {
-		if errors.Is(err, errLockHeld) {
-			err = &LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)}
-		} else {
-			err = fmt.Errorf("lock session log %s: %w", path, err)
-		}
-		f.Close()
-		return nil, nil, err
-	}
-	ld, c, err := parse(f, path, true)
+	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("open session log: %w", err)
+		return nil, fmt.Errorf("open session log: %w", err)
 	}
-	if err := repair(f, ld); err != nil {
+	return newLog(path, sessionID, f, fi), nil
+}
+
+func lockError(sessionID, path string, f *os.File, err error) error {
+	if errors.Is(err, errLockHeld) {
+		return &LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)}
+	}
+	return fmt.Errorf("lock session log %s: %w", path, err)
+}
+
+// Lock takes the log's lock, without waiting: a *LockedError (ErrLocked)
+// says another Log, most likely in another Rebound process, is writing the
+// log now. Then it reads what others appended since this Log last read or
+// wrote the file, and returns it (Loaded.Tail); a file that changed
+// otherwise (replaced, truncated, rewritten) is read again whole. A torn
+// tail left by a writer that died is repaired, as Open does. A removed log
+// is ErrNotFound. Until Unlock, nobody else writes the log, and this Log
+// may append to it. Locking a locked Log only reads again.
+func (l *Log) Lock() (*Loaded, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable("lock"); err != nil {
+		return nil, err
+	}
+	took := !l.locked
+	if took {
+		if err := lockFile(l.f); err != nil {
+			return nil, lockError(l.id, l.path, l.f, err)
+		}
+		l.locked = true
+	}
+	ld, err := l.catchUp()
+	if err != nil {
+		if took {
+			l.unlock()
+		}
+		return nil, err
+	}
+	return ld, nil
+}
+
+// Refresh reads what others appended since this Log last read or wrote the
+// file, as Lock does, but without the lock: only whole lines, since a
+// writer may be in the middle of one, and nothing is repaired. A Log that
+// holds the lock has nothing to read.
+func (l *Log) Refresh() (*Loaded, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable("read"); err != nil {
+		return nil, err
+	}
+	return l.catchUp()
+}
+
+// Unlock writes and syncs what is pending, then lets go of the lock, so
+// another Log may write the log. The lock is let go of even if the write
+// fails: the torn tail it may leave is repaired by the next Lock. Unlocking
+// a Log that does not hold the lock does nothing.
+func (l *Log) Unlock() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil || !l.locked {
+		return nil
+	}
+	err := l.sync()
+	if uerr := l.unlock(); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("unlock %s: %w", l.path, uerr))
+	}
+	return err
+}
+
+func (l *Log) unlock() error {
+	l.locked = false
+	return unlockFile(l.f)
+}
+
+// Locked reports whether the Log holds the log's lock.
+func (l *Log) Locked() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.locked
+}
+
+// catchUp reads the file from where this Log left it, or whole when it
+// changed otherwise than by appends, and repairs a torn tail when the lock
+// is held. Under l.mu.
+func (l *Log) catchUp() (*Loaded, error) {
+	pfi, err := os.Stat(l.path)
+	if err != nil {
+		// Removed (session/delete, perhaps in another process): appending
+		// to the unlinked file would lose everything.
+		return nil, openError(err)
+	}
+	if !os.SameFile(pfi, l.fi) {
+		if err := l.reopen(); err != nil {
+			return nil, err
+		}
+	}
+	fi, err := l.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", l.path, err)
+	}
+	if l.size > 0 && (fi.Size() < l.size || !l.tailMatches()) {
+		l.restart()
+	}
+	ld := &Loaded{Tail: l.size > 0, ValidSize: l.size}
+	if fi.Size() > l.size {
+		r := io.NewSectionReader(l.f, l.size, fi.Size()-l.size)
+		n, err := scan(r, l.path, l.check, l.lines+1, true, l.locked, ld)
+		if err != nil && ld.Tail {
+			// What follows does not continue what this Log read: the file
+			// was changed under it. Read it all again.
+			l.restart()
+			return l.catchUp()
+		}
+		if err != nil {
+			l.restart()
+			return nil, err
+		}
+		l.lines += n
+	}
+	if err := finish(ld, l.check, l.path, l.locked); err != nil {
+		l.restart()
+		return nil, err
+	}
+	if l.locked {
+		if err := repair(l.f, ld); err != nil {
+			l.restart()
+			return nil, &WriteError{Op: "repair", Path: l.path, Err: err}
+		}
+	}
+	if ld.ValidSize != l.size {
+		l.size = ld.ValidSize
+		if l.tail, err = readTail(l.f, l.size); err != nil {
+			l.restart()
+			return nil, fmt.Errorf("read %s: %w", l.path, err)
+		}
+	}
+	return ld, nil
+}
+
+// restart forgets what was read, so the next read takes the whole file.
+func (l *Log) restart() {
+	l.size, l.lines, l.tail, l.check = 0, 0, nil, newChecker(l.path)
+}
+
+// reopen opens the file now at path in place of the one f was open on
+// (which was replaced), locked if the Log holds the lock, and reads it
+// from the start next.
+func (l *Log) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("open session log: %w", openError(err))
+	}
+	if l.locked {
+		if err := lockFile(f); err != nil {
+			err = lockError(l.id, l.path, f, err)
+			f.Close()
+			return err
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
 		f.Close()
-		return nil, nil, &WriteError{Op: "repair", Path: path, Err: err}
+		return fmt.Errorf("open session log: %w", err)
 	}
-	return newLog(path, sessionID, f, c), ld, nil
+	l.f.Close()
+	l.f, l.w, l.fi = f, f, fi
+	l.restart()
+	return nil
+}
+
+// tailMatches reports whether the file still holds, just before l.size,
+// the bytes this Log last read or wrote there.
+func (l *Log) tailMatches() bool {
+	b, err := readTail(l.f, l.size)
+	return err == nil && bytes.Equal(b, l.tail)
+}
+
+// readTail reads the last tailCheck (or fewer) bytes before size.
+func readTail(f *os.File, size int64) ([]byte, error) {
+	n := min(size, tailCheck)
+	b := make([]byte, n)
+	_, err := f.ReadAt(b, size-n)
+	return b, err
+}
+
+// keepTail is the last tailCheck bytes of t followed by b.
+func keepTail(t, b []byte) []byte {
+	if len(b) >= tailCheck {
+		return append(t[:0], b[len(b)-tailCheck:]...)
+	}
+	if over := len(t) + len(b) - tailCheck; over > 0 {
+		t = t[over:]
+	}
+	return append(t, b...)
 }
 
 // Remove deletes a session's log. It takes the log's lock first, so it
-// refuses with a *LockedError while a Log has the log open, in this process
-// or another: close that one first. The error wraps ErrNotFound if there is
+// refuses with a *LockedError while a Log is writing the log, in this
+// process or another. Logs that have it open without writing find it gone
+// at their next Lock or Refresh (ErrNotFound). The error wraps ErrNotFound if there is
 // no log; a failure to delete it is a *WriteError.
 func Remove(stateDir, sessionID string) error {
 	if err := CheckSessionID(sessionID); err != nil {
@@ -208,10 +456,7 @@ func Remove(stateDir, sessionID string) error {
 	}
 	defer f.Close()
 	if err := lockFile(f); err != nil {
-		if errors.Is(err, errLockHeld) {
-			return &LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)}
-		}
-		return fmt.Errorf("lock session log %s: %w", path, err)
+		return lockError(sessionID, path, f, err)
 	}
 	if err := os.Remove(path); err != nil {
 		return &WriteError{Op: "delete", Path: path, Err: err}
@@ -315,6 +560,9 @@ func (l *Log) append(typ string, data any) (Event, error) {
 	if l.err != nil {
 		return Event{}, fmt.Errorf("append %s to %s: an earlier write failed: %w", typ, l.path, l.err)
 	}
+	if !l.locked {
+		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, ErrNotLocked)
+	}
 	b, err := json.Marshal(data)
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
@@ -398,12 +646,18 @@ func (l *Log) flush() error {
 		return nil
 	}
 	_, err := l.w.Write(l.pending)
-	l.pending = l.pending[:0]
 	l.dirty = true
 	if err != nil {
+		l.pending = l.pending[:0]
 		l.err = &WriteError{Op: "write", Path: l.path, Err: err}
 		return l.err
 	}
+	// The file now ends with what was written: the next Lock reads on
+	// from there.
+	l.size += int64(len(l.pending))
+	l.lines += bytes.Count(l.pending, []byte{'\n'})
+	l.tail = keepTail(l.tail, l.pending)
+	l.pending = l.pending[:0]
 	return nil
 }
 
@@ -470,7 +724,7 @@ func (l *Log) Close() error {
 	}
 	err := l.sync()
 	err = errors.Join(err, l.f.Close())
-	l.f = nil
+	l.f, l.locked = nil, false
 	l.pending = nil
 	if err != nil {
 		return fmt.Errorf("close %s: %w", l.path, err)

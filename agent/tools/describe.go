@@ -74,8 +74,10 @@ func Describe(ws *Workspace, args any) Info {
 	return Info{Kind: KindOther, Title: fmt.Sprintf("Unknown tool call (%T)", args)}
 }
 
-// code is s as a Markdown code span, fenced with more backticks than any
-// run inside it so a backtick in a command cannot end the span early.
+// CodeSpan is s as a Markdown code span, fenced with more backticks than
+// any run inside it so a backtick in a command cannot end the span early.
+func CodeSpan(s string) string { return code(s) }
+
 func code(s string) string {
 	fence := "`"
 	for strings.Contains(s, fence) {
