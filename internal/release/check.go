@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -207,7 +208,7 @@ func Check(ctx context.Context, o CheckOptions) []error {
 		errs = append(errs, runChecks(ctx, l, m, filepath.Join(sandbox, t.Platform), o, logf)...)
 	}
 	if !checkedHost {
-		errs = append(errs, fmt.Errorf("no archive for this machine (%v) in %s, so the auth and launch checks did not run", host.Platform, o.Out))
+		errs = append(errs, fmt.Errorf("no archive for this machine (%s/%s) in %s, so the auth and launch checks did not run", runtime.GOOS, runtime.GOARCH, o.Out))
 	}
 	return errs
 }
