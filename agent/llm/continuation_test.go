@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -265,5 +266,28 @@ func TestOpenAI_PrefixEchoOnlyWhole(t *testing.T) {
 				t.Errorf("reply %q, want %q", r.Content, tt.want)
 			}
 		})
+	}
+}
+
+// docs/providers.md says which providers are continued in place.
+func TestPrefixDialects_Documented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Continuing a reply")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !ok {
+		t.Fatal("docs/providers.md has no section Continuing a reply")
+	}
+	for _, d := range llm.PrefixDialects {
+		if !strings.Contains(section, "`"+d.Host) || !strings.Contains(section, d.Path) {
+			t.Errorf("docs/providers.md does not say that %s (host %s, path %q) is continued in place", d.Provider, d.Host, d.Path)
+		}
+	}
+	for _, key := range []string{"`auto`", "`prefix`", "`prompt`"} {
+		if !strings.Contains(section, key) {
+			t.Errorf("docs/providers.md does not explain provider.continuation = %s", key)
+		}
 	}
 }
