@@ -53,6 +53,14 @@ type (
 	SessionConfigSetter interface {
 		SetSessionConfigOption(ctx context.Context, req SetSessionConfigOptionRequest, c Client) (SetSessionConfigOptionResponse, error)
 	}
+	// SessionAnswerer is told when a session/new, load or resume was
+	// answered with success, on the request's goroutine, after the answer
+	// was queued: an update sent through c from then on comes after it, so
+	// the client knows the session it is for. It must not block; ctx ends
+	// at shutdown.
+	SessionAnswerer interface {
+		SessionAnswered(ctx context.Context, sessionID string, c Client)
+	}
 )
 
 // Client is the agent's view of the editor for one request: where session

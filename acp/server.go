@@ -363,7 +363,8 @@ func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
 		p.McpServers = []McpServer{}
 	}
-	goAgent(s, c, req, func() (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) })
+	goAgentThen(s, c, req, func() (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) },
+		func(r NewSessionResponse) { s.answered(c, r.SessionID) })
 }
 
 func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
@@ -384,7 +385,8 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	}
 	// One goroutine sends the replayed updates and then the reply, so the
 	// reply comes after all of them.
-	goAgent(s, c, req, func() (LoadSessionResponse, error) { return s.agent.LoadSession(s.base, p, client{s: s, c: c}) })
+	goAgentThen(s, c, req, func() (LoadSessionResponse, error) { return s.agent.LoadSession(s.base, p, client{s: s, c: c}) },
+		func(LoadSessionResponse) { s.answered(c, p.SessionID) })
 }
 
 // listSessions serves session/list in a goroutine of its own: the agent
@@ -426,7 +428,8 @@ func (s *Server) resumeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		s.reply(s.base, c, req, nil, err)
 		return
 	}
-	goAgent(s, c, req, func() (ResumeSessionResponse, error) { return resumer.ResumeSession(s.base, p) })
+	goAgentThen(s, c, req, func() (ResumeSessionResponse, error) { return resumer.ResumeSession(s.base, p) },
+		func(ResumeSessionResponse) { s.answered(c, p.SessionID) })
 }
 
 // closeSession serves session/close: the session's running turn, if any,
@@ -472,7 +475,7 @@ func (s *Server) closeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 			<-t.done // the prompt has been answered
 		}
 		return closer.CloseSession(s.base, p)
-	})
+	}, nil)
 }
 
 // deleteSession serves session/delete, which is refused while a turn of
@@ -510,7 +513,7 @@ func (s *Server) deleteSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	go runAgent(s, c, req, func() (DeleteSessionResponse, error) {
 		defer s.doneClosing(p.SessionID)
 		return deleter.DeleteSession(s.base, p)
-	})
+	}, nil)
 }
 
 // setMode serves session/set_mode in a goroutine of its own, even while a
@@ -577,23 +580,39 @@ func (s *Server) doneClosing(sessionID string) {
 // goAgent runs call, a request to the agent, in a goroutine of its own
 // (work that shutdown waits for) and replies with its result.
 func goAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error)) {
+	goAgentThen(s, c, req, call, nil)
+}
+
+// goAgentThen is goAgent, then, once a result was answered, then(result).
+func goAgentThen[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
 	if !s.startWork() {
 		s.reply(s.base, c, req, nil, errShuttingDown)
 		return
 	}
-	go runAgent(s, c, req, call)
+	go runAgent(s, c, req, call, then)
+}
+
+// answered tells the agent, if it asks, that a session was answered.
+func (s *Server) answered(c *jsonrpc2.Conn, sessionID string) {
+	if a, ok := s.agent.(SessionAnswerer); ok {
+		a.SessionAnswered(s.base, sessionID, client{s: s, c: c})
+	}
 }
 
 // runAgent is the body of a request's goroutine, for work that shutdown
 // already counts: it calls the agent, turns a panic into an error, replies,
-// and marks the work done.
-func runAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error)) {
+// calls then (if not nil) with a result that was answered, and marks the
+// work done.
+func runAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
 	defer s.work.Done()
 	res, err := func() (_ T, err error) {
 		defer s.recoverAgent(req.Method, &err)
 		return call()
 	}()
 	s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	if err == nil && then != nil {
+		then(res)
+	}
 }
 
 var errShuttingDown = &RequestError{Code: CodeRequestCancelled, Message: "Rebound is shutting down"}

@@ -261,7 +261,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	a.mu.Unlock()
 	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	modes, opts := a.sessionConfig(ctx, s.current())
+	modes, opts := a.sessionConfig(s)
 	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
 }
 
@@ -292,7 +292,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
 		waits = session.WaitStatuses(s.events)
 	}
-	modes, opts := a.sessionConfig(ctx, s.current())
+	modes, opts := a.sessionConfig(s)
 	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
 		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
 )
 
@@ -21,59 +22,97 @@ const (
 
 // catalog caches the provider's model list.
 type catalog struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// models is the last list the provider gave: a failed request keeps
+	// it, since sessions were offered it.
 	models   []string
 	expires  time.Time
+	failed   bool          // the last request failed
 	fetching chan struct{} // closed when the request in flight ends
+	// owed are the sessions answered without the list, as it was not
+	// current: once it is, after each answer (SessionAnswered), the
+	// session is sent its configuration options again.
+	owed map[string]owed
 }
 
-// providerModels is the provider's model list, asked for when the cached
-// one has expired; nil when the provider has none (or said no, or took too
-// long). Concurrent callers share one request.
-func (a *Agent) providerModels(ctx context.Context) []string {
-	lister, ok := a.currentProvider().(llm.ModelLister)
-	if !ok {
-		return nil
-	}
-	c := &a.catalog
-	c.mu.Lock()
-	for c.fetching != nil {
-		ch := c.fetching
-		c.mu.Unlock()
+// owed is a session's debt of a model list: the choices its answer
+// offered, and how many answers are still to be written.
+type owed struct {
+	s       *sessionState
+	offered []string
+	answers int
+}
+
+// providerModels is the provider's model list, waiting for it (until ctx
+// ends) when the cached one has expired; nil when the provider has none.
+// ok is false when there is no current list: the provider had none (or
+// said no, or took too long, within modelListRetry), or ctx ended.
+// Concurrent callers share one request.
+func (a *Agent) providerModels(ctx context.Context) (models []string, ok bool) {
+	for {
+		models, ch := a.knownModels()
+		if ch == nil {
+			a.catalog.mu.Lock()
+			defer a.catalog.mu.Unlock()
+			return models, !a.catalog.failed
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil
+			return models, false
 		}
-		c.mu.Lock()
 	}
-	if time.Now().Before(c.expires) {
-		defer c.mu.Unlock()
-		return c.models
-	}
-	ch := make(chan struct{})
-	c.fetching = ch
-	c.mu.Unlock()
+}
 
-	models, err := listModels(ctx, lister)
+// knownModels is the provider's model list as known now, without waiting:
+// the last one it gave, even if expired. When that has expired a request
+// is started (unless one is in flight), and ch is closed when it ends; ch
+// is nil when the list is current or the provider has none.
+func (a *Agent) knownModels() (models []string, ch <-chan struct{}) {
+	lister, ok := a.currentProvider().(llm.ModelLister)
+	if !ok {
+		return nil, nil
+	}
+	c := &a.catalog
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fetching == nil && time.Now().Before(c.expires) {
+		return c.models, nil
+	}
+	if c.fetching == nil {
+		c.fetching = make(chan struct{})
+		go a.fetchModels(lister, c.fetching)
+	}
+	return c.models, c.fetching
+}
+
+// fetchModels asks lister for its models and keeps the answer.
+func (a *Agent) fetchModels(lister llm.ModelLister, done chan struct{}) {
+	models, err := listModels(lister)
+	c := &a.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fetching = nil
-	close(ch)
+	close(done)
 	if err != nil {
-		a.cfg.Logger.Info().Err(err).Msg("no model list from the provider; the model picker offers provider.models")
-		c.models, c.expires = nil, time.Now().Add(modelListRetry)
-		return nil
+		a.cfg.Logger.Info().Err(err).Msg("no model list from the provider; the model picker offers what it offered")
+		c.failed, c.expires = true, time.Now().Add(modelListRetry)
+		return
 	}
-	c.models, c.expires = models, time.Now().Add(modelListTTL)
-	return c.models
+	c.models, c.failed, c.expires = models, false, time.Now().Add(modelListTTL)
 }
 
-// modelChoices are the models a session may switch to: the provider's list,
-// else provider.models, with the configured model and the session's current
-// one always among them.
+// modelChoices are the models a session may switch to, waiting for the
+// provider's list if it is not current.
 func (a *Agent) modelChoices(ctx context.Context, current string) []string {
-	list := a.providerModels(ctx)
+	list, _ := a.providerModels(ctx)
+	return a.choicesOf(list, current)
+}
+
+// choicesOf are the models a session may switch to: the provider's list,
+// else provider.models, with the configured model and the session's
+// current one always among them.
+func (a *Agent) choicesOf(list []string, current string) []string {
 	if len(list) == 0 {
 		list = a.cfg.Models
 	}
@@ -87,16 +126,92 @@ func (a *Agent) modelChoices(ctx context.Context, current string) []string {
 	return out
 }
 
-// listModels asks lister within ModelListTimeout. The request outlives a
-// caller that gives up, so the next one finds its answer; a panic in it is
-// an error, since a model picker must never cost a session.
-func listModels(ctx context.Context, lister llm.ModelLister) (models []string, err error) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ModelListTimeout)
+// answerChoices are the model choices a session/new, load or resume
+// answers with: what is known now, since the editor waits for the answer.
+// If the provider's list is not current, the session is owed it: once
+// the answer is written (SessionAnswered), it gets its options again as
+// soon as the list comes.
+func (a *Agent) answerChoices(s *sessionState, current string) []string {
+	list, ch := a.knownModels()
+	choices := a.choicesOf(list, current)
+	if ch == nil {
+		return choices
+	}
+	c := &a.catalog
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owed == nil {
+		c.owed = map[string]owed{}
+	}
+	o := c.owed[s.id]
+	if o.s != s {
+		o = owed{s: s}
+	}
+	o.offered, o.answers = choices, o.answers+1
+	c.owed[s.id] = o
+	return choices
+}
+
+var _ acp.SessionAnswerer = (*Agent)(nil)
+
+// SessionAnswered follows a session/new, load or resume whose answer
+// offered the models known then, not the provider's list: when the list
+// comes, the session is sent all its options in a config_option_update,
+// from a goroutine of its own. A session closed meanwhile, or an answer
+// whose choices the list does not change, gets nothing; so does any if
+// the request fails (the editor keeps what the answer offered).
+func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
+	cat := &a.catalog
+	cat.mu.Lock()
+	o, ok := cat.owed[sessionID]
+	if ok {
+		if o.answers--; o.answers == 0 {
+			delete(cat.owed, sessionID)
+		} else {
+			cat.owed[sessionID] = o
+		}
+	}
+	cat.mu.Unlock()
+	if ok {
+		go a.sendModels(ctx, o.s, o.offered, c)
+	}
+}
+
+// sendModels waits for the provider's model list and sends s its options
+// with it, unless they offer what offered did.
+func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []string, c acp.Client) {
+	list, ok := a.providerModels(ctx)
+	if !ok {
+		return
+	}
+	// optMu keeps a change of the options from being answered between
+	// reading them and sending them; a.mu keeps the session from being
+	// closed in between, so a closed session is sent nothing. The update
+	// is only queued for the output.
+	s.optMu.Lock()
+	defer s.optMu.Unlock()
+	o := s.opts
+	choices := a.choicesOf(list, o.model)
+	if slices.Equal(choices, offered) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.sessions[s.id] != s {
+		return
+	}
+	a.notifyOptions(ctx, c, s.id, acp.SessionUpdate{SessionUpdate: acp.UpdateConfigOption, ConfigOptions: a.optionsWith(o, choices)})
+}
+
+// listModels asks lister within ModelListTimeout; a panic in it is an
+// error, since a model picker must never cost a session.
+func listModels(lister llm.ModelLister) (models []string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ModelListTimeout)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
 			models, err = nil, fmt.Errorf("listing the models panicked: %v", r)
 		}
 	}()
-	return lister.ListModels(fctx)
+	return lister.ListModels(ctx)
 }

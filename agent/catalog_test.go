@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/llm"
 )
 
@@ -68,10 +70,11 @@ func TestModelChoices_CacheAndFallback(t *testing.T) {
 			t.Errorf("within the TTL: %d requests, choices (-want +got):\n%s", p.calls.Load(), diff)
 		}
 
-		// Expired: asked again; it fails, so provider.models is offered and
-		// the provider is not asked again for a minute.
+		// Expired: asked again; it fails, so the last list stays (sessions
+		// were offered it) and the provider is not asked again for a
+		// minute.
 		time.Sleep(2 * time.Second)
-		if diff := cmp.Diff([]string{"local", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
+		if diff := cmp.Diff([]string{"a", "b", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
 			t.Errorf("after a failed list (-want +got):\n%s", diff)
 		}
 		a.modelChoices(t.Context(), "m")
@@ -132,4 +135,193 @@ func TestModelChoices_PanicIsAFailure(t *testing.T) {
 	if diff := cmp.Diff([]string{"local", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
 		t.Errorf("choices (-want +got):\n%s", diff)
 	}
+}
+
+// sessionUpdates is an acp.Client that keeps each update with its session.
+type sessionUpdates struct {
+	acp.Client
+	mu  sync.Mutex
+	ids []string
+	got []acp.SessionUpdate
+}
+
+func (c *sessionUpdates) Update(_ context.Context, id string, u acp.SessionUpdate) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ids = append(c.ids, id)
+	c.got = append(c.got, u)
+	return nil
+}
+
+func (c *sessionUpdates) updates() ([]string, []acp.SessionUpdate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ids), slices.Clone(c.got)
+}
+
+// modelValues are the values the model option offers in opts.
+func modelValues(t *testing.T, opts []acp.ConfigOption) []string {
+	t.Helper()
+	for _, o := range opts {
+		if o.ID == ModelConfigID {
+			var out []string
+			for _, c := range o.Options {
+				out = append(out, c.Value)
+			}
+			return out
+		}
+	}
+	t.Fatalf("no %s option in %+v", ModelConfigID, opts)
+	return nil
+}
+
+// TestNewSession_AnswersBeforeTheModelList: session/new offers what is
+// known at once; once answered, the session is sent all its options with
+// the provider's list when that comes, once. A later session/new, with
+// the list current, owes nothing.
+func TestNewSession_AnswersBeforeTheModelList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &lister{wait: time.Second, answers: []func() ([]string, error){models("b", "a")}}
+		a := testAgent(t, Config{Provider: p, Models: []string{"local"}})
+		start := time.Now()
+		res, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("session/new took %v, want no wait for the model list", waited)
+		}
+		if diff := cmp.Diff([]string{"local", "m"}, modelValues(t, res.ConfigOptions)); diff != "" {
+			t.Errorf("session/new offers (-want +got):\n%s", diff)
+		}
+		c := &sessionUpdates{}
+		a.SessionAnswered(t.Context(), res.SessionID, c)
+		synctest.Wait()
+		if _, got := c.updates(); len(got) != 0 {
+			t.Fatalf("updates before the list came: %+v", got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		ids, got := c.updates()
+		if len(got) != 1 || ids[0] != res.SessionID || got[0].SessionUpdate != acp.UpdateConfigOption {
+			t.Fatalf("updates once the list came: %v %+v, want one config_option_update for %s", ids, got, res.SessionID)
+		}
+		want := a.optionsWith(a.defaults(), []string{"a", "b", "m"})
+		if diff := cmp.Diff(want, got[0].ConfigOptions); diff != "" {
+			t.Errorf("the update's options (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(res.ConfigOptions[0], got[0].ConfigOptions[0]); diff != "" {
+			t.Errorf("the mode option changed (-want +got):\n%s", diff)
+		}
+
+		res2, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a", "b", "m"}, modelValues(t, res2.ConfigOptions)); diff != "" {
+			t.Errorf("second session/new offers (-want +got):\n%s", diff)
+		}
+		a.SessionAnswered(t.Context(), res2.SessionID, c)
+		time.Sleep(ModelListTimeout)
+		synctest.Wait()
+		if _, got := c.updates(); len(got) != 1 || p.calls.Load() != 1 {
+			t.Errorf("%d updates and %d list requests after a second session/new, want 1 and 1", len(got), p.calls.Load())
+		}
+	})
+}
+
+// TestSessionAnswered_SendsNothing: nothing follows an answer when the
+// list fails or times out (the editor keeps what it was offered, and knows
+// of a model it chose meanwhile from that answer), when the session was
+// closed before the list came, or when the list offers what the answer
+// did.
+func TestSessionAnswered_SendsNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		wait   time.Duration
+		answer func() ([]string, error)
+		close  bool
+	}{
+		{"failed", time.Second, func() ([]string, error) { return nil, errors.New("503") }, false},
+		{"timed out", time.Hour, models("a"), false},
+		{"closed", time.Second, models("a"), true},
+		{"same list", time.Second, models("local"), false},
+	} {
+		chosen := tt.name != "same list" // else the choices would differ
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &lister{wait: tt.wait, answers: []func() ([]string, error){tt.answer}}
+				a := testAgent(t, Config{Provider: p, Models: []string{"local"}})
+				res, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := &sessionUpdates{}
+				a.SessionAnswered(t.Context(), res.SessionID, c)
+				if chosen {
+					s, err := a.lookup(res.SessionID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := a.setOption(s, ModelConfigID, "other"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tt.close {
+					if _, err := a.CloseSession(t.Context(), acp.CloseSessionRequest{SessionID: res.SessionID}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(ModelListTimeout + time.Second)
+				synctest.Wait()
+				if _, got := c.updates(); len(got) != 0 {
+					t.Errorf("updates: %+v, want none", got)
+				}
+				if p.calls.Load() != 1 {
+					t.Errorf("%d list requests, want 1", p.calls.Load())
+				}
+			})
+		})
+	}
+}
+
+// TestSessionAnswered_OptionsAsTheyAreThen: the update carries the
+// session's options as they are when the list comes: a model chosen
+// meanwhile that takes a reasoning effort brings the thought_level option.
+func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &lister{wait: time.Second, answers: []func() ([]string, error){models("o3-mini", "gpt-4o-mini")}}
+		a := testAgent(t, Config{Provider: p})
+		res, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.ConfigOptions) != 2 {
+			t.Fatalf("session/new options: %+v, want mode and model (m takes no reasoning effort)", res.ConfigOptions)
+		}
+		c := &sessionUpdates{}
+		a.SessionAnswered(t.Context(), res.SessionID, c)
+		s, err := a.lookup(res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.setOption(s, ModelConfigID, "o3-mini"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		_, got := c.updates()
+		if len(got) != 1 {
+			t.Fatalf("updates: %+v, want one", got)
+		}
+		o := a.defaults()
+		o.model = "o3-mini"
+		want := a.optionsWith(o, []string{"gpt-4o-mini", "m", "o3-mini"})
+		if len(want) != 3 {
+			t.Fatalf("o3-mini's options: %+v, want a thought_level", want)
+		}
+		if diff := cmp.Diff(want, got[0].ConfigOptions); diff != "" {
+			t.Errorf("the update's options (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -74,9 +74,26 @@ const maxOverlapWindow = 1 << 10
 // start the reply over from the beginning. It holds back the continuation's
 // first characters only while they could still be such a repeat.
 type resumer struct {
-	shown   string
+	shown string
+	// apart goes before a continuation that repeats none of the shown
+	// text: a retry's thought, worded anew, then starts a paragraph of its
+	// own instead of running on from the cut one mid-word. Reply text has
+	// none, since a continuation of it goes on verbatim.
+	apart   string
 	pending strings.Builder
 	decided bool
+}
+
+// thoughtResumer is the resumer of a retry's reasoning against the thoughts
+// already shown: a model asked again reasons from the start (reasoning is
+// never sent back to it), so a restart or a repeat of the end is trimmed
+// and what is new is shown once.
+func thoughtResumer(shown string) *resumer {
+	r := &resumer{shown: shown}
+	if !strings.HasSuffix(shown, "\n") {
+		r.apart = "\n\n"
+	}
+	return r
 }
 
 // feed takes the next text of the continuation and returns what may be
@@ -122,7 +139,10 @@ func (r *resumer) decide() string {
 			return p[o:] // repeated the end of the shown text
 		}
 	}
-	return p
+	if p == "" {
+		return ""
+	}
+	return r.apart + p
 }
 
 // wordsAt reports whether s[i:] starts at the beginning of a word.

@@ -35,7 +35,9 @@ const (
 
 // ListSessions lists the sessions of the state directory, most recently
 // active first, from the session index (which reads a log only when it has
-// no entry for it), a page at a time.
+// no entry for it), a page at a time. A page after the first starts where
+// its cursor points in the index's sorted list, so listing every session
+// reads the state directory once, not once per page.
 func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
 	size, err := pageSize(req.Meta)
 	if err != nil {
@@ -45,36 +47,27 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	if err != nil {
 		return acp.ListSessionsResponse{}, err
 	}
-	sums, err := a.index.List()
+	cwd := ""
+	if req.Cwd != "" {
+		cwd = filepath.Clean(req.Cwd)
+	}
+	sums, more, err := a.index.Page(after, size, func(s session.Summary) bool {
+		// A session without a turn has no title: a chat opened and
+		// closed, or the one the editor has open now. A list of raw ids
+		// helps nobody.
+		return s.Title != "" && (cwd == "" || filepath.Clean(s.Cwd) == cwd)
+	})
 	if err != nil {
 		return acp.ListSessionsResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Err: err,
 			Message: fmt.Sprintf("Rebound could not list its sessions: %v; %s", err, a.stateDirHelp()),
 			Data:    map[string]any{"reason": "session_list", "stateDir": a.cfg.StateDir}}
 	}
-	cwd := ""
-	if req.Cwd != "" {
-		cwd = filepath.Clean(req.Cwd)
-	}
-	resp := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
-	var last session.Summary
+	resp := acp.ListSessionsResponse{Sessions: make([]acp.SessionInfo, 0, len(sums))}
 	for _, s := range sums {
-		if cwd != "" && filepath.Clean(s.Cwd) != cwd {
-			continue
-		}
-		if s.Title == "" {
-			// No turn yet: a chat opened and closed, or the one the
-			// editor has open now. A list of raw ids helps nobody.
-			continue
-		}
-		if after != nil && !after.before(s) {
-			continue
-		}
-		if len(resp.Sessions) == size {
-			resp.NextCursor = encodeCursor(last)
-			break
-		}
 		resp.Sessions = append(resp.Sessions, acp.SessionInfo{SessionID: s.SessionID, Cwd: s.Cwd, Title: s.Title, UpdatedAt: isoTime(s.UpdatedAt)})
-		last = s
+	}
+	if more {
+		resp.NextCursor = encodeCursor(sums[len(sums)-1])
 	}
 	return resp, nil
 }
@@ -92,21 +85,6 @@ func pageSize(meta acp.Meta) (int, error) {
 	return int(f), nil
 }
 
-// cursor is where a page ended: the last session it listed, by the list's
-// order (newest first, then by id).
-type cursor struct {
-	updatedAt time.Time
-	id        string
-}
-
-// before reports whether the cursor's session comes before s in the list.
-func (c *cursor) before(s session.Summary) bool {
-	if !s.UpdatedAt.Equal(c.updatedAt) {
-		return s.UpdatedAt.Before(c.updatedAt)
-	}
-	return s.SessionID > c.id
-}
-
 // encodeCursor makes the nextCursor of a page that ended at s: its
 // updatedAt and id, "2000-01-01T00:00:03Z/sess_…". Opaque to clients, but
 // readable in a transcript. It names a place in the order, not an index,
@@ -116,7 +94,9 @@ func encodeCursor(s session.Summary) string {
 	return s.UpdatedAt.UTC().Format(time.RFC3339Nano) + "/" + s.SessionID
 }
 
-func decodeCursor(text string) (*cursor, error) {
+// decodeCursor reads a nextCursor as the place in the list it names: a
+// summary with only the session's updatedAt and id.
+func decodeCursor(text string) (*session.Summary, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -125,7 +105,7 @@ func decodeCursor(text string) (*cursor, error) {
 	if !ok || err != nil || session.CheckSessionID(id) != nil {
 		return nil, acp.NewInvalidParams("cursor %s is not a nextCursor this agent gave out", quote(text))
 	}
-	return &cursor{updatedAt: t, id: id}, nil
+	return &session.Summary{SessionID: id, UpdatedAt: t}, nil
 }
 
 // quote quotes a string the client sent, clipped, for an error message.
@@ -162,7 +142,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
-	modes, opts := a.sessionConfig(ctx, s.current())
+	modes, opts := a.sessionConfig(s)
 	return acp.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
 

@@ -28,7 +28,12 @@ import (
 //   - cold: the first list of a new Rebound process (it reads the whole
 //     index);
 //   - rebuild: the first list without an index: every log is read, and the
-//     index written.
+//     index written;
+//   - all-pages: every page of the list (100 of 100), by a Rebound that has
+//     listed before, also as a multiple of one full read of the index
+//     (x-full-read: a warm session.Index.List of all 10,000) and of the
+//     first page (x-first-page, what warm measures), both medians measured
+//     at the start of the same run.
 func BenchmarkListSessions10k(b *testing.B) {
 	const n = 10_000
 	state := b.TempDir()
@@ -53,6 +58,12 @@ func BenchmarkListSessions10k(b *testing.B) {
 		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(log), 0o600); err != nil {
 			b.Fatal(err)
 		}
+	}
+	// Nobody changed the directory lately (a page after the first then
+	// trusts what the first read of it found).
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		b.Fatal(err)
 	}
 	readNames := func() {
 		d, err := os.Open(dir)
@@ -93,6 +104,43 @@ func BenchmarkListSessions10k(b *testing.B) {
 	}
 	list(b, newAgent()) // writes the index
 
+	median := func(f func()) time.Duration {
+		var samples []time.Duration
+		for range 15 {
+			t0 := time.Now()
+			f()
+			samples = append(samples, time.Since(t0))
+		}
+		slices.Sort(samples)
+		return samples[len(samples)/2]
+	}
+	x := session.NewIndex(state, nil)
+	full := median(func() {
+		if sums, err := x.List(); err != nil || len(sums) != n {
+			b.Fatalf("List: %d sessions, %v", len(sums), err)
+		}
+	})
+	warm := newAgent()
+	defer warm.Close()
+	first := median(func() { list(b, warm) })
+	allPages := func(b *testing.B, a *agent.Agent) {
+		var cursor string
+		listed := 0
+		for pages := 1; ; pages++ {
+			resp, err := a.ListSessions(b.Context(), acp.ListSessionsRequest{Cursor: cursor})
+			if err != nil {
+				b.Fatal(err)
+			}
+			listed += len(resp.Sessions)
+			if cursor = resp.NextCursor; cursor == "" {
+				if listed != n || pages != n/agent.ListPageSize {
+					b.Fatalf("%d sessions in %d pages, want %d in %d", listed, pages, n, n/agent.ListPageSize)
+				}
+				return
+			}
+		}
+	}
+
 	b.Run("readdir", func(b *testing.B) {
 		for b.Loop() {
 			readNames()
@@ -107,6 +155,15 @@ func BenchmarkListSessions10k(b *testing.B) {
 			list(b, a)
 		}
 		report(b)
+	})
+	b.Run("all-pages", func(b *testing.B) {
+		for b.Loop() {
+			allPages(b, warm)
+		}
+		report(b)
+		per := b.Elapsed() / time.Duration(b.N)
+		b.ReportMetric(float64(per)/float64(full), "x-full-read")
+		b.ReportMetric(float64(per)/float64(first), "x-first-page")
 	})
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {

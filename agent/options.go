@@ -193,20 +193,28 @@ func (a *Agent) setOption(s *sessionState, id, value string) (changed bool, err 
 }
 
 // sessionConfig is what session/new, load and resume answer about the
-// session's modes and configuration options.
-func (a *Agent) sessionConfig(ctx context.Context, o options) (*acp.SessionModeState, []acp.ConfigOption) {
-	return modeState(o.mode), a.configOptions(ctx, o)
+// session's modes and configuration options. The model choices are those
+// known now: the editor waits for this answer, not for the provider's
+// model list, which follows in an update if it was not current.
+func (a *Agent) sessionConfig(s *sessionState) (*acp.SessionModeState, []acp.ConfigOption) {
+	o := s.current()
+	return modeState(o.mode), a.optionsWith(o, a.answerChoices(s, o.model))
 }
 
-// configOptions is the full list of the session's configuration options:
-// the mode, the model and, for a model that takes one, the reasoning
-// effort.
+// configOptions is the full list of the session's configuration options,
+// with the provider's model list (waiting for it if it is not current).
 func (a *Agent) configOptions(ctx context.Context, o options) []acp.ConfigOption {
+	return a.optionsWith(o, a.modelChoices(ctx, o.model))
+}
+
+// optionsWith is the full list of the session's configuration options,
+// models offering the given choices: the mode, the model and, for a model
+// that takes one, the reasoning effort.
+func (a *Agent) optionsWith(o options, models []string) []acp.ConfigOption {
 	modes := make([]acp.ConfigOptionChoice, len(Modes))
 	for i, m := range Modes {
 		modes[i] = acp.ConfigOptionChoice{Value: m.ID, Name: m.Name, Description: m.Description}
 	}
-	models := a.modelChoices(ctx, o.model)
 	modelChoices := make([]acp.ConfigOptionChoice, len(models))
 	for i, m := range models {
 		modelChoices[i] = acp.ConfigOptionChoice{Value: m, Name: m}

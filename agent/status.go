@@ -170,6 +170,40 @@ func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
 	}
 }
 
+// statusRefused shows why the provider's content filter refused the prompt:
+// the answer's stopReason and _meta carry only the facts, which no editor
+// shows a person. Open statuses close with the reason, as at a give-up.
+func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
+	why, reason := f.Summary()+".", ""
+	if f.Message != "" {
+		reason = strings.TrimRight(f.Message, ". ") + "."
+		why = f.Summary() + ": " + reason
+	}
+	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
+		why += " " + advice
+		reason = strings.TrimSpace(reason + " " + advice)
+	}
+	if t.statusNotices() {
+		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: f.Summary(), Description: reason,
+			Meta: acp.Meta{RefusalMetaKey: f}})
+	}
+	if !t.statusCalls() {
+		return
+	}
+	// The title says what happened (see waitText); the reason is the
+	// content.
+	shown := false
+	for _, st := range t.status {
+		if st.open {
+			shown = true
+			t.showStatus(ctx, st, f.Summary(), why, acp.ToolStatusFailed)
+		}
+	}
+	if !shown {
+		t.showStatus(ctx, &waitStatus{}, f.Summary(), why, acp.ToolStatusFailed)
+	}
+}
+
 // Status titles put what happened first and keep the rest short, with no
 // colon early on: codecompanion.nvim shows at most 60 characters of a tool
 // call's title, and only what comes before a colon in its first 40.

@@ -96,3 +96,71 @@ func TestStatus_Carriers(t *testing.T) {
 		})
 	}
 }
+
+func filtered(context.Context, llm.Request) (llm.Stream, error) {
+	return nil, &llm.Error{Status: 400, Code: "content_filter", Message: "The prompt was filtered by the content policy."}
+}
+
+// A prompt the content filter refuses ends as a refusal, and a person is
+// told why: a notice where notices are shown, else a failed status tool
+// call, which also closes a wait still open before the refusal; its title
+// says what happened, its content the provider's reason.
+func TestStatus_Refusal(t *testing.T) {
+	const reason = "The prompt was filtered by the content policy"
+	for _, tt := range []struct {
+		name    string
+		notices bool
+		answers []func(context.Context, llm.Request) (llm.Stream, error)
+	}{
+		{"notice", true, []func(context.Context, llm.Request) (llm.Stream, error){filtered}},
+		{"status call", false, []func(context.Context, llm.Request) (llm.Stream, error){filtered}},
+		{"status call after a wait", false, []func(context.Context, llm.Request) (llm.Stream, error){limited, filtered}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := testAgent(t, Config{Provider: &script{answers: tt.answers}, Recovery: recovery.Config{Policy: recovery.Policy{
+					MaxRetries: 1, InitialDelay: time.Second, MaxDelay: time.Second, Retryable: recovery.DefaultRetryable}}})
+				id := newSession(t, a)
+				ne := &noticeEditor{}
+				ed := &ne.editor
+				var c acp.Client = ed
+				if tt.notices {
+					c = ne
+				}
+				resp, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}}, c)
+				if err != nil || resp.StopReason != acp.StopRefusal {
+					t.Fatalf("Prompt = %+v, %v; want a refusal", resp, err)
+				}
+				calls := map[string]acp.SessionUpdate{} // the last update of each status call
+				var notices []acp.SessionUpdate
+				for _, u := range ed.updates {
+					switch {
+					case u.SessionUpdate == acp.UpdateNotice:
+						notices = append(notices, u)
+					case strings.HasPrefix(u.ToolCallID, statusIDPrefix):
+						calls[u.ToolCallID] = u
+					}
+				}
+				if tt.notices {
+					if len(notices) != 1 || len(calls) != 0 || !strings.Contains(notices[0].Description, reason) || notices[0].Meta[RefusalMetaKey] == nil {
+						t.Fatalf("notices %+v, status calls %d; want one notice with the reason and its facts", notices, len(calls))
+					}
+					return
+				}
+				refused := 0
+				for _, u := range calls {
+					if u.Status != string(acp.ToolStatusFailed) {
+						t.Errorf("status %q left %s", u.Title, u.Status)
+					}
+					if len(u.ToolContent) == 1 && u.ToolContent[0].Content != nil && strings.Contains(u.ToolContent[0].Content.Text, reason) &&
+						strings.HasPrefix(u.Title, "The provider's content filter refused") {
+						refused++
+					}
+				}
+				if refused != 1 || len(notices) != 0 {
+					t.Errorf("status calls %+v, notices %d; want one failed status with the reason", calls, len(notices))
+				}
+			})
+		})
+	}
+}

@@ -213,14 +213,14 @@ type turn struct {
 	mode      string          // the session's mode, as of the current step's start
 	parts     []part          // truncated parts of the reply being continued (held mode)
 	msgID     string          // the id of the message the current step makes
-	// Live mode: what the editor was shown of the current step's reply, and
-	// the trimmer of the attempt continuing it.
-	shown, shownThought strings.Builder
-	resume              *resumer
-	continuations       int // live continuations of a reply cut at the output limit
-	steps               int
-	stepOpen            bool // the current step has a step/start and no step/end
-	msgDone             bool // the current logical request committed its message
+	// Live mode: what the editor was shown of the current step's reply and
+	// thoughts, and the trimmers of the attempt continuing them.
+	shown, shownThought   strings.Builder
+	resume, resumeThought *resumer
+	continuations         int // live continuations of a reply cut at the output limit
+	steps                 int
+	stepOpen              bool // the current step has a step/start and no step/end
+	msgDone               bool // the current logical request committed its message
 	// titledAt is when this turn's turn/end recorded the session's title;
 	// zero if it did not.
 	titledAt  time.Time
@@ -319,7 +319,9 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			}
 			if f := recovery.Classify(err); !recorded(err) && f.ContentFilter {
 				// A filtered prompt is the provider's refusal, as a filtered
-				// reply is; its facts (the reason) go with the answer.
+				// reply is; its facts (the reason) go with the answer, and
+				// the reason is shown.
+				t.statusRefused(ctx, f)
 				return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
 			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
@@ -345,7 +347,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
 	id, retries, used := session.RetryChain(t.s.events)
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	t.parts, t.resume, t.msgID, t.continuations, t.msgDone = nil, nil, newID("msg_"), 0, false
+	t.parts, t.resume, t.resumeThought, t.msgID, t.continuations, t.msgDone = nil, nil, nil, newID("msg_"), 0, false
 	t.shown.Reset()
 	t.shownThought.Reset()
 	t.reqStart, t.reqFirst = time.Now(), t.steps+1
@@ -473,9 +475,13 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 	n := t.steps
 	req := t.request()
 	req.Messages = alternate(req.Messages)
-	t.resume = nil
+	t.resume, t.resumeThought = nil, nil
 	if t.live() && t.shown.Len() > 0 {
 		t.resume = &resumer{shown: t.shown.String()}
+	}
+	if t.live() && t.shownThought.Len() > 0 {
+		// A thought is shown once: the retry reasons again from the start.
+		t.resumeThought = thoughtResumer(t.shownThought.String())
 	}
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
 		return nil, nil, fmt.Errorf("record step: %w", err)
@@ -590,6 +596,11 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 	for {
 		c, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
+			if t.resumeThought != nil {
+				if err := t.show(ctx, acp.UpdateAgentThoughtChunk, t.resumeThought.finish()); err != nil {
+					return nil, nil, err
+				}
+			}
 			if t.resume != nil {
 				if err := t.show(ctx, acp.UpdateAgentMessageChunk, t.resume.finish()); err != nil {
 					return nil, nil, err
@@ -611,11 +622,19 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 			continue
 		}
 		if t.live() {
-			text := c.Content
+			text, thought := c.Content, c.Reasoning
 			if t.resume != nil {
 				text = t.resume.feed(text)
 			}
-			if err := t.show(ctx, acp.UpdateAgentThoughtChunk, c.Reasoning); err != nil {
+			if t.resumeThought != nil {
+				thought = t.resumeThought.feed(thought)
+				if c.Content != "" {
+					// The thoughts are over: what was held back of them
+					// goes before the reply.
+					thought += t.resumeThought.finish()
+				}
+			}
+			if err := t.show(ctx, acp.UpdateAgentThoughtChunk, thought); err != nil {
 				return nil, nil, err
 			}
 			if err := t.show(ctx, acp.UpdateAgentMessageChunk, text); err != nil {

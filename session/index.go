@@ -58,7 +58,26 @@ type Index struct {
 	damaged bool
 	// sorted is entries in List's order, nil when entries changed since.
 	sorted []Summary
+	// scanned is set once entries were checked against the sessions
+	// directory (every log has one), and cleared when the file is read
+	// from its start again: a later page may then trust entries instead
+	// of reading the directory.
+	scanned bool
+	// dir is the sessions directory as that check found it and logs the
+	// ids it held (nil when every entry had a log). While the directory's
+	// mtime stays the same, no log was made or removed since, and a page
+	// knows which exist without a system call. trusted is false when the
+	// directory had changed too shortly before it was read (less than
+	// dirSlack): a change in the same tick of the file system's clock
+	// would leave its mtime as it was.
+	dir     os.FileInfo
+	logs    map[string]bool
+	trusted bool
 }
+
+// dirSlack is more than the granularity of a directory's mtime on the
+// file systems a state directory lives on (a few ms on Linux).
+const dirSlack = time.Second
 
 // NewIndex returns the index of stateDir. warn, if not nil, is told of
 // failures to read or write the index file: they never fail a List, which
@@ -142,12 +161,87 @@ func (x *Index) Remove(sessionID string) error {
 // entry whose log is gone is left out. Only a sessions directory that can't
 // be read fails it.
 func (x *Index) List() ([]Summary, error) {
-	ids, err := logIDs(filepath.Join(x.stateDir, "sessions"))
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	exists, err := x.scan()
 	if err != nil {
 		return nil, err
 	}
+	out := make([]Summary, 0, len(x.sorted))
+	for _, s := range x.sorted {
+		if exists(s.SessionID) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Page is part of List: from the session after after (from the start when
+// after is nil; only its UpdatedAt and SessionID count), the summaries keep
+// accepts, at most n of them, and whether any follow.
+//
+// The first page (after nil) reads as List does. A later one trusts what
+// the index holds, once this Index has listed: it reads only what was
+// appended to the index file since, finds where after was by binary
+// search, and stats the logs of the sessions it returns, to leave out one
+// that is gone. So paging through every session costs about one List, not
+// one per page. A log without an entry that appears meanwhile is listed
+// from the next first page; a session that changes meanwhile moves to the
+// front, before the cursor, as in List.
+//
+// keep is called under the index's lock, in order, for each candidate;
+// it must not call the Index.
+func (x *Index) Page(after *Summary, n int, keep func(Summary) bool) ([]Summary, bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	var exists func(id string) bool
+	if after != nil && x.scanned {
+		if err := x.refresh(); err != nil {
+			x.warn(fmt.Errorf("read the session index %s (rebuilding it from the session logs): %w", x.path, err))
+			x.reset(nil)
+		}
+		x.maintain()
+	}
+	if after != nil && x.scanned {
+		exists = x.logExists()
+		x.order()
+	} else {
+		var err error
+		if exists, err = x.scan(); err != nil {
+			return nil, false, err
+		}
+	}
+	i := 0
+	if after != nil {
+		var found bool
+		i, found = slices.BinarySearchFunc(x.sorted, *after, listOrder)
+		if found {
+			i++
+		}
+	}
+	var out []Summary
+	for _, s := range x.sorted[i:] {
+		if !keep(s) || !exists(s.SessionID) {
+			continue
+		}
+		if len(out) == n {
+			return out, true, nil
+		}
+		out = append(out, s)
+	}
+	return out, false, nil
+}
+
+// scan brings entries up to date with the index file and the sessions
+// directory: a log without an entry is summarised and its line appended.
+// It returns whether a session's log exists, and leaves sorted in order.
+// Called under x.mu.
+func (x *Index) scan() (exists func(id string) bool, err error) {
+	readAt := time.Now()
+	ids, dir, err := logIDs(filepath.Join(x.stateDir, "sessions"))
+	if err != nil {
+		return nil, err
+	}
 	if err := x.refresh(); err != nil {
 		x.warn(fmt.Errorf("read the session index %s (rebuilding it from the session logs): %w", x.path, err))
 		x.reset(nil)
@@ -177,58 +271,93 @@ func (x *Index) List() ([]Summary, error) {
 			x.warn(fmt.Errorf("update the session index %s: %w", x.path, err))
 		}
 	}
-	if x.sorted == nil {
-		x.sorted = make([]Summary, 0, len(x.entries))
-		for _, s := range x.entries {
-			x.sorted = append(x.sorted, s)
-		}
-		slices.SortFunc(x.sorted, func(a, b Summary) int {
-			if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-				return c
-			}
-			return strings.Compare(a.SessionID, b.SessionID)
-		})
-	}
-	var out []Summary
-	if listed == len(x.entries) {
-		out = slices.Clone(x.sorted) // every entry has its log
-	} else {
+	exists = func(string) bool { return true } // every entry has its log
+	x.logs = nil
+	if listed != len(x.entries) {
 		// Some logs are gone (deleted by hand, or by another process
 		// that has not appended its tombstone yet).
-		exists := make(map[string]bool, len(ids))
+		have := make(map[string]bool, len(ids))
 		for _, id := range ids {
-			exists[id] = true
+			have[id] = true
 		}
-		out = make([]Summary, 0, listed)
-		for _, s := range x.sorted {
-			if exists[s.SessionID] {
-				out = append(out, s)
+		exists = func(id string) bool { return have[id] }
+		x.logs = have
+	}
+	x.dir = dir
+	x.trusted = dir != nil && readAt.Sub(dir.ModTime()) > dirSlack
+	x.maintain()
+	x.scanned = true
+	x.order()
+	return exists, nil
+}
+
+// logExists tells whether a session's log exists, for a page after the
+// last scan: from what the scan read while the sessions directory is as it
+// was then, else from the log itself. Called under x.mu.
+func (x *Index) logExists() func(id string) bool {
+	if x.trusted {
+		if fi, err := os.Stat(filepath.Join(x.stateDir, "sessions")); err == nil && os.SameFile(fi, x.dir) && fi.ModTime().Equal(x.dir.ModTime()) {
+			if x.logs == nil {
+				return func(string) bool { return true }
 			}
+			return func(id string) bool { return x.logs[id] }
 		}
 	}
+	return func(id string) bool {
+		_, err := os.Stat(Path(x.stateDir, id))
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+}
+
+// maintain rewrites the index file when it is damaged or mostly outdated
+// lines. Called under x.mu.
+func (x *Index) maintain() {
 	if x.file != nil && (x.damaged || x.lines > 2*len(x.entries)+compactSlack) {
 		if err := x.compact(); err != nil {
 			x.warn(fmt.Errorf("compact the session index %s: %w", x.path, err))
 		}
 		x.damaged = false // tried once: a read-only index is not retried on every List
 	}
-	return out, nil
 }
 
-// logIDs returns the ids of the session logs in dir, unordered; none when
-// dir does not exist.
-func logIDs(dir string) ([]string, error) {
+// order makes sorted hold entries in List's order. Called under x.mu.
+func (x *Index) order() {
+	if x.sorted != nil {
+		return
+	}
+	x.sorted = make([]Summary, 0, len(x.entries))
+	for _, s := range x.entries {
+		x.sorted = append(x.sorted, s)
+	}
+	slices.SortFunc(x.sorted, listOrder)
+}
+
+// listOrder is List's order: most recently updated first, then by id.
+func listOrder(a, b Summary) int {
+	if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.SessionID, b.SessionID)
+}
+
+// logIDs returns the ids of the session logs in dir, unordered, and dir as
+// it was before they were read; none when dir does not exist.
+func logIDs(dir string) ([]string, os.FileInfo, error) {
 	d, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
 	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sessions in %s: %w", dir, err)
+	}
 	names, err := d.Readdirnames(-1)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions in %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("list sessions in %s: %w", dir, err)
 	}
 	ids := names[:0]
 	for _, name := range names {
@@ -236,13 +365,13 @@ func logIDs(dir string) ([]string, error) {
 			ids = append(ids, id)
 		}
 	}
-	return ids, nil
+	return ids, fi, nil
 }
 
 // reset forgets what was read, to read fi's file from its start.
 func (x *Index) reset(fi os.FileInfo) {
 	clear(x.entries)
-	x.file, x.offset, x.lines, x.sorted, x.damaged = fi, 0, 0, nil, false
+	x.file, x.offset, x.lines, x.sorted, x.damaged, x.scanned = fi, 0, 0, nil, false, false
 }
 
 // refresh reads what was appended to the index file since the last read,

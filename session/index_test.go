@@ -422,3 +422,122 @@ func TestIndex_SummaryTooLongForALine(t *testing.T) {
 		}
 	}
 }
+
+// settle dates the sessions directory's last change an hour back, as for
+// a state directory nobody changed lately: a page then trusts what the
+// last read of the directory found, until the directory changes.
+func settle(t *testing.T, state string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(state, "sessions"), old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pageAll pages through x, n at a time, and returns every page's ids.
+func pageAll(t *testing.T, x *session.Index, n int, keep func(session.Summary) bool) [][]string {
+	t.Helper()
+	var pages [][]string
+	var after *session.Summary
+	for range 100 {
+		page, more, err := x.Page(after, n, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, ids(page))
+		if !more {
+			return pages
+		}
+		after = &session.Summary{SessionID: page[len(page)-1].SessionID, UpdatedAt: page[len(page)-1].UpdatedAt}
+	}
+	t.Fatal("more than 100 pages")
+	return nil
+}
+
+// Pages are List cut where keep says, in order, ties by id; a page ends
+// with more only when an accepted session follows.
+func TestIndex_Page(t *testing.T) {
+	state := t.TempDir()
+	for i, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		writeLog(t, state, id, []string{"/w", "/v"}[i%2], []int{1, 2, 2, 2, 3, 4, 5}[i])
+	}
+	settle(t, state)
+	x := session.NewIndex(state, nil)
+	all := func(session.Summary) bool { return true }
+	want := [][]string{{"g", "f"}, {"e", "b"}, {"c", "d"}, {"a"}}
+	if diff := cmp.Diff(want, pageAll(t, x, 2, all)); diff != "" {
+		t.Errorf("pages of two (-want +got):\n%s", diff)
+	}
+	inW := func(s session.Summary) bool { return s.Cwd == "/w" }
+	if diff := cmp.Diff([][]string{{"g", "e", "c"}, {"a"}}, pageAll(t, x, 3, inW)); diff != "" {
+		t.Errorf("pages of three in /w (-want +got):\n%s", diff)
+	}
+	// The last accepted session fills the page exactly: no empty page
+	// follows.
+	if diff := cmp.Diff([][]string{{"g", "e", "c", "a"}}, pageAll(t, x, 4, inW)); diff != "" {
+		t.Errorf("one full page (-want +got):\n%s", diff)
+	}
+	// A new Index (another process) asked for a later page first reads as
+	// List does.
+	after := &session.Summary{SessionID: "b", UpdatedAt: time.Date(2000, 1, 1, 0, 0, 2, 0, time.UTC)}
+	page, more, err := session.NewIndex(state, nil).Page(after, 10, all)
+	if err != nil || more {
+		t.Fatalf("Page after b: more %v, %v", more, err)
+	}
+	if diff := cmp.Diff([]string{"c", "d", "a"}, ids(page)); diff != "" {
+		t.Errorf("after b, from a new Index (-want +got):\n%s", diff)
+	}
+}
+
+// A cursor names a place, not a session: the pages after it neither skip
+// nor repeat when sessions are made, deleted or changed meanwhile, and a
+// log removed by hand is left out of a later page without the directory
+// being read again.
+func TestIndex_PageWhileSessionsChange(t *testing.T) {
+	state := t.TempDir()
+	at := func(s int) time.Time { return time.Date(2000, 1, 1, 0, 0, s, 0, time.UTC) }
+	for i, id := range []string{"a", "b", "c", "d", "e"} {
+		writeLog(t, state, id, "/w", i+1)
+	}
+	mustList(t, session.NewIndex(state, nil)) // the index file is there
+	settle(t, state)
+	x := session.NewIndex(state, nil)
+	all := func(session.Summary) bool { return true }
+	p1, more, err := x.Page(nil, 2, all)
+	if err != nil || !more {
+		t.Fatalf("page 1: more %v, %v", more, err)
+	}
+	if diff := cmp.Diff([]string{"e", "d"}, ids(p1)); diff != "" {
+		t.Fatalf("page 1 (-want +got):\n%s", diff)
+	}
+	cursor := &session.Summary{SessionID: "d", UpdatedAt: at(4)}
+
+	// Meanwhile: a new session, one of page 1 deleted (the cursor's own),
+	// c active again, b's log removed by hand.
+	writeLog(t, state, "f", "/w", 9)
+	if err := x.Put(session.Summary{SessionID: "f", Cwd: "/w", UpdatedAt: at(9)}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(session.Path(state, "d"))
+	if err := x.Remove("d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Put(session.Summary{SessionID: "c", Cwd: "/w", Title: "Again", UpdatedAt: at(10)}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(session.Path(state, "b"))
+	// A log older than the cursor that the index never heard of is found
+	// by the next first page, not by this paging.
+	writeLog(t, state, "aa", "/w", 1)
+
+	p2, more, err := x.Page(cursor, 2, all)
+	if err != nil || more {
+		t.Fatalf("page 2: more %v, %v", more, err)
+	}
+	if diff := cmp.Diff([]string{"a"}, ids(p2)); diff != "" {
+		t.Errorf("page 2 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"c", "f", "e", "a", "aa"}, ids(mustList(t, x))); diff != "" {
+		t.Errorf("List afterwards (-want +got):\n%s", diff)
+	}
+}

@@ -47,7 +47,8 @@ type OpenAI struct {
 	client *openai.Client
 	redact redactor
 	limits limits
-	noJoin bool // a benchmark's baseline: every event a chunk of its own
+	noJoin bool   // a benchmark's baseline: every event a chunk of its own
+	host   string // the base URL's, for messages
 	// prefix is how the provider continues a reply in place; nil: it is
 	// asked with a prompt.
 	prefix *PrefixDialect
@@ -72,7 +73,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	// and the watchdogs bound that, not a line count.
 	oc.EmptyMessagesLimit = math.MaxUint
 	lim := limits{idle: cfg.MaxBytesWithoutProgress, reply: cfg.MaxReplyBytes}.withDefaults()
-	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim,
+	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim, host: baseHost(oc.BaseURL),
 		prefix: prefixDialect(oc.BaseURL, cfg.Continuation)}
 }
 
@@ -168,6 +169,8 @@ func (o *OpenAI) requestError(ctx context.Context, c *capture, err error) error 
 		if f, ok := parseErrorFacts(c.body); ok {
 			e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
 			e.RequestID = cmp.Or(e.RequestID, f.RequestID)
+		} else if page, ok := o.pageMessage(c.status, c.header, c.body); ok {
+			e.Message = page
 		} else if s := o.snippet(c.body); s != "" {
 			e.Message = s
 		} else {
@@ -676,6 +679,9 @@ func (s *stream) readError(err error) error {
 		// Not an event stream: a JSON error body sent with 2xx, or a page.
 		if _, ok := parseErrorFacts(tap.junk); ok {
 			return s.o.scrub(s.streamError(tap.junk, nil))
+		}
+		if page, ok := s.o.pageMessage(s.cap.status, s.cap.header, tap.junk); ok {
+			return s.o.scrub(fmt.Errorf("%w: %s", ErrMalformedStream, page))
 		}
 		return s.o.scrub(fmt.Errorf("%w: response body is not an event stream: %s", ErrMalformedStream, s.o.snippet(tap.junk)))
 	}

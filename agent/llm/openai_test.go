@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -277,7 +278,7 @@ func TestOpenAI_HTTPErrors(t *testing.T) {
 		{
 			name: "HTML from a proxy",
 			step: mockprovider.Step{Status: 502, Body: []byte(`"<html>\n<body>502 Bad Gateway</body>\n</html>"`)},
-			want: errFacts{Status: 502, Message: "<html> <body>502 Bad Gateway</body> </html>", RequestID: "mock-req-1"},
+			want: errFacts{Status: 502, Message: "mock.invalid answered with a web page instead of the API's error", RequestID: "mock-req-1"},
 		},
 	}
 	for _, tt := range tests {
@@ -471,6 +472,72 @@ func TestOpenAI_RawBodies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A base URL that answers with a web page (a provider's website, a proxy's
+// sign-in page) is named for what it is, by host, with what to check; the
+// page's markup is not the message. Over real HTTP, since what matters is
+// the Content-Type and body a server sends.
+func TestOpenAI_WebPageInsteadOfTheAPI(t *testing.T) {
+	const site = "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>Example &amp; Co \u2014 Home</title></head>\n<body><h1>Welcome</h1><script>var x = 1;</script></body></html>\n"
+	const notFound = "<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center><hr><center>nginx</center></body></html>\n"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/site/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, site)
+	})
+	mux.HandleFunc("/missing/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, notFound)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	wantSaid := func(t *testing.T, err error, title string) {
+		t.Helper()
+		msg := err.Error()
+		for _, want := range []string{host + " answered with a web page", title, "not the API", "check the base URL", "provider.base_url", "OPENAI_BASE_URL", "--base-url"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q does not say %q", msg, want)
+			}
+		}
+		for _, markup := range []string{"<html", "<h1", "<script", "&amp;"} {
+			if strings.Contains(msg, markup) {
+				t.Errorf("error %q quotes the page (%q)", msg, markup)
+			}
+		}
+	}
+
+	t.Run("200 text/html", func(t *testing.T) {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL + "/site", APIKey: testKey})
+		s, err := p.Stream(t.Context(), hello)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		_, _, err = drain(t, s)
+		if !errors.Is(err, llm.ErrMalformedStream) {
+			t.Fatalf("Recv() = %v, want ErrMalformedStream", err)
+		}
+		wantSaid(t, err, "\"Example & Co \u2014 Home\"")
+	})
+	t.Run("404 HTML page", func(t *testing.T) {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: srv.URL + "/missing", APIKey: testKey})
+		s, err := p.Stream(t.Context(), hello)
+		if err == nil {
+			s.Close()
+			t.Fatal("Stream() succeeded, want an error")
+		}
+		f := factsOf(t, err)
+		if f.Status != http.StatusNotFound {
+			t.Errorf("status %d, want 404", f.Status)
+		}
+		wantSaid(t, err, `"404 Not Found"`)
+		if e, _ := errors.AsType[*llm.Error](err); string(e.Body) != notFound {
+			t.Errorf("Body = %q, want the page kept as it came", e.Body)
+		}
+	})
 }
 
 // A stalled stream holds Recv until the caller's context ends; the mock's
@@ -743,7 +810,7 @@ func TestOpenAI_KeyNotInErrors(t *testing.T) {
 		})
 	}
 	t.Run("non-SSE body with status 200", func(t *testing.T) {
-		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: rawDoer{200, "<html>key " + testKey + "</html>\n"}})
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://raw.invalid/v1", APIKey: testKey, HTTPClient: rawDoer{200, "<html><title>key " + testKey + "</title>key " + testKey + "</html>\n"}})
 		s, err := p.Stream(t.Context(), hello)
 		if err != nil {
 			t.Fatal(err)

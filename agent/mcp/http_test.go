@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,11 @@ import (
 // header Authorization: Bearer secret.
 func serveHTTP(t *testing.T) (streamable, sse string) {
 	t.Helper()
-	server := mcpmock.NewServer(mcpmock.Options{})
+	return serve(t, mcpmock.NewServer(mcpmock.Options{}))
+}
+
+func serve(t *testing.T, server *sdk.Server) (streamable, sse string) {
+	t.Helper()
 	get := func(*http.Request) *sdk.Server { return server }
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(get, nil))
@@ -91,9 +96,27 @@ func TestHTTP_Unauthorized(t *testing.T) {
 	}
 }
 
+// A call that times out is cancelled at the server too. The SDK tells the
+// server (notifications/cancelled) off the caller's path, a moment after
+// Call returned; the test waits for the server's call to end before it
+// closes the set, since a Close in that moment drops the notice, and the
+// server's slow call, which httptest's Close waits for, then runs its 60 s.
 func TestHTTP_CallTimeoutAndCancel(t *testing.T) {
 	t.Parallel()
-	streamable, _ := serveHTTP(t)
+	server := mcpmock.NewServer(mcpmock.Options{})
+	var slowCalls atomic.Int32
+	slowEnded := make(chan error, 2) // the server-side context of each slow call, as it ended
+	server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if r, ok := req.(*sdk.CallToolRequest); !ok || r.Params.Name != "slow" {
+				return next(ctx, method, req)
+			}
+			slowCalls.Add(1)
+			defer func() { slowEnded <- ctx.Err() }()
+			return next(ctx, method, req)
+		}
+	})
+	streamable, _ := serve(t, server)
 	opts := httpOptions(t)
 	opts.CallTimeout = 200 * time.Millisecond
 	set, failures := mcp.Start(t.Context(), []mcp.Spec{
@@ -109,6 +132,14 @@ func TestHTTP_CallTimeoutAndCancel(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Call(slow) error = %v, want %s", err, want)
 	}
+	select {
+	case err := <-slowEnded:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the server's slow call ended with %v, want it cancelled", err)
+		}
+	case <-time.After(10 * time.Second): // a bound on a failure, not a wait
+		t.Fatal("the server's slow call was not cancelled")
+	}
 
 	ctx, cancel := context.WithCancelCause(t.Context())
 	stopped := errors.New("user pressed stop")
@@ -123,9 +154,13 @@ func TestHTTP_CallTimeoutAndCancel(t *testing.T) {
 		t.Errorf("Call(rpcerror) error = %v, want %s", err, want)
 	}
 
-	// The server still works.
+	// The server still works, and the call made with a cancelled ctx never
+	// reached it.
 	if res, err := set.Call(t.Context(), "mcp__web__echo", `{"text":"still here"}`); err != nil || res.Text != "still here" {
 		t.Errorf("Call(echo) = %+v, %v", res, err)
+	}
+	if n := slowCalls.Load(); n != 1 {
+		t.Fatalf("%d slow calls reached the server, want 1", n)
 	}
 	if err := set.Close(); err != nil {
 		t.Errorf("Close() = %v", err)
