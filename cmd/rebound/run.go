@@ -181,7 +181,8 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, e env) error {
 	httpClient := e.httpClient
 	openAI := func(key string) llm.Provider {
-		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient})
+		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient,
+			Continuation: llm.Continuation(cfg.Provider.Continuation)})
 	}
 	var keys usedKeys
 	// newProvider looks for the key again: `rebound login` may store one
