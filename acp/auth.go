@@ -67,6 +67,58 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, req AuthenticateRequest) (AuthenticateResponse, error)
 }
 
+// AgentAuthCapabilities is agentCapabilities.auth. A non-nil Logout is
+// sent as {}, which the schema reads as "logout is supported".
+type AgentAuthCapabilities struct {
+	Logout *struct{} `json:"logout,omitempty"`
+	Meta   Meta      `json:"_meta,omitempty"`
+}
+
+// LogoutRequest is the params of logout, which may be left out.
+type LogoutRequest struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// LogoutResponse is the result of logout; the schema gives it only _meta.
+type LogoutResponse struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// LogoutAuthenticator is an Authenticator that can also sign out: the
+// server advertises agentCapabilities.auth.logout and serves logout with it.
+type LogoutAuthenticator interface {
+	Authenticator
+	// Logout forgets the credentials signing in found, so that the next
+	// request needs signing in again.
+	Logout(ctx context.Context, req LogoutRequest) (LogoutResponse, error)
+}
+
+// authCapabilities advertises logout when the agent can sign out; nil
+// otherwise, which the schema reads as no support.
+func (s *Server) authCapabilities() *AgentAuthCapabilities {
+	if _, ok := s.agent.(LogoutAuthenticator); ok {
+		return &AgentAuthCapabilities{Logout: &struct{}{}}
+	}
+	return nil
+}
+
+// logout runs the agent's Logout in a goroutine of its own (it writes the
+// disk). Without one, the method is not found, as for any method not
+// advertised.
+func (s *Server) logout(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	auth, ok := s.agent.(LogoutAuthenticator)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return
+	}
+	var p LogoutRequest
+	if err := decodeParams(req, &p, false); err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	goAgent(s, c, req, func() (LogoutResponse, error) { return auth.Logout(s.base, p) })
+}
+
 // authMethods are the methods to advertise to a client with caps; never nil,
 // since the schema's default for a missing list is the empty one anyway.
 func (s *Server) authMethods(caps ClientCapabilities) []AuthMethod {

@@ -124,3 +124,104 @@ func TestServer_AuthenticateWithAuthenticator(t *testing.T) {
 		})
 	}
 }
+
+// logoutAgent is an authAgent that can also sign out.
+type logoutAgent struct {
+	authAgent
+	LogoutFunc func(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error)
+	logouts    int
+}
+
+var _ acp.LogoutAuthenticator = (*logoutAgent)(nil)
+
+func (a *logoutAgent) Logout(ctx context.Context, req acp.LogoutRequest) (acp.LogoutResponse, error) {
+	a.logouts++
+	return a.LogoutFunc(ctx, req)
+}
+
+// logout is advertised as the schema says (agentCapabilities.auth.logout:
+// {}) by an agent that can sign out, and only by one.
+func TestServer_InitializeAdvertisesLogout(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		agent acp.Agent
+		want  string // agentCapabilities.auth; "" for none
+	}{
+		{"can sign out", &logoutAgent{}, `{"logout":{}}`},
+		{"can only sign in", &authAgent{}, ""},
+		{"no sign-in", &fakeAgent{}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := serve(t, t.Context(), tt.agent, acp.Config{})
+				w.send(request(1, acp.MethodInitialize, map[string]any{"protocolVersion": 1}))
+				line := w.recv()
+				validate(t, line)
+				var reply struct {
+					Result struct {
+						AgentCapabilities struct {
+							Auth json.RawMessage `json:"auth"`
+						} `json:"agentCapabilities"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal([]byte(line), &reply); err != nil {
+					t.Fatal(err)
+				}
+				if got := string(reply.Result.AgentCapabilities.Auth); tt.want == "" && got != "" {
+					t.Errorf("agentCapabilities.auth = %s, want none", got)
+				} else if tt.want != "" {
+					sameJSON(t, "agentCapabilities.auth", tt.want, got)
+				}
+				if err := w.end(); err != nil {
+					t.Errorf("Serve() = %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestServer_Logout(t *testing.T) {
+	said := func(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
+		return acp.LogoutResponse{Meta: acp.Meta{"rebound/logout": map[string]any{"removed": true}}}, nil
+	}
+	failed := func(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
+		return acp.LogoutResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Message: "the credentials file can't be written"}
+	}
+	for _, tt := range []struct {
+		name        string
+		agent       func() acp.Agent
+		params      any
+		want        string
+		wantLogouts int
+	}{
+		{"signs out", func() acp.Agent { return &logoutAgent{LogoutFunc: said} }, map[string]any{},
+			`{"jsonrpc":"2.0","id":2,"result":{"_meta":{"rebound/logout":{"removed":true}}}}`, 1},
+		{"params left out", func() acp.Agent { return &logoutAgent{LogoutFunc: said} }, nil,
+			`{"jsonrpc":"2.0","id":2,"result":{"_meta":{"rebound/logout":{"removed":true}}}}`, 1},
+		{"fails", func() acp.Agent { return &logoutAgent{LogoutFunc: failed} }, map[string]any{},
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"the credentials file can't be written"}}`, 1},
+		{"bad params", func() acp.Agent { return &logoutAgent{LogoutFunc: said} }, []any{1},
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: params must be an object, not array"}}`, 0},
+		{"not advertised", func() acp.Agent { return &authAgent{} }, map[string]any{},
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found: logout","data":{"method":"logout"}}}`, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := tt.agent()
+				w := serve(t, t.Context(), a, acp.Config{})
+				w.send(request(1, acp.MethodInitialize, map[string]any{"protocolVersion": 1}))
+				w.recv()
+				w.send(request(2, acp.MethodLogout, tt.params))
+				line := w.recv()
+				validate(t, line)
+				sameJSON(t, "logout reply", tt.want, line)
+				if err := w.end(); err != nil {
+					t.Errorf("Serve() = %v", err)
+				}
+				if la, ok := a.(*logoutAgent); ok && la.logouts != tt.wantLogouts {
+					t.Errorf("Logout called %d times, want %d", la.logouts, tt.wantLogouts)
+				}
+			})
+		})
+	}
+}

@@ -2,8 +2,10 @@ package acp
 
 // Method names, client → agent.
 const (
-	MethodInitialize    = "initialize"
-	MethodAuthenticate  = "authenticate"
+	MethodInitialize   = "initialize"
+	MethodAuthenticate = "authenticate"
+	// MethodLogout signs out; advertised as agentCapabilities.auth.logout.
+	MethodLogout        = "logout"
 	MethodSessionNew    = "session/new"
 	MethodSessionLoad   = "session/load"
 	MethodSessionPrompt = "session/prompt"

@@ -247,6 +247,8 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 		s.reply(ctx, c, req, res, err)
 	case MethodAuthenticate:
 		s.authenticate(c, req)
+	case MethodLogout:
+		s.logout(c, req)
 	case MethodSessionNew:
 		s.newSession(c, req)
 	case MethodSessionLoad:
@@ -319,6 +321,7 @@ func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true, Image: true},
 			SessionCapabilities: s.sessionCapabilities(),
 			McpCapabilities:     s.cfg.McpCapabilities,
+			Auth:                s.authCapabilities(),
 			Meta:                s.cfg.CapabilitiesMeta,
 		},
 		AuthMethods: s.authMethods(p.ClientCapabilities),

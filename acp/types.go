@@ -72,7 +72,9 @@ type AgentCapabilities struct {
 	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
 	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
 	McpCapabilities     *McpCapabilities     `json:"mcpCapabilities,omitempty"`
-	Meta                Meta                 `json:"_meta,omitempty"`
+	// Auth advertises the sign-in methods beyond authenticate (auth.go).
+	Auth *AgentAuthCapabilities `json:"auth,omitempty"`
+	Meta Meta                   `json:"_meta,omitempty"`
 }
 
 // SessionCapabilities advertises the session methods beyond the baseline

@@ -32,10 +32,33 @@ const (
 var LoginArgs = []string{"login"}
 
 // authState holds the provider made from a key found after start-up, which
-// from then on replaces Config.Provider.
+// from then on replaces Config.Provider, and what logout changes.
 type authState struct {
 	mu       sync.Mutex
 	provider llm.Provider
+	// signedOut is set by Logout: neither provider nor Config.Provider is
+	// used by a new turn until a key is found again.
+	signedOut bool
+	// retired is the provider in use when Logout came, still used by the
+	// model requests of a turn that had started before.
+	retired llm.Provider
+	forget  func() (Forgotten, error)
+}
+
+// Forgotten is what forgetting the stored key did (config.LogoutResult).
+type Forgotten struct {
+	Name    string // the variable the key was stored for
+	Path    string // the credentials file
+	Removed bool   // false: no key was stored
+}
+
+// SetForgetKey gives Logout what `rebound logout` does: remove the key
+// stored for the provider's variable. Without it, Logout only forgets the
+// key in memory. Call it before the agent serves.
+func (a *Agent) SetForgetKey(forget func() (Forgotten, error)) {
+	a.auth.mu.Lock()
+	defer a.auth.mu.Unlock()
+	a.auth.forget = forget
 }
 
 // AuthMethods implements acp.Authenticator.
@@ -76,10 +99,7 @@ func (a *Agent) apiKeyEnv() string {
 func (a *Agent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	a.auth.mu.Lock()
 	defer a.auth.mu.Unlock()
-	current := a.auth.provider
-	if current == nil {
-		current = a.cfg.Provider
-	}
+	current := a.signedIn()
 	if a.cfg.NewProvider == nil {
 		if current == nil {
 			return acp.AuthenticateResponse{}, a.authRequired(nil)
@@ -89,7 +109,7 @@ func (a *Agent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (
 	p, err := a.cfg.NewProvider()
 	switch {
 	case p != nil:
-		a.auth.provider = p
+		a.auth.provider, a.auth.signedOut, a.auth.retired = p, false, nil
 	case current != nil:
 		// The key in use still works as far as anyone knows; a stored one
 		// that can't be read does not take it away.
@@ -110,11 +130,8 @@ func (a *Agent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (
 func (a *Agent) provider() (llm.Provider, error) {
 	a.auth.mu.Lock()
 	defer a.auth.mu.Unlock()
-	if a.auth.provider != nil {
-		return a.auth.provider, nil
-	}
-	if a.cfg.Provider != nil {
-		return a.cfg.Provider, nil
+	if p := a.signedIn(); p != nil {
+		return p, nil
 	}
 	if a.cfg.NewProvider == nil {
 		return nil, a.authRequired(nil)
@@ -123,20 +140,95 @@ func (a *Agent) provider() (llm.Provider, error) {
 	if p == nil {
 		return nil, a.authRequired(err)
 	}
-	a.auth.provider = p
+	a.auth.provider, a.auth.signedOut, a.auth.retired = p, false, nil
 	return p, nil
+}
+
+// signedIn is the provider a new turn may use without looking for the key:
+// none after Logout. The caller holds auth.mu.
+func (a *Agent) signedIn() llm.Provider {
+	switch {
+	case a.auth.signedOut:
+		return nil
+	case a.auth.provider != nil:
+		return a.auth.provider
+	}
+	return a.cfg.Provider
 }
 
 // currentProvider is the provider in use, nil while there is none: never
 // nil during a turn, which starts only once provider has found one. A key
-// found by authenticate meanwhile applies from the next request.
+// found by authenticate meanwhile applies from the next request; after
+// Logout, a turn already running finishes with the key it had.
 func (a *Agent) currentProvider() llm.Provider {
 	a.auth.mu.Lock()
 	defer a.auth.mu.Unlock()
-	if a.auth.provider != nil {
-		return a.auth.provider
+	if p := a.signedIn(); p != nil {
+		return p
 	}
-	return a.cfg.Provider
+	return a.auth.retired
+}
+
+// Logout implements acp.LogoutAuthenticator, as `rebound logout` in a
+// terminal: it removes the key stored for the provider's variable
+// (SetForgetKey) and forgets the key in use, so the next turn or
+// authenticate looks for one again, and says what it did, in the log and in
+// the result's _meta["rebound/logout"]. A key in the environment Rebound was
+// started with is not Rebound's to remove: it is still found, and the
+// message says so. A turn already running finishes with the key it had.
+func (a *Agent) Logout(ctx context.Context, req acp.LogoutRequest) (acp.LogoutResponse, error) {
+	a.auth.mu.Lock()
+	defer a.auth.mu.Unlock()
+	f := Forgotten{Name: a.apiKeyEnv()}
+	if a.auth.forget != nil {
+		var err error
+		if f, err = a.auth.forget(); err != nil {
+			return acp.LogoutResponse{}, &acp.RequestError{Code: acp.CodeInternalError,
+				Message: "The stored API key could not be removed: " + strings.TrimRight(err.Error(), ". ") + "; run `rebound logout` in a terminal.", Err: err}
+		}
+	}
+	if p := a.signedIn(); p != nil {
+		a.auth.retired = p
+	}
+	a.auth.provider, a.auth.signedOut = nil, true
+	meta := map[string]any{"removed": f.Removed, "variable": f.Name}
+	msg := "Rebound no longer uses the API key it had; the next prompt looks for one again."
+	if a.auth.forget != nil {
+		// Whether a key is still to be found: with the stored one gone,
+		// only the environment can hold one, and the next turn signs in
+		// with it.
+		stillSet := false
+		if a.cfg.NewProvider != nil {
+			p, _ := a.cfg.NewProvider()
+			stillSet = p != nil
+		}
+		msg = LogoutMessage(f, stillSet)
+		meta["credentials"], meta["keyInEnvironment"] = f.Path, stillSet
+	}
+	meta["message"] = msg
+	a.cfg.Logger.Info().Str("variable", f.Name).Str("credentials", f.Path).Bool("removed", f.Removed).Msg("logout: " + msg)
+	return acp.LogoutResponse{Meta: acp.Meta{"rebound/logout": meta}}, nil
+}
+
+// LogoutMessage says what logout did: f is what forgetting the stored key
+// did, stillSet whether the variable still holds a key in Rebound's
+// environment, which then signs in again.
+func LogoutMessage(f Forgotten, stillSet bool) string {
+	var b strings.Builder
+	switch {
+	case f.Removed:
+		fmt.Fprintf(&b, "Removed the API key for %s from %s, and Rebound no longer uses it.", f.Name, f.Path)
+	case f.Path == "":
+		fmt.Fprintf(&b, "No API key for %s was stored; Rebound no longer uses the one it had.", f.Name)
+	default:
+		fmt.Fprintf(&b, "No API key for %s was stored in %s; Rebound no longer uses the one it had.", f.Name, f.Path)
+	}
+	if stillSet {
+		fmt.Fprintf(&b, " %s is still set in the environment Rebound was started with, so the next prompt uses it: unset it there to sign out for good.", f.Name)
+	} else {
+		b.WriteString(" The next prompt needs a key: run `rebound login`, or set " + f.Name + ".")
+	}
+	return b.String()
 }
 
 // authRequired is the -32000 error for a turn or an authenticate without a
@@ -161,4 +253,4 @@ func AuthRequiredMessage(apiKeyEnv string, problem error) string {
 		" in the environment Rebound is started with; " + then
 }
 
-var _ acp.Authenticator = (*Agent)(nil)
+var _ acp.LogoutAuthenticator = (*Agent)(nil)

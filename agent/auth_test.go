@@ -152,3 +152,144 @@ func TestAuthMethods(t *testing.T) {
 		t.Errorf("error data = %#v, want authMethods [api-key]", re.Data)
 	}
 }
+
+// fakeCredentials is SetForgetKey's function: the credentials file of
+// `rebound logout`, holding the key k returns until it is removed.
+type fakeCredentials struct {
+	k      *keySource
+	stored bool  // a key is stored (k.p is it)
+	env    bool  // the key is in the environment instead: never removed
+	err    error // removing fails
+	calls  int
+}
+
+func (c *fakeCredentials) forget() (Forgotten, error) {
+	c.calls++
+	if c.err != nil {
+		return Forgotten{}, c.err
+	}
+	removed := c.stored
+	if c.stored && !c.env {
+		c.k.p, c.stored = nil, false
+	}
+	return Forgotten{Name: "DEEPSEEK_API_KEY", Path: "/home/u/.config/rebound/credentials", Removed: removed}, nil
+}
+
+func logoutMeta(t *testing.T, res acp.LogoutResponse) map[string]any {
+	t.Helper()
+	m, ok := res.Meta["rebound/logout"].(map[string]any)
+	if !ok {
+		t.Fatalf("_meta = %#v, want rebound/logout", res.Meta)
+	}
+	return m
+}
+
+// Logout removes the stored key, as `rebound logout` does, and stops using
+// the key in use: the next turn and authenticate need a key again, while a
+// turn that was running finishes with the key it had. Signing in again
+// works without a restart.
+func TestLogout_ForgetsTheStoredKey(t *testing.T) {
+	ctx := t.Context()
+	k := &keySource{p: stubProvider{"stored"}}
+	creds := &fakeCredentials{k: k, stored: true}
+	a := authAgent(t, stubProvider{"start"}, k)
+	a.SetForgetKey(creds.forget)
+
+	res, err := a.Logout(ctx, acp.LogoutRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds.calls != 1 || creds.stored {
+		t.Errorf("the stored key was not removed (%d calls)", creds.calls)
+	}
+	m := logoutMeta(t, res)
+	msg, _ := m["message"].(string)
+	for _, want := range []string{"Removed the API key for DEEPSEEK_API_KEY from /home/u/.config/rebound/credentials", "run `rebound login`"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
+	}
+	if m["removed"] != true || m["keyInEnvironment"] != false || m["credentials"] != "/home/u/.config/rebound/credentials" {
+		t.Errorf("_meta = %v", m)
+	}
+
+	_, err = a.provider()
+	wantAuthRequired(t, err)
+	_, err = a.Authenticate(ctx, acp.AuthenticateRequest{MethodID: AuthMethodAPIKey})
+	wantAuthRequired(t, err)
+	if p := a.currentProvider(); p != (stubProvider{"start"}) {
+		t.Errorf("a running turn's next request uses %v, want the key it started with", p)
+	}
+
+	k.p = stubProvider{"again"} // `rebound login`
+	if p, err := a.provider(); err != nil || p != (stubProvider{"again"}) {
+		t.Fatalf("after signing in again provider() = %v, %v", p, err)
+	}
+	if p := a.currentProvider(); p != (stubProvider{"again"}) {
+		t.Errorf("currentProvider() = %v after signing in again", p)
+	}
+}
+
+// A key in the environment Rebound was started with is not removed, and
+// the message says the next prompt will use it.
+func TestLogout_KeyInTheEnvironment(t *testing.T) {
+	k := &keySource{p: stubProvider{"env"}}
+	creds := &fakeCredentials{k: k, env: true}
+	a := authAgent(t, stubProvider{"env"}, k)
+	a.SetForgetKey(creds.forget)
+	res, err := a.Logout(t.Context(), acp.LogoutRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := logoutMeta(t, res)
+	msg, _ := m["message"].(string)
+	for _, want := range []string{"No API key for DEEPSEEK_API_KEY was stored", "DEEPSEEK_API_KEY is still set in the environment", "unset it"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
+	}
+	if m["removed"] != false || m["keyInEnvironment"] != true {
+		t.Errorf("_meta = %v", m)
+	}
+	if p, err := a.provider(); err != nil || p != (stubProvider{"env"}) {
+		t.Errorf("provider() = %v, %v; want the environment's key found again", p, err)
+	}
+}
+
+// When the stored key can't be removed, logout fails saying so, and nothing
+// is forgotten: the user has not been signed out.
+func TestLogout_RemovingFails(t *testing.T) {
+	k := &keySource{p: stubProvider{"stored"}}
+	creds := &fakeCredentials{k: k, stored: true, err: errors.New("/home/u/.config/rebound: permission denied")}
+	a := authAgent(t, stubProvider{"stored"}, k)
+	a.SetForgetKey(creds.forget)
+	_, err := a.Logout(t.Context(), acp.LogoutRequest{})
+	re, ok := errors.AsType[*acp.RequestError](err)
+	if !ok || re.Code != acp.CodeInternalError || !strings.Contains(re.Message, "could not be removed: /home/u/.config/rebound: permission denied") || !strings.Contains(re.Message, "rebound logout") {
+		t.Fatalf("error = %v, want an internal error saying what failed and what to do", err)
+	}
+	if p, err := a.provider(); err != nil || p != (stubProvider{"stored"}) {
+		t.Errorf("provider() = %v, %v; want the key still in use", p, err)
+	}
+	if k.calls != 0 {
+		t.Error("the key was looked up again although logout failed")
+	}
+}
+
+// Without SetForgetKey only the key in memory is forgotten, and the
+// message claims nothing about files or the environment.
+func TestLogout_WithoutForgetKey(t *testing.T) {
+	k := &keySource{p: stubProvider{"found"}}
+	a := authAgent(t, stubProvider{"start"}, k)
+	res, err := a.Logout(t.Context(), acp.LogoutRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := logoutMeta(t, res)
+	if _, ok := m["credentials"]; ok || m["message"] != "Rebound no longer uses the API key it had; the next prompt looks for one again." {
+		t.Errorf("_meta = %v", m)
+	}
+	if p, err := a.provider(); err != nil || p != (stubProvider{"found"}) || k.calls != 1 {
+		t.Errorf("provider() = %v, %v after %d lookups; want the key looked up again", p, err, k.calls)
+	}
+}

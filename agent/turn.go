@@ -242,17 +242,21 @@ type part struct {
 }
 
 // continuePrompt asks for the rest of a reply that was cut off (at the
-// output limit, or by a failure after it was shown). It is sent after the
-// partial reply and never enters the session's history.
+// output limit, or by a failure after it was shown) of a provider that
+// cannot continue it in place. It is sent after the partial reply and never
+// enters the session's history.
 const continuePrompt = "Your previous reply was cut off. Continue exactly where you left off, without repeating anything and without any preamble."
 
 // request is the next attempt's request: the history, the prompt and, when a
 // truncated reply is being continued, the partial reply and the request to go
-// on.
+// on, or, for a provider that continues a reply in place, the partial reply
+// marked as the prefix to continue.
 func (t *turn) request() llm.Request {
 	msgs := append(slices.Clip(t.history), t.prompt)
 	msgs = append(msgs, t.exchange...)
-	if prefix := t.prefix(); prefix != "" {
+	if prefix := t.prefix(); prefix != "" && llm.ContinuesInPlace(t.agent.currentProvider()) {
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: prefix, Prefix: true})
+	} else if prefix != "" {
 		msgs = append(msgs,
 			llm.Message{Role: llm.RoleAssistant, Content: prefix},
 			llm.Message{Role: llm.RoleUser, Content: continuePrompt})

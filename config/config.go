@@ -23,6 +23,7 @@ import (
 	"unicode"
 
 	"github.com/rebound-agent/rebound/agent"
+	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
 
@@ -68,6 +69,7 @@ type Provider struct {
 	// Models and ReasoningEffort feed the editor's pickers.
 	Models          []string `toml:"models" json:"models,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"Model names the editor's model picker offers when the provider's GET /models cannot be had (it is asked first). provider.model is always offered. Default none."`
 	ReasoningEffort string   `toml:"reasoning_effort" json:"reasoning_effort" jsonschema:"enum=,enum=low,enum=medium,enum=high,default=" jsonschema_description:"Reasoning effort asked of the model (sent as reasoning_effort): low, medium or high; empty leaves it to the provider. The editor's thought-level picker changes it per session; setting it also offers that picker for models Rebound does not know take it (it knows OpenAI's o-series and gpt-5). Default empty."`
+	Continuation    string   `toml:"continuation" json:"continuation" jsonschema:"enum=auto,enum=prefix,enum=prompt,default=auto" jsonschema_description:"How a reply that was cut off (the stream broke after text was shown, or the output limit was reached) is continued. auto: in place (the partial reply is sent as the last, assistant message with prefix: true and the model goes on with it) for DeepSeek's beta endpoint (https://api.deepseek.com/beta) and Mistral (api.mistral.ai), and elsewhere with a user message asking the model to continue. prefix: in place for any base URL. prompt: always with the user message. Default auto."`
 
 	// APIKey is the value of the variable named by APIKeyEnv, else that
 	// variable's entry in the credentials file (see APIKey); it may be
@@ -190,6 +192,8 @@ func Default() Config {
 			APIKeyEnv: defaultAPIKeyEnv,
 			Model:     defaultModel,
 			MaxTokens: defaultMaxTokens,
+
+			Continuation: string(llm.ContinueAuto),
 		},
 		Recovery: Recovery{
 			MaxRetries:        policy.MaxRetries,
@@ -262,6 +266,11 @@ func (c Config) Validate() error {
 	}
 	if p.ReasoningEffort != "" && !slices.Contains(agent.ReasoningEfforts, p.ReasoningEffort) {
 		bad("provider.reasoning_effort", "must be one of %s, or empty, got %q", strings.Join(agent.ReasoningEfforts, ", "), p.ReasoningEffort)
+	}
+	switch llm.Continuation(p.Continuation) {
+	case llm.ContinueAuto, llm.ContinuePrefix, llm.ContinuePrompt:
+	default:
+		bad("provider.continuation", "must be auto, prefix or prompt, got %q", p.Continuation)
 	}
 	switch {
 	case p.MaxTokens <= 0:

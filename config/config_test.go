@@ -19,6 +19,8 @@ func TestDefault(t *testing.T) {
 			APIKeyEnv: "OPENAI_API_KEY",
 			Model:     "gpt-4o-mini",
 			MaxTokens: 8192,
+
+			Continuation: "auto",
 		},
 		Recovery: config.Recovery{
 			MaxRetries:        2,
@@ -74,6 +76,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"max tokens too big", func(c *config.Config) { c.Provider.MaxTokens = 1_000_001 }, "provider.max_tokens", "must be at most 1000000, got 1000001"},
 		{"model list entry with a space", func(c *config.Config) { c.Provider.Models = []string{"ok", "gpt 4"} }, "provider.models[1]", `must be a model name: 1 to 200 characters without spaces, got "gpt 4"`},
 		{"unknown reasoning effort", func(c *config.Config) { c.Provider.ReasoningEffort = "max" }, "provider.reasoning_effort", `must be one of low, medium, high, or empty, got "max"`},
+		{"continuation prefix", func(c *config.Config) { c.Provider.Continuation = "prefix" }, "", ""},
+		{"unknown continuation", func(c *config.Config) { c.Provider.Continuation = "native" }, "provider.continuation", `must be auto, prefix or prompt, got "native"`},
 		{"empty model", func(c *config.Config) { c.Provider.Model = " " }, "provider.model", "must not be empty"},
 		{"negative retries", func(c *config.Config) { c.Recovery.MaxRetries = -1 }, "recovery.max_retries", "got -1"},
 		{"negative jitter", func(c *config.Config) { c.Recovery.Jitter = -0.1 }, "recovery.jitter", "must be between 0 and 1"},

@@ -167,6 +167,7 @@ base_url = "http://localhost:11434/v1"
 api_key_env = "LOCAL_KEY"
 model = "llama3"
 max_tokens = 4096
+continuation = "prefix"
 
 [recovery]
 max_retries = 5
@@ -223,6 +224,8 @@ output_limit = 4096
 			Model:     "llama3",
 			MaxTokens: 4096,
 			APIKey:    "k",
+
+			Continuation: "prefix",
 		},
 		Recovery: config.Recovery{
 			MaxRetries:        5,

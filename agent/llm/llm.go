@@ -33,6 +33,10 @@ type Message struct {
 	ToolCallID string     `json:"toolCallId,omitempty"`
 	// Images go with a user message's Content as image parts.
 	Images []Image `json:"images,omitempty"`
+	// Prefix marks the last message as a partial assistant reply for the
+	// provider to continue in place. Set it only for a provider that
+	// ContinuesInPlace; the stream then carries only what comes after it.
+	Prefix bool `json:"prefix,omitempty"`
 }
 
 // Image is an inline image of a user message.

@@ -39,9 +39,32 @@ func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 	}
 	ids := make([]string, 0, len(list.Models))
 	for _, m := range list.Models {
-		ids = append(ids, m.ID)
+		if ChatModel(m.ID) {
+			ids = append(ids, m.ID)
+		}
 	}
 	return CleanModelIDs(ids), nil
+}
+
+// notChat are parts of the ids of models that are known not to answer chat
+// completions: OpenAI's /v1/models lists embedding, speech, transcription,
+// image, video, moderation, realtime and legacy completion models beside
+// the chat ones, and picking one fails every turn.
+var notChat = []string{
+	"embedding", "embed", "tts", "whisper", "transcribe", "dall-e", "gpt-image", "sora",
+	"moderation", "realtime", "davinci-002", "babbage-002", "computer-use",
+}
+
+// ChatModel reports whether the model id is not known to be one that
+// cannot chat. Unknown ids are kept: most providers list chat models only.
+func ChatModel(id string) bool {
+	lower := strings.ToLower(id)
+	for _, part := range notChat {
+		if strings.Contains(lower, part) {
+			return false
+		}
+	}
+	return true
 }
 
 // CleanModelIDs keeps the ids that can name a model (non-empty, at most 200

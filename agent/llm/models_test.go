@@ -112,3 +112,24 @@ func TestOpenAI_SendsReasoningEffort(t *testing.T) {
 		}
 	}
 }
+
+// The model picker offers chat models only. The ids are the kinds OpenAI's
+// GET /v1/models returns (its models documentation lists them): embedding,
+// speech, transcription, image, video, moderation, realtime and legacy
+// completion models beside the chat ones.
+func TestOpenAI_ListModelsKeepsChatModels(t *testing.T) {
+	all := []string{"gpt-4o", "gpt-4o-mini", "o3", "gpt-5", "gpt-4o-search-preview", "gpt-4o-audio-preview",
+		"text-embedding-3-small", "text-embedding-ada-002", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "whisper-1",
+		"gpt-4o-transcribe", "dall-e-3", "gpt-image-1", "sora-2", "omni-moderation-latest", "text-moderation-latest",
+		"gpt-4o-realtime-preview", "davinci-002", "babbage-002", "computer-use-preview", "mistral-embed"}
+	m := mockprovider.New(&mockprovider.Script{Models: all})
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: m})
+	got, err := p.ListModels(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gpt-4o", "gpt-4o-audio-preview", "gpt-4o-mini", "gpt-4o-search-preview", "gpt-5", "o3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListModels (-want +got):\n%s", diff)
+	}
+}

@@ -35,6 +35,9 @@ type OpenAIConfig struct {
 	// together, and any single SSE line; past it the attempt fails with a
 	// *LimitError. 0 means DefaultMaxReplyBytes.
 	MaxReplyBytes int64
+	// Continuation says whether a cut-off reply is continued in place
+	// (see PrefixDialects); "" is ContinueAuto.
+	Continuation Continuation
 }
 
 // OpenAI is a Provider for OpenAI-compatible chat completion APIs, built on
@@ -46,6 +49,9 @@ type OpenAI struct {
 	limits limits
 	noJoin bool   // a benchmark's baseline: every event a chunk of its own
 	host   string // the base URL's, for messages
+	// prefix is how the provider continues a reply in place; nil: it is
+	// asked with a prompt.
+	prefix *PrefixDialect
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -67,7 +73,8 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	// and the watchdogs bound that, not a line count.
 	oc.EmptyMessagesLimit = math.MaxUint
 	lim := limits{idle: cfg.MaxBytesWithoutProgress, reply: cfg.MaxReplyBytes}.withDefaults()
-	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim, host: baseHost(oc.BaseURL)}
+	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim, host: baseHost(oc.BaseURL),
+		prefix: prefixDialect(oc.BaseURL, cfg.Continuation)}
 }
 
 // Stream starts one attempt. A non-2xx answer is returned here as an
@@ -77,6 +84,13 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	creq := o.chatRequest(req)
 	actx, cancel := context.WithCancelCause(ctx)
 	actx, c := withCapture(actx, o.limits)
+	var trim *echo
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Prefix {
+		c.prefix = true
+		if o.prefix == nil || o.prefix.Echoes {
+			trim = &echo{prefix: req.Messages[n-1].Content}
+		}
+	}
 	st, err := o.client.CreateChatCompletionStream(actx, creq)
 	if err != nil {
 		if c.resp != nil {
@@ -85,7 +99,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 		cancel(err)
 		return nil, o.scrub(o.requestError(ctx, c, err))
 	}
-	return &stream{o: o, parent: ctx, cancel: cancel, st: st, cap: c, scrub: scrubber{r: o.redact}}, nil
+	return &stream{o: o, parent: ctx, cancel: cancel, st: st, cap: c, scrub: scrubber{r: o.redact}, echo: trim}, nil
 }
 
 // chatRequest maps a Request to go-openai's. Reasoning is not sent back:
@@ -273,6 +287,7 @@ type stream struct {
 	st     *openai.ChatCompletionStream
 	cap    *capture
 	scrub  scrubber
+	echo   *echo // drops a repeat of the continued prefix; nil if none comes
 
 	closed    atomic.Bool // Close was called
 	closeOnce sync.Once
@@ -308,6 +323,9 @@ func (s *stream) Recv() (Chunk, error) {
 				// not shown either, so live mode continues without it.
 				s.scrub.cut(&rest)
 			}
+			if s.echo != nil {
+				rest.Content = s.echo.feed(rest.Content)
+			}
 			if rest.HasDelta() {
 				return rest, nil
 			}
@@ -316,6 +334,12 @@ func (s *stream) Recv() (Chunk, error) {
 			return Chunk{}, err
 		}
 		s.scrub.chunk(&c)
+		if s.echo != nil {
+			c.Content = s.echo.feed(c.Content)
+			if c.FinishReason != "" {
+				s.echo.end()
+			}
+		}
 		if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
 			return c, nil
 		}

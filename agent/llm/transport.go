@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"regexp"
@@ -36,6 +37,7 @@ type capture struct {
 	tap    *sseTap // 2xx body
 	resp   *http.Response
 	limits limits // for the tap
+	prefix bool   // mark the last message "prefix": true (markPrefix)
 }
 
 func (c *capture) requestID() string {
@@ -55,8 +57,14 @@ func (c *capture) requestID() string {
 type captureDoer struct{ next HTTPDoer }
 
 func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
-	resp, err := d.next.Do(req)
 	c, _ := req.Context().Value(captureKey{}).(*capture)
+	if c != nil && c.prefix {
+		var err error
+		if req, err = withPrefix(req); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := d.next.Do(req)
 	if err != nil || c == nil {
 		if err == nil {
 			limitBody(req, resp)
@@ -78,6 +86,27 @@ func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 	c.tap = newTap(resp.Body, c.limits)
 	resp.Body = c.tap
 	return resp, nil
+}
+
+// withPrefix returns req with its body's last message marked as the
+// prefix the provider continues.
+func withPrefix(req *http.Request) (*http.Request, error) {
+	if req.Body == nil {
+		return nil, errors.New("mark the continued message: the request has no body")
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if body, err = markPrefix(body); err != nil {
+		return nil, err
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return r, nil
 }
 
 // goOpenAIErrorPrefix is go-openai's own errorPrefix (stream_reader.go). Lines

@@ -1,108 +1,75 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/rebound-agent/rebound/acp"
+	rel "github.com/rebound-agent/rebound/internal/release"
 )
 
-// agentManifest is the part of agent.json the test reads.
-type agentManifest struct {
-	ID           string `json:"id"`
-	Version      string `json:"version"`
-	Distribution struct {
-		Binary map[string]struct {
-			Archive string            `json:"archive"`
-			Cmd     string            `json:"cmd"`
-			Args    []string          `json:"args"`
-			Env     map[string]string `json:"env"`
-		} `json:"binary"`
-	} `json:"distribution"`
-}
-
 // TestAgentManifest keeps agent.json, the manifest the ACP agent registry
-// lists Rebound by, valid for the registry and in step with the release:
-// its version is the one the binary reports for a release build, and every
-// download is of that release.
+// lists Rebound by, valid for the registry (the checks of its CI that need
+// no network, internal/release) and in step with the release: its version
+// is the one the binary reports for a release build, every download is of
+// that release's archive for its platform, and icon.svg passes.
 func TestAgentManifest(t *testing.T) {
-	path := filepath.Join("..", "..", "agent.json")
-	data, err := os.ReadFile(path)
+	root := filepath.Join("..", "..")
+	data, err := os.ReadFile(filepath.Join(root, "agent.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	schema, err := rel.LoadSchema(filepath.Join(root, "testdata", "registry", "agent.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The registry's entry directory is named by the id, which is also
+	// agentInfo.name.
+	for _, err := range rel.CheckManifest(data, acp.AgentName, schema) {
+		t.Errorf("agent.json: %v", err)
+	}
+	icon, err := os.ReadFile(filepath.Join(root, "icon.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range rel.CheckIcon(icon) {
+		t.Errorf("icon.svg: %v", err)
 	}
 
-	schemaFile, err := os.Open(filepath.Join("..", "..", "testdata", "registry", "agent.schema.json"))
+	m, err := rel.ParseManifest(data)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer schemaFile.Close()
-	doc, err := jsonschema.UnmarshalJSON(schemaFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("agent.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := c.Compile("agent.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
-	if err != nil {
-		t.Fatalf("agent.json is not JSON: %v", err)
-	}
-	if err := schema.Validate(inst); err != nil {
-		t.Errorf("agent.json does not match the registry's schema: %v", err)
-	}
-
-	var m agentManifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.ID != acp.AgentName {
-		t.Errorf("id = %q, want %q (agentInfo.name)", m.ID, acp.AgentName)
 	}
 	if m.Version != release {
 		t.Errorf("agent.json version = %q, but the release is %q (cmd/rebound/run.go): bump both together", m.Version, release)
 	}
-	// The registry's CI: every OS has a build, and each URL names the
-	// version and never /latest/.
-	var oses []string
-	for target, b := range m.Distribution.Binary {
-		os, _, _ := strings.Cut(target, "-")
-		if !slices.Contains(oses, os) {
-			oses = append(oses, os)
+	if len(m.Distribution.Binary) != len(rel.Targets) {
+		t.Errorf("agent.json downloads for %d platforms, the release builds %d", len(m.Distribution.Binary), len(rel.Targets))
+	}
+	for _, target := range rel.Targets {
+		b, ok := m.Distribution.Binary[target.Platform]
+		if !ok {
+			t.Errorf("%s: no download", target.Platform)
+			continue
 		}
-		if !strings.Contains(b.Archive, "/download/v"+release+"/") || strings.Contains(b.Archive, "/latest/") {
-			t.Errorf("%s: archive %s is not of release v%s", target, b.Archive, release)
+		if want := m.Repository + "/releases/download/v" + release + "/" + target.Archive(release); b.Archive != want {
+			t.Errorf("%s: archive = %s, want %s (what tools/release builds)", target.Platform, b.Archive, want)
 		}
-		if want := "./rebound"; os == "windows" {
-			want += ".exe"
-			if b.Cmd != want {
-				t.Errorf("%s: cmd = %q, want %q", target, b.Cmd, want)
-			}
-		} else if b.Cmd != want {
-			t.Errorf("%s: cmd = %q, want %q", target, b.Cmd, want)
+		if b.Cmd != target.Cmd() {
+			t.Errorf("%s: cmd = %q, want %q", target.Platform, b.Cmd, target.Cmd())
 		}
 		// The terminal sign-in appends its args ("login") to this command:
 		// a subcommand here would make it `rebound serve login`.
 		if len(b.Args) != 0 {
-			t.Errorf("%s: args = %q; Rebound serves with none, and the terminal sign-in appends its own", target, b.Args)
+			t.Errorf("%s: args = %q; Rebound serves with none, and the terminal sign-in appends its own", target.Platform, b.Args)
 		}
-	}
-	slices.Sort(oses)
-	if !slices.Equal(oses, []string{"darwin", "linux", "windows"}) {
-		t.Errorf("builds for %v; the registry wants darwin, linux and windows", oses)
+		// The checked-in manifest has no sums: the release writes them into
+		// the copy it publishes, from the archives it built.
+		if b.SHA256 != "" {
+			t.Errorf("%s: sha256 in the checked-in agent.json; tools/release writes it into the published copy", target.Platform)
+		}
 	}
 }
 

@@ -181,7 +181,8 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, e env) error {
 	httpClient := e.httpClient
 	openAI := func(key string) llm.Provider {
-		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient})
+		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient,
+			Continuation: llm.Continuation(cfg.Provider.Continuation)})
 	}
 	var keys usedKeys
 	// newProvider looks for the key again: `rebound login` may store one
@@ -232,11 +233,25 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
+	// The ACP logout does what `rebound logout` does.
+	a.SetForgetKey(func() (agent.Forgotten, error) { return forgetKey(cfg.Provider.APIKeyEnv, e) })
 	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta(),
 		McpCapabilities: &acp.McpCapabilities{HTTP: true, SSE: true}})
 	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
 		Bool("apiKey", provider != nil).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
+}
+
+// forgetKey removes the key `rebound login` stored for the variable name,
+// as `rebound logout` does for the configuration already loaded.
+func forgetKey(name string, e env) (agent.Forgotten, error) {
+	f := agent.Forgotten{Name: name, Path: config.CredentialsPath(e.getenv, e.home)}
+	if f.Path == "" {
+		return f, nil // nowhere to store one, so none is stored
+	}
+	var err error
+	f.Removed, err = config.RemoveAPIKey(f.Path, name)
+	return f, err
 }
 
 // usedKeys are the API keys providers were made from.

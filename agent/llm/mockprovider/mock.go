@@ -60,6 +60,9 @@ type Message struct {
 	// Images are the image parts of the content, as their media type (the
 	// data itself is not kept).
 	Images []string `json:"images,omitempty"`
+	// Prefix: the request asked for this (last, assistant) message to be
+	// continued in place ("prefix": true).
+	Prefix bool `json:"prefix,omitempty"`
 }
 
 // Recorded is one request the mock received.
@@ -371,6 +374,7 @@ type chatRequest struct {
 			} `json:"function"`
 		} `json:"tool_calls"`
 		ToolCallID string `json:"tool_call_id"`
+		Prefix     bool   `json:"prefix"`
 	} `json:"messages"`
 	Tools []struct {
 		Function struct {
@@ -389,7 +393,7 @@ type chatRequest struct {
 func (cr *chatRequest) messages() []Message {
 	var out []Message
 	for _, m := range cr.Messages {
-		msg := Message{Role: m.Role, Content: contentText(m.Content), ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Images: contentImages(m.Content)}
+		msg := Message{Role: m.Role, Content: contentText(m.Content), ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Images: contentImages(m.Content), Prefix: m.Prefix}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}

@@ -1,0 +1,148 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Continuation is how a provider is asked to go on with a reply that was
+// cut off (provider.continuation).
+type Continuation string
+
+const (
+	// ContinueAuto continues in place for the providers in PrefixDialects,
+	// with a prompt elsewhere.
+	ContinueAuto Continuation = "auto"
+	// ContinuePrefix continues in place whatever the base URL: the partial
+	// reply is the last message, marked "prefix": true.
+	ContinuePrefix Continuation = "prefix"
+	// ContinuePrompt always sends the partial reply followed by a user
+	// message asking for the rest (the agent's continue prompt).
+	ContinuePrompt Continuation = "prompt"
+)
+
+// PrefixDialect is a provider known to continue an assistant message in
+// place: a request whose last message is the assistant's, with
+// "prefix": true, is answered with the rest of that message.
+type PrefixDialect struct {
+	ID       string // stable name, for the log and the docs
+	Provider string // who, for people
+	Host     string // the base URL's host
+	// Path the base URL's path must start with; "" is any. DeepSeek only
+	// accepts prefix on its beta endpoint.
+	Path string
+	// Echoes: the reply starts with the prefix itself before going on
+	// (Mistral's does), so the adapter drops that repeat.
+	Echoes bool
+	Source string // where the request shape is documented
+}
+
+// PrefixDialects are the providers continued in place under
+// ContinueAuto. docs/providers.md lists them.
+var PrefixDialects = []PrefixDialect{
+	{ID: "deepseek.prefix", Provider: "DeepSeek (beta endpoint)", Host: "api.deepseek.com", Path: "/beta",
+		Source: "api-docs.deepseek.com, Chat Prefix Completion (Beta)"},
+	{ID: "mistral.prefix", Provider: "Mistral", Host: "api.mistral.ai", Echoes: true,
+		Source: "docs.mistral.ai, Prefix (guides/prefix) and the chat completion API's AssistantMessage.prefix"},
+}
+
+// anyPrefix is the dialect of a provider continued in place only because
+// the configuration says so: whether it repeats the prefix is unknown, and
+// dropping an exact repeat is harmless where none comes.
+var anyPrefix = PrefixDialect{ID: "configured.prefix", Provider: "provider.continuation = \"prefix\"", Echoes: true}
+
+// prefixDialect returns how a provider at baseURL is continued in place
+// under mode, or nil when it is continued with a prompt.
+func prefixDialect(baseURL string, mode Continuation) *PrefixDialect {
+	if mode == ContinuePrompt {
+		return nil
+	}
+	if u, err := url.Parse(baseURL); err == nil {
+		host := strings.ToLower(u.Hostname())
+		for i, d := range PrefixDialects {
+			if host == d.Host && strings.HasPrefix(u.Path, d.Path) {
+				return &PrefixDialects[i]
+			}
+		}
+	}
+	if mode == ContinuePrefix {
+		return &anyPrefix
+	}
+	return nil
+}
+
+// Continuer is a Provider that can continue a partial assistant reply in
+// place (see Message.Prefix).
+type Continuer interface {
+	ContinuesInPlace() bool
+}
+
+// ContinuesInPlace reports whether p continues a partial reply in place,
+// so a continuation needs no prompt.
+func ContinuesInPlace(p Provider) bool {
+	c, ok := p.(Continuer)
+	return ok && c.ContinuesInPlace()
+}
+
+// ContinuesInPlace reports whether the provider continues a partial reply
+// in place: a request whose last message has Prefix set.
+func (o *OpenAI) ContinuesInPlace() bool { return o.prefix != nil }
+
+// markPrefix sets "prefix": true on the last message of a chat completion
+// body as go-openai wrote it. go-openai's message type has no such field;
+// the body is the OpenAI wire format, which is stable where go-openai's
+// structs are not ours to extend, so only that one field is added and the
+// rest is passed through as it was.
+func markPrefix(body []byte) ([]byte, error) {
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("mark the continued message: %w", err)
+	}
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(req["messages"], &msgs); err != nil {
+		return nil, fmt.Errorf("mark the continued message: %w", err)
+	}
+	if len(msgs) == 0 || !bytes.Equal(msgs[len(msgs)-1]["role"], []byte(`"assistant"`)) {
+		return nil, errors.New("mark the continued message: the last message is not the assistant's")
+	}
+	msgs[len(msgs)-1]["prefix"] = json.RawMessage("true")
+	var err error
+	if req["messages"], err = json.Marshal(msgs); err != nil {
+		return nil, fmt.Errorf("mark the continued message: %w", err)
+	}
+	return json.Marshal(req)
+}
+
+// echo drops the prefix from the start of a continuation whose provider
+// repeats it. Only an exact repeat of the whole prefix is dropped; text
+// is held back only while it still matches the prefix's beginning.
+type echo struct {
+	prefix string
+	held   strings.Builder
+	done   bool
+}
+
+// feed takes the continuation's next text and returns what is new in it.
+func (e *echo) feed(s string) string {
+	if e.done || s == "" {
+		return s
+	}
+	e.held.WriteString(s)
+	h := e.held.String()
+	if len(h) < len(e.prefix) && strings.HasPrefix(e.prefix, h) {
+		return ""
+	}
+	e.done = true
+	if strings.HasPrefix(h, e.prefix) {
+		return h[len(e.prefix):]
+	}
+	return h
+}
+
+// end is called at the finish: text still held is a repeat of the
+// prefix that stopped short, so none of it is new.
+func (e *echo) end() { e.done = true }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	rel "github.com/rebound-agent/rebound/internal/release"
+)
+
+// The registry's CI starts the binary twice (internal/release has the
+// details): once for a raw initialize in a bare environment, which must
+// list a sign-in method of type agent or terminal, and once with stdin
+// closed, which must not fail. Its initialize carries terminal auth only
+// in _meta, so the terminal method, offered to clients with
+// auth.terminal, is not what passes; the api-key agent method is.
+func TestRegistry_AuthCheck(t *testing.T) {
+	l := rel.Launch{Path: reboundBinary(t), Dir: t.TempDir()}
+	res, err := rel.AuthCheck(t.Context(), l, t.TempDir(), rel.AuthTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []rel.AuthMethod{{ID: "api-key", Type: "agent"}}; !slices.Equal(res.Methods, want) {
+		t.Errorf("authMethods = %v, want %v", res.Methods, want)
+	}
+	if res.AgentName != "rebound" {
+		t.Errorf("agentInfo.name = %q", res.AgentName)
+	}
+}
+
+func TestRegistry_LaunchCheck(t *testing.T) {
+	home := t.TempDir()
+	l := rel.Launch{Path: reboundBinary(t), Dir: t.TempDir(), Env: map[string]string{
+		"HOME": home, "XDG_CONFIG_HOME": home, "XDG_STATE_HOME": home,
+	}}
+	start := time.Now()
+	if err := rel.LaunchCheck(t.Context(), l, rel.LaunchTimeout); err != nil {
+		t.Fatal(err)
+	}
+	// Rebound stops at the end of its input; waiting out the whole time
+	// would also pass, but would mean it hangs with no client.
+	if d := time.Since(start); d >= rel.LaunchTimeout {
+		t.Errorf("with stdin closed Rebound was still running after %v", d)
+	}
+}

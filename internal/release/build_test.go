@@ -1,0 +1,225 @@
+package release_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rebound-agent/rebound/internal/release"
+)
+
+// The release build for this machine: the archive holds the binary at the
+// path cmd names (executable), with LICENSE and README.md; the entry and
+// SHA256SUMS carry the archive's real sha256; and the whole registry check
+// passes on it, auth and launch checks included.
+func TestBuild_HostArchive(t *testing.T) {
+	host, ok := release.HostTarget()
+	if !ok {
+		t.Skip("this platform is not one the registry lists")
+	}
+	root := filepath.Join("..", "..")
+	out := t.TempDir()
+	archives, err := release.Build(t.Context(), release.BuildOptions{Root: root, Out: out, Targets: []release.Target{host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(archives) != 1 || archives[0].Target != host {
+		t.Fatalf("archives = %v, want one for %s", archives, host.Platform)
+	}
+	a := archives[0]
+
+	data, err := os.ReadFile(filepath.Join(release.EntryDir(out, "rebound"), "agent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := release.ParseManifest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := m.Distribution.Binary[host.Platform]
+	if filepath.Base(a.Path) != filepath.Base(b.Archive) || filepath.Base(a.Path) != host.Archive(m.Version) {
+		t.Errorf("archive %s, but agent.json downloads %s", filepath.Base(a.Path), b.Archive)
+	}
+	sum := sha256File(t, a.Path)
+	if b.SHA256 != sum || a.SHA256 != sum {
+		t.Errorf("sha256 of the archive is %s; agent.json says %q, Build %q", sum, b.SHA256, a.SHA256)
+	}
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sum + "  " + filepath.Base(a.Path) + "\n"; string(sums) != want {
+		t.Errorf("SHA256SUMS = %q, want %q", sums, want)
+	}
+	for p, other := range m.Distribution.Binary {
+		if p != host.Platform && other.SHA256 != "" {
+			t.Errorf("%s has a sha256 although it was not built", p)
+		}
+	}
+
+	entries := archiveEntries(t, a.Path)
+	names := slices.Sorted(maps.Keys(entries))
+	if want := []string{"LICENSE", "README.md", strings.TrimPrefix(b.Cmd, "./")}; !slices.Equal(names, sortedCopy(want)) {
+		t.Errorf("archive holds %v, want %v", names, sortedCopy(want))
+	}
+	if mode := entries[strings.TrimPrefix(b.Cmd, "./")]; mode&0o111 != 0o111 {
+		t.Errorf("%s has mode %v, want executable", b.Cmd, mode)
+	}
+
+	if errs := release.Check(t.Context(), release.CheckOptions{Out: out, ID: "rebound", Schema: registrySchema(t), Log: t.Output()}); len(errs) > 0 {
+		for _, err := range errs {
+			t.Errorf("check: %v", err)
+		}
+	}
+
+	// The same sources make the same archive.
+	again := t.TempDir()
+	if _, err := release.Build(t.Context(), release.BuildOptions{Root: root, Out: again, Targets: []release.Target{host}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := sha256File(t, filepath.Join(again, filepath.Base(a.Path))); s != sum {
+		t.Errorf("a second build's archive has sha256 %s, the first %s", s, sum)
+	}
+}
+
+// A tampered archive fails the check of its sha256.
+func TestCheckArchive_SHA256(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rebound-v0.1.0-linux-amd64.tar.gz")
+	writeTarGz(t, path, map[string]string{"rebound": "#!/bin/sh\n"})
+	b := release.BinaryTarget{Cmd: "./rebound", SHA256: strings.Repeat("0", 64)}
+	if _, err := release.CheckArchive(path, b, t.TempDir()); err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("error = %v, want a sha256 mismatch", err)
+	}
+	b.SHA256 = sha256File(t, path)
+	if _, err := release.CheckArchive(path, b, t.TempDir()); err != nil {
+		t.Errorf("matching sha256: %v", err)
+	}
+	b.Cmd = "./bin/rebound"
+	if _, err := release.CheckArchive(path, b, t.TempDir()); err == nil || !strings.Contains(err.Error(), "at the path cmd names") {
+		t.Errorf("error = %v, want the binary missing at cmd's path", err)
+	}
+}
+
+func TestExtract_RefusesEscapes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.tar.gz")
+	writeTarGz(t, path, map[string]string{"../outside": "x"})
+	if err := release.Extract(path, filepath.Join(dir, "x")); err == nil {
+		t.Error("an entry leaving the directory was extracted")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "outside")); err == nil {
+		t.Error("../outside was written")
+	}
+}
+
+func TestBuild_Refuses(t *testing.T) {
+	root := filepath.Join("..", "..")
+	host, ok := release.HostTarget()
+	if !ok {
+		t.Skip("this platform is not one the registry lists")
+	}
+	ts := []release.Target{host}
+	if _, err := release.Build(t.Context(), release.BuildOptions{Root: root, Out: filepath.Join(root, "dist"), Targets: ts}); err == nil || !strings.Contains(err.Error(), "inside the checkout") {
+		t.Errorf("output in the checkout: error = %v", err)
+	}
+	if _, err := release.Build(t.Context(), release.BuildOptions{Root: root, Out: t.TempDir(), Targets: ts, Tag: "v9.9.9"}); err == nil || !strings.Contains(err.Error(), "not agent.json's version") {
+		t.Errorf("tag of another version: error = %v", err)
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	all, err := release.ParseTargets("all")
+	if err != nil || len(all) != 6 {
+		t.Errorf("all = %v, %v", all, err)
+	}
+	two, err := release.ParseTargets("linux-x86_64,windows-aarch64")
+	if err != nil || len(two) != 2 || two[1].GOOS != "windows" || two[1].GOARCH != "arm64" {
+		t.Errorf("two = %v, %v", two, err)
+	}
+	if _, err := release.ParseTargets("linux-amd64"); err == nil {
+		t.Error("Go's name for a platform was taken for the registry's")
+	}
+}
+
+func sha256File(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// archiveEntries lists a .tar.gz's or .zip's files with their modes.
+func archiveEntries(t *testing.T, path string) map[string]os.FileMode {
+	t.Helper()
+	entries := map[string]os.FileMode{}
+	if strings.HasSuffix(path, ".zip") {
+		zr, err := zip.OpenReader(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		for _, f := range zr.File {
+			// Windows has no mode bits; the zip carries them anyway.
+			entries[f.Name] = f.Mode()
+		}
+		return entries
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return entries
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries[h.Name] = os.FileMode(h.Mode)
+	}
+}
+
+func writeTarGz(t *testing.T, path string, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(files[name])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(tw, files[name])
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }

@@ -1,0 +1,243 @@
+package release
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// CheckEntry checks a registry entry directory (<id>/agent.json and
+// <id>/icon.svg) as the registry's build does before it fetches anything.
+func CheckEntry(dir string, schema *Schema) []error {
+	var errs []error
+	data, err := os.ReadFile(filepath.Join(dir, "agent.json"))
+	if err != nil {
+		return []error{err}
+	}
+	errs = append(errs, CheckManifest(data, filepath.Base(dir), schema)...)
+	// The registry requires the icon.
+	icon, err := os.ReadFile(filepath.Join(dir, "icon.svg"))
+	if err != nil {
+		return append(errs, fmt.Errorf("icon.svg is required: %w", err))
+	}
+	return append(errs, CheckIcon(icon)...)
+}
+
+// CheckArchive checks one downloaded (here: built) archive against its
+// manifest entry: its sha256 when the manifest gives one, and that it
+// extracts safely with the executable at the path cmd names. It extracts
+// into dir/extracted, as the registry's CI does, and returns the Launch
+// for that executable.
+func CheckArchive(archive string, b BinaryTarget, dir string) (Launch, error) {
+	if b.SHA256 != "" {
+		sum, err := fileSHA256(archive)
+		if err != nil {
+			return Launch{}, err
+		}
+		if !strings.EqualFold(sum, b.SHA256) {
+			return Launch{}, fmt.Errorf("%s: sha256 is %s, but agent.json says %s", filepath.Base(archive), sum, b.SHA256)
+		}
+	}
+	extracted := filepath.Join(dir, "extracted")
+	if err := Extract(archive, extracted); err != nil {
+		return Launch{}, fmt.Errorf("%s: %w", filepath.Base(archive), err)
+	}
+	// The registry finds cmd anywhere in the archive; Rebound's is exactly
+	// where cmd says, so that any client's plain join finds it too.
+	rel := strings.TrimPrefix(b.Cmd, "./")
+	exe := filepath.Join(extracted, filepath.FromSlash(rel))
+	st, err := os.Stat(exe)
+	switch {
+	case err != nil:
+		return Launch{}, fmt.Errorf("%s: no %s at the path cmd names: %w", filepath.Base(archive), b.Cmd, err)
+	case !st.Mode().IsRegular():
+		return Launch{}, fmt.Errorf("%s: %s is not a file", filepath.Base(archive), b.Cmd)
+	}
+	return Launch{Path: exe, Args: b.Args, Dir: extracted, Env: b.Env}, nil
+}
+
+// Extract unpacks a .tar.gz or .zip into dir, refusing what Python's
+// tarfile "data" filter refuses: paths leaving dir and links.
+func Extract(archive, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, mode os.FileMode, isDir bool, r io.Reader) error {
+		clean := path.Clean(name)
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(name, `\`) {
+			return fmt.Errorf("entry %q leaves the extraction directory", name)
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(clean))
+		if isDir {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm()&0o755|0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, r)
+		return errors.Join(err, f.Close())
+	}
+	if strings.HasSuffix(archive, ".zip") {
+		zr, err := zip.OpenReader(archive)
+		if err != nil {
+			return err
+		}
+		defer zr.Close()
+		for _, f := range zr.File {
+			if f.Mode()&os.ModeSymlink != 0 {
+				return fmt.Errorf("entry %q is a link", f.Name)
+			}
+			rc, err := f.Open()
+			if err != nil {
+				return err
+			}
+			err = write(f.Name, f.Mode(), f.FileInfo().IsDir(), rc)
+			rc.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeDir:
+		default:
+			return fmt.Errorf("entry %q is not a file or directory", h.Name)
+		}
+		if err := write(h.Name, os.FileMode(h.Mode), h.Typeflag == tar.TypeDir, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// CheckOptions say what Check checks.
+type CheckOptions struct {
+	Out    string  // a Build's output: the archives and the entry directory
+	ID     string  // the entry's id, naming its directory under Out
+	Schema *Schema // the registry's agent.schema.json
+	// AuthTimeout and LaunchTimeout default to the registry's.
+	AuthTimeout, LaunchTimeout time.Duration
+	Log                        io.Writer
+}
+
+// Check is everything the registry's CI checks of the entry in Out except
+// fetching URLs: the entry (CheckEntry), each archive Out holds
+// (CheckArchive), and, for this machine's platform, the auth check and
+// the launch check against the extracted binary. It also checks that the
+// binary's agentInfo names the entry's id and reports its version (a
+// release build) or a -dev build of it.
+func Check(ctx context.Context, o CheckOptions) []error {
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", args...)
+		}
+	}
+	entry := EntryDir(o.Out, o.ID)
+	errs := CheckEntry(entry, o.Schema)
+	logf("entry %s: schema, id, version, downloads, icon: %d problem(s)", entry, len(errs))
+	data, err := os.ReadFile(filepath.Join(entry, "agent.json"))
+	if err != nil {
+		return append(errs, err)
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return append(errs, err)
+	}
+	host, hasHost := HostTarget()
+	checkedHost := false
+	sandbox, err := os.MkdirTemp("", "rebound-registry-check-")
+	if err != nil {
+		return append(errs, err)
+	}
+	defer os.RemoveAll(sandbox)
+	for _, t := range Targets {
+		b, ok := m.Distribution.Binary[t.Platform]
+		if !ok {
+			continue
+		}
+		archive := filepath.Join(o.Out, path.Base(b.Archive))
+		if _, err := os.Stat(archive); err != nil {
+			logf("%s: %s not built here; skipped", t.Platform, filepath.Base(archive))
+			continue
+		}
+		l, err := CheckArchive(archive, b, filepath.Join(sandbox, t.Platform))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := checkBinary(l.Path, t, ""); err != nil {
+			errs = append(errs, err)
+		}
+		logf("%s: %s extracts with %s in place", t.Platform, filepath.Base(archive), b.Cmd)
+		if !hasHost || t != host {
+			continue
+		}
+		checkedHost = true
+		errs = append(errs, runChecks(ctx, l, m, filepath.Join(sandbox, t.Platform), o, logf)...)
+	}
+	if !checkedHost {
+		errs = append(errs, fmt.Errorf("no archive for this machine (%s/%s) in %s, so the auth and launch checks did not run", runtime.GOOS, runtime.GOARCH, o.Out))
+	}
+	return errs
+}
+
+func runChecks(ctx context.Context, l Launch, m Manifest, sandbox string, o CheckOptions, logf func(string, ...any)) []error {
+	var errs []error
+	authTimeout, launchTimeout := o.AuthTimeout, o.LaunchTimeout
+	if authTimeout == 0 {
+		authTimeout = AuthTimeout
+	}
+	if launchTimeout == 0 {
+		launchTimeout = LaunchTimeout
+	}
+	res, err := AuthCheck(ctx, l, sandbox, authTimeout)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("auth check: %w", err))
+	} else {
+		logf("auth check: initialize lists %v", res.Methods)
+		if res.AgentName != m.ID {
+			errs = append(errs, fmt.Errorf("auth check: agentInfo.name is %q, not the entry's id %q", res.AgentName, m.ID))
+		}
+		if res.Version != m.Version && !strings.HasPrefix(res.Version, m.Version+"-dev") {
+			errs = append(errs, fmt.Errorf("auth check: agentInfo.version is %q, neither the entry's %s nor a -dev build of it", res.Version, m.Version))
+		}
+	}
+	if err := LaunchCheck(ctx, l, launchTimeout); err != nil {
+		errs = append(errs, fmt.Errorf("launch check: %w", err))
+	} else {
+		logf("launch check: with stdin closed it kept running or exited 0 within %v", launchTimeout)
+	}
+	return errs
+}
