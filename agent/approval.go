@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode"
@@ -165,13 +164,4 @@ func canonicalObject(arguments string) (json.RawMessage, error) {
 		return nil, errors.New("the arguments must be one JSON object, with nothing after it")
 	}
 	return tools.Canonical(obj), nil
-}
-
-// realDir is dir with its symlinks resolved, as the kernel will see it when
-// the command starts; dir itself if it cannot be resolved.
-func realDir(dir string) string {
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		return r
-	}
-	return dir
 }

@@ -27,7 +27,7 @@ func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time
 	if res.ExitCode == nil || *res.ExitCode != 0 {
 		out.status = session.ToolFailed
 	}
-	out.content = []acp.ToolCallContent{acp.ContentText(fence(out.output))}
+	out.content = []acp.ToolCallContent{acp.ContentText(codeBlock("", out.output))}
 	if res.Cancelled {
 		out.status = session.ToolAborted
 		t.cancelled = true
@@ -134,7 +134,7 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		fmt.Fprintf(&b, "\n[the output could not be read: %v]", oerr)
 	}
 	out.output = b.String()
-	out.content = []acp.ToolCallContent{acp.ContentText(fence(out.output))}
+	out.content = []acp.ToolCallContent{acp.ContentText(codeBlock("", out.output))}
 	if out.status != session.ToolCompleted {
 		// The user sees the terminal; say how it ended beside it, while the
 		// terminal is still there to be shown (it is released next).
@@ -147,14 +147,4 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		return out, errCancelledDuringTool
 	}
 	return out, nil
-}
-
-// fence shows command output as a code block, long enough that backticks in
-// the output cannot close it.
-func fence(s string) string {
-	f := "```"
-	for strings.Contains(s, f) {
-		f += "`"
-	}
-	return f + "\n" + strings.TrimRight(s, "\n") + "\n" + f
 }

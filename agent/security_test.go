@@ -140,7 +140,7 @@ func TestAgent_PermissionShowsTheWholeCommand(t *testing.T) {
 			t.Errorf("the request does not warn of the invisible character: %q", shownText(req))
 		}
 		var in tools.RunCommandArgs
-		if err := json.Unmarshal(req.ToolCall.RawInput, &in); err != nil || in.Command != command || in.Cwd != realDir(a.sessions[id].cwd) {
+		if err := json.Unmarshal(req.ToolCall.RawInput, &in); err != nil || in.Command != command || in.Cwd != evalSymlinks(t, a.sessions[id].cwd) {
 			t.Errorf("rawInput %s (%v), want the command and directory that run", req.ToolCall.RawInput, err)
 		}
 	}
@@ -487,4 +487,13 @@ func TestAgent_EditorIsNotAskedToReadAFIFO(t *testing.T) {
 	if got := last[len(last)-1].Content; reads != 0 || !strings.Contains(got, "not a regular file") {
 		t.Errorf("%d reads asked of the editor; the model reads %q", reads, got)
 	}
+}
+
+func evalSymlinks(t *testing.T, path string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
 }

@@ -467,12 +467,11 @@ func (t *turn) inProgress(ctx context.Context, id string, content []acp.ToolCall
 // runCommand asks permission, then runs the command in the editor's terminal
 // when it offers one (the user watches it live), else locally.
 func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, info tools.Info, a *tools.RunCommandArgs) (toolOutcome, error) {
-	dir, err := t.ws.Resolve(cmp.Or(a.Cwd, "."))
+	// It runs where the links lead now, and what is asked names that.
+	dir, err := t.ws.Target(cmp.Or(a.Cwd, "."))
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	// It runs where the links lead now, and what is asked names that.
-	dir = realDir(dir)
 	timeout := t.agent.cfg.Tools.CommandTimeout
 	if a.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, t.agent.cfg.Tools.MaxCommandTimeout)
@@ -484,7 +483,7 @@ func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, inf
 	}
 	// The directory may have been swapped for a link while the user
 	// decided: it runs only where it was approved to.
-	if now, err := t.ws.Resolve(dir); err != nil || realDir(now) != dir {
+	if now, err := t.ws.Target(dir); err != nil || now != dir {
 		return failed("The command was not run: its directory %s changed while permission was asked. Look at what changed before trying again.", dir), nil
 	}
 	if t.c.Capabilities().Terminal {
