@@ -74,7 +74,7 @@ func baseInstructions(mode string, withMCP bool) string {
 
 // systemMessages is the system prompt of every request in the session: the
 // instructions, the environment, and the project's AGENTS.md when it has one.
-func (a *Agent) systemMessages(s *sessionState, mode string, withMCP bool, now time.Time) []llm.Message {
+func (a *Agent) systemMessages(s *sessionState, ws *tools.Workspace, mode string, withMCP bool, now time.Time) []llm.Message {
 	var b strings.Builder
 	if !a.cfg.ReplaceInstructions || a.cfg.Instructions == "" {
 		b.WriteString(baseInstructions(mode, withMCP))
@@ -90,7 +90,7 @@ func (a *Agent) systemMessages(s *sessionState, mode string, withMCP bool, now t
 	if note := s.mcp.note(); note != "" {
 		b.WriteString("\n" + note + "\n")
 	}
-	if text, err := readAgentsFile(tools.NewWorkspace(s.cwd, s.additionalDirs...)); err != nil {
+	if text, err := readAgentsFile(ws); err != nil {
 		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("AGENTS.md not used")
 	} else if text != "" {
 		fmt.Fprintf(&b, "\nThe project's instructions, from AGENTS.md:\n<agents_md>\n%s\n</agents_md>\n", strings.TrimSpace(text))

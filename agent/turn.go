@@ -84,7 +84,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	// what failed belong in the first request.
 	t.mcp = t.waitMCP(ctx)
 	t.mode = s.currentMode()
-	history[0] = a.systemMessages(s, t.mode, t.mcp != nil, t.start)[0]
+	history[0] = a.systemMessages(s, t.ws, t.mode, t.mcp != nil, t.start)[0]
 	t.history = history
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.maxTokens = a.cfg.MaxTokens
@@ -306,7 +306,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		}
 		o := t.s.current()
 		if o.mode != t.mode { // the system prompt says what the mode allows
-			t.history[0] = t.agent.systemMessages(t.s, o.mode, t.mcp != nil, t.start)[0]
+			t.history[0] = t.agent.systemMessages(t.s, t.ws, o.mode, t.mcp != nil, t.start)[0]
 		}
 		t.mode = o.mode
 		if !t.fellBack {
