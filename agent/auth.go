@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Rebound's sign-in methods, advertised in initialize's authMethods. The

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // stubProvider is a provider told apart by name.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // How the provider's model list is asked for and kept. The list fills the

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // maxAgentsFileBytes bounds how much of a project's AGENTS.md goes into every

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Session modes: what the model is offered and which of its calls ask

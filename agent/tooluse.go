@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
 

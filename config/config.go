@@ -23,7 +23,7 @@ import (
 	"unicode"
 
 	"github.com/rebound-agent/rebound/agent"
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Dialect is one entry of what real providers mean by the errors they send:

@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/internal/golden"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
 

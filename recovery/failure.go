@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Code is the stable failure taxonomy shown to editors, logs and users.

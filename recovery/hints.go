@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Where a provider's wait came from, as recorded in retryAfterSource.

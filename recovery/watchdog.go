@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Errors of Rebound's own limits on an attempt: the watchdogs and the

@@ -32,8 +32,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/rebound-agent/rebound/agent/llm"
 	"github.com/rebound-agent/rebound/internal/proc"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Transports of a Spec.

@@ -25,7 +25,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Tool names. They are stable: users mention them in their instructions.

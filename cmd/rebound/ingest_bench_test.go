@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/llm/mockprovider"
 )
 
 // The ingest benchmarks drive the built binary, as an editor would, against

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
+	"github.com/rebound-agent/rebound/llm/mockprovider"
 )
 
 // mcpServerJSON is an mcpServers entry that runs this test binary as the

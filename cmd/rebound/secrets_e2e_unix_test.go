@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/llm/mockprovider"
 )
 
 // TestE2E_ToolsDoNotSeeTheAPIKey: a command the model runs (env) and a

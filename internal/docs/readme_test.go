@@ -21,8 +21,8 @@ import (
 
 const (
 	readme      = "../../README.md"
-	trialAllSh  = "../../tools/editor-trial/all.sh"
-	trialCheck  = "../../tools/editor-trial/check.py"
+	trialAllSh  = "../../scripts/editor-trial/all.sh"
+	trialCheck  = "../../scripts/editor-trial/check.py"
 	readmeLabel = "README.md"
 )
 
@@ -307,7 +307,7 @@ func staleCaseCounts(name string, src []byte, want int) (problems []string, chec
 		for _, m := range statedCases.FindAllStringSubmatchIndex(b.text, -1) {
 			checked++
 			if n, _ := strconv.Atoi(b.text[m[2]:m[3]]); n != want {
-				problems = append(problems, fmt.Sprintf("%s:%d: says %q, but tools/editor-trial/all.sh runs %d cases",
+				problems = append(problems, fmt.Sprintf("%s:%d: says %q, but scripts/editor-trial/all.sh runs %d cases",
 					name, lineAt(src, b.start+m[0]), b.text[m[0]:m[1]], want))
 			}
 		}
@@ -330,14 +330,14 @@ func TestREADME_AnchorLinksHaveTheirHeading(t *testing.T) {
 func TestREADME_EditorTrialCaseCountIsCurrent(t *testing.T) {
 	cases, err := trialCases(readFile(t, trialAllSh), readFile(t, trialCheck))
 	if err != nil {
-		t.Fatalf("tools/editor-trial: %v", err)
+		t.Fatalf("scripts/editor-trial: %v", err)
 	}
 	problems, checked := staleCaseCounts(readmeLabel, readFile(t, readme), len(cases))
 	for _, p := range problems {
 		t.Error(p)
 	}
 	if checked == 0 {
-		t.Errorf("README.md states no \"N cases\" near tools/editor-trial any more; if that is on purpose, drop this test")
+		t.Errorf("README.md states no \"N cases\" near scripts/editor-trial any more; if that is on purpose, drop this test")
 	}
 }
 
@@ -414,9 +414,9 @@ func TestTrialCases_ReadsAllShAndCheckPy(t *testing.T) {
 }
 
 func TestStaleCaseCounts_OnlyNearTheTrial(t *testing.T) {
-	src := []byte("| `tools/editor-trial` | 19 cases run |\n| `other` | 7 cases |\n\n`tools/editor-trial/all.sh` runs\nthem. All 35\ncases pass.\n\n```\neditor-trial: 3 cases\n```\n\nThe golden tests have 12 cases.\n")
+	src := []byte("| `scripts/editor-trial` | 19 cases run |\n| `other` | 7 cases |\n\n`scripts/editor-trial/all.sh` runs\nthem. All 35\ncases pass.\n\n```\neditor-trial: 3 cases\n```\n\nThe golden tests have 12 cases.\n")
 	got, checked := staleCaseCounts("x.md", src, 35)
-	want := []string{`x.md:1: says "19 cases", but tools/editor-trial/all.sh runs 35 cases`}
+	want := []string{`x.md:1: says "19 cases", but scripts/editor-trial/all.sh runs 35 cases`}
 	if !slices.Equal(got, want) || checked != 2 {
 		t.Errorf("staleCaseCounts = %q, %d checked; want %q, 2", got, checked, want)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/rebound-agent/rebound/agent"
-	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
 )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: tools/editor-trial/all.sh
+# usage: scripts/editor-trial/all.sh
 #
 # The editor trial: builds rebound from this checkout, installs the ACP client's
 # npm dependencies if needed (npm ci), then runs every case (see README.md)
@@ -25,7 +25,7 @@ mkdir -p "$TRIAL_RUN"
 echo "building $ROOT/cmd/rebound -> $TRIAL_RUN/rebound"
 (cd "$ROOT" && go build -o "$TRIAL_RUN/rebound" ./cmd/rebound) || die "go build failed"
 echo "building $D/mcpmock -> $TRIAL_RUN/mcpmock (the mock MCP server)"
-(cd "$ROOT" && go build -o "$TRIAL_RUN/mcpmock" ./tools/editor-trial/mcpmock) || die "go build of mcpmock failed"
+(cd "$ROOT" && go build -o "$TRIAL_RUN/mcpmock" ./scripts/editor-trial/mcpmock) || die "go build of mcpmock failed"
 if [ ! -d "$D/node_modules/@agentclientprotocol/sdk" ]; then
   echo "npm ci in $D"
   (cd "$D" && npm ci --no-audit --no-fund) || die "npm ci failed"

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Minimal ACP (Agent Client Protocol) test client.
 //
-// Rebound's editor trial (tools/editor-trial, see README.md). Derived from the
+// Rebound's editor trial (scripts/editor-trial, see README.md). Derived from the
 // team's shared acp-client; extended with --terminal, repeated --prompt,
 // --load-session, --permission allow_always|reject_always, logging of tool
 // calls and terminals, and the session methods beyond new/load/prompt:

@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/rebound-agent/rebound/agent/llm"
-	"github.com/rebound-agent/rebound/agent/llm/mockprovider"
+	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/llm/mockprovider"
 )
 
 const testKey = "sk-test-SECRET-0123456789"

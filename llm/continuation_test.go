@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 func TestPrefixDialect_FromBaseURLAndSetting(t *testing.T) {
@@ -161,7 +161,7 @@ func TestOpenAI_PrefixOnANonAssistantMessageFails(t *testing.T) {
 // carries the prefix form, and the reply is only what follows the prefix,
 // whether or not the provider repeats it, joined or delta by delta.
 func TestOpenAI_PrefixCorpus(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("..", "..", "testdata", "providers", "prefix", "*.txtar"))
+	paths, err := filepath.Glob(filepath.Join("..", "testdata", "providers", "prefix", "*.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestOpenAI_PrefixEchoOnlyWhole(t *testing.T) {
 
 // docs/providers.md says which providers are continued in place.
 func TestPrefixDialects_Documented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "providers.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "providers.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // Created is the fixed "created" timestamp of every chunk, so transcripts

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // flood is a response body that sends head once, then body over and over,

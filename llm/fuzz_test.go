@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // countingBody is a response body that counts what was read from it.

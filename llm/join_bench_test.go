@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent/llm"
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // BenchmarkStream_Join reads a reply of 1,024 one-byte deltas through the
