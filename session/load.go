@@ -126,13 +126,22 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 		if perr != nil {
 			return 0, &InvariantError{Path: name, Line: lineNo, Seq: perr.seq, Msg: perr.msg}
 		}
-		if err := c.check(ev); err != nil {
+		// A chunk is decoded once, for the checker and the join: a long
+		// reply is mostly chunk lines.
+		var chunk *AssistantChunk
+		if ev.Type == TypeAssistantChunk {
+			chunk, _ = decodeObject[AssistantChunk](ev).(*AssistantChunk)
+			c.typed = chunk
+		}
+		err = c.check(ev)
+		c.typed = nil
+		if err != nil {
 			return 0, err
 		}
-		if !join || !run.join(ld.Events, ev) {
+		if !join || !run.join(ld.Events, ev, chunk) {
 			run.end(ld.Events)
 			ld.Events = append(ld.Events, ev)
-			run.start(ld.Events)
+			run.start(ld.Events, chunk)
 		}
 		ld.ValidSize += int64(len(line))
 		lines++
@@ -207,23 +216,25 @@ type chunkRun struct {
 	joined, ok      bool
 }
 
-// start opens a run at the last event if it is a chunk.
-func (r *chunkRun) start(events []Event) {
-	ev := events[len(events)-1]
+// start opens a run at the last event if it is a chunk; chunk is its
+// decoded data (nil for any other event).
+func (r *chunkRun) start(events []Event, chunk *AssistantChunk) {
 	r.ok, r.d = false, AssistantChunk{}
-	if ev.Type != TypeAssistantChunk || json.Unmarshal(ev.Data, &r.d) != nil {
+	if chunk == nil {
 		return
 	}
+	r.d = *chunk
 	r.at, r.ok, r.joined = len(events)-1, true, false
 }
 
-// join adds ev to the open run if it belongs to it.
-func (r *chunkRun) join(events []Event, ev Event) bool {
-	if !r.ok || ev.Type != TypeAssistantChunk {
+// join adds ev, a chunk whose data is chunk, to the open run if it belongs
+// to it.
+func (r *chunkRun) join(events []Event, ev Event, chunk *AssistantChunk) bool {
+	if !r.ok || chunk == nil {
 		return false
 	}
-	var d AssistantChunk
-	if json.Unmarshal(ev.Data, &d) != nil || d.Turn != r.d.Turn || d.Step != r.d.Step || d.Shown != r.d.Shown ||
+	d := *chunk
+	if d.Turn != r.d.Turn || d.Step != r.d.Step || d.Shown != r.d.Shown ||
 		d.MessageID != r.d.MessageID || (d.Text != "") != (r.d.Text != "") || (d.Reasoning != "") != (r.d.Reasoning != "") {
 		return false
 	}
