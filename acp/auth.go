@@ -145,7 +145,7 @@ func (s *Server) authenticate(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	}
 	var p AuthenticateRequest
 	err := decodeParams(req, &p, true)
-	methods := s.authMethods(client{s: s, c: c}.Capabilities())
+	methods := s.authMethods(editorConn{s: s, c: c}.Capabilities())
 	switch {
 	case err != nil: // the params themselves are bad
 	case p.MethodID == "":

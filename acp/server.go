@@ -76,7 +76,7 @@ type Server struct {
 	// (write through the editor, run in its terminal) depends on the
 	// capabilities it declares, so nothing else is served before it.
 	initialized bool
-	turns       map[string]*turn // running turn per session id
+	turns       map[string]*runningPrompt // running turn per session id
 	// closing counts the session/close and session/delete requests being
 	// served per session id: prompts for it are refused meanwhile.
 	closing  map[string]int
@@ -94,9 +94,11 @@ type Server struct {
 	nextCallID atomic.Uint64 // the last id of a request sent to the client
 }
 
-// turn is one running session/prompt; the pointer is the registry token,
-// so a finished turn only removes its own entry, never a newer one.
-type turn struct {
+// runningPrompt is one running session/prompt, an entry of Server.turns;
+// the pointer is the registry token, so a finished prompt only removes its
+// own entry, never a newer one. Not "turn": that is the agent's loop (package
+// agent), which this only starts and cancels.
+type runningPrompt struct {
 	cancel context.CancelCauseFunc
 	// ending is set, under Server.mu, by session/cancel or when the agent
 	// has returned: a new prompt for the session then waits for done
@@ -116,7 +118,7 @@ func NewServer(agent Agent, cfg Config) *Server {
 		agent:   agent,
 		cfg:     cfg,
 		log:     cfg.Logger.With().Str("component", "acp").Logger(),
-		turns:   map[string]*turn{},
+		turns:   map[string]*runningPrompt{},
 		closing: map[string]int{},
 		stopped: make(chan struct{}),
 	}
@@ -388,7 +390,7 @@ func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	}
 	// One goroutine sends the replayed updates and then the reply, so the
 	// reply comes after all of them.
-	goAgentThen(s, c, req, func() (LoadSessionResponse, error) { return s.agent.LoadSession(s.base, p, client{s: s, c: c}) },
+	goAgentThen(s, c, req, func() (LoadSessionResponse, error) { return s.agent.LoadSession(s.base, p, editorConn{s: s, c: c}) },
 		func(LoadSessionResponse) { s.answered(c, p.SessionID) })
 }
 
@@ -541,7 +543,7 @@ func (s *Server) setMode(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		return
 	}
 	goAgent(s, c, req, func() (SetSessionModeResponse, error) {
-		return setter.SetSessionMode(s.base, p, client{s: s, c: c})
+		return setter.SetSessionMode(s.base, p, editorConn{s: s, c: c})
 	})
 }
 
@@ -568,7 +570,7 @@ func (s *Server) setConfigOption(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		return
 	}
 	goAgent(s, c, req, func() (SetSessionConfigOptionResponse, error) {
-		return setter.SetSessionConfigOption(s.base, p, client{s: s, c: c})
+		return setter.SetSessionConfigOption(s.base, p, editorConn{s: s, c: c})
 	})
 }
 
@@ -598,7 +600,7 @@ func goAgentThen[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call
 // answered tells the agent, if it asks, that a session was answered.
 func (s *Server) answered(c *jsonrpc2.Conn, sessionID string) {
 	if a, ok := s.agent.(SessionAnswerer); ok {
-		a.SessionAnswered(s.base, sessionID, client{s: s, c: c})
+		a.SessionAnswered(s.base, sessionID, editorConn{s: s, c: c})
 	}
 }
 
@@ -652,7 +654,7 @@ func (s *Server) prompt(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		}
 		res, err := func() (_ PromptResponse, err error) {
 			defer s.recoverAgent(MethodSessionPrompt, &err)
-			return s.agent.Prompt(ctx, p, client{s: s, c: c})
+			return s.agent.Prompt(ctx, p, editorConn{s: s, c: c})
 		}()
 		// From here a new prompt is not refused: the client may send it as
 		// soon as it reads the reply, before endTurn has run.
@@ -676,7 +678,7 @@ func (s *Server) prompt(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 
 // startTurn registers a turn before its goroutine starts, so a session/cancel
 // read right after the prompt finds it.
-func (s *Server) startTurn(sessionID string) (context.Context, *turn, *turn, error) {
+func (s *Server) startTurn(sessionID string) (context.Context, *runningPrompt, *runningPrompt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
@@ -690,13 +692,13 @@ func (s *Server) startTurn(sessionID string) (context.Context, *turn, *turn, err
 		return nil, nil, nil, NewSessionBusy(sessionID)
 	}
 	ctx, cancel := context.WithCancelCause(s.base)
-	t := &turn{cancel: cancel, done: make(chan struct{})}
+	t := &runningPrompt{cancel: cancel, done: make(chan struct{})}
 	s.turns[sessionID] = t
 	s.work.Add(1)
 	return ctx, t, prev, nil
 }
 
-func (s *Server) endTurn(sessionID string, t *turn) {
+func (s *Server) endTurn(sessionID string, t *runningPrompt) {
 	s.mu.Lock()
 	if s.turns[sessionID] == t {
 		delete(s.turns, sessionID)
@@ -821,20 +823,22 @@ func quote(s string) string {
 
 const maxQuoted = 64
 
-// client is the Agent's view of the editor. Its calls to the client are in
-// client.go.
-type client struct {
+// editorConn is the Agent's view of the editor: the server's side of the
+// connection, implementing Client. Not "client": elsewhere (internal/demo)
+// that names a client of the agent, the opposite role. Its calls to the
+// editor are in client.go.
+type editorConn struct {
 	s *Server
 	c *jsonrpc2.Conn
 }
 
-var _ Client = client{}
+var _ Client = editorConn{}
 
 // Update sends a session/update notification. It is written before Update
 // returns, so updates and the turn's reply keep the order they were made in.
 // It does not refuse a cancelled ctx: the spec lets a cancelled turn send its
 // last updates before it answers.
-func (cl client) Update(ctx context.Context, sessionID string, u SessionUpdate) error {
+func (cl editorConn) Update(ctx context.Context, sessionID string, u SessionUpdate) error {
 	line, err := updateLine(sessionID, u)
 	if err != nil {
 		return err
@@ -864,7 +868,7 @@ func updateLine(sessionID string, u SessionUpdate) ([]byte, error) {
 
 // Capabilities returns what the client advertised in initialize (zero
 // before it).
-func (cl client) Capabilities() ClientCapabilities {
+func (cl editorConn) Capabilities() ClientCapabilities {
 	cl.s.mu.Lock()
 	defer cl.s.mu.Unlock()
 	return cl.s.caps
