@@ -143,147 +143,143 @@ func (s *Server) sessionCapabilities() *SessionCapabilities {
 // NewSession in a goroutine of its own: it creates the session's log and
 // reads it back, which a slow disk makes slow.
 func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var p NewSessionRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
-	}
-	if err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	if p.McpServers == nil { // required by the schema, but nothing is lost by a default
-		p.McpServers = []McpServer{}
-	}
-	goAgentThen(s, c, req, func() (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) },
-		func(r NewSessionResponse) { s.answered(c, r.SessionID) })
+	handle(s, c, req, true, func(p *NewSessionRequest) error {
+		return checkWorkspaceDefault(p.Cwd, p.AdditionalDirectories, &p.McpServers)
+	}, func(p NewSessionRequest) (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) },
+		func(_ NewSessionRequest, r NewSessionResponse) { s.answered(c, r.SessionID) })
 }
 
 func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var p LoadSessionRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkSessionID(p.SessionID)
-	}
-	if err == nil {
-		err = checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
-	}
-	if err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	if p.McpServers == nil {
-		p.McpServers = []McpServer{}
-	}
 	// One goroutine sends the replayed updates and then the reply, so the
 	// reply comes after all of them.
-	goAgentThen(s, c, req, func() (LoadSessionResponse, error) { return s.agent.LoadSession(s.base, p, editorConn{s: s, c: c}) },
-		func(LoadSessionResponse) { s.answered(c, p.SessionID) })
+	handle(s, c, req, true, func(p *LoadSessionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		return checkWorkspaceDefault(p.Cwd, p.AdditionalDirectories, &p.McpServers)
+	}, func(p LoadSessionRequest) (LoadSessionResponse, error) {
+		return s.agent.LoadSession(s.base, p, editorConn{s: s, c: c})
+	}, func(p LoadSessionRequest, _ LoadSessionResponse) { s.answered(c, p.SessionID) })
 }
 
 // listSessions serves session/list in a goroutine of its own: the agent
 // reads the state directory.
 func (s *Server) listSessions(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	lister, ok := s.agent.(SessionLister)
+	lister, ok := implemented[SessionLister](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p ListSessionsRequest
-	err := decodeParams(req, &p, false)
-	if err == nil && p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
-		err = NewInvalidParams("cwd must be an absolute path, got %s", quote(p.Cwd))
-	}
-	if err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	goAgent(s, c, req, func() (ListSessionsResponse, error) { return lister.ListSessions(s.base, p) })
+	handle(s, c, req, false, func(p *ListSessionsRequest) error {
+		if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
+			return NewInvalidParams("cwd must be an absolute path, got %s", quote(p.Cwd))
+		}
+		return nil
+	}, func(p ListSessionsRequest) (ListSessionsResponse, error) { return lister.ListSessions(s.base, p) }, nil)
 }
 
 // resumeSession serves session/resume like session/load, without a replay.
 func (s *Server) resumeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	resumer, ok := s.agent.(SessionResumer)
+	resumer, ok := implemented[SessionResumer](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p ResumeSessionRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkSessionID(p.SessionID)
-	}
-	if err == nil {
-		err = checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
-	}
-	if err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	goAgentThen(s, c, req, func() (ResumeSessionResponse, error) { return resumer.ResumeSession(s.base, p) },
-		func(ResumeSessionResponse) { s.answered(c, p.SessionID) })
+	handle(s, c, req, true, func(p *ResumeSessionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		return checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
+	}, func(p ResumeSessionRequest) (ResumeSessionResponse, error) { return resumer.ResumeSession(s.base, p) },
+		func(p ResumeSessionRequest, _ ResumeSessionResponse) { s.answered(c, p.SessionID) })
 }
 
 // setMode serves session/set_mode in a goroutine of its own, even while a
 // turn of the session runs: the agent applies it from the turn's next
 // model request.
 func (s *Server) setMode(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	setter, ok := s.agent.(SessionModeSetter)
+	setter, ok := implemented[SessionModeSetter](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p SetSessionModeRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkSessionID(p.SessionID)
-	}
-	if err == nil && p.ModeID == "" {
-		err = NewInvalidParams("modeId is required")
-	}
-	if err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	goAgent(s, c, req, func() (SetSessionModeResponse, error) {
+	handle(s, c, req, true, func(p *SetSessionModeRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		if p.ModeID == "" {
+			return NewInvalidParams("modeId is required")
+		}
+		return nil
+	}, func(p SetSessionModeRequest) (SetSessionModeResponse, error) {
 		return setter.SetSessionMode(s.base, p, editorConn{s: s, c: c})
-	})
+	}, nil)
 }
 
 // setConfigOption serves session/set_config_option like setMode.
 func (s *Server) setConfigOption(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	setter, ok := s.agent.(SessionConfigSetter)
+	setter, ok := implemented[SessionConfigSetter](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p SetSessionConfigOptionRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkSessionID(p.SessionID)
-	}
-	if err == nil && p.ConfigID == "" {
-		err = NewInvalidParams("configId is required")
-	}
-	if err == nil && len(p.Value) == 0 {
-		err = NewInvalidParams("value is required")
-	}
+	handle(s, c, req, true, func(p *SetSessionConfigOptionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		switch {
+		case p.ConfigID == "":
+			return NewInvalidParams("configId is required")
+		case len(p.Value) == 0:
+			return NewInvalidParams("value is required")
+		}
+		return nil
+	}, func(p SetSessionConfigOptionRequest) (SetSessionConfigOptionResponse, error) {
+		return setter.SetSessionConfigOption(s.base, p, editorConn{s: s, c: c})
+	}, nil)
+}
+
+// handle serves a method of the shape most share: decode the params (missing
+// or null ones refused when required), check them (check may also fill in
+// defaults) on the read goroutine, answering a refusal at once, then call the
+// agent in a goroutine of its own (goAgentThen), and once a result was
+// answered run then, if not nil. Methods that also consult the running
+// prompts (prompt, close, delete) or run inline (initialize, cancel) have
+// shapes of their own.
+func handle[P, R any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, required bool,
+	check func(*P) error, call func(P) (R, error), then func(P, R)) {
+	p, err := decodeChecked(req, required, check)
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
 		return
 	}
-	goAgent(s, c, req, func() (SetSessionConfigOptionResponse, error) {
-		return setter.SetSessionConfigOption(s.base, p, editorConn{s: s, c: c})
-	})
+	var after func(R)
+	if then != nil {
+		after = func(r R) { then(p, r) }
+	}
+	goAgentThen(s, c, req, func() (R, error) { return call(p) }, after)
 }
 
-// goAgent runs call, a request to the agent, in a goroutine of its own
-// (work that shutdown waits for) and replies with its result.
-func goAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error)) {
-	goAgentThen(s, c, req, call, nil)
+// decodeChecked decodes req's params into a P and, if they decode, checks
+// them with check (if not nil).
+func decodeChecked[P any](req *jsonrpc2.Request, required bool, check func(*P) error) (P, error) {
+	var p P
+	err := decodeParams(req, &p, required)
+	if err == nil && check != nil {
+		err = check(&p)
+	}
+	return p, err
 }
 
-// goAgentThen is goAgent, then, once a result was answered, then(result).
+// implemented returns the agent as A, the optional interface a method
+// needs, or answers the request with method-not-found and false.
+func implemented[A any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request) (A, bool) {
+	a, ok := s.agent.(A)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+	}
+	return a, ok
+}
+
+// goAgentThen runs call, a request to the agent, in a goroutine of its own
+// (work that shutdown waits for), replies with its result and, once a
+// result was answered, calls then(result) if then is not nil.
 func goAgentThen[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
 	if !s.startWork() {
 		s.reply(s.base, c, req, nil, errShuttingDown)

@@ -110,6 +110,19 @@ func checkWorkspace(cwd string, additional []string, servers []McpServer) error 
 	return checkMcpServers(servers)
 }
 
+// checkWorkspaceDefault is checkWorkspace for session/new and load, which
+// then give a missing mcpServers, required by the schema, its empty default:
+// nothing is lost by one.
+func checkWorkspaceDefault(cwd string, additional []string, servers *[]McpServer) error {
+	if err := checkWorkspace(cwd, additional, *servers); err != nil {
+		return err
+	}
+	if *servers == nil {
+		*servers = []McpServer{}
+	}
+	return nil
+}
+
 func checkCwd(cwd string, additional []string) error {
 	switch {
 	case cwd == "":

@@ -25,16 +25,11 @@ type runningPrompt struct {
 // answered; then the agent frees the session. Prompts for the session are
 // refused from the moment the request is read until it is answered.
 func (s *Server) closeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	closer, ok := s.agent.(SessionCloser)
+	closer, ok := implemented[SessionCloser](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p CloseSessionRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkSessionID(p.SessionID)
-	}
+	p, err := decodeChecked(req, true, func(p *CloseSessionRequest) error { return checkSessionID(p.SessionID) })
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
 		return
@@ -69,16 +64,11 @@ func (s *Server) closeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 // deleteSession serves session/delete, which is refused while a turn of
 // the session runs: the turn would write to a log being removed.
 func (s *Server) deleteSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	deleter, ok := s.agent.(SessionDeleter)
+	deleter, ok := implemented[SessionDeleter](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p DeleteSessionRequest
-	err := decodeParams(req, &p, true)
-	if err == nil {
-		err = checkSessionID(p.SessionID)
-	}
+	p, err := decodeChecked(req, true, func(p *DeleteSessionRequest) error { return checkSessionID(p.SessionID) })
 	if err != nil {
 		s.reply(s.base, c, req, nil, err)
 		return
