@@ -99,8 +99,6 @@ func checkSessionID(id string) error {
 	return nil
 }
 
-// checkCwd checks the session's directories: tools resolve paths against
-// them, so they must be absolute.
 // checkWorkspace checks what session/new, load and resume share: where
 // the session works and the MCP servers it uses.
 func checkWorkspace(cwd string, additional []string, servers []McpServer) error {
@@ -123,6 +121,8 @@ func checkWorkspaceDefault(cwd string, additional []string, servers *[]McpServer
 	return nil
 }
 
+// checkCwd checks the session's directories: tools resolve paths against
+// them, so they must be absolute.
 func checkCwd(cwd string, additional []string) error {
 	switch {
 	case cwd == "":
