@@ -106,17 +106,11 @@ func (s *Server) authCapabilities() *AgentAuthCapabilities {
 // disk). Without one, the method is not found, as for any method not
 // advertised.
 func (s *Server) logout(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	auth, ok := s.agent.(LogoutAuthenticator)
+	auth, ok := implemented[LogoutAuthenticator](s, c, req)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 		return
 	}
-	var p LogoutRequest
-	if err := decodeParams(req, &p, false); err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	goAgent(s, c, req, func() (LogoutResponse, error) { return auth.Logout(s.base, p) })
+	handle(s, c, req, false, nil, func(p LogoutRequest) (LogoutResponse, error) { return auth.Logout(s.base, p) }, nil)
 }
 
 // authMethods are the methods to advertise to a client with caps; never nil,
@@ -143,21 +137,16 @@ func (s *Server) authenticate(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		s.reply(s.base, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
 		return
 	}
-	var p AuthenticateRequest
-	err := decodeParams(req, &p, true)
-	methods := s.authMethods(client{s: s, c: c}.Capabilities())
-	switch {
-	case err != nil: // the params themselves are bad
-	case p.MethodID == "":
-		err = NewInvalidParams("methodId is required; the methods are %s", methodList(methods))
-	case !slices.ContainsFunc(methods, func(m AuthMethod) bool { return m.ID == p.MethodID }):
-		err = NewInvalidParams("unknown methodId %s; the methods are %s", quote(p.MethodID), methodList(methods))
-	}
-	if err != nil {
-		s.reply(s.base, c, req, nil, err)
-		return
-	}
-	goAgent(s, c, req, func() (AuthenticateResponse, error) { return auth.Authenticate(s.base, p) })
+	handle(s, c, req, true, func(p *AuthenticateRequest) error {
+		methods := s.authMethods(editorConn{s: s, c: c}.Capabilities())
+		switch {
+		case p.MethodID == "":
+			return NewInvalidParams("methodId is required; the methods are %s", methodList(methods))
+		case !slices.ContainsFunc(methods, func(m AuthMethod) bool { return m.ID == p.MethodID }):
+			return NewInvalidParams("unknown methodId %s; the methods are %s", quote(p.MethodID), methodList(methods))
+		}
+		return nil
+	}, func(p AuthenticateRequest) (AuthenticateResponse, error) { return auth.Authenticate(s.base, p) }, nil)
 }
 
 // methodList names methods for an error message: "api-key" (API key), ...

@@ -203,7 +203,7 @@ func abandoned(ctx context.Context, method string) error {
 }
 
 // RequestPermission asks the user to allow a tool call.
-func (cl client) RequestPermission(ctx context.Context, req RequestPermissionRequest) (RequestPermissionResponse, error) {
+func (cl editorConn) RequestPermission(ctx context.Context, req RequestPermissionRequest) (RequestPermissionResponse, error) {
 	const m = MethodSessionRequestPermission
 	if err := checkPermissionRequest(req); err != nil {
 		return RequestPermissionResponse{}, badRequest(m, err)
@@ -237,7 +237,7 @@ func (cl client) RequestPermission(ctx context.Context, req RequestPermissionReq
 
 // ReadTextFile reads a text file through the editor, unsaved changes
 // included. Needs clientCapabilities.fs.readTextFile.
-func (cl client) ReadTextFile(ctx context.Context, req ReadTextFileRequest) (ReadTextFileResponse, error) {
+func (cl editorConn) ReadTextFile(ctx context.Context, req ReadTextFileRequest) (ReadTextFileResponse, error) {
 	const m = MethodFSReadTextFile
 	if !cl.Capabilities().FS.ReadTextFile {
 		return ReadTextFileResponse{}, unsupported(m, "fs.readTextFile")
@@ -262,7 +262,7 @@ func (cl client) ReadTextFile(ctx context.Context, req ReadTextFileRequest) (Rea
 
 // WriteTextFile writes a text file through the editor. Needs
 // clientCapabilities.fs.writeTextFile.
-func (cl client) WriteTextFile(ctx context.Context, req WriteTextFileRequest) error {
+func (cl editorConn) WriteTextFile(ctx context.Context, req WriteTextFileRequest) error {
 	const m = MethodFSWriteTextFile
 	if !cl.Capabilities().FS.WriteTextFile {
 		return unsupported(m, "fs.writeTextFile")
@@ -276,7 +276,7 @@ func (cl client) WriteTextFile(ctx context.Context, req WriteTextFileRequest) er
 
 // CreateTerminal starts a command in a terminal the editor owns. Needs
 // clientCapabilities.terminal. Release the terminal when done with it.
-func (cl client) CreateTerminal(ctx context.Context, req CreateTerminalRequest) (CreateTerminalResponse, error) {
+func (cl editorConn) CreateTerminal(ctx context.Context, req CreateTerminalRequest) (CreateTerminalResponse, error) {
 	const m = MethodTerminalCreate
 	if !cl.Capabilities().Terminal {
 		return CreateTerminalResponse{}, unsupported(m, "terminal")
@@ -298,7 +298,7 @@ func (cl client) CreateTerminal(ctx context.Context, req CreateTerminalRequest) 
 
 // TerminalOutput returns a terminal's output so far, and its exit status
 // once the command has ended. Needs clientCapabilities.terminal.
-func (cl client) TerminalOutput(ctx context.Context, req TerminalRequest) (TerminalOutputResponse, error) {
+func (cl editorConn) TerminalOutput(ctx context.Context, req TerminalRequest) (TerminalOutputResponse, error) {
 	const m = MethodTerminalOutput
 	if err := cl.checkTerminal(m, req); err != nil {
 		return TerminalOutputResponse{}, err
@@ -326,7 +326,7 @@ func (cl client) TerminalOutput(ctx context.Context, req TerminalRequest) (Termi
 // WaitForTerminalExit waits until a terminal's command ends. Needs
 // clientCapabilities.terminal. Cancel ctx to stop waiting (a timeout, then
 // KillTerminal, is the usual pattern).
-func (cl client) WaitForTerminalExit(ctx context.Context, req TerminalRequest) (TerminalExitStatus, error) {
+func (cl editorConn) WaitForTerminalExit(ctx context.Context, req TerminalRequest) (TerminalExitStatus, error) {
 	const m = MethodTerminalWaitForExit
 	if err := cl.checkTerminal(m, req); err != nil {
 		return TerminalExitStatus{}, err
@@ -339,7 +339,7 @@ func (cl client) WaitForTerminalExit(ctx context.Context, req TerminalRequest) (
 
 // KillTerminal kills a terminal's command; the terminal stays until
 // released. Needs clientCapabilities.terminal.
-func (cl client) KillTerminal(ctx context.Context, req TerminalRequest) error {
+func (cl editorConn) KillTerminal(ctx context.Context, req TerminalRequest) error {
 	const m = MethodTerminalKill
 	if err := cl.checkTerminal(m, req); err != nil {
 		return err
@@ -350,7 +350,7 @@ func (cl client) KillTerminal(ctx context.Context, req TerminalRequest) error {
 
 // ReleaseTerminal kills a terminal's command if it still runs and frees the
 // terminal. Needs clientCapabilities.terminal.
-func (cl client) ReleaseTerminal(ctx context.Context, req TerminalRequest) error {
+func (cl editorConn) ReleaseTerminal(ctx context.Context, req TerminalRequest) error {
 	const m = MethodTerminalRelease
 	if err := cl.checkTerminal(m, req); err != nil {
 		return err
@@ -359,7 +359,7 @@ func (cl client) ReleaseTerminal(ctx context.Context, req TerminalRequest) error
 	return err
 }
 
-func (cl client) checkTerminal(method string, req TerminalRequest) error {
+func (cl editorConn) checkTerminal(method string, req TerminalRequest) error {
 	if !cl.Capabilities().Terminal {
 		return unsupported(method, "terminal")
 	}
@@ -385,7 +385,7 @@ func (cl client) checkTerminal(method string, req TerminalRequest) error {
 // the connection's pending map until the answer comes or the connection
 // closes; a client that never answers a cancelled request keeps it for the
 // session.
-func call[R any](ctx context.Context, cl client, method string, params any, decode func(raw []byte) (R, error)) (R, error) {
+func call[R any](ctx context.Context, cl editorConn, method string, params any, decode func(raw []byte) (R, error)) (R, error) {
 	var zero R
 	if ctx.Err() != nil {
 		return zero, abandoned(ctx, method)

@@ -36,8 +36,11 @@ var ErrShutdown = fmt.Errorf("%w: the connection is shutting down", ErrCancelled
 // It wraps ErrCancelled: the turn is answered as cancelled.
 var ErrSessionClosed = fmt.Errorf("%w: the session was closed (session/close)", ErrCancelled)
 
-// RequestError is an error with a chosen wire shape. Agents return (or wrap)
-// it; the server finds it with errors.As and sends Code, Message and Data.
+// RequestError is an ACP (JSON-RPC) error with a chosen wire shape: what
+// the server answers a request from the editor with. Agents return (or
+// wrap) it; the server finds it with errors.As and sends Code, Message and
+// Data. Not to be confused with the provider layer's error for a failed
+// model request (package llm): this one is only ever sent to the editor.
 type RequestError struct {
 	Code    int
 	Message string

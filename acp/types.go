@@ -1,7 +1,3 @@
-// Package acp holds the Agent Client Protocol (v1) wire types, the stdio
-// JSON-RPC connection and the method dispatch. It knows nothing of providers
-// or retries: it hands typed requests to an Agent and maps errors to wire
-// errors once, on the way out.
 package acp
 
 import "encoding/json"

@@ -1,0 +1,322 @@
+package acp
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Handle dispatches one message. It runs on the connection's read
+// goroutine; anything that may wait goes to a goroutine of its own.
+func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Notif && req.Method != MethodSessionCancel {
+		// Nothing else ACP v1 sends as a notification needs acting on:
+		// $/cancel_request (no request here is cancellable that way yet),
+		// `_`-prefixed extensions, and unknown ones are all ignored.
+		s.log.Debug().Str("method", req.Method).Msg("acp: notification ignored")
+		return
+	}
+	ev := s.log.Debug().Str("method", req.Method)
+	if !req.Notif {
+		ev = ev.Str("id", s.idText(req.ID))
+	}
+	ev.Msg("acp: received")
+	if req.Method != MethodInitialize && !s.isInitialized() {
+		if !req.Notif {
+			s.reply(ctx, c, req, nil, errNotInitialized(req.Method))
+		}
+		return
+	}
+	switch req.Method {
+	case MethodInitialize:
+		res, err := s.initialize(req)
+		s.reply(ctx, c, req, res, err)
+	case MethodAuthenticate:
+		s.authenticate(c, req)
+	case MethodLogout:
+		s.logout(c, req)
+	case MethodSessionNew:
+		s.newSession(c, req)
+	case MethodSessionLoad:
+		s.loadSession(c, req)
+	case MethodSessionPrompt:
+		s.prompt(c, req)
+	case MethodSessionList:
+		s.listSessions(c, req)
+	case MethodSessionResume:
+		s.resumeSession(c, req)
+	case MethodSessionClose:
+		s.closeSession(c, req)
+	case MethodSessionDelete:
+		s.deleteSession(c, req)
+	case MethodSessionSetMode:
+		s.setMode(c, req)
+	case MethodSessionSetConfigOption:
+		s.setConfigOption(c, req)
+	case MethodSessionCancel:
+		err := s.cancel(req)
+		if req.Notif {
+			if err != nil {
+				s.log.Warn().Err(err).Msg("acp: bad session/cancel ignored")
+			}
+			return
+		}
+		// Sent as a request by mistake: still cancel, and answer so the
+		// client isn't left waiting.
+		s.reply(ctx, c, req, nil, err)
+	default:
+		s.reply(ctx, c, req, nil, NewMethodNotFound(req.Method))
+	}
+}
+
+func (s *Server) isInitialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized
+}
+
+// errNotInitialized answers a request that came before initialize. A
+// session served without the client's capabilities would write files past
+// the editor's buffers and run commands outside its terminal without a word.
+func errNotInitialized(method string) error {
+	return &RequestError{Code: CodeInvalidRequest,
+		Message: method + " came before initialize: Rebound serves nothing until the client has sent initialize with its capabilities. Restart the agent from the editor, or report this to the editor's developers.",
+		Data:    map[string]any{"reason": "not_initialized", "method": method}}
+}
+
+func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
+	var p InitializeRequest
+	if err := decodeParams(req, &p, false); err != nil {
+		return InitializeResponse{}, err
+	}
+	s.mu.Lock()
+	s.caps = p.ClientCapabilities
+	s.initialized = true
+	s.mu.Unlock()
+	ev := s.log.Info().Int("clientProtocolVersion", p.ProtocolVersion)
+	if p.ClientInfo != nil {
+		ev = ev.Str("client", p.ClientInfo.Name).Str("clientVersion", p.ClientInfo.Version)
+	}
+	ev.Msg("acp: initialize")
+	// Version 1 is the only one spoken; the spec says to answer with the
+	// latest supported one when the client's differs, and let it decide.
+	return InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true, Image: true},
+			SessionCapabilities: s.sessionCapabilities(),
+			McpCapabilities:     s.cfg.McpCapabilities,
+			Auth:                s.authCapabilities(),
+			Meta:                s.cfg.CapabilitiesMeta,
+		},
+		AuthMethods: s.authMethods(p.ClientCapabilities),
+		AgentInfo:   &Implementation{Name: AgentName, Version: s.cfg.Version},
+	}, nil
+}
+
+// sessionCapabilities advertises the optional session methods the agent
+// implements; nil when it implements none.
+func (s *Server) sessionCapabilities() *SessionCapabilities {
+	var sc SessionCapabilities
+	yes := func(ok bool) *struct{} {
+		if ok {
+			return &struct{}{}
+		}
+		return nil
+	}
+	_, list := s.agent.(SessionLister)
+	_, resume := s.agent.(SessionResumer)
+	_, closer := s.agent.(SessionCloser)
+	_, deleter := s.agent.(SessionDeleter)
+	sc.List, sc.Resume, sc.Close, sc.Delete = yes(list), yes(resume), yes(closer), yes(deleter)
+	if sc == (SessionCapabilities{}) {
+		return nil
+	}
+	return &sc
+}
+
+// newSession checks the params on the read goroutine and runs the agent's
+// NewSession in a goroutine of its own: it creates the session's log and
+// reads it back, which a slow disk makes slow.
+func (s *Server) newSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	handle(s, c, req, true, func(p *NewSessionRequest) error {
+		return checkWorkspaceDefault(p.Cwd, p.AdditionalDirectories, &p.McpServers)
+	}, func(p NewSessionRequest) (NewSessionResponse, error) { return s.agent.NewSession(s.base, p) },
+		func(_ NewSessionRequest, r NewSessionResponse) { s.answered(c, r.SessionID) })
+}
+
+func (s *Server) loadSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	// One goroutine sends the replayed updates and then the reply, so the
+	// reply comes after all of them.
+	handle(s, c, req, true, func(p *LoadSessionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		return checkWorkspaceDefault(p.Cwd, p.AdditionalDirectories, &p.McpServers)
+	}, func(p LoadSessionRequest) (LoadSessionResponse, error) {
+		return s.agent.LoadSession(s.base, p, editorConn{s: s, c: c})
+	}, func(p LoadSessionRequest, _ LoadSessionResponse) { s.answered(c, p.SessionID) })
+}
+
+// listSessions serves session/list in a goroutine of its own: the agent
+// reads the state directory.
+func (s *Server) listSessions(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	lister, ok := implemented[SessionLister](s, c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, false, func(p *ListSessionsRequest) error {
+		if p.Cwd != "" && !filepath.IsAbs(p.Cwd) {
+			return NewInvalidParams("cwd must be an absolute path, got %s", quote(p.Cwd))
+		}
+		return nil
+	}, func(p ListSessionsRequest) (ListSessionsResponse, error) { return lister.ListSessions(s.base, p) }, nil)
+}
+
+// resumeSession serves session/resume like session/load, without a replay.
+func (s *Server) resumeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	resumer, ok := implemented[SessionResumer](s, c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, true, func(p *ResumeSessionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		return checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
+	}, func(p ResumeSessionRequest) (ResumeSessionResponse, error) { return resumer.ResumeSession(s.base, p) },
+		func(p ResumeSessionRequest, _ ResumeSessionResponse) { s.answered(c, p.SessionID) })
+}
+
+// setMode serves session/set_mode in a goroutine of its own, even while a
+// turn of the session runs: the agent applies it from the turn's next
+// model request.
+func (s *Server) setMode(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	setter, ok := implemented[SessionModeSetter](s, c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, true, func(p *SetSessionModeRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		if p.ModeID == "" {
+			return NewInvalidParams("modeId is required")
+		}
+		return nil
+	}, func(p SetSessionModeRequest) (SetSessionModeResponse, error) {
+		return setter.SetSessionMode(s.base, p, editorConn{s: s, c: c})
+	}, nil)
+}
+
+// setConfigOption serves session/set_config_option like setMode.
+func (s *Server) setConfigOption(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	setter, ok := implemented[SessionConfigSetter](s, c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, true, func(p *SetSessionConfigOptionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		switch {
+		case p.ConfigID == "":
+			return NewInvalidParams("configId is required")
+		case len(p.Value) == 0:
+			return NewInvalidParams("value is required")
+		}
+		return nil
+	}, func(p SetSessionConfigOptionRequest) (SetSessionConfigOptionResponse, error) {
+		return setter.SetSessionConfigOption(s.base, p, editorConn{s: s, c: c})
+	}, nil)
+}
+
+// handle serves a method of the shape most share: decode the params (missing
+// or null ones refused when required), check them (check may also fill in
+// defaults) on the read goroutine, answering a refusal at once, then call the
+// agent in a goroutine of its own (goAgentThen), and once a result was
+// answered run then, if not nil. Methods that also consult the running
+// prompts (prompt, close, delete) or run inline (initialize, cancel) have
+// shapes of their own.
+func handle[P, R any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, required bool,
+	check func(*P) error, call func(P) (R, error), then func(P, R)) {
+	p, err := decodeChecked(req, required, check)
+	if err != nil {
+		s.reply(s.base, c, req, nil, err)
+		return
+	}
+	var after func(R)
+	if then != nil {
+		after = func(r R) { then(p, r) }
+	}
+	goAgentThen(s, c, req, func() (R, error) { return call(p) }, after)
+}
+
+// decodeChecked decodes req's params into a P and, if they decode, checks
+// them with check (if not nil).
+func decodeChecked[P any](req *jsonrpc2.Request, required bool, check func(*P) error) (P, error) {
+	var p P
+	err := decodeParams(req, &p, required)
+	if err == nil && check != nil {
+		err = check(&p)
+	}
+	return p, err
+}
+
+// implemented returns the agent as A, the optional interface a method
+// needs, or answers the request with method-not-found and false.
+func implemented[A any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request) (A, bool) {
+	a, ok := s.agent.(A)
+	if !ok {
+		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+	}
+	return a, ok
+}
+
+// goAgentThen runs call, a request to the agent, in a goroutine of its own
+// (work that shutdown waits for), replies with its result and, once a
+// result was answered, calls then(result) if then is not nil.
+func goAgentThen[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
+	if !s.startWork() {
+		s.reply(s.base, c, req, nil, errShuttingDown)
+		return
+	}
+	go runAgent(s, c, req, call, then)
+}
+
+// answered tells the agent, if it asks, that a session was answered.
+func (s *Server) answered(c *jsonrpc2.Conn, sessionID string) {
+	if a, ok := s.agent.(SessionAnswerer); ok {
+		a.SessionAnswered(s.base, sessionID, editorConn{s: s, c: c})
+	}
+}
+
+// runAgent is the body of a request's goroutine, for work that shutdown
+// already counts: it calls the agent, turns a panic into an error, replies,
+// calls then (if not nil) with a result that was answered, and marks the
+// work done.
+func runAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
+	defer s.work.Done()
+	res, err := func() (_ T, err error) {
+		defer s.recoverAgent(req.Method, &err)
+		return call()
+	}()
+	s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	if err == nil && then != nil {
+		then(res)
+	}
+}
+
+// recoverAgent turns a panic in the agent into an error reply: the editor
+// gets an answer and the other sessions keep running, and the stack goes to
+// the log.
+func (s *Server) recoverAgent(method string, err *error) {
+	if r := recover(); r != nil {
+		s.log.Error().Str("method", method).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("acp: agent panicked")
+		*err = fmt.Errorf("internal error in %s: %v", method, r)
+	}
+}
