@@ -27,15 +27,6 @@ func TestInspect_TickStep(t *testing.T) {
 	}
 }
 
-func TestInspect_Truncate(t *testing.T) {
-	if got := truncate("héllo wörld", 5); got != "héll…" {
-		t.Errorf("truncate = %q", got)
-	}
-	if got := truncate("short", 5); got != "short" {
-		t.Errorf("truncate = %q", got)
-	}
-}
-
 func TestInspect_TickLabel(t *testing.T) {
 	for _, c := range []struct {
 		ms   int64

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -34,10 +35,8 @@ const (
 	minBarWidth = 3  // an attempt of zero length must still be seen
 )
 
-// codes is the failure taxonomy in the legend's order; the page's CSS has a
-// colour for each. A code outside it is drawn as "other".
-var codes = []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE",
-	"CONTEXT_OVERFLOW", "AUTH", "QUOTA", "INVALID_REQUEST", "PROTOCOL", "ABORTED", "UNKNOWN"}
+// The legend lists recovery.Codes in their documented order; the page's CSS
+// has a colour for each. A code outside it is drawn as "other".
 
 type pageView struct {
 	Title    string
@@ -197,7 +196,7 @@ func barClass(s *Step) string {
 	case s.Outcome == session.OutcomeOK:
 		return "c-ok"
 	case s.Outcome == session.OutcomeFailed && s.Failure != nil:
-		if slices.Contains(codes, s.Failure.Code) {
+		if slices.Contains(recovery.Codes, recovery.Code(s.Failure.Code)) {
 			return "c-" + s.Failure.Code
 		}
 		return "c-other"
@@ -244,8 +243,8 @@ func legend(used map[string]bool) []legendItem {
 		}
 	}
 	add("c-ok", "ok")
-	for _, c := range codes {
-		add("c-"+c, c)
+	for _, c := range recovery.Codes {
+		add("c-"+string(c), string(c))
 	}
 	add("c-other", "other failure")
 	add("c-cancelled", "cancelled")

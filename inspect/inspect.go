@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -347,7 +348,7 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 			return err
 		}
 		if s := t.step(d.Step); s != nil {
-			s.Reply = truncate(d.Text, ReplyPreview)
+			s.Reply = text.ClipChars(d.Text, ReplyPreview)
 			s.ReplyChars = utf8.RuneCountInString(d.Text)
 			s.ReasoningChars = utf8.RuneCountInString(d.Reasoning)
 			s.FinishReason, s.MessageID, s.Incomplete = d.FinishReason, d.MessageID, d.Incomplete
@@ -573,15 +574,6 @@ func failure(raw json.RawMessage) *Failure {
 const stopCancelled = "cancelled"
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
-
-// truncate keeps at most n characters of s, marking a cut with "…".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
 
 // pendingTool is the latest call with this id that has no result yet: ids
 // may repeat in later replies once answered.

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -341,12 +342,12 @@ func plural(n int, word string) string {
 // quote shows text on one line, quoted and escaped (a reply's newlines and
 // control characters must not break the table), cut to n characters.
 func quote(s string, n int) string {
-	return strconv.Quote(truncate(s, n))
+	return strconv.Quote(text.ClipChars(s, n))
 }
 
 // oneLine flattens whitespace runs so a message stays on its line.
 func oneLine(s string, n int) string {
-	return truncate(strings.Join(strings.Fields(s), " "), n)
+	return text.ClipChars(strings.Join(strings.Fields(s), " "), n)
 }
 
 // cleanWriter passes text through clean, line by line: the newlines that lay

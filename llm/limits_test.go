@@ -158,7 +158,7 @@ func TestOpenAI_FloodWithoutProgress(t *testing.T) {
 			if !strings.Contains(err.Error(), say) {
 				t.Errorf("Recv() = %q, want it to say %q", err, say)
 			}
-			if re, ok := errors.AsType[*llm.RequestError](err); !ok || re.RequestID != "req_flood" {
+			if re, ok := errors.AsType[*llm.RequestIDError](err); !ok || re.RequestID != "req_flood" {
 				t.Errorf("Recv() = %v, want the request id kept", err)
 			}
 			// The tap reads ahead by at most its buffer and go-openai's.

@@ -180,22 +180,23 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// RequestError is a failure after the provider answered that carries no
+// RequestIDError (not to be confused with acp.RequestError, a JSON-RPC
+// request error) is a failure after the provider answered that carries no
 // error object of its own (a dropped stream, say) but whose request the
 // provider identified: the id is what a provider's support asks for.
-type RequestError struct {
+type RequestIDError struct {
 	RequestID string
 	Err       error
 }
 
-func (e *RequestError) Error() string {
+func (e *RequestIDError) Error() string {
 	if e.RequestID == "" {
 		return e.Err.Error()
 	}
 	return e.Err.Error() + " (request " + e.RequestID + ")"
 }
 
-func (e *RequestError) Unwrap() error { return e.Err }
+func (e *RequestIDError) Unwrap() error { return e.Err }
 
 // Reply accumulates the chunks of one attempt into a finished reply.
 type Reply struct {

@@ -212,7 +212,7 @@ func (o *OpenAI) scrub(err error) error {
 		e.Header = r.header(e.Header)
 		e.Err = o.redactErr(e.Err)
 	}
-	if e, ok := errors.AsType[*RequestError](err); ok {
+	if e, ok := errors.AsType[*RequestIDError](err); ok {
 		e.RequestID = r.str(e.RequestID)
 	}
 	if msg := err.Error(); r.in(msg) {
@@ -562,7 +562,7 @@ func (s *stream) account(c Chunk, n int) error {
 }
 
 func (s *stream) limitError(le *LimitError) error {
-	return &RequestError{RequestID: s.o.redact.str(s.cap.requestID()), Err: le}
+	return &RequestIDError{RequestID: s.o.redact.str(s.cap.requestID()), Err: le}
 }
 
 // isGoOpenAIEventErr reports go-openai's wrapping of an in-stream error
@@ -701,7 +701,7 @@ func (s *stream) readError(err error) error {
 	if tap.sawDone {
 		why = "[DONE] arrived but no chunk carried a finish reason"
 	}
-	return &RequestError{RequestID: s.o.redact.str(s.cap.requestID()),
+	return &RequestIDError{RequestID: s.o.redact.str(s.cap.requestID()),
 		Err: fmt.Errorf("%w: %s: %w", ErrIncompleteStream, why, io.ErrUnexpectedEOF)}
 }
 

@@ -742,7 +742,7 @@ func keyLeaks(err error, key string) []string {
 						check("header "+k, v)
 					}
 				}
-			case *llm.RequestError:
+			case *llm.RequestIDError:
 				check("RequestID", e.RequestID)
 			case *openai.APIError:
 				check("APIError", fmt.Sprintf("%v %s %v %s", e.Code, e.Type, e.Param, e.HTTPStatus))

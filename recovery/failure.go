@@ -182,7 +182,7 @@ func Classify(err error) *Failure {
 		f.retryAfterErr = err
 		return f
 	}
-	if re, ok := errors.AsType[*llm.RequestError](err); ok {
+	if re, ok := errors.AsType[*llm.RequestIDError](err); ok {
 		f.RequestID = re.RequestID
 	}
 	cause := connCause(err)

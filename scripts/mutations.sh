@@ -34,7 +34,7 @@ mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' 
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
 mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
 	./session 'Flush|Buffer|Timer|Delay' "live chunks reach the file within 100 ms"
-mutate agent/tools/shell/deathsig_linux.go 's/a.Pdeathsig = syscall.SIGKILL//' \
+mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
 	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"
 mutate agent/emit.go 's|return p\[o:\] // repeated the end of the shown text|return p|' \
 	./agent TestResumer "a continuation's repeat of the shown text is trimmed"

@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -115,7 +116,7 @@ func toolDef(name string, t *sdk.Tool) (llm.ToolDef, error) {
 	}
 	desc = strings.ToValidUTF8(desc, "\uFFFD")
 	if len(desc) > MaxDescription {
-		desc = truncateRunes(desc, MaxDescription-len("…")) + "…"
+		desc = text.Prefix(desc, MaxDescription-len("…")) + "…"
 	}
 	return llm.ToolDef{Name: name, Description: desc, Parameters: params}, nil
 }
@@ -229,23 +230,12 @@ func headTail(s string, max int) string {
 	}
 	const markFmt = "\n[... %d bytes omitted ...]\n"
 	room := max - len(fmt.Sprintf(markFmt, len(s)))
-	head := truncateRunes(s, room/2)
+	head := text.Prefix(s, room/2)
 	tailStart := len(s) - (room - len(head))
 	for tailStart < len(s) && !utf8.RuneStart(s[tailStart]) {
 		tailStart++
 	}
 	return head + fmt.Sprintf(markFmt, tailStart-len(head)) + s[tailStart:]
-}
-
-// truncateRunes cuts s to at most n bytes without splitting a rune.
-func truncateRunes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // errorText quotes an error that may carry a server's words: bounded and

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rebound-agent/rebound/internal/proc"
+	"github.com/rebound-agent/rebound/internal/text"
 )
 
 const (
@@ -227,7 +228,7 @@ func printable(s string, max int) string {
 	}, s)
 	s = strings.TrimSpace(s)
 	if len(s) > max {
-		s = truncateRunes(s, max-len("…")) + "…"
+		s = text.Prefix(s, max-len("…")) + "…"
 	}
 	return s
 }

@@ -4,7 +4,6 @@ package mcp_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
 	"github.com/rebound-agent/rebound/internal/proc"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // These tests run the test binary itself as an MCP server (see TestMain in
@@ -64,33 +64,6 @@ func startOne(t *testing.T, sp mcp.Spec, opts mcp.Options) *mcp.Set {
 		}
 	})
 	return set
-}
-
-// alive reports whether pid is a live process; a zombie is dead.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
-}
-
-func readPID(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
 }
 
 func call(t *testing.T, set *mcp.Set, name, args string) mcp.Result {
@@ -255,7 +228,7 @@ func TestStdio_StartTimeoutKillsServer(t *testing.T) {
 	if len(failures) != 1 || failures[0].Error() != want {
 		t.Fatalf("failures = %v, want %s", failures, want)
 	}
-	if pid := readPID(t, pidFile); alive(pid) {
+	if pid := testkit.ReadPID(t, pidFile); !testkit.Gone(pid) {
 		t.Errorf("server %d is still running after the failed start", pid)
 	}
 }
@@ -271,13 +244,13 @@ func TestStdio_CloseKillsProcessGroup(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatal(failures)
 	}
-	server := readPID(t, pidFile)
+	server := testkit.ReadPID(t, pidFile)
 	child, err := strconv.Atoi(call(t, set, "mcp__stubborn__spawn", `{}`).Text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !alive(server) || !alive(child) {
-		t.Fatalf("server alive %v, child alive %v before Close", alive(server), alive(child))
+	if !!testkit.Gone(server) || !!testkit.Gone(child) {
+		t.Fatalf("server alive %v, child alive %v before Close", !testkit.Gone(server), !testkit.Gone(child))
 	}
 
 	begin := time.Now()
@@ -287,16 +260,16 @@ func TestStdio_CloseKillsProcessGroup(t *testing.T) {
 	if took := time.Since(begin); took > prompt {
 		t.Errorf("Close() took %v", took)
 	}
-	if alive(server) {
+	if !testkit.Gone(server) {
 		t.Errorf("server %d is alive after Close", server)
 	}
 	// The child is killed too; its parent died with it, so it is reaped by
 	// whoever adopts it, which can take a moment.
 	deadline := time.Now().Add(prompt)
-	for alive(child) && time.Now().Before(deadline) {
+	for !testkit.Gone(child) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if alive(child) {
+	if !testkit.Gone(child) {
 		t.Errorf("child %d is alive after Close", child)
 	}
 	if err := set.Close(); err != nil {
@@ -329,7 +302,7 @@ func TestStdio_DetachedChildDies(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-			if !alive(child) {
+			if !!testkit.Gone(child) {
 				t.Fatalf("child %d is not running", child)
 			}
 			if how == "close" {
@@ -345,10 +318,10 @@ func TestStdio_DetachedChildDies(t *testing.T) {
 				}
 			}
 			deadline := time.Now().Add(prompt)
-			for alive(child) && time.Now().Before(deadline) {
+			for !testkit.Gone(child) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if alive(child) {
+			if !testkit.Gone(child) {
 				t.Errorf("detached child %d is alive after the server's %s", child, how)
 			}
 		})

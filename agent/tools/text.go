@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/internal/text"
 )
 
 // Read limits: what one read_file call hands the model at most.
@@ -105,11 +107,7 @@ func cutLine(line string) string {
 	if len(body) <= MaxLineBytes {
 		return line
 	}
-	cut := MaxLineBytes
-	for cut > 0 && !utf8.RuneStart(body[cut]) {
-		cut--
-	}
-	s := fmt.Sprintf("%s … [line cut: %d bytes in all]", body[:cut], len(body))
+	s := fmt.Sprintf("%s … [line cut: %d bytes in all]", text.Prefix(body, MaxLineBytes), len(body))
 	if nl {
 		s += "\n"
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/internal/demo"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // The demo itself is tested in internal/demo; these tests cover its
@@ -21,7 +22,7 @@ import (
 // demoEnv points the demo's agent at the built binary.
 func demoEnv(t *testing.T, vars map[string]string) env {
 	t.Helper()
-	m := map[string]string{"REBOUND_DEMO_CHILD": reboundBinary(t)}
+	m := map[string]string{"REBOUND_DEMO_CHILD": testkit.ReboundBinary(t)}
 	for k, v := range vars {
 		m[k] = v
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -13,40 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// reboundBinary builds the real binary once per test run, as an editor would
-// find it on disk.
-func reboundBinary(tb testing.TB) string {
-	tb.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rebound-e2e-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "rebound")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return binPath
-}
 
 // agentProc is the built binary spawned over real pipes.
 type agentProc struct {
@@ -58,7 +29,7 @@ type agentProc struct {
 
 func spawn(tb testing.TB, ctx context.Context, env ...string) *agentProc {
 	tb.Helper()
-	cmd := exec.CommandContext(ctx, reboundBinary(tb))
+	cmd := exec.CommandContext(ctx, testkit.ReboundBinary(tb))
 	home := tb.TempDir()
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + home, "XDG_STATE_HOME=" + home}, env...)
 	stdin, err := cmd.StdinPipe()
@@ -284,7 +255,7 @@ func spawnInitialize(b *testing.B, bin, home string) time.Duration {
 // (a spawn after a Rebound is a few percent faster than one after the
 // minimal program), and a fixed order would charge that to one of them.
 func BenchmarkSpawnInitialize(b *testing.B) {
-	bins := []string{reboundBinary(b), buildMinimal(b)}
+	bins := []string{testkit.ReboundBinary(b), buildMinimal(b)}
 	if baseline := baselineBinary(); baseline != "" {
 		bins = append(bins, baseline)
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
 )
 
@@ -72,7 +73,7 @@ func (w stampWriter) Flush() {
 // given streaming mode.
 func ingest(b *testing.B, markers, chunks int, delay time.Duration, streaming string) ingestRun {
 	b.Helper()
-	return ingestWith(b, reboundBinary(b), markers, chunks, delay, streaming)
+	return ingestWith(b, testkit.ReboundBinary(b), markers, chunks, delay, streaming)
 }
 
 // baselineBinary is a Rebound built from another revision, named by

@@ -2,10 +2,10 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // TestMain removes the binary the e2e tests built, so a test run leaves no
@@ -17,8 +17,6 @@ func TestMain(m *testing.M) {
 		mcpmock.Main()
 	}
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testkit.RemoveBinary()
 	os.Exit(code)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	rel "github.com/rebound-agent/rebound/internal/release"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // The registry's CI starts the binary twice (internal/release has the
@@ -15,7 +16,7 @@ import (
 // in _meta, so the terminal method, offered to clients with
 // auth.terminal, is not what passes; the api-key agent method is.
 func TestRegistry_AuthCheck(t *testing.T) {
-	l := rel.Launch{Path: reboundBinary(t), Dir: t.TempDir()}
+	l := rel.Launch{Path: testkit.ReboundBinary(t), Dir: t.TempDir()}
 	res, err := rel.AuthCheck(t.Context(), l, t.TempDir(), rel.AuthTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestRegistry_AuthCheck(t *testing.T) {
 
 func TestRegistry_LaunchCheck(t *testing.T) {
 	home := t.TempDir()
-	l := rel.Launch{Path: reboundBinary(t), Dir: t.TempDir(), Env: map[string]string{
+	l := rel.Launch{Path: testkit.ReboundBinary(t), Dir: t.TempDir(), Env: map[string]string{
 		"HOME": home, "XDG_CONFIG_HOME": home, "XDG_STATE_HOME": home,
 	}}
 	start := time.Now()

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -36,7 +37,7 @@ func stuckRebound(t *testing.T) (cmd *exec.Cmd, stderr *strings.Builder, stateDi
 	t.Cleanup(cancel)
 
 	stateDir = t.TempDir()
-	cmd = exec.CommandContext(ctx, reboundBinary(t))
+	cmd = exec.CommandContext(ctx, testkit.ReboundBinary(t))
 	home := t.TempDir()
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + home, "XDG_STATE_HOME=" + home,
 		"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-e2e", "REBOUND_STATE_DIR=" + stateDir, "REBOUND_MODEL=mock-model"}

@@ -6,61 +6,29 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
-)
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
 )
 
 // TestMain removes the rebound binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testkit.RemoveBinary()
 	os.Exit(code)
-}
-
-// reboundBinary builds the rebound command once per test run: the demo's
-// agent.
-func reboundBinary(tb testing.TB) string {
-	tb.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rebound-demo-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "rebound")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/rebound-agent/rebound/cmd/rebound").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return binPath
 }
 
 // env is the demo's environment in a test.
@@ -72,7 +40,7 @@ type env struct {
 // demoEnv points the demo's agent at the built binary.
 func demoEnv(t *testing.T, vars map[string]string) env {
 	t.Helper()
-	m := map[string]string{"REBOUND_DEMO_CHILD": reboundBinary(t)}
+	m := map[string]string{"REBOUND_DEMO_CHILD": testkit.ReboundBinary(t)}
 	for k, v := range vars {
 		m[k] = v
 	}

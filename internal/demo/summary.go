@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/inspect"
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -143,9 +144,7 @@ func discardedChars(shown, committed string) int {
 	for i < len(shown) && i < len(committed) && shown[i] == committed[i] {
 		i++
 	}
-	for i > 0 && i < len(shown) && !utf8.RuneStart(shown[i]) {
-		i--
-	}
+	i = text.Floor(shown, i)
 	return utf8.RuneCountInString(shown[i:])
 }
 

@@ -31,3 +31,12 @@ func killGroup(pid int) {
 		_ = p.Kill()
 	}
 }
+
+// ExitStatus: without signals, only an exit code.
+func ExitStatus(ps *os.ProcessState) (*int, string) {
+	if ps == nil || !ps.Exited() {
+		return nil, ""
+	}
+	code := ps.ExitCode()
+	return &code, ""
+}

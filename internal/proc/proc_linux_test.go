@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rebound-agent/rebound/internal/proc"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // These tests start real processes, so real time passes; waits are bounded
@@ -75,7 +75,7 @@ func TestStart_CommandExits_LeavesNothing(t *testing.T) {
 		t.Errorf("output = %q", b)
 	}
 	for _, name := range escapePIDFiles {
-		waitGone(t, readPID(t, filepath.Join(dir, name)), name)
+		waitGone(t, testkit.ReadPID(t, filepath.Join(dir, name)), name)
 	}
 }
 
@@ -106,7 +106,7 @@ func TestKill_LeavesNothing(t *testing.T) {
 		t.Errorf("state = %v, want killed by SIGKILL", ps)
 	}
 	for _, name := range escapePIDFiles {
-		waitGone(t, readPID(t, filepath.Join(dir, name)), name)
+		waitGone(t, testkit.ReadPID(t, filepath.Join(dir, name)), name)
 	}
 	// Nobody holds the output pipe any more.
 	if b, err := io.ReadAll(r); err != nil || len(b) != 0 {
@@ -153,7 +153,7 @@ func TestParentKilled_LeavesNothing(t *testing.T) {
 	_ = parent.Wait()
 	waitGone(t, pid, "the command")
 	for _, name := range escapePIDFiles {
-		waitGone(t, readPID(t, filepath.Join(dir, name)), name)
+		waitGone(t, testkit.ReadPID(t, filepath.Join(dir, name)), name)
 	}
 }
 
@@ -298,36 +298,12 @@ func TestSecrets_Scrub(t *testing.T) {
 	}
 }
 
-func readPID(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return pid
-}
-
-// gone reports whether pid has exited; a zombie (its parent not having
-// reaped it yet) counts as gone.
-func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
-}
-
 // waitGone fails unless pid is gone within a moment: a killed process
 // takes a moment to die. A survivor is killed, so it cannot outlive the
 // test.
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); !gone(pid); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Second); !testkit.Gone(pid); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Errorf("%s (pid %d) is still running", what, pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)

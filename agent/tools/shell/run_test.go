@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rebound-agent/rebound/agent/tools/shell"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // Every test here starts real processes, so real time passes. Waits are kept
@@ -347,7 +348,7 @@ func TestRun_NothingOutlives(t *testing.T) {
 				t.Errorf("Duration = %v, want at most %v", got.Duration, prompt)
 			}
 			for _, name := range []string{"setsid.pid", "double.pid"} {
-				pid := readPIDFile(t, filepath.Join(dir, name))
+				pid := testkit.ReadPID(t, filepath.Join(dir, name))
 				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 				waitGone(t, pid)
 			}
@@ -464,39 +465,7 @@ func TestRun_NoGoroutineLeak(t *testing.T) {
 
 func readPID(t *testing.T, dir string) int {
 	t.Helper()
-	return readPIDFile(t, filepath.Join(dir, "pid"))
-}
-
-func readPIDFile(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("the command did not record its child: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("pid file: %v", err)
-	}
-	return pid
-}
-
-// gone reports whether pid has exited. An exited child of a dead parent stays
-// a zombie until init reaps it, which a container's init may never do, so a
-// zombie counts as gone.
-func gone(t *testing.T, pid int) bool {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	if err != nil {
-		t.Fatalf("reading process state: %v", err)
-	}
-	// The state follows the parenthesised command name, which may itself
-	// contain parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	state := strings.Fields(string(b[i+1:]))[0]
-	return state == "Z" || state == "X"
+	return testkit.ReadPID(t, filepath.Join(dir, "pid"))
 }
 
 // waitGone fails unless pid is gone. A killed process closes its files before
@@ -505,7 +474,7 @@ func gone(t *testing.T, pid int) bool {
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Second)
-	for !gone(t, pid) {
+	for !testkit.Gone(pid) {
 		if time.Now().After(deadline) {
 			t.Errorf("process %d is still running after Run returned", pid)
 			return

@@ -191,7 +191,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 
 	res.Duration = time.Since(start)
-	res.ExitCode, res.Signal = exitStatus(state)
+	res.ExitCode, res.Signal = proc.ExitStatus(state)
 	res.Output, res.Truncated = out.result()
 	return res, nil
 }

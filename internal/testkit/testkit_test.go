@@ -1,0 +1,26 @@
+package testkit
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestReboundBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := ReboundBinary(t)
+	if again := ReboundBinary(t); again != bin {
+		t.Errorf("second ReboundBinary = %q, want the first build %q", again, bin)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(strings.ToLower(string(out)), "rebound") {
+		t.Errorf("%s --version = %q, %v", bin, out, err)
+	}
+	RemoveBinary()
+	if _, err := os.Stat(bin); !os.IsNotExist(err) {
+		t.Errorf("after RemoveBinary, stat %s = %v; want not exist", bin, err)
+	}
+}

@@ -1,0 +1,34 @@
+// Package text cuts strings to a bound without splitting a UTF-8 sequence.
+// The callers choose their own mark for a cut ("…", a byte count): only the
+// cutting is shared.
+package text
+
+import "unicode/utf8"
+
+// Floor is the largest index at or before i where a rune starts in s, so
+// that s[:Floor(s, i)] never ends inside a rune. An i at or past the end of s
+// is returned as it is.
+func Floor(s string, i int) int {
+	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
+
+// Prefix cuts s to at most n bytes without splitting a rune.
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:Floor(s, n)]
+}
+
+// ClipChars keeps at most n characters (runes) of s, the last of them "…"
+// where s was cut. n must be at least 1.
+func ClipChars(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

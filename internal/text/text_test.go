@@ -1,0 +1,75 @@
+package text
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+func TestFloor(t *testing.T) {
+	s := "aé€b" // a, é (2 bytes), € (3 bytes), b
+	for _, c := range []struct{ i, want int }{
+		{0, 0}, {1, 1}, {2, 1}, {3, 3}, {4, 3}, {5, 3}, {6, 6}, {7, 7}, {9, 9},
+	} {
+		if got := Floor(s, c.i); got != c.want {
+			t.Errorf("Floor(%q, %d) = %d, want %d", s, c.i, got, c.want)
+		}
+	}
+}
+
+func TestPrefix(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"short", 10, "short"},
+		{"shorter", 5, "short"},
+		{"aé€b", 2, "a"},
+		{"aé€b", 5, "aé"},
+		{"aé€b", 6, "aé€"},
+		{"€", 0, ""},
+	} {
+		got := Prefix(c.s, c.n)
+		if got != c.want {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+		if !utf8.ValidString(got) || len(got) > c.n {
+			t.Errorf("Prefix(%q, %d) = %q: invalid or too long", c.s, c.n, got)
+		}
+	}
+}
+
+func TestClipChars(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"héllo wörld", 5, "héll…"},
+		{"short", 5, "short"},
+		{"€€€", 3, "€€€"},
+		{"€€€€", 3, "€€…"},
+		{"ab", 1, "…"},
+	} {
+		if got := ClipChars(c.s, c.n); got != c.want {
+			t.Errorf("ClipChars(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
+func FuzzPrefix(f *testing.F) {
+	f.Add("aé€b", 3)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 0 || !utf8.ValidString(s) {
+			return
+		}
+		got := Prefix(s, n)
+		if len(got) > n || !utf8.ValidString(got) || got != s[:len(got)] {
+			t.Fatalf("Prefix(%q, %d) = %q", s, n, got)
+		}
+		if len(s) > n && n-len(got) >= utf8.UTFMax {
+			t.Fatalf("Prefix(%q, %d) = %q cut more than a rune", s, n, got)
+		}
+	})
+}
