@@ -181,6 +181,7 @@ type sessionUpdateJSON struct {
 	UpdatedAt     string             `json:"updatedAt,omitempty"`
 	CurrentModeID string             `json:"currentModeId,omitempty"`
 	ConfigOptions []ConfigOption     `json:"configOptions,omitempty"`
+	Entries       []PlanEntry        `json:"entries,omitzero"`
 	Meta          Meta               `json:"_meta,omitempty"`
 }
 
@@ -206,6 +207,7 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 		UpdatedAt:     u.UpdatedAt,
 		CurrentModeID: u.CurrentModeID,
 		ConfigOptions: u.ConfigOptions,
+		Entries:       u.Entries,
 		Meta:          u.Meta,
 	}
 	isTool := u.SessionUpdate == UpdateToolCall || u.SessionUpdate == UpdateToolCallUpdate
@@ -214,6 +216,9 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 	}
 	if u.Title != "" || u.SessionUpdate == UpdateToolCall {
 		w.Title = &u.Title
+	}
+	if u.SessionUpdate == UpdatePlan && w.Entries == nil {
+		w.Entries = []PlanEntry{} // required by the schema
 	}
 	switch {
 	case u.Content != nil && u.ToolContent != nil:
@@ -257,6 +262,7 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		UpdatedAt:     w.UpdatedAt,
 		CurrentModeID: w.CurrentModeID,
 		ConfigOptions: w.ConfigOptions,
+		Entries:       w.Entries,
 		Meta:          w.Meta,
 	}
 	if w.Title != nil {

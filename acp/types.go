@@ -319,6 +319,7 @@ const (
 	UpdateCompaction        = "compaction_update"
 	UpdateCurrentMode       = "current_mode_update"
 	UpdateConfigOption      = "config_option_update"
+	UpdatePlan              = "plan"
 )
 
 // SessionUpdate is the union of the update kinds Rebound sends; SessionUpdate
@@ -357,8 +358,29 @@ type SessionUpdate struct {
 	CurrentModeID string `json:"currentModeId,omitempty"`
 	// config_option_update: the full list
 	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
-	Meta          Meta           `json:"_meta,omitempty"`
+	// plan: the whole plan; the client replaces what it showed. Non-nil
+	// for a plan update, even when empty (the schema requires entries).
+	Entries []PlanEntry `json:"entries,omitzero"`
+	Meta    Meta        `json:"_meta,omitempty"`
 }
+
+// PlanEntry is one task of the agent's plan (ACP PlanEntry).
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority"` // PlanPriorityHigh, …
+	Status   string `json:"status"`   // PlanStatusPending, …
+}
+
+// Plan entry priorities and statuses (ACP PlanEntryPriority, PlanEntryStatus).
+const (
+	PlanPriorityHigh   = "high"
+	PlanPriorityMedium = "medium"
+	PlanPriorityLow    = "low"
+
+	PlanStatusPending    = "pending"
+	PlanStatusInProgress = "in_progress"
+	PlanStatusCompleted  = "completed"
+)
 
 // SessionNotification is the params of `session/update`.
 type SessionNotification struct {

@@ -30,6 +30,8 @@ const (
 - write_file writes a whole file; use it for new files or complete rewrites.
 - run_command runs a shell command (sh -c) in the project, with a timeout; use it for builds, tests, git and other tools. Do not start servers or commands that never exit.`
 
+	planToolInstructions = `- update_plan shows the user a short plan. Use it for work of several steps: set the plan when you start (a few one-line entries), mark an entry in_progress when you start it and completed as soon as it is done, and send the whole plan each time. Skip it for a single quick step.`
+
 	mcpToolsInstructions = `- Tools named mcp__<server>__<tool> come from MCP servers the user added; use them as their descriptions say.`
 
 	declineInstructions = ` If they decline, do not retry the same action: continue without it or ask what they want instead.`
@@ -68,6 +70,7 @@ func baseInstructions(mode string, withMCP bool) string {
 			b.WriteString("\n" + mcpToolsInstructions)
 		}
 	}
+	b.WriteString("\n" + planToolInstructions)
 	b.WriteString("\n\n" + permissionInstructions(mode, withMCP) + " " + workInstructions)
 	return b.String()
 }

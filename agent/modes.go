@@ -98,7 +98,7 @@ func modeDecision(mode, scope string) decision {
 
 // readOnlyOutput is the result of a call the read-only mode refuses.
 func readOnlyOutput(tool string) toolOutcome {
-	return declined(fmt.Sprintf("This session is read-only: %s was not run. Only read_file, find_files and search_files can be used; to change files or run commands, ask the user to switch the session to another mode.", tool),
+	return declined(fmt.Sprintf("This session is read-only: %s was not run. Only read_file, find_files, search_files and update_plan can be used; to change files or run commands, ask the user to switch the session to another mode.", tool),
 		"Not run: the session is read-only")
 }
 

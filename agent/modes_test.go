@@ -113,16 +113,16 @@ func TestToolsFor_ReadOnlyOffersOnlyReading(t *testing.T) {
 		}
 		return n
 	}
-	if got, want := names(ModeReadOnly), []string{tools.ReadFile, tools.FindFiles, tools.SearchFiles}; !slices.Equal(got, want) {
+	if got, want := names(ModeReadOnly), []string{tools.ReadFile, tools.FindFiles, tools.SearchFiles, tools.UpdatePlan}; !slices.Equal(got, want) {
 		t.Errorf("read_only offers %v, want %v", got, want)
 	}
 	for _, m := range []string{ModeAsk, ModeAcceptEdits, ModeFullAccess} {
-		if got := names(m); len(got) != 6 {
-			t.Errorf("%s offers %v, want all six", m, got)
+		if got := names(m); len(got) != 7 {
+			t.Errorf("%s offers %v, want all seven", m, got)
 		}
 	}
 	// The shared definitions are not changed by filtering.
-	if len(tools.Definitions()) != 6 {
+	if len(tools.Definitions()) != 7 {
 		t.Fatal("toolsFor changed tools.Definitions")
 	}
 }

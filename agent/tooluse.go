@@ -129,6 +129,9 @@ func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
 // is an error; everything a tool does wrong is a result for the model.
 func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCall) error {
 	args, perr := tools.Parse(call.Name, call.Arguments)
+	if a, ok := args.(*tools.UpdatePlanArgs); ok && perr == nil {
+		return t.usePlan(ctx, step, call, a)
+	}
 	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name + " (invalid call)"}
 	server, tool, isMCP := t.mcp.Lookup(call.Name)
 	var input json.RawMessage // what runs, decoded: the editor's rawInput

@@ -694,6 +694,9 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 		if waits, err = replayStatuses(ctx, c, sessionID, waits, m.Seq); err != nil {
 			return err
 		}
+		if isPlanUpdate(m) {
+			continue
+		}
 		switch m.Role {
 		case session.RoleUser:
 			var blocks []acp.ContentBlock
@@ -729,8 +732,10 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 			}
 		}
 	}
-	_, err := replayStatuses(ctx, c, sessionID, waits, 0)
-	return err
+	if _, err := replayStatuses(ctx, c, sessionID, waits, 0); err != nil {
+		return err
+	}
+	return replayPlan(ctx, c, sessionID, msgs)
 }
 
 // replayedToolCall is a recorded tool call as the editor saw it last: its

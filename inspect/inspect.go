@@ -163,6 +163,8 @@ type Tool struct {
 	// allow_always, reject_once, reject_always or cancelled.
 	Permission string `json:"permission,omitempty"`
 	Status     string `json:"status,omitempty"` // completed, failed, aborted; "" if the log has no result
+	// Plan is what an update_plan call set the plan to, e.g. "2 of 5 done".
+	Plan string `json:"plan,omitempty"`
 }
 
 // How a retry's wait ended (Retry.Wait).
@@ -384,6 +386,20 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		}
 		if tc := t.pendingTool(d.ToolCallID); tc != nil {
 			tc.Permission = d.Outcome
+		}
+	case session.TypePlan:
+		d, err := decode[session.Plan](ev)
+		if err != nil {
+			return err
+		}
+		if tc := t.pendingTool(d.ToolCallID); tc != nil {
+			done := 0
+			for _, e := range d.Entries {
+				if e.Status == "completed" {
+					done++
+				}
+			}
+			tc.Plan = fmt.Sprintf("%d of %d done", done, len(d.Entries))
 		}
 	case session.TypeToolResult:
 		d, err := decode[session.ToolResult](ev)

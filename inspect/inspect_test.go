@@ -23,7 +23,7 @@ var update = golden.Update
 // produce: a fallback model, tool calls and a compaction; a turn whose
 // process died, closed on reload, and a chain carried into the next turn;
 // a log that ends in a wait with a torn last line; hostile text.
-var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile"}
+var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan"}
 
 func TestInspect_Fixtures(t *testing.T) {
 	for _, name := range fixtures {

@@ -235,6 +235,9 @@ func notes(s *Step, sessionModel string, switched bool) []string {
 			if tc.Permission != "" {
 				st = strings.ReplaceAll(tc.Permission, "_", " ") + ", " + st
 			}
+			if tc.Plan != "" {
+				st = "plan: " + tc.Plan + ", " + st
+			}
 			calls[i] = tc.Name + " (" + st + ")"
 		}
 		out = append(out, "tools: "+strings.Join(calls, ", "))

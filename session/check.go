@@ -91,6 +91,7 @@ var rules = map[string]rule{
 	TypeMode:             (*checker).mode,
 	TypeConfig:           (*checker).config,
 	TypeTurnEnd:          (*checker).turnEnd,
+	TypePlan:             (*checker).plan,
 }
 
 func newChecker(path string) *checker {
@@ -530,3 +531,30 @@ func (c *checker) turnEnd(ev Event) error {
 
 // MaxTitleBytes bounds a turn/end title.
 const MaxTitleBytes = 1024
+
+// plan must belong to a call of the turn awaiting its result, with entries
+// from the enums (the agent validated them; a hand-edited log may not).
+func (c *checker) plan(ev Event) error {
+	d, err := decode[Plan](c, ev)
+	if err != nil {
+		return err
+	}
+	t, err := c.inTurn(ev, d.Turn)
+	if err != nil {
+		return err
+	}
+	if _, ok := t.calls[d.ToolCallID]; !ok {
+		return c.errorf(ev.Seq, "plan for %q, which is not a tool call of turn %d awaiting a result", d.ToolCallID, d.Turn)
+	}
+	for i, e := range d.Entries {
+		switch {
+		case e.Content == "":
+			return c.errorf(ev.Seq, "plan entry %d: content is empty", i+1)
+		case e.Status != "pending" && e.Status != "in_progress" && e.Status != "completed":
+			return c.errorf(ev.Seq, "plan entry %d: status %q: want pending, in_progress or completed", i+1, e.Status)
+		case e.Priority != "high" && e.Priority != "medium" && e.Priority != "low":
+			return c.errorf(ev.Seq, "plan entry %d: priority %q: want high, medium or low", i+1, e.Priority)
+		}
+	}
+	return nil
+}

@@ -46,6 +46,7 @@ const (
 	TypeMode             = "session/mode"
 	TypeConfig           = "session/config"
 	TypeTurnEnd          = "turn/end"
+	TypePlan             = "plan"
 )
 
 // SessionStart opens every log.
@@ -270,4 +271,20 @@ type Compaction struct {
 	Replaced     int    `json:"replaced"`
 	BeforeChars  int    `json:"beforeChars,omitempty"`
 	AfterChars   int    `json:"afterChars,omitempty"`
+}
+
+// Plan records the agent's plan as an update_plan call set it, between that
+// call's tool/call and tool/result: the whole plan, which replaces the one
+// before. The editor is sent the same entries.
+type Plan struct {
+	Turn       int         `json:"turn"`
+	ToolCallID string      `json:"toolCallId"`
+	Entries    []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one task of a Plan.
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Status   string `json:"status"`   // pending, in_progress, completed
+	Priority string `json:"priority"` // high, medium, low
 }

@@ -44,6 +44,8 @@ func Describe(ws *Workspace, args any) Info {
 		args = &a
 	case RunCommandArgs:
 		args = &a
+	case UpdatePlanArgs:
+		args = &a
 	}
 	switch a := args.(type) {
 	case *ReadFileArgs:
@@ -70,6 +72,8 @@ func Describe(ws *Workspace, args any) Info {
 		return Info{Kind: KindSearch, Title: title, Locations: loc(ws, a.Path)}
 	case *RunCommandArgs:
 		return Info{Kind: KindExecute, Title: "Run " + code(short(a.Command)) + in(ws, a.Cwd), Mutates: true}
+	case *UpdatePlanArgs:
+		return Info{Kind: KindOther, Title: "Update plan"}
 	}
 	return Info{Kind: KindOther, Title: fmt.Sprintf("Unknown tool call (%T)", args)}
 }

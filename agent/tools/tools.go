@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -36,6 +37,16 @@ const (
 	FindFiles   = "find_files"
 	SearchFiles = "search_files"
 	RunCommand  = "run_command"
+	UpdatePlan  = "update_plan"
+)
+
+// Bounds on a plan: the model's arguments may come from injected text, and
+// the editor shows every entry.
+const (
+	MaxPlanEntries      = 20
+	MaxPlanEntryRunes   = 200
+	planEntryStatuses   = "pending, in_progress, completed"
+	planEntryPriorities = "high, medium, low"
 )
 
 // MaxArgumentsBytes bounds the arguments JSON of one call.
@@ -82,6 +93,18 @@ type RunCommandArgs struct {
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1" jsonschema_description:"Stop the command after this many seconds. Leave it out for the default."`
 }
 
+// UpdatePlanArgs are the arguments of update_plan: the whole plan.
+type UpdatePlanArgs struct {
+	Entries []PlanEntryArgs `json:"entries" jsonschema:"maxItems=20" jsonschema_description:"Every entry of the plan, in order; this replaces the previous plan. An empty list clears it."`
+}
+
+// PlanEntryArgs is one entry of update_plan.
+type PlanEntryArgs struct {
+	Content  string `json:"content" jsonschema:"minLength=1,maxLength=200" jsonschema_description:"The task, in a short line."`
+	Status   string `json:"status" jsonschema:"enum=pending,enum=in_progress,enum=completed" jsonschema_description:"pending, in_progress (one at a time) or completed."`
+	Priority string `json:"priority" jsonschema:"enum=high,enum=medium,enum=low" jsonschema_description:"high, medium or low."`
+}
+
 // tool ties a name to its description and argument type, in the order the
 // model is shown them.
 type tool struct {
@@ -96,6 +119,7 @@ var all = []tool{
 	{FindFiles, "Find files by path with a glob. A glob without / matches file names at any depth, so *.go finds every Go file. Skips .git and files ignored by .gitignore. Returns sorted paths; use it to locate files before reading them.", &FindFilesArgs{}},
 	{SearchFiles, "Search the contents of files for a regular expression (Go RE2 syntax) and return the matching lines as path:line: text. Use it to find definitions, usages and strings. Skips binary files, files over 2 MiB, .git and files ignored by .gitignore.", &SearchFilesArgs{}},
 	{RunCommand, "Run a shell command (sh -c) in the workspace and return its output and exit status. Use it to build, test, run git and other programs; the user may be asked to approve it. To read, search or edit files, use the file tools instead.", &RunCommandArgs{}},
+	{UpdatePlan, "Keep a short plan of a multi-step task, shown to the user in the editor. Send the whole plan each time (it replaces the last one): at most 20 entries of one line each. Mark an entry in_progress when you start it and completed when it is done.", &UpdatePlanArgs{}},
 }
 
 // Definitions returns the six tools, in a stable order, for the model's
@@ -302,8 +326,60 @@ func validate(fields map[string]json.RawMessage, args any) error {
 		return nil
 	case *RunCommandArgs:
 		return joinErrs(required("command", a.Command), notNegative("timeout_seconds", a.TimeoutSeconds))
+	case *UpdatePlanArgs:
+		return validatePlan(fields["entries"], a)
 	}
 	return nil
+}
+
+// validatePlan checks update_plan's entries: present, bounded, each with
+// exactly the known keys (checkKeys only sees the top level), non-empty
+// one-line content and values from the enums.
+func validatePlan(raw json.RawMessage, a *UpdatePlanArgs) error {
+	if a.Entries == nil {
+		return errors.New(`"entries" is required (an empty list clears the plan)`)
+	}
+	if len(a.Entries) > MaxPlanEntries {
+		return fmt.Errorf(`"entries" has %d entries; the limit is %d, so merge or drop some`, len(a.Entries), MaxPlanEntries)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return fmt.Errorf(`"entries" must be a list: %v`, err)
+	}
+	names := argNames(&PlanEntryArgs{})
+	var errs []error
+	for i, e := range a.Entries {
+		at := func(err error) error {
+			if err == nil {
+				return nil
+			}
+			return fmt.Errorf("entry %d: %w", i+1, err)
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(items[i], &obj) != nil || obj == nil {
+			errs = append(errs, at(errors.New("must be an object with content, status and priority")))
+			continue
+		}
+		errs = append(errs, at(checkKeys(items[i], names)))
+		switch n := utf8.RuneCountInString(e.Content); {
+		case strings.TrimSpace(e.Content) == "":
+			errs = append(errs, at(errors.New(`"content" is required`)))
+		case n > MaxPlanEntryRunes:
+			errs = append(errs, at(fmt.Errorf(`"content" is %d characters long; the limit is %d`, n, MaxPlanEntryRunes)))
+		case strings.ContainsAny(e.Content, "\n\r"):
+			errs = append(errs, at(errors.New(`"content" must be one line`)))
+		}
+		if !slices.Contains(strings.Split(planEntryStatuses, ", "), e.Status) {
+			errs = append(errs, at(fmt.Errorf(`"status" is %q; it must be one of %s`, short(e.Status), planEntryStatuses)))
+		}
+		if !slices.Contains(strings.Split(planEntryPriorities, ", "), e.Priority) {
+			errs = append(errs, at(fmt.Errorf(`"priority" is %q; it must be one of %s`, short(e.Priority), planEntryPriorities)))
+		}
+		if len(errs) > 2*maxKeyProblems {
+			break
+		}
+	}
+	return joinErrs(errs...)
 }
 
 // jsonProblem describes a JSON syntax error briefly.
@@ -329,6 +405,10 @@ func jsonType(t reflect.Type) string {
 		return "an integer"
 	case reflect.Bool:
 		return "true or false"
+	case reflect.Struct:
+		return "an object"
+	case reflect.Slice:
+		return "a list"
 	}
 	return "a " + t.String()
 }

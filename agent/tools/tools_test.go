@@ -67,7 +67,7 @@ func TestDefinitions_Shape(t *testing.T) {
 			t.Errorf("%s has no description", d.Name)
 		}
 	}
-	want := []string{tools.ReadFile, tools.WriteFile, tools.EditFile, tools.FindFiles, tools.SearchFiles, tools.RunCommand}
+	want := []string{tools.ReadFile, tools.WriteFile, tools.EditFile, tools.FindFiles, tools.SearchFiles, tools.RunCommand, tools.UpdatePlan}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("tool order (-want +got):\n%s", diff)
 	}
@@ -109,7 +109,7 @@ func TestParse_Errors(t *testing.T) {
 		want             string // the exact message the model reads
 	}{
 		{"unknown tool", "delete_file", `{}`,
-			`unknown tool "delete_file"; the tools are read_file, write_file, edit_file, find_files, search_files, run_command`},
+			`unknown tool "delete_file"; the tools are read_file, write_file, edit_file, find_files, search_files, run_command, update_plan`},
 		{"missing path", tools.ReadFile, `{}`, `read_file: "path" is required`},
 		{"empty arguments", tools.ReadFile, ``, `read_file: "path" is required`},
 		{"null path", tools.ReadFile, `{"path":null}`, `read_file: "path" is required`},

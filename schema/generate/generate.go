@@ -94,6 +94,7 @@ var eventData = []struct {
 	{session.TypeMode, session.Mode{}},
 	{session.TypeConfig, session.Config{}},
 	{session.TypeTurnEnd, session.TurnEnd{}},
+	{session.TypePlan, session.Plan{}},
 }
 
 // SessionEvent describes one line of a session log: the envelope, with the
