@@ -162,27 +162,28 @@ func (u ToolCallUpdate) AsUpdate() SessionUpdate {
 // the bytes of the kinds sent before tool calls existed unchanged (golden
 // transcripts pin them).
 type sessionUpdateJSON struct {
-	SessionUpdate string             `json:"sessionUpdate"`
-	ToolCallID    string             `json:"toolCallId,omitempty"`
-	Content       any                `json:"content,omitempty"` // *ContentBlock or []ToolCallContent, encoded in place
-	MessageID     string             `json:"messageId,omitempty"`
-	Severity      string             `json:"severity,omitempty"`
-	Title         *string            `json:"title,omitempty"`
-	Description   string             `json:"description,omitempty"`
-	Name          string             `json:"name,omitempty"`
-	Kind          ToolKind           `json:"kind,omitempty"`
-	CompactionID  string             `json:"compactionId,omitempty"`
-	Status        string             `json:"status,omitempty"`
-	Summary       []ContentBlock     `json:"summary,omitempty"`
-	Error         string             `json:"error,omitempty"`
-	Locations     []ToolCallLocation `json:"locations,omitzero"`
-	RawInput      json.RawMessage    `json:"rawInput,omitempty"`
-	RawOutput     json.RawMessage    `json:"rawOutput,omitempty"`
-	UpdatedAt     string             `json:"updatedAt,omitempty"`
-	CurrentModeID string             `json:"currentModeId,omitempty"`
-	ConfigOptions []ConfigOption     `json:"configOptions,omitempty"`
-	Entries       []PlanEntry        `json:"entries,omitzero"`
-	Meta          Meta               `json:"_meta,omitempty"`
+	SessionUpdate     string             `json:"sessionUpdate"`
+	ToolCallID        string             `json:"toolCallId,omitempty"`
+	Content           any                `json:"content,omitempty"` // *ContentBlock or []ToolCallContent, encoded in place
+	MessageID         string             `json:"messageId,omitempty"`
+	Severity          string             `json:"severity,omitempty"`
+	Title             *string            `json:"title,omitempty"`
+	Description       string             `json:"description,omitempty"`
+	Name              string             `json:"name,omitempty"`
+	Kind              ToolKind           `json:"kind,omitempty"`
+	CompactionID      string             `json:"compactionId,omitempty"`
+	Status            string             `json:"status,omitempty"`
+	Summary           []ContentBlock     `json:"summary,omitempty"`
+	Error             string             `json:"error,omitempty"`
+	Locations         []ToolCallLocation `json:"locations,omitzero"`
+	RawInput          json.RawMessage    `json:"rawInput,omitempty"`
+	RawOutput         json.RawMessage    `json:"rawOutput,omitempty"`
+	UpdatedAt         string             `json:"updatedAt,omitempty"`
+	CurrentModeID     string             `json:"currentModeId,omitempty"`
+	ConfigOptions     []ConfigOption     `json:"configOptions,omitempty"`
+	AvailableCommands []AvailableCommand `json:"availableCommands,omitempty"`
+	Entries           []PlanEntry        `json:"entries,omitzero"`
+	Meta              Meta               `json:"_meta,omitempty"`
 }
 
 // MarshalJSON writes the one "content" member from Content (chunks) or
@@ -190,25 +191,26 @@ type sessionUpdateJSON struct {
 // the schema requires.
 func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 	w := sessionUpdateJSON{
-		SessionUpdate: u.SessionUpdate,
-		ToolCallID:    u.ToolCallID,
-		MessageID:     u.MessageID,
-		Severity:      u.Severity,
-		Description:   u.Description,
-		Name:          u.Name,
-		Kind:          u.Kind,
-		CompactionID:  u.CompactionID,
-		Status:        u.Status,
-		Summary:       u.Summary,
-		Error:         u.Error,
-		Locations:     u.Locations,
-		RawInput:      u.RawInput,
-		RawOutput:     u.RawOutput,
-		UpdatedAt:     u.UpdatedAt,
-		CurrentModeID: u.CurrentModeID,
-		ConfigOptions: u.ConfigOptions,
-		Entries:       u.Entries,
-		Meta:          u.Meta,
+		SessionUpdate:     u.SessionUpdate,
+		ToolCallID:        u.ToolCallID,
+		MessageID:         u.MessageID,
+		Severity:          u.Severity,
+		Description:       u.Description,
+		Name:              u.Name,
+		Kind:              u.Kind,
+		CompactionID:      u.CompactionID,
+		Status:            u.Status,
+		Summary:           u.Summary,
+		Error:             u.Error,
+		Locations:         u.Locations,
+		RawInput:          u.RawInput,
+		RawOutput:         u.RawOutput,
+		UpdatedAt:         u.UpdatedAt,
+		CurrentModeID:     u.CurrentModeID,
+		ConfigOptions:     u.ConfigOptions,
+		AvailableCommands: u.AvailableCommands,
+		Entries:           u.Entries,
+		Meta:              u.Meta,
 	}
 	isTool := u.SessionUpdate == UpdateToolCall || u.SessionUpdate == UpdateToolCallUpdate
 	if isTool && u.ToolCallID == "" {
@@ -245,25 +247,26 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*u = SessionUpdate{
-		SessionUpdate: w.SessionUpdate,
-		ToolCallID:    w.ToolCallID,
-		MessageID:     w.MessageID,
-		Severity:      w.Severity,
-		Description:   w.Description,
-		Name:          w.Name,
-		Kind:          w.Kind,
-		CompactionID:  w.CompactionID,
-		Status:        w.Status,
-		Summary:       w.Summary,
-		Error:         w.Error,
-		Locations:     w.Locations,
-		RawInput:      w.RawInput,
-		RawOutput:     w.RawOutput,
-		UpdatedAt:     w.UpdatedAt,
-		CurrentModeID: w.CurrentModeID,
-		ConfigOptions: w.ConfigOptions,
-		Entries:       w.Entries,
-		Meta:          w.Meta,
+		SessionUpdate:     w.SessionUpdate,
+		ToolCallID:        w.ToolCallID,
+		MessageID:         w.MessageID,
+		Severity:          w.Severity,
+		Description:       w.Description,
+		Name:              w.Name,
+		Kind:              w.Kind,
+		CompactionID:      w.CompactionID,
+		Status:            w.Status,
+		Summary:           w.Summary,
+		Error:             w.Error,
+		Locations:         w.Locations,
+		RawInput:          w.RawInput,
+		RawOutput:         w.RawOutput,
+		UpdatedAt:         w.UpdatedAt,
+		CurrentModeID:     w.CurrentModeID,
+		ConfigOptions:     w.ConfigOptions,
+		AvailableCommands: w.AvailableCommands,
+		Entries:           w.Entries,
+		Meta:              w.Meta,
 	}
 	if w.Title != nil {
 		u.Title = *w.Title

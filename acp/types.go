@@ -358,6 +358,8 @@ type SessionUpdate struct {
 	CurrentModeID string `json:"currentModeId,omitempty"`
 	// config_option_update: the full list
 	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
+	// available_commands_update: the full list
+	AvailableCommands []AvailableCommand `json:"availableCommands,omitempty"`
 	// plan: the whole plan; the client replaces what it showed. Non-nil
 	// for a plan update, even when empty (the schema requires entries).
 	Entries []PlanEntry `json:"entries,omitzero"`
@@ -386,4 +388,22 @@ const (
 type SessionNotification struct {
 	SessionID string        `json:"sessionId"`
 	Update    SessionUpdate `json:"update"`
+}
+
+// UpdateAvailableCommands is the slash commands a session offers; it is
+// sent after the session's answer (clients drop it before).
+const UpdateAvailableCommands = "available_commands_update"
+
+// AvailableCommand is a slash command the client may offer: the user types
+// "/Name" at the start of a prompt.
+type AvailableCommand struct {
+	Name        string                 `json:"name"`
+	Description string                 `json:"description"`
+	Input       *AvailableCommandInput `json:"input,omitempty"`
+}
+
+// AvailableCommandInput is the unstructured input a command takes after
+// its name; Hint is shown while none is typed.
+type AvailableCommandInput struct {
+	Hint string `json:"hint"`
 }

@@ -161,6 +161,11 @@ var _ acp.SessionAnswerer = (*Agent)(nil)
 // whose choices the list does not change, gets nothing; so does any if
 // the request fails (the editor keeps what the answer offered).
 func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
+	// The slash commands (slash.go): clients drop them before the answer.
+	// Update only queues the message.
+	if err := c.Update(ctx, sessionID, commandsUpdate()); err != nil {
+		a.cfg.Logger.Debug().Err(err).Str("session", sessionID).Msg("the slash commands were not sent")
+	}
 	cat := &a.catalog
 	cat.mu.Lock()
 	o, ok := cat.owed[sessionID]

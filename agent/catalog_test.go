@@ -143,11 +143,18 @@ type sessionUpdates struct {
 	mu  sync.Mutex
 	ids []string
 	got []acp.SessionUpdate
+	// commands are the sessions sent the slash commands (slash_test.go),
+	// kept apart: every answer gets them.
+	commands []string
 }
 
 func (c *sessionUpdates) Update(_ context.Context, id string, u acp.SessionUpdate) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if u.SessionUpdate == acp.UpdateAvailableCommands {
+		c.commands = append(c.commands, id)
+		return nil
+	}
 	c.ids = append(c.ids, id)
 	c.got = append(c.got, u)
 	return nil

@@ -62,6 +62,11 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
+	// A slash command (slash.go) names the prompt to run, or answers.
+	run, answer := a.slash(s, h, req.Prompt)
+	if run != nil {
+		req.Prompt = run
+	}
 	// Taken before this turn's prompt joins the history: not copied, and
 	// what the turn adds to h goes after it.
 	history := h.withSystem(llm.Message{Role: llm.RoleSystem})
@@ -79,6 +84,9 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
 		t = nil // no turn to close
 		return acp.PromptResponse{}, a.logError(s.id, fmt.Errorf("record prompt: %w", err))
+	}
+	if answer != "" { // slash.go
+		return t.answer(ctx, answer)
 	}
 	// The session's MCP servers may still be starting; their tools and
 	// what failed belong in the first request.
