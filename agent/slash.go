@@ -32,7 +32,7 @@ func commandsUpdate() acp.SessionUpdate {
 }
 
 // slashCommand splits a prompt that starts with a command Rebound knows
-// into its name and the rest of the line; ok is false otherwise.
+// into its name and the rest of its first line; ok is false otherwise.
 func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
 	if len(prompt) == 0 || prompt[0].Type != "text" {
 		return "", "", false
@@ -41,7 +41,10 @@ func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
 	if !strings.HasPrefix(text, "/") {
 		return "", "", false
 	}
-	name, args, _ = strings.Cut(text[1:], " ")
+	// Only the first line is the command: clients append context after it
+	// (agent-shell adds the region it was started from).
+	line, _, _ := strings.Cut(text[1:], "\n")
+	name, args, _ = strings.Cut(strings.TrimSpace(line), " ")
 	for _, c := range slashCommands {
 		if c.Name == name {
 			return name, strings.TrimSpace(args), true

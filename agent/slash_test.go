@@ -22,6 +22,8 @@ func TestSlashCommandParse(t *testing.T) {
 		{[]acp.ContentBlock{acp.TextBlock("  /status\n")}, "status", "", true},
 		{[]acp.ContentBlock{acp.TextBlock("/retry  wait ")}, "retry", "wait", true},
 		{[]acp.ContentBlock{acp.TextBlock("/frobnicate")}, "", "", false},
+		// agent-shell appends the region it was started from (seen in its trace)
+		{[]acp.ContentBlock{acp.TextBlock("/status\n\nnotes.txt:1-1\n\nThe colour of the sky.")}, "status", "", true},
 		{[]acp.ContentBlock{acp.TextBlock("/init: Survey this project")}, "", "", false}, // /init's own prompt
 		{[]acp.ContentBlock{acp.TextBlock("please /retry")}, "", "", false},
 		{[]acp.ContentBlock{{Type: "image"}, acp.TextBlock("/retry")}, "", "", false},
