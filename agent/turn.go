@@ -673,6 +673,11 @@ func (t *turn) show(ctx context.Context, kind, text string) error {
 	if _, err := t.s.append(session.TypeAssistantChunk, ch); err != nil {
 		return fmt.Errorf("record chunk: %w", err)
 	}
+	// The record reaches the kernel (one write, no fsync) before the editor
+	// sees its text: a killed process loses nothing the user saw.
+	if err := t.s.log.Flush(); err != nil {
+		return fmt.Errorf("record chunk: %w", &recordError{err})
+	}
 	if err := sendChunk(ctx, t.c, t.s.id, kind, t.msgID, text); err != nil {
 		// The editor went away; the reply is recorded and goes on.
 		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("could not send a chunk")
