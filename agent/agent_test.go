@@ -278,3 +278,50 @@ func (p *failOnce) Stream(context.Context, llm.Request) (llm.Stream, error) {
 	}
 	return &fakeStream{chunks: []llm.Chunk{{Content: "ok"}, {FinishReason: "stop"}}}, nil
 }
+
+// TestAgent_LiveChunkIsInTheFileBeforeItIsShown: in live mode the editor
+// gets a chunk only once its record is written to the file, so a process
+// killed right after cannot lose text the user saw (issue #19 item 2).
+func TestAgent_LiveChunkIsInTheFileBeforeItIsShown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		a := agent.New(agent.Config{StateDir: dir, Model: "m", MaxTokens: 100, APIKeyEnv: "K", Logger: zerolog.Nop(), Live: true,
+			Provider: &failOnce{done: true}})
+		defer a.Close()
+		s, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: "/p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := 0
+		c := onUpdate{f: func(u acp.SessionUpdate) {
+			if u.SessionUpdate != acp.UpdateAgentMessageChunk {
+				return
+			}
+			shown++
+			ld, err := session.Load(session.Path(dir, s.SessionID))
+			if err != nil {
+				t.Fatalf("load while showing: %v", err)
+			}
+			var text strings.Builder
+			for _, ev := range ld.Events {
+				if ev.Type != session.TypeAssistantChunk {
+					continue
+				}
+				var ch session.AssistantChunk
+				if err := json.Unmarshal(ev.Data, &ch); err != nil {
+					t.Fatal(err)
+				}
+				text.WriteString(ch.Text)
+			}
+			if !strings.Contains(text.String(), u.Content.Text) {
+				t.Errorf("the editor was shown %q, the file has only %q", u.Content.Text, text.String())
+			}
+		}}
+		if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: s.SessionID, Prompt: prompt("hi")}, c); err != nil {
+			t.Fatalf("Prompt: %v", err)
+		}
+		if shown == 0 {
+			t.Fatal("no chunk was shown live")
+		}
+	})
+}

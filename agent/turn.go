@@ -608,15 +608,15 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 	for {
 		c, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
+			var thought, text string
 			if t.resumeThought != nil {
-				if err := t.show(ctx, acp.UpdateAgentThoughtChunk, t.resumeThought.finish()); err != nil {
-					return nil, nil, err
-				}
+				thought = t.resumeThought.finish()
 			}
 			if t.resume != nil {
-				if err := t.show(ctx, acp.UpdateAgentMessageChunk, t.resume.finish()); err != nil {
-					return nil, nil, err
-				}
+				text = t.resume.finish()
+			}
+			if err := t.show(ctx, thought, text); err != nil {
+				return nil, nil, err
 			}
 			return &reply, out, nil
 		}
@@ -646,10 +646,7 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 					thought += t.resumeThought.finish()
 				}
 			}
-			if err := t.show(ctx, acp.UpdateAgentThoughtChunk, thought); err != nil {
-				return nil, nil, err
-			}
-			if err := t.show(ctx, acp.UpdateAgentMessageChunk, text); err != nil {
+			if err := t.show(ctx, thought, text); err != nil {
 				return nil, nil, err
 			}
 			continue
@@ -664,26 +661,41 @@ func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output
 	}
 }
 
-// show records live text, then sends it: what the editor has is always in
-// the log first.
-func (t *turn) show(ctx context.Context, kind, text string) error {
-	if text == "" {
+// show records live thought and text, writes the records to the file with
+// one write (no fsync), then sends them: what the editor has is always in
+// the file first, so a killed process loses nothing the user saw.
+func (t *turn) show(ctx context.Context, thought, text string) error {
+	if thought == "" && text == "" {
 		return nil
 	}
-	ch := session.AssistantChunk{Turn: t.number, Step: t.steps, Shown: true, MessageID: t.msgID}
-	if kind == acp.UpdateAgentThoughtChunk {
-		ch.Reasoning = text
-		t.shownThought.WriteString(text)
-	} else {
-		ch.Text = text
-		t.shown.WriteString(text)
+	parts := [2]struct{ kind, text string }{{acp.UpdateAgentThoughtChunk, thought}, {acp.UpdateAgentMessageChunk, text}}
+	for _, p := range parts {
+		if p.text == "" {
+			continue
+		}
+		ch := session.AssistantChunk{Turn: t.number, Step: t.steps, Shown: true, MessageID: t.msgID}
+		if p.kind == acp.UpdateAgentThoughtChunk {
+			ch.Reasoning = p.text
+			t.shownThought.WriteString(p.text)
+		} else {
+			ch.Text = p.text
+			t.shown.WriteString(p.text)
+		}
+		if _, err := t.s.append(session.TypeAssistantChunk, ch); err != nil {
+			return fmt.Errorf("record chunk: %w", err)
+		}
 	}
-	if _, err := t.s.append(session.TypeAssistantChunk, ch); err != nil {
-		return fmt.Errorf("record chunk: %w", err)
+	if err := t.s.log.Flush(); err != nil {
+		return fmt.Errorf("record chunk: %w", &recordError{err})
 	}
-	if err := sendChunk(ctx, t.c, t.s.id, kind, t.msgID, text); err != nil {
-		// The editor went away; the reply is recorded and goes on.
-		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("could not send a chunk")
+	for _, p := range parts {
+		if p.text == "" {
+			continue
+		}
+		if err := sendChunk(ctx, t.c, t.s.id, p.kind, t.msgID, p.text); err != nil {
+			// The editor went away; the reply is recorded and goes on.
+			t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("could not send a chunk")
+		}
 	}
 	return nil
 }

@@ -316,8 +316,7 @@ max_retry_after = "60s"
 
 // TestE2E_CrashMidStreamThenLoad kills the built binary (SIGKILL) while a
 // live reply streams: a new process loading the session replays what the
-// user saw, less at most the last 100 ms (the log's write delay), and
-// commits it as an incomplete reply.
+// user saw and commits it as an incomplete reply.
 func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -385,5 +384,55 @@ func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
 	}
 	if len(msgs) < 2 || !msgs[1].Incomplete || msgs[1].Text != replayed.String() {
 		t.Errorf("conversation after the crash: %+v; want the shown text committed as incomplete", msgs)
+	}
+}
+
+// TestE2E_CrashRightAfterLiveChunksThenLoad kills the built binary
+// (SIGKILL) the moment the editor has read a live reply's first chunks, ten
+// times: every character shown is in the replay of session/load, because a
+// chunk's record is written before the update that shows it (issue #19).
+func TestE2E_CrashRightAfterLiveChunksThenLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	for try := range 10 {
+		mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
+			{Text: "alpha bravo charlie delta echo foxtrot golf hotel india juliett", Chunks: 10, ChunkDelay: "20ms"},
+		}})
+		srv := httptest.NewServer(mock)
+		state := t.TempDir()
+		env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-e2e-secret", "REBOUND_STATE_DIR=" + state, "REBOUND_STREAMING=live"}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard against a hang, not a wait
+
+		a := spawn(t, ctx, env...)
+		sid := a.newSession(t, "/tmp")
+		a.send(t, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"spell"}]}}`)
+		var shown strings.Builder
+		for n := 0; n < 2; {
+			if kind, u := updateKind(a.next(t)); kind == "agent_message_chunk" {
+				shown.WriteString(u["content"].(map[string]any)["text"].(string))
+				n++
+			}
+		}
+		if err := a.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		a.cmd.Wait()
+
+		b := spawn(t, ctx, env...)
+		var replayed strings.Builder
+		for _, n := range b.loadSession(t, sid, "/tmp") {
+			if kind, u := updateKind(n); kind == "agent_message_chunk" {
+				replayed.WriteString(u["content"].(map[string]any)["text"].(string))
+			}
+		}
+		b.stdin.Close()
+		b.cmd.Wait()
+		srv.Close()
+		cancel()
+		// The file may hold a chunk more than the editor read, never less.
+		if !strings.HasPrefix(replayed.String(), shown.String()) {
+			t.Errorf("try %d: replayed %q, want it to start with all that was shown, %q", try, replayed.String(), shown.String())
+		}
 	}
 }

@@ -279,3 +279,31 @@ func BenchmarkIngest_HeldTail(b *testing.B) {
 	b.ReportMetric(float64(rssMany)/1024, "MiB-rss-16k-chunks")
 	b.ReportMetric(float64(rssFew)/1024, "MiB-rss-1k-chunks")
 }
+
+// BenchmarkIngest_LiveVsBaseline: live mode in this tree and in the
+// REBOUND_BENCH_BASELINE binary (a revision that knows live mode),
+// alternated in one run: CPU per 1,000 chunks and chunk → update latency,
+// each as this tree's figure over the baseline's.
+func BenchmarkIngest_LiveVsBaseline(b *testing.B) {
+	base := baselineBinary()
+	if base == "" {
+		b.Skip("set REBOUND_BENCH_BASELINE to a rebound binary with live mode, built from the revision to compare with")
+	}
+	bins := [2]string{testkit.ReboundBinary(b), base}
+	var cpu [2]time.Duration
+	var lat [2][]time.Duration
+	for b.Loop() {
+		for i, bin := range bins {
+			cpu[i] += ingestWith(b, bin, 16384, 16384, 0, "live").cpu - ingestWith(b, bin, 1, 1, 0, "live").cpu
+			lat[i] = append(lat[i], ingestWith(b, bin, 200, 200, 20*time.Millisecond, "live").latencies...)
+		}
+	}
+	for i, name := range []string{"now", "base"} {
+		b.ReportMetric(ms(cpu[i]/time.Duration(b.N)*1000/16383), "ms-cpu/1k-chunks-"+name)
+		b.ReportMetric(ms(percentile(lat[i], 0.50)), "ms-p50-"+name)
+		b.ReportMetric(ms(percentile(lat[i], 0.99)), "ms-p99-"+name)
+	}
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
+	b.ReportMetric(float64(percentile(lat[0], 0.50))/float64(percentile(lat[1], 0.50)), "p50-ratio")
+	b.ReportMetric(float64(percentile(lat[0], 0.99))/float64(percentile(lat[1], 0.99)), "p99-ratio")
+}
