@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rebound-agent/rebound/internal/text"
 	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
@@ -221,10 +221,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return text.Prefix(s, n) + "…"
 }
 
 // quote quotes a string the client sent for an error message, clipped to

@@ -2,8 +2,8 @@ package agent
 
 import (
 	"context"
+	clip "github.com/rebound-agent/rebound/internal/text"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/acp"
 )
@@ -45,15 +45,12 @@ func (o *output) add(kind, text string) {
 // at rune boundaries, all under the message's id.
 func (o output) send(ctx context.Context, c acp.Client, sessionID, msgID string) error {
 	for _, seg := range o {
-		for rest := seg.text; len(rest) > 0; {
-			n := min(len(rest), heldPieceBytes)
-			for n < len(rest) && n > 0 && !utf8.RuneStart(rest[n]) {
-				n--
-			}
-			if err := sendChunk(ctx, c, sessionID, seg.kind, msgID, string(rest[:n])); err != nil {
+		for rest := string(seg.text); len(rest) > 0; {
+			piece := clip.Prefix(rest, heldPieceBytes)
+			if err := sendChunk(ctx, c, sessionID, seg.kind, msgID, piece); err != nil {
 				return err
 			}
-			rest = rest[n:]
+			rest = rest[len(piece):]
 		}
 	}
 	return nil
