@@ -181,6 +181,9 @@ type sessionUpdateJSON struct {
 	UpdatedAt     string             `json:"updatedAt,omitempty"`
 	CurrentModeID string             `json:"currentModeId,omitempty"`
 	ConfigOptions []ConfigOption     `json:"configOptions,omitempty"`
+	Used          *uint64            `json:"used,omitempty"`
+	Size          *uint64            `json:"size,omitempty"`
+	Cost          *Cost              `json:"cost,omitempty"`
 	Meta          Meta               `json:"_meta,omitempty"`
 }
 
@@ -206,7 +209,11 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 		UpdatedAt:     u.UpdatedAt,
 		CurrentModeID: u.CurrentModeID,
 		ConfigOptions: u.ConfigOptions,
+		Cost:          u.Cost,
 		Meta:          u.Meta,
+	}
+	if u.SessionUpdate == UpdateUsage {
+		w.Used, w.Size = &u.Used, &u.Size
 	}
 	isTool := u.SessionUpdate == UpdateToolCall || u.SessionUpdate == UpdateToolCallUpdate
 	if isTool && u.ToolCallID == "" {
@@ -257,7 +264,14 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		UpdatedAt:     w.UpdatedAt,
 		CurrentModeID: w.CurrentModeID,
 		ConfigOptions: w.ConfigOptions,
+		Cost:          w.Cost,
 		Meta:          w.Meta,
+	}
+	if w.Used != nil {
+		u.Used = *w.Used
+	}
+	if w.Size != nil {
+		u.Size = *w.Size
 	}
 	if w.Title != nil {
 		u.Title = *w.Title

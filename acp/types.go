@@ -323,6 +323,7 @@ const (
 	UpdateCompaction        = "compaction_update"
 	UpdateCurrentMode       = "current_mode_update"
 	UpdateConfigOption      = "config_option_update"
+	UpdateUsage             = "usage_update"
 )
 
 // SessionUpdate is the union of the update kinds Rebound sends; SessionUpdate
@@ -361,11 +362,23 @@ type SessionUpdate struct {
 	CurrentModeID string `json:"currentModeId,omitempty"`
 	// config_option_update: the full list
 	ConfigOptions []ConfigOption `json:"configOptions,omitempty"`
-	Meta          Meta           `json:"_meta,omitempty"`
+	// usage_update: tokens in context and the window, always sent for that
+	// kind (the schema requires both); Cost is cumulative for the session.
+	Used uint64 `json:"-"`
+	Size uint64 `json:"-"`
+	Cost *Cost  `json:"-"`
+	Meta Meta   `json:"_meta,omitempty"`
 }
 
 // SessionNotification is the params of `session/update`.
 type SessionNotification struct {
 	SessionID string        `json:"sessionId"`
 	Update    SessionUpdate `json:"update"`
+}
+
+// Cost is a session's cumulative cost (usage_update), in an ISO 4217
+// currency.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
 }
