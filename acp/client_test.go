@@ -770,6 +770,10 @@ func TestSessionUpdate_JSON(t *testing.T) {
 			`{"sessionUpdate":"tool_call","toolCallId":"t","content":[{"type":"content","content":{"type":"text","text":"x"}}],"title":""}`},
 		{"tool call update clearing content", acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: "t", ToolContent: []acp.ToolCallContent{}},
 			`{"sessionUpdate":"tool_call_update","toolCallId":"t","content":[]}`},
+		{"usage, nothing used yet", acp.SessionUpdate{SessionUpdate: acp.UpdateUsage},
+			`{"sessionUpdate":"usage_update","used":0,"size":0}`},
+		{"usage with cost", acp.SessionUpdate{SessionUpdate: acp.UpdateUsage, Used: 1230, Size: 128000, Cost: &acp.Cost{Amount: 0.0125, Currency: "USD"}},
+			`{"sessionUpdate":"usage_update","used":1230,"size":128000,"cost":{"amount":0.0125,"currency":"USD"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -779,6 +783,9 @@ func TestSessionUpdate_JSON(t *testing.T) {
 			}
 			if string(b) != tt.want {
 				t.Errorf("Marshal:\n got %s\nwant %s", b, tt.want)
+			}
+			if tt.u.SessionUpdate == acp.UpdateUsage {
+				validate(t, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":`+string(b)+`}}`)
 			}
 			var back acp.SessionUpdate
 			if err := json.Unmarshal(b, &back); err != nil {

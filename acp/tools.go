@@ -183,6 +183,9 @@ type sessionUpdateJSON struct {
 	ConfigOptions     []ConfigOption     `json:"configOptions,omitempty"`
 	AvailableCommands []AvailableCommand `json:"availableCommands,omitempty"`
 	Entries           []PlanEntry        `json:"entries,omitzero"`
+	Used              *uint64            `json:"used,omitempty"`
+	Size              *uint64            `json:"size,omitempty"`
+	Cost              *Cost              `json:"cost,omitempty"`
 	Meta              Meta               `json:"_meta,omitempty"`
 }
 
@@ -210,7 +213,11 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 		ConfigOptions:     u.ConfigOptions,
 		AvailableCommands: u.AvailableCommands,
 		Entries:           u.Entries,
+		Cost:              u.Cost,
 		Meta:              u.Meta,
+	}
+	if u.SessionUpdate == UpdateUsage {
+		w.Used, w.Size = &u.Used, &u.Size
 	}
 	isTool := u.SessionUpdate == UpdateToolCall || u.SessionUpdate == UpdateToolCallUpdate
 	if isTool && u.ToolCallID == "" {
@@ -266,7 +273,14 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		ConfigOptions:     w.ConfigOptions,
 		AvailableCommands: w.AvailableCommands,
 		Entries:           w.Entries,
+		Cost:              w.Cost,
 		Meta:              w.Meta,
+	}
+	if w.Used != nil {
+		u.Used = *w.Used
+	}
+	if w.Size != nil {
+		u.Size = *w.Size
 	}
 	if w.Title != nil {
 		u.Title = *w.Title

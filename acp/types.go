@@ -320,6 +320,7 @@ const (
 	UpdateCurrentMode       = "current_mode_update"
 	UpdateConfigOption      = "config_option_update"
 	UpdatePlan              = "plan"
+	UpdateUsage             = "usage_update"
 )
 
 // SessionUpdate is the union of the update kinds Rebound sends; SessionUpdate
@@ -363,7 +364,12 @@ type SessionUpdate struct {
 	// plan: the whole plan; the client replaces what it showed. Non-nil
 	// for a plan update, even when empty (the schema requires entries).
 	Entries []PlanEntry `json:"entries,omitzero"`
-	Meta    Meta        `json:"_meta,omitempty"`
+	// usage_update: tokens in context and the window, always sent for that
+	// kind (the schema requires both); Cost is cumulative for the session.
+	Used uint64 `json:"-"`
+	Size uint64 `json:"-"`
+	Cost *Cost  `json:"-"`
+	Meta Meta   `json:"_meta,omitempty"`
 }
 
 // PlanEntry is one task of the agent's plan (ACP PlanEntry).
@@ -406,4 +412,11 @@ type AvailableCommand struct {
 // its name; Hint is shown while none is typed.
 type AvailableCommandInput struct {
 	Hint string `json:"hint"`
+}
+
+// Cost is a session's cumulative cost (usage_update), in an ISO 4217
+// currency.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
 }

@@ -86,9 +86,16 @@ type ToolCallDelta struct {
 	Arguments string `json:"arguments,omitempty"`
 }
 
+// Usage is what the provider reported for one request. CachedTokens is the
+// part of PromptTokens served from the provider's prompt cache (OpenAI
+// prompt_tokens_details.cached_tokens, DeepSeek prompt_cache_hit_tokens);
+// Cost is a figure the provider itself billed (OpenRouter usage.cost), never
+// one we computed.
 type Usage struct {
-	PromptTokens     int `json:"promptTokens"`
-	CompletionTokens int `json:"completionTokens"`
+	PromptTokens     int      `json:"promptTokens"`
+	CompletionTokens int      `json:"completionTokens"`
+	CachedTokens     int      `json:"cachedTokens,omitempty"`
+	Cost             *float64 `json:"cost,omitempty"`
 }
 
 // Chunk is one streamed delta of a reply, or several of one kind that

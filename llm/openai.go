@@ -593,8 +593,13 @@ type wireChunk struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"` // OpenAI
+		PromptCacheHitTokens int      `json:"prompt_cache_hit_tokens"` // DeepSeek
+		Cost                 *float64 `json:"cost"`                    // OpenRouter
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 	Type  string          `json:"type"`
@@ -630,7 +635,10 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 		}
 	}
 	if w.Usage != nil {
-		c.Usage = &Usage{PromptTokens: w.Usage.PromptTokens, CompletionTokens: w.Usage.CompletionTokens}
+		c.Usage = usageOf(w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.PromptCacheHitTokens, w.Usage.Cost)
+		if d := w.Usage.PromptTokensDetails; d != nil && c.Usage.CachedTokens == 0 {
+			c.Usage.CachedTokens = min(max(d.CachedTokens, 0), c.Usage.PromptTokens)
+		}
 	}
 	return c, c.HasDelta() || c.FinishReason != "" || c.Usage != nil, nil
 }
@@ -731,4 +739,17 @@ func (s *stream) Close() error {
 	s.closed.Store(true)
 	s.release(ErrStreamClosed)
 	return nil
+}
+
+// usageOf bounds what the provider reported: negative counts become 0, the
+// cached part never exceeds the prompt, and a negative or non-finite cost is
+// dropped rather than shown.
+func usageOf(prompt, completion, cached int, cost *float64) *Usage {
+	u := &Usage{PromptTokens: max(prompt, 0), CompletionTokens: max(completion, 0)}
+	u.CachedTokens = min(max(cached, 0), u.PromptTokens)
+	if cost != nil && *cost >= 0 && !math.IsInf(*cost, 0) && !math.IsNaN(*cost) {
+		v := *cost
+		u.Cost = &v
+	}
+	return u
 }

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/rebound-agent/rebound/llm"
+)
+
+// Context-window and cost accounting for usage_update (issue #20). This file
+// holds the pure parts — the window table, the estimate and the price
+// arithmetic — so the hook in the turn loop stays a line or two.
+
+// windowTable is the context window of well-known model families, matched by
+// prefix of the model id with any "vendor/" prefix (OpenRouter) removed;
+// the longest matching prefix wins. A model not here and not configured
+// (provider.context_window) has no known size: 0.
+var windowTable = []struct {
+	prefix string
+	tokens uint64
+}{
+	{"gpt-4o", 128_000},
+	{"gpt-4.1", 1_047_576},
+	{"gpt-4-turbo", 128_000},
+	{"gpt-4", 8_192},
+	{"gpt-3.5-turbo", 16_385},
+	{"gpt-5", 400_000},
+	{"o1", 200_000},
+	{"o1-mini", 128_000},
+	{"o3", 200_000},
+	{"o4-mini", 200_000},
+	{"deepseek-chat", 128_000},
+	{"deepseek-reasoner", 128_000},
+	{"claude-", 200_000},
+	{"mistral-large", 128_000},
+	{"codestral", 256_000},
+	{"gemini-1.5-pro", 2_097_152},
+	{"gemini-2.5", 1_048_576},
+	{"llama-3.1", 128_000},
+	{"qwen2.5-coder", 32_768},
+}
+
+// windowOf is the context window of model: configured wins, then the
+// provider's model list (listed), then the table; 0 when unknown.
+func windowOf(model string, configured, listed uint64) uint64 {
+	if configured > 0 {
+		return configured
+	}
+	if listed > 0 {
+		return listed
+	}
+	id := strings.ToLower(model)
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		id = id[i+1:]
+	}
+	var best, size uint64
+	for _, w := range windowTable {
+		if strings.HasPrefix(id, w.prefix) && uint64(len(w.prefix)) > best {
+			best, size = uint64(len(w.prefix)), w.tokens
+		}
+	}
+	return size
+}
+
+// estimateTokens is a deliberately rough count for providers that report no
+// usage: about four bytes of text per token, plus a few tokens of framing
+// per message. Callers mark the figure as an estimate in _meta.
+func estimateTokens(msgs []llm.Message) uint64 {
+	var n uint64
+	for _, m := range msgs {
+		b := len(m.Content)
+		for _, tc := range m.ToolCalls {
+			b += len(tc.Name) + len(tc.Arguments)
+		}
+		n += uint64(b+3)/4 + 4
+	}
+	return n
+}
+
+// Prices are per million tokens, in Currency; a zero Prices means the user
+// configured none and no cost may be shown.
+type Prices struct {
+	Input, CachedInput, Output float64
+	Currency                   string
+}
+
+func (p Prices) set() bool { return p.Input > 0 || p.CachedInput > 0 || p.Output > 0 }
+
+// stepCost is what one request cost: the provider's own figure when it
+// billed one, else the configured prices applied to its usage; ok is false
+// when neither exists, so no figure is made up.
+func stepCost(u llm.Usage, p Prices) (amount float64, ok bool) {
+	if u.Cost != nil {
+		return *u.Cost, true
+	}
+	if !p.set() {
+		return 0, false
+	}
+	cached := min(u.CachedTokens, u.PromptTokens)
+	fresh := u.PromptTokens - cached
+	cachedPrice := p.CachedInput
+	if cachedPrice == 0 {
+		cachedPrice = p.Input
+	}
+	return (float64(fresh)*p.Input + float64(cached)*cachedPrice + float64(u.CompletionTokens)*p.Output) / 1e6, true
+}
+
+// shouldCompact reports whether a context of used tokens in a window of
+// size has reached the fill fraction at which to compact before the
+// provider refuses; an unknown window or fill never triggers it.
+func shouldCompact(used, size uint64, fill float64) bool {
+	if size == 0 || fill <= 0 || fill > 1 {
+		return false
+	}
+	return float64(used) >= fill*float64(size)
+}
