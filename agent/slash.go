@@ -3,10 +3,13 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -17,6 +20,8 @@ var slashCommands = []acp.AvailableCommand{
 	{Name: "retry", Description: "Run the last failed or cancelled turn again, without retyping it"},
 	{Name: "init", Description: "Survey the project and write an AGENTS.md for it (you approve the write)"},
 	{Name: "status", Description: "Show the provider, model, mode, limits and how the last turn ended"},
+	{Name: "continue", Description: "Continue the last reply where it stopped, when it was cut short"},
+	{Name: "compact", Description: "Summarise the older conversation now, as Rebound does when it overflows"},
 }
 
 // initPrompt is the turn /init runs: the model writes AGENTS.md with its
@@ -25,6 +30,12 @@ const initPrompt = "/init: Survey this project (its layout, languages, how to bu
 	"its conventions) and write an AGENTS.md at the project root that tells a coding agent what it " +
 	"needs to work here. Keep it short and factual. If an AGENTS.md exists, improve it rather than " +
 	"replace what is still true. Write it with your file-writing tool."
+
+// continuePromptText is the turn /continue runs: the history already holds
+// the incomplete reply (with the note saying where and why it stopped), so
+// the model is asked to go on from there.
+const continuePromptText = "/continue: Continue your last reply exactly where it stopped, " +
+	"without repeating what you already wrote."
 
 // commandsUpdate is the update that offers the slash commands.
 func commandsUpdate() acp.SessionUpdate {
@@ -57,11 +68,33 @@ func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
 // prompt the turn runs instead; a non-empty answer is the command's reply,
 // which the turn records and shows without asking the model (answer);
 // neither leaves the prompt as it was (not a command).
-func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string) {
+// compact says the turn compacts the conversation (compactNow) instead.
+func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string, compact bool) {
 	name, args, ok := slashCommand(prompt)
 	if !ok {
-		return nil, ""
+		return nil, "", false
 	}
+	if args != "" && (name == "continue" || name == "compact") {
+		return nil, fmt.Sprintf("`/%s %s` is not something Rebound can do: `/%s` takes nothing after it.", name, args, name), false
+	}
+	switch name {
+	case "continue":
+		if !lastIncomplete(h) {
+			return nil, "Nothing to continue: the last reply was not cut short.", false
+		}
+		return []acp.ContentBlock{acp.TextBlock(continuePromptText)}, "", false
+	case "compact":
+		if len(h.out) < 2 { // the system prompt slot alone
+			return nil, "Nothing to compact: the conversation has no earlier messages yet.", false
+		}
+		return nil, "", true
+	}
+	run, answer = a.slashAnswer(s, h, name, args)
+	return run, answer, false
+}
+
+// slashAnswer handles /retry, /init and /status.
+func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run []acp.ContentBlock, answer string) {
 	switch name {
 	case "retry":
 		if args != "" {
@@ -87,11 +120,27 @@ func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (r
 // reply is committed as the turn's message before it is shown, like any
 // reply, so a load replays the command and its answer.
 func (t *turn) answer(ctx context.Context, text string) (acp.PromptResponse, error) {
+	return t.answerWith(ctx, func(context.Context) (string, error) { return text, nil })
+}
+
+// answerWith is answer with a reply that produce makes once the step is
+// open (a compaction's summary request belongs to it). An error of produce
+// ends the step and the turn without an answer.
+func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (string, error)) (acp.PromptResponse, error) {
 	resp := acp.PromptResponse{StopReason: acp.StopEndTurn}
 	t.msgID = newID("msg_")
-	// A step with no model: Rebound answered, nobody was asked.
+	// A step with no model: Rebound answered, nobody was asked (a
+	// compaction's summary is its own request, counted as such).
 	t.steps = 1
 	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.steps})
+	var text string
+	if err == nil {
+		t.stepOpen = true
+		var perr error
+		if text, perr = produce(ctx); perr != nil {
+			return t.endUnanswered(ctx, perr)
+		}
+	}
 	if err == nil {
 		_, err = t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
 			Turn: t.number, Step: t.steps, MessageID: t.msgID, Text: text, FinishReason: "stop",
@@ -112,6 +161,61 @@ func (t *turn) answer(ctx context.Context, text string) (acp.PromptResponse, err
 	t.agent.settle(t, &resp, nil)
 	t.agent.noteTurn(ctx, t)
 	return resp, nil
+}
+
+// endUnanswered ends a command's turn whose reply could not be made: the
+// step and the turn end failed, or cancelled when the prompt was.
+func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse, error) {
+	outcome := session.OutcomeFailed
+	if isCancelled(ctx) {
+		t.cancelled, outcome = true, session.OutcomeCancelled
+	}
+	if eerr := t.endStep(outcome); eerr != nil {
+		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
+	}
+	t.agent.settle(t, &acp.PromptResponse{}, err)
+	t.agent.noteTurn(ctx, t)
+	if t.cancelled {
+		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
+	}
+	return acp.PromptResponse{}, err
+}
+
+// compactNow is /compact: the overflow recovery's compaction, on request,
+// of the history the turn would send. Its summary request is the step's one
+// request; the answer says how many messages the summary replaced.
+func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
+	o := t.s.current()
+	t.mode, t.model = o.mode, o.model
+	t.reqStart = time.Now() // summaryLimit counts request_deadline from here
+	return t.answerWith(ctx, func(ctx context.Context) (string, error) {
+		before := len(t.history)
+		if err := t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact}); err != nil {
+			if errors.Is(err, ErrCompactionNotSmaller) {
+				return "Nothing to compact: a summary would not be shorter than the conversation.", nil
+			}
+			return "", err
+		}
+		// [system, old…, kept…] became [system, summary, kept…].
+		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.history)+1), nil
+	})
+}
+
+// lastIncomplete says whether the last turn's last reply was committed
+// incomplete (cut short by a failure or a cancel), so /continue has
+// something to continue.
+func lastIncomplete(h *history) bool {
+	last, ok := lastPrompt(h)
+	if !ok {
+		return false
+	}
+	msgs := h.conv.Messages()
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Seq > last.Seq; i-- {
+		if msgs[i].Role == session.RoleAssistant {
+			return msgs[i].Incomplete
+		}
+	}
+	return false
 }
 
 // lastPrompt is the user message of the session's last turn.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -21,6 +23,9 @@ func TestSlashCommandParse(t *testing.T) {
 		{[]acp.ContentBlock{acp.TextBlock("/retry")}, "retry", "", true},
 		{[]acp.ContentBlock{acp.TextBlock("  /status\n")}, "status", "", true},
 		{[]acp.ContentBlock{acp.TextBlock("/retry  wait ")}, "retry", "wait", true},
+		{[]acp.ContentBlock{acp.TextBlock("/continue")}, "continue", "", true},
+		{[]acp.ContentBlock{acp.TextBlock("/compact")}, "compact", "", true},
+		{[]acp.ContentBlock{acp.TextBlock("/continue: Continue your last reply")}, "", "", false}, // /continue's own prompt
 		{[]acp.ContentBlock{acp.TextBlock("/frobnicate")}, "", "", false},
 		// agent-shell appends the region it was started from (seen in its trace)
 		{[]acp.ContentBlock{acp.TextBlock("/status\n\nnotes.txt:1-1\n\nThe colour of the sky.")}, "status", "", true},
@@ -74,4 +79,99 @@ func TestSessionAnswered_OffersCommands(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 	})
+}
+
+// answered is the text of the agent_message_chunk updates e was sent.
+func answered(e *editor) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var b strings.Builder
+	for _, u := range e.updates {
+		if u.SessionUpdate == acp.UpdateAgentMessageChunk && u.Content != nil {
+			b.WriteString(u.Content.Text)
+		}
+	}
+	return b.String()
+}
+
+func slashPrompt(t *testing.T, a *Agent, id, text string) (acp.PromptResponse, string) {
+	t.Helper()
+	e := &editor{}
+	resp, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock(text)}}, e)
+	if err != nil {
+		t.Fatalf("%s: %v", text, err)
+	}
+	return resp, answered(e)
+}
+
+// TestSlashContinue: /continue runs a turn asking the model to go on from
+// a reply committed incomplete (live, cut by a failure); with nothing cut
+// short it answers so and asks nobody.
+func TestSlashContinue(t *testing.T) {
+	cut := func(context.Context, llm.Request) (llm.Stream, error) {
+		sent := false
+		return funcStream(func() (llm.Chunk, error) {
+			if !sent {
+				sent = true
+				return llm.Chunk{Content: "Once upon"}, nil
+			}
+			return llm.Chunk{}, &llm.Error{Status: 400, Code: "invalid_value", Message: "bad"}
+		}), nil
+	}
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){cut, text(" a time.")}}
+	a := testAgent(t, Config{Provider: p, Live: true})
+	id := newSession(t, a)
+	if resp, got := slashPrompt(t, a, id, "/continue"); resp.StopReason != acp.StopEndTurn || !strings.HasPrefix(got, "Nothing to continue") || p.count() != 0 {
+		t.Fatalf("/continue before any turn = %v %q after %d requests", resp, got, p.count())
+	}
+	if _, err := ask(t.Context(), a, id, "Tell a story"); err == nil {
+		t.Fatal("the cut turn did not fail")
+	}
+	if resp, got := slashPrompt(t, a, id, "/continue"); resp.StopReason != acp.StopEndTurn || got != " a time." {
+		t.Fatalf("/continue = %v %q", resp, got)
+	}
+	msgs := p.reqs[1].Messages
+	if last := msgs[len(msgs)-1]; last.Content != continuePromptText {
+		t.Errorf("the continuation's prompt = %q", last.Content)
+	}
+	if prev := msgs[len(msgs)-2]; prev.Role != llm.RoleAssistant || !strings.HasPrefix(prev.Content, "Once upon") {
+		t.Errorf("the continuation's request does not carry the incomplete reply: %+v", prev)
+	}
+	if resp, got := slashPrompt(t, a, id, "/continue"); resp.StopReason != acp.StopEndTurn || !strings.HasPrefix(got, "Nothing to continue") || p.count() != 2 {
+		t.Errorf("/continue after a complete reply = %v %q after %d requests", resp, got, p.count())
+	}
+}
+
+// TestSlashCompact: /compact summarises the history with one request and
+// the next turn carries the summary; with no history it asks nobody.
+func TestSlashCompact(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("A1."), text("A2."), text("They talked."), text("A3.")}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	if _, got := slashPrompt(t, a, id, "/compact"); !strings.HasPrefix(got, "Nothing to compact") || p.count() != 0 {
+		t.Fatalf("/compact of nothing = %q after %d requests", got, p.count())
+	}
+	for _, q := range []string{"Q1", "Q2"} {
+		if _, err := ask(t.Context(), a, id, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first /compact's exchange and both turns: 6 messages, none kept.
+	if resp, got := slashPrompt(t, a, id, "/compact"); resp.StopReason != acp.StopEndTurn || got != "Compacted 6 messages into a summary." {
+		t.Fatalf("/compact = %v %q", resp, got)
+	}
+	if sys := p.reqs[2].Messages[0].Content; sys != summariseInstruction {
+		t.Errorf("the third request is not the summary's: %q", sys)
+	}
+	if _, err := ask(t.Context(), a, id, "Q3"); err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, m := range p.reqs[3].Messages[1:] {
+		all.WriteString(m.Content + "\n")
+	}
+	if s := all.String(); !strings.Contains(s, "They talked.") || strings.Contains(s, "A1.") {
+		t.Errorf("the next turn's request does not carry the summary instead of the history:\n%s", s)
+	}
+	mustLoad(t, a, id)
 }

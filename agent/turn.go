@@ -63,7 +63,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	// A slash command (slash.go) names the prompt to run, or answers.
-	run, answer := a.slash(s, h, req.Prompt)
+	run, answer, compact := a.slash(s, h, req.Prompt)
 	if run != nil {
 		req.Prompt = run
 	}
@@ -87,6 +87,10 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	}
 	if answer != "" { // slash.go
 		return t.answer(ctx, answer)
+	}
+	if compact { // slash.go: /compact summarises the history this turn would send
+		t.history, t.prompt = history, llm.Message{Role: llm.RoleUser, Content: text}
+		return t.compactNow(ctx)
 	}
 	// The session's MCP servers may still be starting; their tools and
 	// what failed belong in the first request.
