@@ -80,6 +80,11 @@ type Config struct {
 	// for ("" lets the provider decide); setting it also offers the choice
 	// for models llm.TakesReasoningEffort does not know.
 	ReasoningEffort string
+	// ContextWindow, when not 0, is the model's context window in tokens
+	// for usage_update (else the window table in usage.go); Prices, when
+	// set, price the steps whose provider billed no cost of its own.
+	ContextWindow uint64
+	Prices        Prices
 	// MCPConnect, when set, connects every MCP server instead of its own
 	// transport (tests serve them in process).
 	MCPConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
@@ -194,6 +199,9 @@ type sessionState struct {
 	// mcp are the session's MCP servers, replaced by a load or resume.
 	// Used under turnMu.
 	mcp *mcpServers
+	// usage is the session's cumulative cost for usage_update (usage.go).
+	// Used under turnMu.
+	usage sessionUsage
 
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed

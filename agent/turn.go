@@ -521,6 +521,9 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 		}
 		return nil, nil, err
 	}
+	// The provider request is over: show the editor how full the context is.
+	t.reportUsage(ctx, req, reply)
+
 	return reply, out, nil
 }
 

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"strings"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -112,4 +114,64 @@ func shouldCompact(used, size uint64, fill float64) bool {
 		return false
 	}
 	return float64(used) >= fill*float64(size)
+}
+
+// UsageMetaKey is the `_meta` key of a usage_update whose figure Rebound
+// estimated, the provider having reported none: {"estimated": true}.
+const UsageMetaKey = "rebound/usage"
+
+// UsageMeta is the payload under UsageMetaKey.
+type UsageMeta struct {
+	Estimated bool `json:"estimated"`
+}
+
+// sessionUsage is what a session's usage_update accumulates across steps.
+type sessionUsage struct {
+	cost   float64
+	costed bool // some step had a cost; until then none is shown
+}
+
+// reportUsage sends the usage_update of a step whose provider request has
+// finished: used is the provider's prompt+completion tokens (the tokens the
+// next request starts from), or an estimate marked in _meta when it
+// reported none. Best effort, like every status update.
+func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Reply) {
+	var u acp.SessionUpdate
+	var ok bool
+	u, t.s.usage, ok = usageUpdate(req, reply, t.agent.cfg.ContextWindow, t.agent.cfg.Prices, t.s.usage)
+	if ok {
+		t.notify(ctx, u)
+	}
+}
+
+// usageUpdate is reportUsage's pure part: the update to send, the session's
+// usage after this step, and whether to send at all. With no known window
+// there is nothing an editor can show (the schema requires a size, and a
+// made-up one would draw a wrong fill bar), so no update is sent; the cost
+// is still counted, so a later update shows the whole session's.
+func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Prices, su sessionUsage) (acp.SessionUpdate, sessionUsage, bool) {
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateUsage}
+	if reply.Usage != nil {
+		u.Used = uint64(max(reply.Usage.PromptTokens, 0)) + uint64(max(reply.Usage.CompletionTokens, 0))
+		if c, ok := stepCost(*reply.Usage, prices); ok {
+			su.cost += c
+			su.costed = true
+		}
+	} else {
+		out := llm.Message{Role: llm.RoleAssistant, Content: reply.Content + reply.Reasoning}
+		for _, c := range reply.ToolCalls {
+			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		u.Used = estimateTokens(append(append([]llm.Message(nil), req.Messages...), out))
+		u.Meta = acp.Meta{UsageMetaKey: UsageMeta{Estimated: true}}
+	}
+	if su.costed {
+		cur := prices.Currency
+		if cur == "" {
+			cur = "USD"
+		}
+		u.Cost = &acp.Cost{Amount: su.cost, Currency: cur}
+	}
+	u.Size = windowOf(req.Model, configured, 0)
+	return u, su, u.Size > 0
 }
