@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"math"
 	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
@@ -158,7 +159,7 @@ func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Pr
 			su.costed = true
 		}
 	} else {
-		out := llm.Message{Role: llm.RoleAssistant, Content: reply.Content + reply.Reasoning}
+		out := llm.Message{Role: llm.RoleAssistant, Content: reply.Content} // reasoning is not sent back
 		for _, c := range reply.ToolCalls {
 			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -170,7 +171,9 @@ func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Pr
 		if cur == "" {
 			cur = "USD"
 		}
-		u.Cost = &acp.Cost{Amount: su.cost, Currency: cur}
+		// Rounded well below any currency's cent, so float sums read as
+		// the editor would show them (0.0024575, not 0.0024574999999999996).
+		u.Cost = &acp.Cost{Amount: math.Round(su.cost*1e10) / 1e10, Currency: cur}
 	}
 	u.Size = windowOf(req.Model, configured, 0)
 	return u, su, u.Size > 0

@@ -291,7 +291,10 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			return stateDir
 		}
 		if k == "OPENAI_BASE_URL" {
-			return "http://mock.invalid/v1"
+			// Loopback, as `rebound mock-provider` listens: under
+			// provider.stream_usage auto the usage chunk is asked for.
+			// The in-process mock answers whatever the host.
+			return "http://127.0.0.1/v1"
 		}
 		if k == "REBOUND_CONFIG" {
 			return configPath
