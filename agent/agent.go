@@ -199,9 +199,6 @@ type sessionState struct {
 	// mcp are the session's MCP servers, replaced by a load or resume.
 	// Used under turnMu.
 	mcp *mcpServers
-	// usage is the session's cumulative cost for usage_update (usage.go).
-	// Used under turnMu.
-	usage sessionUsage
 
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed
@@ -308,8 +305,11 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 		waits = session.WaitStatuses(s.events)
 	}
 	modes, opts := a.sessionConfig(s)
-	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
-		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
+	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
+	if err == nil {
+		err = replayUsage(ctx, c, s.id, s.events)
+	}
+	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts}, err
 }
 
 // state returns the session's state, making an empty one (its log not yet

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/session"
 )
 
 // Context-window and cost accounting for usage_update (issue #20). This file
@@ -135,14 +137,62 @@ type sessionUsage struct {
 // reportUsage sends the usage_update of a step whose provider request has
 // finished: used is the provider's prompt+completion tokens (the tokens the
 // next request starts from), or an estimate marked in _meta when it
-// reported none. Best effort, like every status update.
+// reported none. Best effort, like every status update. The step's
+// step/end records it, and the session's cost so far is read back from the
+// last one, so it survives a restart.
 func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Reply) {
-	var u acp.SessionUpdate
-	var ok bool
-	u, t.s.usage, ok = usageUpdate(req, reply, t.agent.cfg.ContextWindow, t.agent.cfg.Prices, t.s.usage)
+	u, su, ok := usageUpdate(req, reply, t.agent.cfg.ContextWindow, t.agent.cfg.Prices, sessionUsageOf(lastUsage(t.s.events)))
+	rec := &session.StepUsage{Used: u.Used, Size: u.Size, Estimated: reply.Usage == nil}
+	if r := reply.Usage; r != nil {
+		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = r.PromptTokens, r.CompletionTokens, r.CachedTokens
+	}
+	if su.costed {
+		rec.Cost, rec.Currency = &u.Cost.Amount, u.Cost.Currency
+	}
+	t.stepUsage = rec
 	if ok {
 		t.notify(ctx, u)
 	}
+}
+
+// lastUsage is the usage of the session's last step that recorded one; nil
+// when none did.
+func lastUsage(events []session.Event) *session.StepUsage {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != session.TypeStepEnd {
+			continue
+		}
+		var d session.StepEnd
+		if json.Unmarshal(events[i].Data, &d) == nil && d.Usage != nil {
+			return d.Usage
+		}
+	}
+	return nil
+}
+
+func sessionUsageOf(u *session.StepUsage) sessionUsage {
+	if u == nil || u.Cost == nil {
+		return sessionUsage{}
+	}
+	return sessionUsage{cost: *u.Cost, costed: true}
+}
+
+// replayUsage sends, after a load's replay, the usage_update the editor was
+// last sent, so its fill bar is back where it was; nothing when no step
+// recorded usage with a known window.
+func replayUsage(ctx context.Context, c acp.Client, sessionID string, events []session.Event) error {
+	u := lastUsage(events)
+	if u == nil || u.Size == 0 {
+		return nil
+	}
+	up := acp.SessionUpdate{SessionUpdate: acp.UpdateUsage, Used: u.Used, Size: u.Size}
+	if u.Cost != nil {
+		up.Cost = &acp.Cost{Amount: *u.Cost, Currency: u.Currency}
+	}
+	if u.Estimated {
+		up.Meta = acp.Meta{UsageMetaKey: UsageMeta{Estimated: true}}
+	}
+	return c.Update(ctx, sessionID, up)
 }
 
 // usageUpdate is reportUsage's pure part: the update to send, the session's
