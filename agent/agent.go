@@ -80,6 +80,11 @@ type Config struct {
 	// for ("" lets the provider decide); setting it also offers the choice
 	// for models llm.TakesReasoningEffort does not know.
 	ReasoningEffort string
+	// ContextWindow, when not 0, is the model's context window in tokens
+	// for usage_update (else the window table in usage.go); Prices, when
+	// set, price the steps whose provider billed no cost of its own.
+	ContextWindow uint64
+	Prices        Prices
 	// MCPConnect, when set, connects every MCP server instead of its own
 	// transport (tests serve them in process).
 	MCPConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
@@ -300,8 +305,11 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 		waits = session.WaitStatuses(s.events)
 	}
 	modes, opts := a.sessionConfig(s)
-	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts},
-		replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
+	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
+	if err == nil {
+		err = replayUsage(ctx, c, s.id, s.events)
+	}
+	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts}, err
 }
 
 // state returns the session's state, making an empty one (its log not yet

@@ -237,6 +237,9 @@ type turn struct {
 	steps                 int
 	stepOpen              bool // the current step has a step/start and no step/end
 	msgDone               bool // the current logical request committed its message
+	// stepUsage is the usage of the current step's finished request, for
+	// its step/end (usage.go).
+	stepUsage *session.StepUsage
 	// titledAt is when this turn's turn/end recorded the session's title;
 	// zero if it did not.
 	titledAt  time.Time
@@ -502,7 +505,7 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
 		return nil, nil, fmt.Errorf("record step: %w", err)
 	}
-	t.stepOpen = true
+	t.stepOpen, t.stepUsage = true, nil
 	reply, out, err := t.attempt(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
@@ -525,15 +528,18 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 		}
 		return nil, nil, err
 	}
+	// The provider request is over: show the editor how full the context is.
+	t.reportUsage(ctx, req, reply)
+
 	return reply, out, nil
 }
 
 // endStep closes the current step of a finished attempt.
 func (t *turn) endStep(outcome string) error {
-	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: outcome}); err != nil {
+	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: outcome, Usage: t.stepUsage}); err != nil {
 		return fmt.Errorf("record step end: %w", err)
 	}
-	t.stepOpen = false
+	t.stepOpen, t.stepUsage = false, nil
 	return nil
 }
 

@@ -1,9 +1,14 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
+	"math"
 	"strings"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/session"
 )
 
 // Context-window and cost accounting for usage_update (issue #20). This file
@@ -112,4 +117,114 @@ func shouldCompact(used, size uint64, fill float64) bool {
 		return false
 	}
 	return float64(used) >= fill*float64(size)
+}
+
+// UsageMetaKey is the `_meta` key of a usage_update whose figure Rebound
+// estimated, the provider having reported none: {"estimated": true}.
+const UsageMetaKey = "rebound/usage"
+
+// UsageMeta is the payload under UsageMetaKey.
+type UsageMeta struct {
+	Estimated bool `json:"estimated"`
+}
+
+// sessionUsage is what a session's usage_update accumulates across steps.
+type sessionUsage struct {
+	cost   float64
+	costed bool // some step had a cost; until then none is shown
+}
+
+// reportUsage sends the usage_update of a step whose provider request has
+// finished: used is the provider's prompt+completion tokens (the tokens the
+// next request starts from), or an estimate marked in _meta when it
+// reported none. Best effort, like every status update. The step's
+// step/end records it, and the session's cost so far is read back from the
+// last one, so it survives a restart.
+func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Reply) {
+	u, su, ok := usageUpdate(req, reply, t.agent.cfg.ContextWindow, t.agent.cfg.Prices, sessionUsageOf(lastUsage(t.s.events)))
+	rec := &session.StepUsage{Used: u.Used, Size: u.Size, Estimated: reply.Usage == nil}
+	if r := reply.Usage; r != nil {
+		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = r.PromptTokens, r.CompletionTokens, r.CachedTokens
+	}
+	if su.costed {
+		rec.Cost, rec.Currency = &u.Cost.Amount, u.Cost.Currency
+	}
+	t.stepUsage = rec
+	if ok {
+		t.notify(ctx, u)
+	}
+}
+
+// lastUsage is the usage of the session's last step that recorded one; nil
+// when none did.
+func lastUsage(events []session.Event) *session.StepUsage {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != session.TypeStepEnd {
+			continue
+		}
+		var d session.StepEnd
+		if json.Unmarshal(events[i].Data, &d) == nil && d.Usage != nil {
+			return d.Usage
+		}
+	}
+	return nil
+}
+
+func sessionUsageOf(u *session.StepUsage) sessionUsage {
+	if u == nil || u.Cost == nil {
+		return sessionUsage{}
+	}
+	return sessionUsage{cost: *u.Cost, costed: true}
+}
+
+// replayUsage sends, after a load's replay, the usage_update the editor was
+// last sent, so its fill bar is back where it was; nothing when no step
+// recorded usage with a known window.
+func replayUsage(ctx context.Context, c acp.Client, sessionID string, events []session.Event) error {
+	u := lastUsage(events)
+	if u == nil || u.Size == 0 {
+		return nil
+	}
+	up := acp.SessionUpdate{SessionUpdate: acp.UpdateUsage, Used: u.Used, Size: u.Size}
+	if u.Cost != nil {
+		up.Cost = &acp.Cost{Amount: *u.Cost, Currency: u.Currency}
+	}
+	if u.Estimated {
+		up.Meta = acp.Meta{UsageMetaKey: UsageMeta{Estimated: true}}
+	}
+	return c.Update(ctx, sessionID, up)
+}
+
+// usageUpdate is reportUsage's pure part: the update to send, the session's
+// usage after this step, and whether to send at all. With no known window
+// there is nothing an editor can show (the schema requires a size, and a
+// made-up one would draw a wrong fill bar), so no update is sent; the cost
+// is still counted, so a later update shows the whole session's.
+func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Prices, su sessionUsage) (acp.SessionUpdate, sessionUsage, bool) {
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateUsage}
+	if reply.Usage != nil {
+		u.Used = uint64(max(reply.Usage.PromptTokens, 0)) + uint64(max(reply.Usage.CompletionTokens, 0))
+		if c, ok := stepCost(*reply.Usage, prices); ok {
+			su.cost += c
+			su.costed = true
+		}
+	} else {
+		out := llm.Message{Role: llm.RoleAssistant, Content: reply.Content} // reasoning is not sent back
+		for _, c := range reply.ToolCalls {
+			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		u.Used = estimateTokens(append(append([]llm.Message(nil), req.Messages...), out))
+		u.Meta = acp.Meta{UsageMetaKey: UsageMeta{Estimated: true}}
+	}
+	if su.costed {
+		cur := prices.Currency
+		if cur == "" {
+			cur = "USD"
+		}
+		// Rounded well below any currency's cent, so float sums read as
+		// the editor would show them (0.0024575, not 0.0024574999999999996).
+		u.Cost = &acp.Cost{Amount: math.Round(su.cost*1e10) / 1e10, Currency: cur}
+	}
+	u.Size = windowOf(req.Model, configured, 0)
+	return u, su, u.Size > 0
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -83,5 +84,50 @@ func TestShouldCompact(t *testing.T) {
 		if got := shouldCompact(tt.used, tt.size, tt.fill); got != tt.want {
 			t.Errorf("shouldCompact(%d, %d, %v) = %v, want %v", tt.used, tt.size, tt.fill, got, tt.want)
 		}
+	}
+}
+
+func TestUsageUpdate(t *testing.T) {
+	price := func(f float64) *float64 { return &f }
+	req := llm.Request{Model: "gpt-4o", Messages: []llm.Message{{Role: llm.RoleUser, Content: "12345678"}}}
+	reported := &llm.Reply{Usage: &llm.Usage{PromptTokens: 1000, CompletionTokens: 200}}
+
+	u, su, ok := usageUpdate(req, reported, 0, Prices{}, sessionUsage{})
+	if !ok || u.SessionUpdate != acp.UpdateUsage || u.Used != 1200 || u.Size != 128_000 || u.Cost != nil || u.Meta != nil || su.costed {
+		t.Errorf("reported usage, no prices: got %+v, %+v, %v", u, su, ok)
+	}
+
+	// Prices configured: the cost is cumulative across steps.
+	p := Prices{Input: 2, Output: 10}
+	_, su, _ = usageUpdate(req, reported, 0, p, sessionUsage{})
+	u, _, _ = usageUpdate(req, reported, 0, p, su)
+	if want := 2 * (1000*2 + 200*10) / 1e6; u.Cost == nil || u.Cost.Amount != want || u.Cost.Currency != "USD" {
+		t.Errorf("cost after two steps = %+v, want %v USD", u.Cost, want)
+	}
+
+	// The provider's own figure wins over prices, in the configured currency.
+	billed := &llm.Reply{Usage: &llm.Usage{PromptTokens: 10, CompletionTokens: 1, Cost: price(0.5)}}
+	u, _, _ = usageUpdate(req, billed, 0, Prices{Currency: "EUR"}, sessionUsage{})
+	if u.Cost == nil || u.Cost.Amount != 0.5 || u.Cost.Currency != "EUR" {
+		t.Errorf("billed cost = %+v, want 0.5 EUR", u.Cost)
+	}
+
+	// No usage reported: an estimate, marked as one.
+	u, _, ok = usageUpdate(req, &llm.Reply{Content: "abcdefgh"}, 0, Prices{Input: 1}, sessionUsage{})
+	if want := estimateTokens([]llm.Message{req.Messages[0], {Role: llm.RoleAssistant, Content: "abcdefgh"}}); !ok || u.Used != want || u.Cost != nil {
+		t.Errorf("estimate: used %d cost %+v ok %v, want %d, no cost", u.Used, u.Cost, ok, want)
+	}
+	if m, _ := u.Meta[UsageMetaKey].(UsageMeta); !m.Estimated {
+		t.Errorf("estimate not marked in _meta: %+v", u.Meta)
+	}
+
+	// An unknown window sends nothing, but the cost still counts; a
+	// configured window makes any model known.
+	unknown := llm.Request{Model: "my-local-model"}
+	if _, su, ok = usageUpdate(unknown, billed, 0, Prices{}, sessionUsage{}); ok || !su.costed {
+		t.Errorf("unknown window: ok %v, costed %v; want no update, cost counted", ok, su.costed)
+	}
+	if u, _, ok = usageUpdate(unknown, billed, 32_000, Prices{}, su); !ok || u.Size != 32_000 || u.Cost.Amount != 1 {
+		t.Errorf("configured window: %+v ok %v; want size 32000, cost 1", u, ok)
 	}
 }

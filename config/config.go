@@ -70,6 +70,13 @@ type Provider struct {
 	Models          []string `toml:"models" json:"models,omitempty" jsonschema:"uniqueItems=true" jsonschema_description:"Model names the editor's model picker offers when the provider's GET /models cannot be had (it is asked first). provider.model is always offered. Default none."`
 	ReasoningEffort string   `toml:"reasoning_effort" json:"reasoning_effort" jsonschema:"enum=,enum=low,enum=medium,enum=high,default=" jsonschema_description:"Reasoning effort asked of the model (sent as reasoning_effort): low, medium or high; empty leaves it to the provider. The editor's thought-level picker changes it per session; setting it also offers that picker for models Rebound does not know take it (it knows OpenAI's o-series and gpt-5). Default empty."`
 	Continuation    string   `toml:"continuation" json:"continuation" jsonschema:"enum=auto,enum=prefix,enum=prompt,default=auto" jsonschema_description:"How a reply that was cut off (the stream broke after text was shown, or the output limit was reached) is continued. auto: in place (the partial reply is sent as the last, assistant message with prefix: true and the model goes on with it) for DeepSeek's beta endpoint (https://api.deepseek.com/beta) and Mistral (api.mistral.ai), and elsewhere with a user message asking the model to continue. prefix: in place for any base URL. prompt: always with the user message. Default auto."`
+	// Usage accounting for the editor's usage_update (context fill, cost).
+	ContextWindow    int     `toml:"context_window" json:"context_window" jsonschema:"minimum=0,maximum=100000000,default=0" jsonschema_description:"The model's context window in tokens, shown to the editor with the tokens in use (usage_update). 0: Rebound's table of well-known models, and no usage is shown for a model not in it. Default 0."`
+	StreamUsage      string  `toml:"stream_usage" json:"stream_usage" jsonschema:"enum=auto,enum=on,enum=off,default=auto" jsonschema_description:"Whether requests ask for the token usage at the end of the stream (stream_options.include_usage), which some OpenAI-compatible servers refuse. auto: for api.openai.com, api.deepseek.com, openrouter.ai, api.groq.com, api.mistral.ai, api.together.xyz, generativelanguage.googleapis.com and localhost; elsewhere the usage is estimated. on, off: for any base URL. Default auto."`
+	PriceInput       float64 `toml:"price_input" json:"price_input" jsonschema:"minimum=0,default=0" jsonschema_description:"Price of a million input (prompt) tokens, in provider.currency, for the session cost shown to the editor when the provider bills none itself. All three prices 0: no cost is shown. Default 0."`
+	PriceCachedInput float64 `toml:"price_cached_input" json:"price_cached_input" jsonschema:"minimum=0,default=0" jsonschema_description:"Price of a million input tokens served from the provider's prompt cache; 0 prices them as provider.price_input. Default 0."`
+	PriceOutput      float64 `toml:"price_output" json:"price_output" jsonschema:"minimum=0,default=0" jsonschema_description:"Price of a million output (completion) tokens, in provider.currency. Default 0."`
+	Currency         string  `toml:"currency" json:"currency" jsonschema:"pattern=^[A-Z]{3}$,default=USD" jsonschema_description:"ISO 4217 code of the currency of the prices and of a cost the provider bills. Default USD."`
 
 	// APIKey is the value of the variable named by APIKeyEnv, else that
 	// variable's entry in the credentials file (see APIKey); it may be
@@ -172,6 +179,10 @@ const (
 	defaultLogLevel  = "info"
 
 	maxMaxTokens = 1_000_000
+	// maxContextWindow and maxPrice bound what no model has, so a typo
+	// (an extra digit) is caught.
+	maxContextWindow = 100_000_000
+	maxPrice         = 100_000
 )
 
 // logLevels are the accepted values of log_level.
@@ -194,6 +205,8 @@ func Default() Config {
 			MaxTokens: defaultMaxTokens,
 
 			Continuation: string(llm.ContinueAuto),
+			StreamUsage:  string(llm.StreamUsageAuto),
+			Currency:     "USD",
 		},
 		Recovery: Recovery{
 			MaxRetries:        policy.MaxRetries,
@@ -271,6 +284,25 @@ func (c Config) Validate() error {
 	case llm.ContinueAuto, llm.ContinuePrefix, llm.ContinuePrompt:
 	default:
 		bad("provider.continuation", "must be auto, prefix or prompt, got %q", p.Continuation)
+	}
+	if p.ContextWindow < 0 || p.ContextWindow > maxContextWindow {
+		bad("provider.context_window", "must be between 0 and %d tokens, got %d", maxContextWindow, p.ContextWindow)
+	}
+	switch llm.StreamUsage(p.StreamUsage) {
+	case llm.StreamUsageAuto, llm.StreamUsageOn, llm.StreamUsageOff:
+	default:
+		bad("provider.stream_usage", "must be auto, on or off, got %q", p.StreamUsage)
+	}
+	for _, pr := range []struct {
+		key string
+		v   float64
+	}{{"provider.price_input", p.PriceInput}, {"provider.price_cached_input", p.PriceCachedInput}, {"provider.price_output", p.PriceOutput}} {
+		if !(pr.v >= 0 && pr.v <= maxPrice) { // also NaN
+			bad(pr.key, "must be a price per million tokens between 0 and %d, got %v", maxPrice, pr.v)
+		}
+	}
+	if !currency.MatchString(p.Currency) {
+		bad("provider.currency", "must be an ISO 4217 code of three capital letters (USD, EUR), got %q", p.Currency)
 	}
 	switch {
 	case p.MaxTokens <= 0:
@@ -386,6 +418,9 @@ func (c Config) Validate() error {
 
 // envName is what POSIX shells accept as a variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// currency is an ISO 4217 code.
+var currency = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // checkBaseURL returns what is wrong with s, or "".
 func checkBaseURL(s string) string {

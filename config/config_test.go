@@ -3,6 +3,7 @@ package config_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ func TestDefault(t *testing.T) {
 			MaxTokens: 8192,
 
 			Continuation: "auto",
+			StreamUsage:  "auto",
+			Currency:     "USD",
 		},
 		Recovery: config.Recovery{
 			MaxRetries:        2,
@@ -77,6 +80,14 @@ func TestConfig_Validate(t *testing.T) {
 		{"model list entry with a space", func(c *config.Config) { c.Provider.Models = []string{"ok", "gpt 4"} }, "provider.models[1]", `must be a model name: 1 to 200 characters without spaces, got "gpt 4"`},
 		{"unknown reasoning effort", func(c *config.Config) { c.Provider.ReasoningEffort = "max" }, "provider.reasoning_effort", `must be one of low, medium, high, or empty, got "max"`},
 		{"continuation prefix", func(c *config.Config) { c.Provider.Continuation = "prefix" }, "", ""},
+		{"usage settings", func(c *config.Config) {
+			c.Provider.ContextWindow, c.Provider.StreamUsage, c.Provider.PriceInput, c.Provider.PriceOutput, c.Provider.Currency = 32768, "off", 2.5, 10, "EUR"
+		}, "", ""},
+		{"negative context window", func(c *config.Config) { c.Provider.ContextWindow = -1 }, "provider.context_window", "must be between 0 and 100000000 tokens, got -1"},
+		{"unknown stream usage", func(c *config.Config) { c.Provider.StreamUsage = "yes" }, "provider.stream_usage", `must be auto, on or off, got "yes"`},
+		{"negative price", func(c *config.Config) { c.Provider.PriceCachedInput = -0.5 }, "provider.price_cached_input", "must be a price per million tokens between 0 and 100000, got -0.5"},
+		{"NaN price", func(c *config.Config) { c.Provider.PriceOutput = math.NaN() }, "provider.price_output", "must be a price per million tokens between 0 and 100000, got NaN"},
+		{"lower-case currency", func(c *config.Config) { c.Provider.Currency = "usd" }, "provider.currency", `must be an ISO 4217 code of three capital letters (USD, EUR), got "usd"`},
 		{"unknown continuation", func(c *config.Config) { c.Provider.Continuation = "native" }, "provider.continuation", `must be auto, prefix or prompt, got "native"`},
 		{"empty model", func(c *config.Config) { c.Provider.Model = " " }, "provider.model", "must not be empty"},
 		{"negative retries", func(c *config.Config) { c.Recovery.MaxRetries = -1 }, "recovery.max_retries", "got -1"},

@@ -168,6 +168,12 @@ api_key_env = "LOCAL_KEY"
 model = "llama3"
 max_tokens = 4096
 continuation = "prefix"
+context_window = 32768
+stream_usage = "on"
+price_input = 0.5
+price_cached_input = 0.05
+price_output = 1.5
+currency = "EUR"
 
 [recovery]
 max_retries = 5
@@ -225,7 +231,13 @@ output_limit = 4096
 			MaxTokens: 4096,
 			APIKey:    "k",
 
-			Continuation: "prefix",
+			Continuation:     "prefix",
+			ContextWindow:    32768,
+			StreamUsage:      "on",
+			PriceInput:       0.5,
+			PriceCachedInput: 0.05,
+			PriceOutput:      1.5,
+			Currency:         "EUR",
 		},
 		Recovery: config.Recovery{
 			MaxRetries:        5,

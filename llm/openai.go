@@ -38,6 +38,9 @@ type OpenAIConfig struct {
 	// Continuation says whether a cut-off reply is continued in place
 	// (see PrefixDialects); "" is ContinueAuto.
 	Continuation Continuation
+	// StreamUsage says whether requests ask for the usage chunk
+	// (stream_options.include_usage); "" is StreamUsageAuto.
+	StreamUsage StreamUsage
 }
 
 // OpenAI is a Provider for OpenAI-compatible chat completion APIs, built on
@@ -52,6 +55,7 @@ type OpenAI struct {
 	// prefix is how the provider continues a reply in place; nil: it is
 	// asked with a prompt.
 	prefix *PrefixDialect
+	usage  bool // requests ask for the usage chunk
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -74,7 +78,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	oc.EmptyMessagesLimit = math.MaxUint
 	lim := limits{idle: cfg.MaxBytesWithoutProgress, reply: cfg.MaxReplyBytes}.withDefaults()
 	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim, host: baseHost(oc.BaseURL),
-		prefix: prefixDialect(oc.BaseURL, cfg.Continuation)}
+		prefix: prefixDialect(oc.BaseURL, cfg.Continuation), usage: includeUsage(oc.BaseURL, cfg.StreamUsage)}
 }
 
 // Stream starts one attempt. A non-2xx answer is returned here as an
@@ -129,14 +133,16 @@ func (o *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
 		msgs = append(msgs, cm)
 	}
 	creq := openai.ChatCompletionRequest{
-		Model:         req.Model,
-		Messages:      msgs,
-		Stream:        true,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+		Model:    req.Model,
+		Messages: msgs,
+		Stream:   true,
 		// max_tokens is what OpenAI-compatible servers (vLLM, Ollama,
 		// DeepSeek, OpenRouter, llama.cpp, …) accept most widely.
 		MaxTokens:       req.MaxTokens,
 		ReasoningEffort: req.ReasoningEffort,
+	}
+	if o.usage {
+		creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters

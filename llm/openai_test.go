@@ -34,7 +34,7 @@ func newMock(t *testing.T, steps ...mockprovider.Step) (*llm.OpenAI, *mockprovid
 		t.Fatal(err)
 	}
 	m := mockprovider.New(script)
-	return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: m}), m
+	return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: m, StreamUsage: llm.StreamUsageOn}), m
 }
 
 var hello = llm.Request{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // InvariantError says where a log breaks its rules. Line is the 1-based file
@@ -305,6 +306,18 @@ func (c *checker) stepEnd(ev Event) error {
 	case OutcomeOK, OutcomeFailed, OutcomeCancelled, OutcomeTruncated:
 	default:
 		return c.errorf(ev.Seq, "step/end outcome %q: want %q, %q, %q or %q", d.Outcome, OutcomeOK, OutcomeFailed, OutcomeCancelled, OutcomeTruncated)
+	}
+	if u := d.Usage; u != nil {
+		switch {
+		case d.Outcome != OutcomeOK && d.Outcome != OutcomeTruncated:
+			return c.errorf(ev.Seq, "step/end usage on a %s step: only a finished request has one", d.Outcome)
+		case u.PromptTokens < 0 || u.CompletionTokens < 0 || u.CachedTokens < 0:
+			return c.errorf(ev.Seq, "step/end usage: negative token count")
+		case u.Cost != nil && !(*u.Cost >= 0 && *u.Cost < math.Inf(1)):
+			return c.errorf(ev.Seq, "step/end usage cost %v: want a finite amount of at least 0", *u.Cost)
+		case u.Cost != nil && u.Currency == "":
+			return c.errorf(ev.Seq, "step/end usage cost without a currency")
+		}
 	}
 	t.step, t.stepMsg = 0, false
 	return nil

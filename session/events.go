@@ -132,6 +132,24 @@ type StepEnd struct {
 	Step    int             `json:"step"`
 	Outcome string          `json:"outcome"`
 	Failure json.RawMessage `json:"failure,omitempty"`
+	// Usage is what the step's finished request used, as the editor was
+	// told (usage_update); only on a step whose request finished.
+	Usage *StepUsage `json:"usage,omitempty"`
+}
+
+// StepUsage is a finished request's usage. Used is the tokens in context
+// after it (prompt plus completion), estimated when the provider reported
+// none; Size the context window, 0 when unknown (no update was sent); Cost
+// the session's cumulative cost so far, when any step had one.
+type StepUsage struct {
+	Used             uint64   `json:"used"`
+	Size             uint64   `json:"size,omitempty"`
+	Estimated        bool     `json:"estimated,omitempty"`
+	PromptTokens     int      `json:"promptTokens,omitempty"`
+	CompletionTokens int      `json:"completionTokens,omitempty"`
+	CachedTokens     int      `json:"cachedTokens,omitempty"`
+	Cost             *float64 `json:"cost,omitempty"`
+	Currency         string   `json:"currency,omitempty"`
 }
 
 // TurnEnd closes a turn in every outcome. StopReason is the ACP stop reason

@@ -182,7 +182,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 	httpClient := e.httpClient
 	openAI := func(key string) llm.Provider {
 		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient,
-			Continuation: llm.Continuation(cfg.Provider.Continuation)})
+			Continuation: llm.Continuation(cfg.Provider.Continuation), StreamUsage: llm.StreamUsage(cfg.Provider.StreamUsage)})
 	}
 	var keys usedKeys
 	// newProvider looks for the key again: `rebound login` may store one
@@ -227,6 +227,8 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		WaitStatus:          cfg.Agent.WaitStatus,
 		Models:              cfg.Provider.Models,
 		ReasoningEffort:     cfg.Provider.ReasoningEffort,
+		ContextWindow:       uint64(cfg.Provider.ContextWindow), // validated ≥ 0
+		Prices:              agent.Prices{Input: cfg.Provider.PriceInput, CachedInput: cfg.Provider.PriceCachedInput, Output: cfg.Provider.PriceOutput, Currency: cfg.Provider.Currency},
 		MCPConnect:          e.mcpConnect,
 		Secrets:             func() proc.Secrets { return childSecrets(cfg.Provider.APIKeyEnv, e, &keys) },
 		Version:             version(),
