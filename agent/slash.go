@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -267,6 +269,9 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 		b.WriteString("Last turn: still running.")
 	default:
 		fmt.Fprintf(&b, "Last turn (%d): %s.", last.Turn, last.TurnOutcome)
+		if r := turnRecovery(s.events, last.Turn); r != "" {
+			fmt.Fprintf(&b, " %s", r)
+		}
 		if f := turnFailure(s.events, last.Turn); f != "" {
 			fmt.Fprintf(&b, " %s", f)
 		}
@@ -281,6 +286,48 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 const maxStatusFailure = 300
 
 // turnFailure is what the log says the turn's failure was, "" if none.
+// turnRecovery says what Rebound did about failures in a turn, from its
+// llm/retry records: how many retries, for which failures, the time waited
+// and any change a retry made (compact, fallback, ...).
+func turnRecovery(events []session.Event, turn int) string {
+	var codes, actions []string
+	count := map[string]int{}
+	retries := 0
+	var waited time.Duration
+	for _, ev := range events {
+		var r session.LLMRetry
+		if ev.Type != session.TypeLLMRetry || json.Unmarshal(ev.Data, &r) != nil || r.Turn != turn {
+			continue
+		}
+		retries++
+		waited += time.Duration(max(r.DelayMs, 0)) * time.Millisecond
+		var f struct {
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal(r.Failure, &f)
+		code := cmp.Or(f.Code, "UNKNOWN")
+		if count[code] == 0 {
+			codes = append(codes, code)
+		}
+		count[code]++
+		if r.Action != "" && !slices.Contains(actions, r.Action) {
+			actions = append(actions, r.Action)
+		}
+	}
+	if retries == 0 {
+		return ""
+	}
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%s ×%d", c, count[c]))
+	}
+	out := fmt.Sprintf("Rebound retried %d %s (%s), waiting %s in all", retries, plural(retries, "time"), strings.Join(parts, ", "), waited.Round(100*time.Millisecond))
+	if len(actions) > 0 {
+		out += "; what it changed: " + strings.Join(actions, ", ")
+	}
+	return out + "."
+}
+
 func turnFailure(events []session.Event, turn int) string {
 	for i := len(events) - 1; i >= 0; i-- {
 		var end session.TurnEnd

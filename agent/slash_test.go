@@ -175,3 +175,25 @@ func TestSlashCompact(t *testing.T) {
 	}
 	mustLoad(t, a, id)
 }
+
+func TestTurnRecovery(t *testing.T) {
+	retry := func(turn int, code, action string, delayMs int64) session.Event {
+		fail, _ := json.Marshal(map[string]any{"code": code})
+		d, _ := json.Marshal(session.LLMRetry{Turn: turn, Retry: 1, DelayMs: delayMs, Action: action, Failure: fail})
+		return session.Event{Type: session.TypeLLMRetry, Data: d}
+	}
+	events := []session.Event{
+		retry(1, "OVERLOADED", "", 9000), // another turn's
+		retry(2, "RATE_LIMIT", "", 2000),
+		retry(2, "RATE_LIMIT", "", 1500),
+		retry(2, "CONTEXT_OVERFLOW", "compact", 0),
+	}
+	got := turnRecovery(events, 2)
+	want := "Rebound retried 3 times (RATE_LIMIT ×2, CONTEXT_OVERFLOW ×1), waiting 3.5s in all; what it changed: compact."
+	if got != want {
+		t.Errorf("turnRecovery = %q\nwant %q", got, want)
+	}
+	if got := turnRecovery(events, 3); got != "" {
+		t.Errorf("a turn without retries: %q, want nothing", got)
+	}
+}
