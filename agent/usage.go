@@ -45,13 +45,10 @@ var windowTable = []struct {
 }
 
 // windowOf is the context window of model: configured wins, then the
-// provider's model list (listed), then the table; 0 when unknown.
-func windowOf(model string, configured, listed uint64) uint64 {
+// table; 0 when unknown. (The model list's window is not read yet.)
+func windowOf(model string, configured uint64) uint64 {
 	if configured > 0 {
 		return configured
-	}
-	if listed > 0 {
-		return listed
 	}
 	id := strings.ToLower(model)
 	if i := strings.LastIndexByte(id, '/'); i >= 0 {
@@ -213,7 +210,8 @@ func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Pr
 		for _, c := range reply.ToolCalls {
 			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
-		u.Used = estimateTokens(append(append([]llm.Message(nil), req.Messages...), out))
+		// Per message, so the request's history is not copied to add one.
+		u.Used = estimateTokens(req.Messages) + estimateTokens([]llm.Message{out})
 		u.Meta = acp.Meta{UsageMetaKey: UsageMeta{Estimated: true}}
 	}
 	if su.costed {
@@ -225,6 +223,6 @@ func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Pr
 		// the editor would show them (0.0024575, not 0.0024574999999999996).
 		u.Cost = &acp.Cost{Amount: math.Round(su.cost*1e10) / 1e10, Currency: cur}
 	}
-	u.Size = windowOf(req.Model, configured, 0)
+	u.Size = windowOf(req.Model, configured)
 	return u, su, u.Size > 0
 }

@@ -10,23 +10,22 @@ import (
 
 func TestWindowOf(t *testing.T) {
 	tests := []struct {
-		model              string
-		configured, listed uint64
-		want               uint64
+		model      string
+		configured uint64
+		want       uint64
 	}{
-		{"gpt-4o-mini", 0, 0, 128_000},
-		{"openai/gpt-4o", 0, 0, 128_000},   // OpenRouter's vendor prefix
-		{"gpt-4", 0, 0, 8_192},             // not gpt-4o's window
-		{"o1-mini", 0, 0, 128_000},         // longest prefix wins over o1
-		{"DeepSeek-Chat", 0, 0, 128_000},   // case-insensitive
-		{"my-local-model", 0, 0, 0},        // unknown: no size, not a guess
-		{"gpt-4o", 0, 64_000, 64_000},      // the provider's list beats the table
-		{"gpt-4o", 32_000, 64_000, 32_000}, // config beats both
-		{"my-local-model", 8_192, 0, 8_192},
+		{"gpt-4o-mini", 0, 128_000},
+		{"openai/gpt-4o", 0, 128_000}, // OpenRouter's vendor prefix
+		{"gpt-4", 0, 8_192},           // not gpt-4o's window
+		{"o1-mini", 0, 128_000},       // longest prefix wins over o1
+		{"DeepSeek-Chat", 0, 128_000}, // case-insensitive
+		{"my-local-model", 0, 0},      // unknown: no size, not a guess
+		{"gpt-4o", 32_000, 32_000},    // config beats the table
+		{"my-local-model", 8_192, 8_192},
 	}
 	for _, tt := range tests {
-		if got := windowOf(tt.model, tt.configured, tt.listed); got != tt.want {
-			t.Errorf("windowOf(%q, %d, %d) = %d, want %d", tt.model, tt.configured, tt.listed, got, tt.want)
+		if got := windowOf(tt.model, tt.configured); got != tt.want {
+			t.Errorf("windowOf(%q, %d) = %d, want %d", tt.model, tt.configured, got, tt.want)
 		}
 	}
 }
