@@ -25,6 +25,9 @@ type Loaded struct {
 	// Unterminated is set when the last line is a complete event without its
 	// trailing newline; Open appends the newline.
 	Unterminated bool
+	// HeldBack is set when a read without the lock left an unterminated
+	// last line alone: its writer may still be writing it.
+	HeldBack bool
 	// OpenTurn is the number of a last turn that has no turn/end (the process
 	// died during it), or 0. OpenStep is its open step, or 0, and
 	// PendingToolCalls its tool calls without a result: whoever closes the
@@ -112,6 +115,7 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 		}
 		terminated := line[len(line)-1] == '\n'
 		if !terminated && !settled {
+			ld.HeldBack = true
 			break
 		}
 		body := bytes.TrimSuffix(line, []byte("\n"))
@@ -160,6 +164,9 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 // may be running it).
 func finish(ld *Loaded, c *checker, name string, settled bool) error {
 	if c.lastSeq == 0 {
+		if ld.HeldBack {
+			return errHeldBack
+		}
 		return &InvariantError{Path: name, Line: 1, Msg: "no events: a log must begin with " + TypeSessionStart}
 	}
 	if t := c.open; t != nil {
@@ -171,6 +178,11 @@ func finish(ld *Loaded, c *checker, name string, settled bool) error {
 	}
 	return nil
 }
+
+// errHeldBack is finish's answer to a read without the lock that found no
+// event but an unterminated line, which only a read under the lock can
+// settle (OpenShared takes it).
+var errHeldBack = errors.New("the only line may still be being written")
 
 type lineError struct {
 	seq int64

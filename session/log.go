@@ -211,13 +211,27 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 // OpenShared opens an existing session's log without its lock, as Open
 // does otherwise, and reads its whole lines: another Log may be writing
 // it. Nothing is repaired; an unterminated last line is left for Lock (or
-// a later Refresh) to read. The Log appends nothing until Lock.
+// a later Refresh) to read, unless it is the only line: then OpenShared
+// waits for the lock and reads it as Lock does. The Log appends nothing until Lock.
 func OpenShared(stateDir, sessionID string) (*Log, *Loaded, error) {
 	l, err := openLog(stateDir, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
 	ld, err := l.catchUp()
+	if errors.Is(err, errHeldBack) {
+		// Nothing but a line without its newline: wait for any writer, then
+		// read it settled (and repaired) as Lock does.
+		if err = lockFile(l.f); err != nil {
+			l.f.Close()
+			return nil, nil, lockError(l.id, l.path, l.f, err)
+		}
+		l.locked = true
+		ld, err = l.catchUp()
+		if uerr := l.unlock(); err == nil {
+			err = uerr
+		}
+	}
 	if err != nil {
 		l.f.Close()
 		return nil, nil, fmt.Errorf("open session log: %w", err)
