@@ -7,7 +7,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 )
 
-// runningPrompt is one running session/prompt, an entry of Server.turns;
+// runningPrompt is one running session/prompt, an entry of Server.prompts;
 // the pointer is the registry token, so a finished prompt only removes its
 // own entry, never a newer one. Not "turn": that is the agent's loop (package
 // agent), which this only starts and cancels.
@@ -42,7 +42,7 @@ func (s *Server) closeSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	}
 	// The latest turn: one queued behind an ending one waits for it, so
 	// its reply comes last.
-	t := s.turns[p.SessionID]
+	t := s.prompts[p.SessionID]
 	if t != nil {
 		t.ending = true
 	}
@@ -77,7 +77,7 @@ func (s *Server) deleteSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	switch {
 	case s.stopping:
 		err = errShuttingDown
-	case s.turns[p.SessionID] != nil:
+	case s.prompts[p.SessionID] != nil:
 		err = NewSessionRunning(p.SessionID, MethodSessionDelete)
 	default:
 		s.closing[p.SessionID]++
@@ -157,21 +157,21 @@ func (s *Server) startTurn(sessionID string) (context.Context, *runningPrompt, *
 	if s.closing[sessionID] > 0 {
 		return nil, nil, nil, NewSessionClosing(sessionID)
 	}
-	prev := s.turns[sessionID]
+	prev := s.prompts[sessionID]
 	if prev != nil && !prev.ending {
 		return nil, nil, nil, NewSessionBusy(sessionID)
 	}
 	ctx, cancel := context.WithCancelCause(s.base)
 	t := &runningPrompt{cancel: cancel, done: make(chan struct{})}
-	s.turns[sessionID] = t
+	s.prompts[sessionID] = t
 	s.work.Add(1)
 	return ctx, t, prev, nil
 }
 
 func (s *Server) endTurn(sessionID string, t *runningPrompt) {
 	s.mu.Lock()
-	if s.turns[sessionID] == t {
-		delete(s.turns, sessionID)
+	if s.prompts[sessionID] == t {
+		delete(s.prompts, sessionID)
 	}
 	s.mu.Unlock()
 	t.cancel(nil) // release the context; a no-op if it was cancelled
@@ -187,7 +187,7 @@ func (s *Server) cancel(req *jsonrpc2.Request) error {
 		return err
 	}
 	s.mu.Lock()
-	t := s.turns[p.SessionID]
+	t := s.prompts[p.SessionID]
 	if t != nil {
 		t.ending = true
 	}

@@ -71,7 +71,7 @@ type Server struct {
 	// (write through the editor, run in its terminal) depends on the
 	// capabilities it declares, so nothing else is served before it.
 	initialized bool
-	turns       map[string]*runningPrompt // running turn per session id
+	prompts     map[string]*runningPrompt // the running prompt per session id
 	// closing counts the session/close and session/delete requests being
 	// served per session id: prompts for it are refused meanwhile.
 	closing  map[string]int
@@ -100,7 +100,7 @@ func NewServer(agent Agent, cfg Config) *Server {
 		agent:   agent,
 		cfg:     cfg,
 		log:     cfg.Logger.With().Str("component", "acp").Logger(),
-		turns:   map[string]*runningPrompt{},
+		prompts: map[string]*runningPrompt{},
 		closing: map[string]int{},
 		stopped: make(chan struct{}),
 	}

@@ -1,6 +1,3 @@
-// Package agent runs sessions and turns: it renders prompts for the model,
-// runs each step against the provider, records everything in the session log
-// and commits replies to the editor only once a step has succeeded.
 package agent
 
 import (
@@ -23,7 +20,6 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
-	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
@@ -54,15 +50,15 @@ type Config struct {
 	Recovery    recovery.Config
 	// Truncation and Overflow configure the recoveries that change the
 	// request, which the agent carries out.
-	Truncation Truncation
+	Truncation recovery.Truncation
 	Overflow   Overflow
 	// Live sends each chunk as it arrives (recorded first); otherwise a
 	// step's reply is held back until it has finished.
 	Live bool
-	// MaxSteps bounds the logical model requests of one turn (the agent
-	// loop's steps); the turn then stops with max_turn_requests.
-	MaxSteps int
-	Tools    Tools
+	// MaxRequests bounds the logical model requests of one turn (the
+	// config's agent.max_steps); the turn then stops with max_turn_requests.
+	MaxRequests int
+	Tools       Tools
 	// Instructions are added to the built-in system prompt, or replace it
 	// when ReplaceInstructions is set.
 	Instructions        string
@@ -112,12 +108,6 @@ type Tools struct {
 	CommandTimeout    time.Duration // run_command's default timeout
 	MaxCommandTimeout time.Duration // the most a call may ask for
 	OutputLimit       int           // bytes of command output kept (head and tail)
-}
-
-// Truncation configures recovery from finish_reason length.
-type Truncation struct {
-	EscalatedMaxTokens int // the one retry's output budget; skipped when MaxTokens is already at least this
-	MaxContinuations   int // continuation requests after that
 }
 
 // Overflow configures compaction on CONTEXT_OVERFLOW (enabled in
@@ -210,7 +200,7 @@ type sessionState struct {
 
 // New returns an agent; zero limits in cfg get their defaults.
 func New(cfg Config) *Agent {
-	cfg.MaxSteps = cmp.Or(cfg.MaxSteps, DefaultMaxSteps)
+	cfg.MaxRequests = cmp.Or(cfg.MaxRequests, DefaultMaxRequests)
 	cfg.Tools.CommandTimeout = cmp.Or(cfg.Tools.CommandTimeout, DefaultCommandTimeout)
 	cfg.Tools.MaxCommandTimeout = max(cmp.Or(cfg.Tools.MaxCommandTimeout, DefaultMaxCommandTimeout), cfg.Tools.CommandTimeout)
 	cfg.Tools.OutputLimit = cmp.Or(cfg.Tools.OutputLimit, DefaultOutputLimit)
@@ -225,7 +215,7 @@ func New(cfg Config) *Agent {
 
 // Defaults of the agent loop and its tools.
 const (
-	DefaultMaxSteps          = 50
+	DefaultMaxRequests       = 50
 	DefaultCommandTimeout    = 2 * time.Minute
 	DefaultMaxCommandTimeout = 30 * time.Minute
 	DefaultOutputLimit       = 64 << 10
@@ -277,40 +267,6 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 }
 
 var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
-
-// LoadSession opens the session's log (or uses the open one), then replays
-// the committed conversation before answering, as ACP requires.
-func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
-	s, err := a.state(req.SessionID)
-	if err != nil {
-		return acp.LoadSessionResponse{}, err
-	}
-	s.turnMu.Lock()
-	if err := a.acquire(s, false); err != nil {
-		s.turnMu.Unlock()
-		return acp.LoadSessionResponse{}, err
-	}
-	defer a.done(s)
-	// The editor may load a session in another directory than the one it
-	// was made in; tools work where the editor says.
-	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
-	a.restartMCP(s, req.McpServers)
-	h, err := s.history()
-	if err != nil {
-		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
-	}
-	msgs := h.conv.Messages()
-	var waits []session.WaitStatus
-	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
-		waits = session.WaitStatuses(s.events)
-	}
-	modes, opts := a.sessionConfig(s)
-	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
-	if err == nil {
-		err = replayUsage(ctx, c, s.id, s.events)
-	}
-	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts}, err
-}
 
 // state returns the session's state, making an empty one (its log not yet
 // opened) for a session this process has not seen.

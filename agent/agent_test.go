@@ -241,7 +241,7 @@ func TestAgent_RetryIsOnDiskBeforeTheWait(t *testing.T) {
 		}
 		checked := false
 		c := onUpdate{f: func(u acp.SessionUpdate) {
-			if p, ok := u.Meta[agent.RetryMetaKey].(agent.RetryProgress); !ok || p.Phase != "scheduled" {
+			if p, ok := u.Meta[agent.RetryMetaKey].(recovery.RetryProgress); !ok || p.Phase != "scheduled" {
 				return
 			}
 			checked = true

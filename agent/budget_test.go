@@ -90,7 +90,7 @@ func TestAgent_BudgetsAreIndependentAndBounded(t *testing.T) {
 							MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable},
 						Overflow: true, FallbackModel: "small", FallbackAfter: 1,
 					},
-					Truncation: agent.Truncation{EscalatedMaxTokens: 1000, MaxContinuations: maxContinuations},
+					Truncation: recovery.Truncation{EscalatedMaxTokens: 1000, MaxContinuations: maxContinuations},
 					Overflow:   agent.Overflow{KeepRecentMessages: 0},
 				})
 				defer a.Close()

@@ -41,7 +41,7 @@ func continuation(t *testing.T, baseURL string, live bool, script []mockprovider
 		dir := t.TempDir()
 		a := agent.New(agent.Config{StateDir: dir, Model: "m", MaxTokens: 100, Provider: p, Live: live, Logger: zerolog.Nop(),
 			Recovery:   recovery.Config{Policy: recovery.Policy{MaxRetries: 2, InitialDelay: time.Second, MaxDelay: time.Second, Retryable: recovery.DefaultRetryable}},
-			Truncation: agent.Truncation{EscalatedMaxTokens: 1000, MaxContinuations: 3}})
+			Truncation: recovery.Truncation{EscalatedMaxTokens: 1000, MaxContinuations: 3}})
 		defer a.Close()
 		ns, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: t.TempDir()})
 		if err != nil {

@@ -2,20 +2,278 @@ package agent
 
 import (
 	"context"
-	clip "github.com/rebound-agent/rebound/internal/text"
+	"fmt"
 	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
+	clip "github.com/rebound-agent/rebound/internal/text"
+	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/session"
+	"github.com/rs/zerolog"
 )
 
-// The emitter keeps the one rule, that the editor never sees text that is
-// later thrown away, in one of two ways:
+// The emitter is the one place reply text is recorded and then sent. It
+// keeps the one rule, that the editor never sees text that is later thrown
+// away, in one of two ways:
 //
-//   - held: an attempt's output is kept (as text, not as chunks) until the
-//     step commits, then sent in a few large updates;
-//   - live: each chunk is recorded, then sent, as it arrives; an attempt that
-//     fails after text was shown is continued from that text, and whatever
-//     was shown is committed, so nothing shown is ever discarded.
+//   - held: an attempt's output is recorded and kept (as text, not as
+//     chunks) until the reply commits, then sent in a few large updates;
+//   - live: each chunk is recorded, written to the file, then sent, as it
+//     arrives; an attempt that fails after text was shown is continued from
+//     that text, and whatever was shown is committed, so nothing shown is
+//     ever discarded.
+//
+// The turn decides what happens to an attempt (retry, continue, commit);
+// the emitter decides what of it the editor sees, and when.
+type emitter struct {
+	s      *sessionState
+	c      acp.Client
+	logger *zerolog.Logger
+	live   bool
+	turn   int
+
+	attempt int    // the attempt whose output comes (the log's step number)
+	msgID   string // the id of the message the current logical request makes
+	// committed: the current request's message is in the log; nothing more
+	// is shown under its id.
+	committed bool
+
+	// Live: what the editor was shown of the reply and its thoughts, and
+	// the trimmers of the attempt continuing them.
+	shown, shownThought   strings.Builder
+	resume, resumeThought *resumer
+
+	// Held: the current attempt's output, and the kept parts of a reply
+	// cut at the output limit that the next attempt continues.
+	held  output
+	parts []part
+	// answered: the committed message is Rebound's own answer, sent by
+	// flush in live mode too.
+	answered bool
+}
+
+// part is a finished attempt's output, held back until the whole reply is.
+type part struct {
+	reply *llm.Reply
+	out   output
+}
+
+func newEmitter(s *sessionState, c acp.Client, logger *zerolog.Logger, live bool, turn int) *emitter {
+	return &emitter{s: s, c: c, logger: logger, live: live, turn: turn}
+}
+
+// begin starts the output of a new logical request, under a new message id.
+func (e *emitter) begin() {
+	e.msgID, e.committed = newID("msg_"), false
+	e.shown.Reset()
+	e.shownThought.Reset()
+	e.resume, e.resumeThought, e.held, e.parts, e.answered = nil, nil, nil, nil, false
+}
+
+// beginAttempt starts attempt n of the request. Live, a retry continues
+// what was shown: its repeats of it are trimmed. Held, the previous
+// attempt's output (a failed one's, or a discarded truncated one's) is
+// dropped: nothing of it was sent.
+func (e *emitter) beginAttempt(n int) {
+	e.attempt, e.held = n, nil
+	e.resume, e.resumeThought = nil, nil
+	if e.live && e.shown.Len() > 0 {
+		e.resume = &resumer{shown: e.shown.String()}
+	}
+	if e.live && e.shownThought.Len() > 0 {
+		// A thought is shown once: the retry reasons again from the start.
+		e.resumeThought = thoughtResumer(e.shownThought.String())
+	}
+}
+
+// chunk takes a provider chunk's thought and text. Held, they are recorded
+// and kept; live, recorded, written and sent.
+func (e *emitter) chunk(ctx context.Context, thought, text string) error {
+	if thought == "" && text == "" {
+		return nil
+	}
+	if !e.live {
+		e.held.add(acp.UpdateAgentThoughtChunk, thought)
+		e.held.add(acp.UpdateAgentMessageChunk, text)
+		if _, err := e.s.append(session.TypeAssistantChunk, session.AssistantChunk{
+			Turn: e.turn, Step: e.attempt, Text: text, Reasoning: thought,
+		}); err != nil {
+			return fmt.Errorf("record chunk: %w", err)
+		}
+		return nil
+	}
+	raw := text
+	if e.resume != nil {
+		text = e.resume.feed(text)
+	}
+	if e.resumeThought != nil {
+		thought = e.resumeThought.feed(thought)
+		if raw != "" {
+			// The thoughts are over: what was held back of them goes
+			// before the reply.
+			thought += e.resumeThought.finish()
+		}
+	}
+	return e.show(ctx, thought, text)
+}
+
+// end is the attempt's stream ending: what the trimmers held back is shown.
+func (e *emitter) end(ctx context.Context) error {
+	var thought, text string
+	if e.resumeThought != nil {
+		thought = e.resumeThought.finish()
+	}
+	if e.resume != nil {
+		text = e.resume.finish()
+	}
+	return e.show(ctx, thought, text)
+}
+
+// show records live thought and text, writes the records to the file with
+// one write (no fsync), then sends them: what the editor has is always in
+// the file first, so a killed process loses nothing the user saw.
+func (e *emitter) show(ctx context.Context, thought, text string) error {
+	if thought == "" && text == "" {
+		return nil
+	}
+	parts := [2]struct{ kind, text string }{{acp.UpdateAgentThoughtChunk, thought}, {acp.UpdateAgentMessageChunk, text}}
+	for _, p := range parts {
+		if p.text == "" {
+			continue
+		}
+		ch := session.AssistantChunk{Turn: e.turn, Step: e.attempt, Shown: true, MessageID: e.msgID}
+		if p.kind == acp.UpdateAgentThoughtChunk {
+			ch.Reasoning = p.text
+			e.shownThought.WriteString(p.text)
+		} else {
+			ch.Text = p.text
+			e.shown.WriteString(p.text)
+		}
+		if _, err := e.s.append(session.TypeAssistantChunk, ch); err != nil {
+			return fmt.Errorf("record chunk: %w", err)
+		}
+	}
+	if err := e.s.log.Flush(); err != nil {
+		return fmt.Errorf("record chunk: %w", &recordError{err})
+	}
+	for _, p := range parts {
+		if p.text == "" {
+			continue
+		}
+		if err := sendChunk(ctx, e.c, e.s.id, p.kind, e.msgID, p.text); err != nil {
+			// The editor went away; the reply is recorded and goes on.
+			e.logger.Debug().Err(err).Str("session", e.s.id).Msg("could not send a chunk")
+		}
+	}
+	return nil
+}
+
+// keep keeps the finished attempt's held output as a part of the reply:
+// it was cut at the output limit, and the next attempt continues it. Live,
+// what was shown is the part.
+func (e *emitter) keep(reply *llm.Reply) {
+	if e.live {
+		return
+	}
+	e.parts = append(e.parts, part{reply: reply, out: e.held})
+	e.held = nil
+}
+
+// shownAny reports whether the editor was shown any of the current
+// request's reply (live only: held output is shown at the commit).
+func (e *emitter) shownAny() bool { return e.shown.Len() > 0 || e.shownThought.Len() > 0 }
+
+// prefix is the reply so far that the next attempt continues: what was
+// shown (live), or the kept parts (held).
+func (e *emitter) prefix() string {
+	if e.live {
+		return e.shown.String()
+	}
+	var b strings.Builder
+	for _, p := range e.parts {
+		b.WriteString(p.reply.Content)
+	}
+	return b.String()
+}
+
+// commit records the reply as final: live, what was shown; held, every
+// kept part and the last attempt's reply, verbatim. It returns the message
+// as the model gets it next. flush then sends held output.
+func (e *emitter) commit(last *llm.Reply, calls []session.MessageToolCall) (llm.Message, error) {
+	var text, reasoning string
+	if e.live {
+		text, reasoning = e.shown.String(), e.shownThought.String()
+	} else {
+		e.parts = append(e.parts, part{reply: last, out: e.held})
+		e.held = nil
+		var t, r strings.Builder
+		for _, p := range e.parts {
+			t.WriteString(p.reply.Content)
+			r.WriteString(p.reply.Reasoning)
+		}
+		text, reasoning = t.String(), r.String()
+	}
+	if _, err := e.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+		Turn: e.turn, Step: e.attempt, MessageID: e.msgID, Text: text, Reasoning: reasoning, FinishReason: last.FinishReason,
+		ToolCalls: calls,
+	}); err != nil {
+		return llm.Message{}, fmt.Errorf("commit reply: %w", err)
+	}
+	e.committed = true
+	am := llm.Message{Role: llm.RoleAssistant, Content: text, Reasoning: reasoning}
+	for _, c := range calls {
+		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return am, nil
+}
+
+// commitIncomplete commits what the editor was shown of a request whose
+// recovery failed or was cancelled: the user saw it, so it stays, marked
+// incomplete, and the next turn's history holds it. Nothing is sent.
+func (e *emitter) commitIncomplete() (llm.Message, error) {
+	if _, err := e.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+		Turn: e.turn, Step: e.attempt, MessageID: e.msgID, Text: e.shown.String(), Reasoning: e.shownThought.String(), Incomplete: true,
+	}); err != nil {
+		return llm.Message{}, fmt.Errorf("commit the reply shown so far: %w", err)
+	}
+	e.committed = true
+	return llm.Message{Role: llm.RoleAssistant, Content: e.shown.String(), Reasoning: e.shownThought.String()}, nil
+}
+
+// commitAnswer records a reply Rebound made itself (a slash command's
+// answer) as the request's message; flush then sends it, live or held.
+func (e *emitter) commitAnswer(text string) error {
+	if _, err := e.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+		Turn: e.turn, Step: e.attempt, MessageID: e.msgID, Text: text, FinishReason: llm.FinishStop,
+	}); err != nil {
+		return err
+	}
+	e.committed = true
+	e.parts = []part{{reply: &llm.Reply{Content: text, FinishReason: llm.FinishStop}, out: output{{kind: acp.UpdateAgentMessageChunk, text: []byte(text)}}}}
+	e.answered = true
+	return nil
+}
+
+// flush sends the committed reply's held output, in order, once. Live
+// output went as it came. Nothing uncommitted is ever sent from here.
+func (e *emitter) flush(ctx context.Context) error {
+	if !e.committed || e.live && !e.answered {
+		return nil
+	}
+	parts := e.parts
+	e.parts, e.answered = nil, false
+	for _, p := range parts {
+		if err := p.out.send(ctx, e.c, e.s.id, e.msgID); err != nil {
+			return fmt.Errorf("send reply: %w", err)
+		}
+	}
+	return nil
+}
+
+func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text string) error {
+	block := acp.TextBlock(text)
+	return c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: kind, Content: &block, MessageID: msgID})
+}
 
 // heldPieceBytes is the most text one held-mode update carries.
 const heldPieceBytes = 4 << 10

@@ -210,18 +210,18 @@ func (s *sessionState) mimic(ev session.Event, data any) {
 // the log's checker refuses those that break a rule (which leaves the log
 // as it was), and accept updates the picture with those it took.
 type logGen struct {
-	r        *rand.Rand
-	n        int // for fresh ids
-	turn     int
-	open     bool
-	step     int // last started step of the open turn
-	stepOpen bool
-	msgStep  int               // step of the open turn's last message
-	pending  map[string]string // id → name of calls awaiting a result
-	calls    map[string]bool   // pending calls dispatched
-	chain    string
-	retry    int
-	messages int // in the log, for a compaction's Replaced
+	r           *rand.Rand
+	n           int // for fresh ids
+	turn        int
+	open        bool
+	step        int // last started step of the open turn
+	attemptOpen bool
+	msgStep     int               // step of the open turn's last message
+	pending     map[string]string // id → name of calls awaiting a result
+	calls       map[string]bool   // pending calls dispatched
+	chain       string
+	retry       int
+	messages    int // in the log, for a compaction's Replaced
 }
 
 func (g *logGen) reset() { *g = logGen{r: g.r, n: g.n} }
@@ -244,15 +244,15 @@ func (g *logGen) accept(ev session.Event, _ any) {
 	case session.TypeTurnStart:
 		var d session.TurnStart
 		dec(&d)
-		g.turn, g.open, g.step, g.stepOpen, g.msgStep = d.Turn, true, 0, false, 0
+		g.turn, g.open, g.step, g.attemptOpen, g.msgStep = d.Turn, true, 0, false, 0
 		g.pending, g.calls = map[string]string{}, map[string]bool{}
 		g.messages++
 	case session.TypeStepStart:
 		var d session.StepStart
 		dec(&d)
-		g.step, g.stepOpen = d.Step, true
+		g.step, g.attemptOpen = d.Step, true
 	case session.TypeStepEnd:
-		g.stepOpen = false
+		g.attemptOpen = false
 	case session.TypeAssistantMessage:
 		var d session.AssistantMessage
 		dec(&d)
@@ -326,15 +326,15 @@ func (g *logGen) next(ext bool) (string, any) {
 	for {
 		switch r.IntN(14) {
 		case 0, 1:
-			if !g.stepOpen && len(g.pending) == 0 {
+			if !g.attemptOpen && len(g.pending) == 0 {
 				return session.TypeStepStart, session.StepStart{Turn: t, Step: g.step + 1}
 			}
 		case 2:
-			if g.stepOpen && g.msgStep != g.step { // a step's chunks come before its message
+			if g.attemptOpen && g.msgStep != g.step { // a step's chunks come before its message
 				return session.TypeAssistantChunk, session.AssistantChunk{Turn: t, Step: g.step, Text: g.text(), Shown: r.IntN(2) == 0, MessageID: "msg"}
 			}
 		case 3:
-			if g.stepOpen && g.msgStep != g.step {
+			if g.attemptOpen && g.msgStep != g.step {
 				m := session.AssistantMessage{Turn: t, Step: g.step, MessageID: g.id("msg_"), Text: g.text(), Reasoning: g.text(), FinishReason: "stop"}
 				for range r.IntN(3) {
 					m.ToolCalls = append(m.ToolCalls, session.MessageToolCall{ID: g.id("call_"), Name: "read_file", Arguments: `{"path": "a"}`})
@@ -349,7 +349,7 @@ func (g *logGen) next(ext bool) (string, any) {
 				return session.TypeAssistantMessage, session.AssistantMessage{Turn: t, Step: g.step, MessageID: g.id("msg_"), Text: g.text(), Incomplete: true}
 			}
 		case 5:
-			if g.stepOpen {
+			if g.attemptOpen {
 				return session.TypeStepEnd, session.StepEnd{Turn: t, Step: g.step, Outcome: []string{"ok", "failed", "cancelled", "truncated"}[r.IntN(4)]}
 			}
 		case 6:

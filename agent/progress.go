@@ -10,42 +10,20 @@ import (
 	"github.com/rebound-agent/rebound/session"
 )
 
-// RetryMetaKey is the `_meta` key under which retry progress travels on
-// session_info_update (every client) and notice (clients that advertised
-// session.notices) updates.
-const RetryMetaKey = "rebound/retry"
+// RetryMetaKey is the `_meta` key under which retry progress
+// (recovery.RetryProgress) travels on session_info_update (every client)
+// and notice (clients that advertised session.notices) updates.
+const RetryMetaKey = recovery.ProgressMetaKey
 
 // RefusalMetaKey is the `_meta` key of a prompt answer with stopReason
 // "refusal" that the provider's content filter caused: the failure facts,
 // whose message is the provider's reason.
 const RefusalMetaKey = "rebound/refusal"
 
-// Retry progress phases.
-const (
-	phaseScheduled = "scheduled"
-	phaseStarted   = "started"
-	phaseCancelled = "cancelled"
-	phaseExhausted = "exhausted"
-)
-
-// RetryProgress is the machine-readable payload of `_meta["rebound/retry"]`.
-type RetryProgress struct {
-	Phase       string            `json:"phase" jsonschema:"enum=scheduled,enum=started,enum=cancelled,enum=exhausted"`
-	RetryID     string            `json:"retryId"`
-	Retry       int               `json:"retry" jsonschema_description:"1-based number of the retry within its chain"`
-	MaxRetries  int               `json:"maxRetries"`
-	DelayMs     int64             `json:"delayMs,omitempty" jsonschema_description:"the wait before the retry (scheduled only)"`
-	Failure     *recovery.Failure `json:"failure,omitempty" jsonschema_description:"the failure that caused the retry, or ended recovery"`
-	Policy      string            `json:"policy,omitempty" jsonschema_description:"the policy that decided: transient, rule:N, overflow, fallback, images, truncation, continuation"`
-	PolicyRetry int               `json:"policyRetry,omitempty" jsonschema_description:"1-based number of the retry within its policy, whose budget is maxRetries"`
-	Action      string            `json:"action,omitempty" jsonschema_description:"what the retry changes in the request: compact, fallback, strip_images, escalate, continue"`
-	Model       string            `json:"model,omitempty" jsonschema_description:"the model the retry uses, when the fallback switched it"`
-}
-
 // CapabilitiesMeta is advertised in agentCapabilities._meta so a client can
 // tell that retry progress will arrive, and in which shape.
 func CapabilitiesMeta() acp.Meta {
-	return acp.Meta{RetryMetaKey: map[string]any{"version": 1, "phases": []string{phaseScheduled, phaseStarted, phaseCancelled, phaseExhausted}}}
+	return acp.Meta{RetryMetaKey: map[string]any{"version": 1, "phases": recovery.Phases}}
 }
 
 // Scheduled records the retry durably, then tells the editor: the record is
@@ -58,7 +36,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	t.chain.Used[r.Policy] = r.PolicyN
 	t.lastMax = r.Max
 	ev := session.LLMRetry{
-		Turn: t.number, Step: t.steps, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
+		Turn: t.number, Step: t.attempts, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
 		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action),
 	}
 	if r.Failure != nil {
@@ -79,7 +57,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 		log = log.Str("code", string(r.Failure.Code)).Str("requestId", r.Failure.RequestID)
 	}
 	log.Str("action", string(r.Action)).Msg("retry scheduled")
-	p := RetryProgress{Phase: phaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(),
+	p := recovery.RetryProgress{Phase: recovery.PhaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(),
 		Failure: r.Failure, Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action), Model: ev.Model}
 	t.progress(ctx, p)
 	t.statusScheduled(ctx, r)
@@ -95,7 +73,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 
 // noticeText is what a person reads about a retry.
 func (t *turn) noticeText(r recovery.Retry) (title, description string) {
-	return retryText(r, t.live() && t.shownAny(), t.model, t.maxTokens)
+	return retryText(r, t.out.shownAny(), t.model, t.maxTokens)
 }
 
 // retryText says what a retry is about and what it does: continuing, when
@@ -113,12 +91,12 @@ func retryText(r recovery.Retry, continuing bool, model string, maxTokens int) (
 		return r.Failure.Summary(), fmt.Sprintf("Switching to %s for this turn; retrying%s", model, wait)
 	case recovery.ActionStripImages:
 		return "The model does not accept images", "Retrying with the images replaced by placeholders"
-	case actionEscalate:
+	case recovery.ActionEscalate:
 		if maxTokens == 0 {
 			return "The reply was cut at the output limit", "Retrying with a larger output budget"
 		}
 		return "The reply was cut at the output limit", fmt.Sprintf("Retrying with a larger output budget (%d tokens)", maxTokens)
-	case actionContinue:
+	case recovery.ActionContinue:
 		return "The reply was cut at the output limit", fmt.Sprintf("Asking the model to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
 	}
 	title = r.Failure.Summary()
@@ -141,7 +119,7 @@ func (t *turn) Started(ctx context.Context, r recovery.Retry) error {
 	if _, err := t.s.append(session.TypeLLMRetryStarted, session.LLMRetryStarted{Turn: t.number, RetryID: r.ID, Retry: r.N}); err != nil {
 		return err
 	}
-	t.progress(ctx, RetryProgress{Phase: phaseStarted, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
+	t.progress(ctx, recovery.RetryProgress{Phase: recovery.PhaseStarted, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
 	t.statusStarted(ctx, r)
 	return nil
 }
@@ -149,12 +127,12 @@ func (t *turn) Started(ctx context.Context, r recovery.Retry) error {
 // Cancelled tells the editor the pending retry will not happen.
 func (t *turn) Cancelled(r recovery.Retry) {
 	// The turn's ctx is cancelled; the update must still go out.
-	t.progress(context.Background(), RetryProgress{Phase: phaseCancelled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
+	t.progress(context.Background(), recovery.RetryProgress{Phase: recovery.PhaseCancelled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
 }
 
 // progress sends retry progress as a session_info_update, which every v1
 // client accepts; the payload rides in _meta.
-func (t *turn) progress(ctx context.Context, p RetryProgress) {
+func (t *turn) progress(ctx context.Context, p recovery.RetryProgress) {
 	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateSessionInfo, Meta: acp.Meta{RetryMetaKey: p}})
 }
 

@@ -130,26 +130,25 @@ func (t *turn) answer(ctx context.Context, text string) (acp.PromptResponse, err
 // ends the step and the turn without an answer.
 func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (string, error)) (acp.PromptResponse, error) {
 	resp := acp.PromptResponse{StopReason: acp.StopEndTurn}
-	t.msgID = newID("msg_")
 	// A step with no model: Rebound answered, nobody was asked (a
 	// compaction's summary is its own request, counted as such).
-	t.steps = 1
-	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.steps})
+	t.attempts = 1
+	t.out.begin()
+	t.out.beginAttempt(t.attempts)
+	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.attempts})
 	var text string
 	if err == nil {
-		t.stepOpen = true
+		t.attemptOpen = true
 		var perr error
 		if text, perr = produce(ctx); perr != nil {
 			return t.endUnanswered(ctx, perr)
 		}
 	}
 	if err == nil {
-		_, err = t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
-			Turn: t.number, Step: t.steps, MessageID: t.msgID, Text: text, FinishReason: "stop",
-		})
+		err = t.out.commitAnswer(text)
 	}
 	if err == nil {
-		err = t.endStep(session.OutcomeOK)
+		err = t.endAttempt(session.OutcomeOK)
 	}
 	if err != nil {
 		err = t.agent.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
@@ -157,7 +156,7 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 		t.agent.settle(t, &resp, err)
 		return acp.PromptResponse{}, err
 	}
-	if err := sendChunk(ctx, t.c, t.s.id, acp.UpdateAgentMessageChunk, t.msgID, text); err != nil {
+	if err := t.out.flush(ctx); err != nil {
 		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("the answer to a slash command was not sent")
 	}
 	t.agent.settle(t, &resp, nil)
@@ -172,7 +171,7 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 	if isCancelled(ctx) {
 		t.cancelled, outcome = true, session.OutcomeCancelled
 	}
-	if eerr := t.endStep(outcome); eerr != nil {
+	if eerr := t.endAttempt(outcome); eerr != nil {
 		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
 	}
 	t.agent.settle(t, &acp.PromptResponse{}, err)
@@ -250,7 +249,7 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 	if o.thought != "" {
 		fmt.Fprintf(&b, "Reasoning effort: %s\n", o.thought)
 	}
-	fmt.Fprintf(&b, "Limits: %d model requests per turn", a.cfg.MaxSteps)
+	fmt.Fprintf(&b, "Limits: %d model requests per turn", a.cfg.MaxRequests)
 	if a.cfg.MaxTokens > 0 {
 		fmt.Fprintf(&b, ", %d output tokens per request", a.cfg.MaxTokens)
 	}

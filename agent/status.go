@@ -124,7 +124,7 @@ func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
 	if said := retryDetail(r.Failure); said != "" {
 		detail += "\n\n" + said
 	}
-	t.showStatus(ctx, st, subject+", "+waitText(r, t.live() && t.shownAny(), t.model), detail, acp.ToolStatusInProgress)
+	t.showStatus(ctx, st, subject+", "+waitText(r, t.out.shownAny(), t.model), detail, acp.ToolStatusInProgress)
 }
 
 // statusStarted shows that the wait is over and the retry runs.
@@ -217,9 +217,9 @@ func waitText(r recovery.Retry, continuing bool, model string) string {
 		return "switching to " + model
 	case recovery.ActionStripImages:
 		return "retrying without the images"
-	case actionEscalate:
+	case recovery.ActionEscalate:
 		return "retrying with a larger output budget"
-	case actionContinue:
+	case recovery.ActionContinue:
 		return fmt.Sprintf("asking to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
 	}
 	wait := ""
@@ -242,9 +242,9 @@ func doneText(r recovery.Retry) string {
 		return "switched model and recovered"
 	case recovery.ActionStripImages:
 		return "recovered without the images"
-	case actionEscalate:
+	case recovery.ActionEscalate:
 		return "retried with a larger output budget"
-	case actionContinue:
+	case recovery.ActionContinue:
 		return "continued"
 	}
 	return fmt.Sprintf("recovered on retry %d of %d", r.PolicyN, r.Max)

@@ -21,7 +21,7 @@ import (
 )
 
 // FailureData is the `data` of the JSON-RPC error that answers a prompt whose
-// turn failed: the facts of the step (the logical request) that failed.
+// turn failed: the facts of the logical request that failed.
 type FailureData struct {
 	Failure   *recovery.Failure `json:"failure"`
 	Attempts  int               `json:"attempts"`
@@ -31,7 +31,7 @@ type FailureData struct {
 	AuthMethods []acp.AuthMethod `json:"authMethods,omitempty"`
 }
 
-// Prompt runs one turn: record the prompt, run the step, commit its reply to
+// Prompt runs one turn: record the prompt, run the agent loop, commit its replies to
 // the log and then to the editor, and close the turn in every outcome, a
 // panic included.
 func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
@@ -55,7 +55,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	var t *turn
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = a.recoverTurn(s, t, r)
+			resp, err = a.endPanicked(s, t, r)
 		}
 	}()
 	h, err := s.history()
@@ -80,6 +80,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		start:  time.Now(),
 		ws:     tools.NewWorkspace(s.cwd, s.additionalDirs...),
 	}
+	t.out = newEmitter(s, c, &a.cfg.Logger, a.cfg.Live, t.number)
 	text := renderPrompt(req.Prompt)
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
 		t = nil // no turn to close
@@ -131,12 +132,12 @@ func ownFailure(err error) *recovery.Failure {
 	return &recovery.Failure{Code: recovery.Unknown, Message: err.Error()}
 }
 
-// recoverTurn ends a turn that panicked as a failed one: what the editor
-// was shown is committed, the open step is closed, every pending tool call
+// endPanicked ends a turn that panicked as a failed one: what the editor
+// was shown is committed, the open attempt is closed, every pending tool call
 // gets a result and turn/end is written, so the log stays valid and the
 // next prompt works. The session's log is read again before its next use.
 // The prompt is answered with an internal error.
-func (a *Agent) recoverTurn(s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
+func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
 	a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
 	s.reload = true
 	msg := fmt.Sprintf("Rebound hit an internal error (a bug: %v)", r)
@@ -149,14 +150,14 @@ func (a *Agent) recoverTurn(s *sessionState, t *turn, r any) (acp.PromptResponse
 			}()
 			f := &recovery.Failure{Code: recovery.Unknown, Message: msg}
 			t.failed = f
-			if t.live() && t.shownAny() && !t.msgDone {
+			if t.out.shownAny() && !t.out.committed {
 				if err := t.commitIncomplete(); err != nil {
 					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not commit the reply shown so far")
 				}
 			}
-			if t.stepOpen {
-				if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
-					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the step")
+			if t.attemptOpen {
+				if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
+					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
 				}
 			}
 			a.settle(t, &acp.PromptResponse{}, errors.New(msg))
@@ -218,28 +219,26 @@ type turn struct {
 	prompt    llm.Message     // this turn's user message
 	exchange  []llm.Message   // this turn's committed replies and tool results so far
 	pending   map[string]bool // tool calls of the last committed reply without a result
-	requests  int             // logical requests (steps of the agent loop) made
+	requests  int             // logical requests (rounds of the agent loop) made
 	reqStart  time.Time       // when the current logical request began
-	reqFirst  int             // its first attempt's number (t.steps counts attempts)
-	model     string          // the session's, as of the current step's start, unless the fallback policy switched it
+	reqFirst  int             // its first attempt's number (t.attempts counts attempts)
+	model     string          // the session's, as of the current request's start, unless the fallback policy switched it
 	fellBack  bool            // the fallback policy switched the model for the rest of the turn
 	effort    string          // the reasoning effort asked of the model, if any
 	mcp       *mcp.Set        // the session's MCP servers, nil when it has none
 	maxTokens int             // the truncation policy may raise it for this turn
-	mode      string          // the session's mode, as of the current step's start
-	parts     []part          // truncated parts of the reply being continued (held mode)
-	msgID     string          // the id of the message the current step makes
-	// Live mode: what the editor was shown of the current step's reply and
-	// thoughts, and the trimmers of the attempt continuing them.
-	shown, shownThought   strings.Builder
-	resume, resumeThought *resumer
-	continuations         int // live continuations of a reply cut at the output limit
-	steps                 int
-	stepOpen              bool // the current step has a step/start and no step/end
-	msgDone               bool // the current logical request committed its message
-	// stepUsage is the usage of the current step's finished request, for
-	// its step/end (usage.go).
-	stepUsage *session.StepUsage
+	mode      string          // the session's mode, as of the current request's start
+	// out records and shows the reply text (emit.go): the one place that
+	// decides what of an attempt the editor sees.
+	out           *emitter
+	continuations int // live continuations of a reply cut at the output limit
+	// attempts counts the provider requests made, retries included: the
+	// log calls an attempt a step (step/start, step/end, and their Step).
+	attempts    int
+	attemptOpen bool // the current attempt has a step/start and no step/end
+	// attemptUsage is the usage of the current attempt's finished request,
+	// for its step/end (usage.go).
+	attemptUsage *session.StepUsage
 	// titledAt is when this turn's turn/end recorded the session's title;
 	// zero if it did not.
 	titledAt  time.Time
@@ -248,12 +247,6 @@ type turn struct {
 	chain     recovery.Chain    // the retry chain of this logical request
 	status    statuses          // status tool calls shown for waits (status.go)
 	lastMax   int               // the budget of the policy behind the last retry
-}
-
-// part is a finished attempt's output, held back until the whole reply is.
-type part struct {
-	reply *llm.Reply
-	out   output
 }
 
 // continuePrompt asks for the rest of a reply that was cut off (at the
@@ -269,7 +262,7 @@ const continuePrompt = "Your previous reply was cut off. Continue exactly where 
 func (t *turn) request() llm.Request {
 	msgs := append(slices.Clip(t.history), t.prompt)
 	msgs = append(msgs, t.exchange...)
-	if prefix := t.prefix(); prefix != "" && llm.ContinuesInPlace(t.agent.currentProvider()) {
+	if prefix := t.out.prefix(); prefix != "" && llm.ContinuesInPlace(t.agent.currentProvider()) {
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: prefix, Prefix: true})
 	} else if prefix != "" {
 		msgs = append(msgs,
@@ -283,37 +276,19 @@ func (t *turn) request() llm.Request {
 	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, ReasoningEffort: t.effort, Tools: offered}
 }
 
-// prefix is the reply so far that the next attempt continues: what was shown
-// (live), or the truncated parts (held).
-func (t *turn) prefix() string {
-	if t.live() {
-		return t.shown.String()
-	}
-	var b strings.Builder
-	for _, p := range t.parts {
-		b.WriteString(p.reply.Content)
-	}
-	return b.String()
-}
-
-func (t *turn) live() bool { return t.agent.cfg.Live }
-
-// shownAny reports whether the editor was shown any of the current step's
-// reply.
-func (t *turn) shownAny() bool { return t.shown.Len() > 0 || t.shownThought.Len() > 0 }
-
-// run is the agent loop: a step is one logical request, recovered until its
-// reply is complete and committed; when the reply asks for tools they run,
-// their results join the conversation and the next step follows. Recovery
-// budgets and the recovery deadline apply to each step on its own, and never
-// to the time tools and permission requests take.
+// run is the agent loop: each round is one logical request, recovered
+// (attempted as often as recovery allows) until its reply is complete and
+// committed; when the reply asks for tools they run, their results join the
+// conversation and the next request follows. Recovery budgets and the
+// recovery deadline apply to each logical request on its own, and never to
+// the time tools and permission requests take.
 func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 	for {
-		if t.requests == t.agent.cfg.MaxSteps {
-			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxSteps", t.agent.cfg.MaxSteps).Msg("turn stopped at the step limit")
+		if t.requests == t.agent.cfg.MaxRequests {
+			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxRequests", t.agent.cfg.MaxRequests).Msg("turn stopped at the request limit (agent.max_steps)")
 			return acp.PromptResponse{StopReason: acp.StopMaxTurnRequests}, nil
 		}
-		// Options chosen since the last step apply from this one: what the
+		// Options chosen since the last request apply from this one: what the
 		// mode offers the model and what its tool calls may do, the model
 		// asked and its reasoning effort.
 		if err := t.s.flushOptions(); err != nil {
@@ -348,7 +323,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
 			return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
 		}
-		if err := t.useTools(ctx, t.steps, calls); err != nil {
+		if err := t.useTools(ctx, t.attempts, calls); err != nil {
 			if isCancelled(ctx) || errors.Is(err, errCancelledDuringTool) {
 				t.cancelled = true
 				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
@@ -366,10 +341,9 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
 	id, retries, used := t.s.retryChain()
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	t.parts, t.resume, t.resumeThought, t.msgID, t.continuations, t.msgDone = nil, nil, nil, newID("msg_"), 0, false
-	t.shown.Reset()
-	t.shownThought.Reset()
-	t.reqStart, t.reqFirst = time.Now(), t.steps+1
+	t.out.begin()
+	t.continuations = 0
+	t.reqStart, t.reqFirst = time.Now(), t.attempts+1
 	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.reqStart}
 	trunc := t.agent.cfg.Truncation
 	// A failure of the log ends recovery at once: it is Rebound's own, so
@@ -378,17 +352,17 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	dctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	for {
-		var got part
+		var got *llm.Reply
 		err := exec.Do(dctx, t.chain, t, func(ctx context.Context) error {
-			r, out, err := t.step(ctx)
-			got = part{reply: r, out: out}
+			var err error
+			got, err = t.runAttempt(ctx)
 			if err != nil && recorded(err) {
 				stop(err)
 			}
 			return err
 		})
 		if err != nil {
-			if t.live() && t.shownAny() {
+			if t.out.shownAny() {
 				// What the user saw stays: it is committed as it was.
 				err = errors.Join(err, t.commitIncomplete())
 			}
@@ -396,54 +370,36 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		}
 		t.statusRecovered(ctx)
 		// A truncated reply is no success of the logical request: every
-		// policy's count stands until the reply is complete, so a step makes
-		// at most 1 + the sum of the budgets requests.
-		if got.reply.FinishReason == llm.FinishLength && t.live() && t.shownAny() {
-			// Shown, so never discarded: continued, with the larger budget.
-			if n := t.continuations + 1; n <= trunc.MaxContinuations {
-				if err := t.endStep(session.OutcomeTruncated); err != nil {
+		// policy's count stands until the reply is complete, so a logical
+		// request makes at most 1 + the sum of the budgets requests.
+		if got.FinishReason == llm.FinishLength {
+			d := trunc.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.continuations, MaxTokens: t.maxTokens, Escalated: t.escalated()})
+			if d.Action != recovery.ActionNone {
+				if err := t.endAttempt(session.OutcomeTruncated); err != nil {
 					return nil, nil, err
 				}
-				t.continuations = n
-				t.maxTokens = max(t.maxTokens, trunc.EscalatedMaxTokens)
-				if err := t.ownRetry(ctx, policyContinuation, actionContinue, n, trunc.MaxContinuations); err != nil {
-					return nil, nil, err
+				if d.Action == recovery.ActionContinue {
+					// What was shown, or this part (held), stays; the
+					// next attempt continues it. Escalated, the cut
+					// attempt is discarded, never shown.
+					t.continuations = d.N
+					t.out.keep(got)
 				}
-				continue
-			}
-		} else if got.reply.FinishReason == llm.FinishLength {
-			escalate := len(t.parts) == 0 && !t.escalated() && t.maxTokens < trunc.EscalatedMaxTokens
-			switch {
-			case escalate:
-				// The truncated attempt is discarded, never shown.
-				if err := t.endStep(session.OutcomeTruncated); err != nil {
-					return nil, nil, err
-				}
-				t.maxTokens = trunc.EscalatedMaxTokens
-				if err := t.ownRetry(ctx, policyTruncation, actionEscalate, 1, 1); err != nil {
-					return nil, nil, err
-				}
-				continue
-			case len(t.parts) < trunc.MaxContinuations:
-				if err := t.endStep(session.OutcomeTruncated); err != nil {
-					return nil, nil, err
-				}
-				t.parts = append(t.parts, got)
-				if err := t.ownRetry(ctx, policyContinuation, actionContinue, len(t.parts), trunc.MaxContinuations); err != nil {
+				t.maxTokens = d.MaxTokens
+				if err := t.ownRetry(ctx, d.Policy, d.Action, d.N, d.Max); err != nil {
 					return nil, nil, err
 				}
 				continue
 			}
 		}
-		parts := append(t.parts, got)
 		var calls []session.MessageToolCall
-		if got.reply.FinishReason != llm.FinishLength {
-			calls = toolCalls(got.reply.ToolCalls, t.s.toolCallIDs())
+		if got.FinishReason != llm.FinishLength {
+			calls = toolCalls(got.ToolCalls, t.s.toolCallIDs())
 		}
-		if err := t.commit(ctx, parts, calls); err != nil {
+		if err := t.commit(ctx, got, calls); err != nil {
 			return nil, nil, err
 		}
-		return got.reply, calls, nil
+		return got, calls, nil
 	}
 }
 
@@ -463,7 +419,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 		f = g.Failure
 		msg = strings.TrimRight(g.Message(), ". ") + "."
 		if g.Retries > 0 {
-			t.progress(ctx, RetryProgress{Phase: phaseExhausted, RetryID: t.chain.ID, Retry: t.chain.Retries,
+			t.progress(ctx, recovery.RetryProgress{Phase: recovery.PhaseExhausted, RetryID: t.chain.ID, Retry: t.chain.Retries,
 				MaxRetries: t.lastMax, Failure: f})
 		}
 	}
@@ -476,37 +432,30 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if f.Code == recovery.Auth {
 		code = acp.CodeAuthRequired
 	}
-	// The facts are the failed step's, as the message's are: earlier steps
+	// The facts are the failed request's, as the message's are: earlier ones
 	// and the tools they ran are not part of this recovery.
-	data := FailureData{Failure: f, Attempts: t.steps - t.reqFirst + 1, ElapsedMs: time.Since(t.reqStart).Milliseconds()}
+	data := FailureData{Failure: f, Attempts: t.attempts - t.reqFirst + 1, ElapsedMs: time.Since(t.reqStart).Milliseconds()}
 	if f.Code == recovery.Auth {
 		data.AuthMethods = []acp.AuthMethod{t.agent.apiKeyMethod()}
 	}
 	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: data}
 }
 
-// step runs one attempt. A failed attempt is closed in the log (held, it
+// runAttempt runs one attempt. A failed attempt is closed in the log (held, it
 // sent nothing; live, what it showed is kept for the next attempt to
 // continue); a finished one is returned, uncommitted, for complete to decide
 // on.
-func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
-	t.steps++
-	n := t.steps
+func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
+	t.attempts++
+	n := t.attempts
 	req := t.request()
 	req.Messages = alternate(req.Messages)
-	t.resume, t.resumeThought = nil, nil
-	if t.live() && t.shown.Len() > 0 {
-		t.resume = &resumer{shown: t.shown.String()}
-	}
-	if t.live() && t.shownThought.Len() > 0 {
-		// A thought is shown once: the retry reasons again from the start.
-		t.resumeThought = thoughtResumer(t.shownThought.String())
-	}
+	t.out.beginAttempt(n)
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
-		return nil, nil, fmt.Errorf("record step: %w", err)
+		return nil, fmt.Errorf("record step: %w", err)
 	}
-	t.stepOpen, t.stepUsage = true, nil
-	reply, out, err := t.attempt(ctx, req)
+	t.attemptOpen, t.attemptUsage = true, nil
+	reply, err := t.receive(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
 	}
@@ -524,275 +473,85 @@ func (t *turn) step(ctx context.Context) (*llm.Reply, output, error) {
 		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("record step end: %w", lerr))
 		} else {
-			t.stepOpen = false
+			t.attemptOpen = false
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	// The provider request is over: show the editor how full the context is.
 	t.reportUsage(ctx, req, reply)
-
-	return reply, out, nil
+	return reply, nil
 }
 
-// endStep closes the current step of a finished attempt.
-func (t *turn) endStep(outcome string) error {
-	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.steps, Outcome: outcome, Usage: t.stepUsage}); err != nil {
+// endAttempt closes the current attempt (its step/end) once it finished.
+func (t *turn) endAttempt(outcome string) error {
+	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: outcome, Usage: t.attemptUsage}); err != nil {
 		return fmt.Errorf("record step end: %w", err)
 	}
-	t.stepOpen, t.stepUsage = false, nil
+	t.attemptOpen, t.attemptUsage = false, nil
 	return nil
 }
 
-// commit makes the reply final: first in the log (one message joining every
-// part verbatim, or in live mode what was shown), then, in held mode, for the
-// editor, which sees it once, in order.
-func (t *turn) commit(ctx context.Context, parts []part, calls []session.MessageToolCall) error {
-	var text, reasoning strings.Builder
-	if t.live() {
-		text.WriteString(t.shown.String())
-		reasoning.WriteString(t.shownThought.String())
-	} else {
-		for _, p := range parts {
-			text.WriteString(p.reply.Content)
-			reasoning.WriteString(p.reply.Reasoning)
-		}
-	}
-	last := parts[len(parts)-1].reply
-	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
-		Turn: t.number, Step: t.steps, MessageID: t.msgID, Text: text.String(), Reasoning: reasoning.String(), FinishReason: last.FinishReason,
-		ToolCalls: calls,
-	}); err != nil {
-		return fmt.Errorf("commit reply: %w", err)
-	}
-	t.msgDone = true
-	am := llm.Message{Role: llm.RoleAssistant, Content: text.String(), Reasoning: reasoning.String()}
-	for _, c := range calls {
-		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+// commit makes the reply final: first in the log, then, in held mode, for
+// the editor, which sees it once, in order. Its tool calls are pending
+// until each has a result.
+func (t *turn) commit(ctx context.Context, last *llm.Reply, calls []session.MessageToolCall) error {
+	am, err := t.out.commit(last, calls)
+	if err != nil {
+		return err
 	}
 	t.exchange = append(t.exchange, am)
 	t.pending = map[string]bool{}
 	for _, c := range calls {
 		t.pending[c.ID] = true
 	}
-	if err := t.endStep(session.OutcomeOK); err != nil {
+	if err := t.endAttempt(session.OutcomeOK); err != nil {
 		return err
 	}
-	if t.live() {
-		return nil // sent as it came
-	}
-	for _, p := range parts {
-		if err := p.out.send(ctx, t.c, t.s.id, t.msgID); err != nil {
-			return fmt.Errorf("send reply: %w", err)
-		}
-	}
-	return nil
+	return t.out.flush(ctx)
 }
 
-// commitIncomplete commits what the editor was shown of a step whose
-// recovery failed or was cancelled: the user saw it, so it stays, marked
-// incomplete, and the next turn's history holds it. Nothing is sent.
+// commitIncomplete commits what the editor was shown of a request whose
+// recovery failed or was cancelled (emit.go); the turn's exchange holds it.
 func (t *turn) commitIncomplete() error {
-	if _, err := t.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
-		Turn: t.number, Step: t.steps, MessageID: t.msgID, Text: t.shown.String(), Reasoning: t.shownThought.String(), Incomplete: true,
-	}); err != nil {
-		return fmt.Errorf("commit the reply shown so far: %w", err)
+	am, err := t.out.commitIncomplete()
+	if err != nil {
+		return err
 	}
-	t.msgDone = true
-	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleAssistant, Content: t.shown.String(), Reasoning: t.shownThought.String()})
+	t.exchange = append(t.exchange, am)
 	return nil
 }
 
-// attempt runs one provider request to its end, recording every chunk as it
-// arrives. Held, the output is returned for the commit; live, each chunk is
-// sent as soon as it is recorded.
-func (t *turn) attempt(ctx context.Context, req llm.Request) (*llm.Reply, output, error) {
+// receive runs one provider request to its end, handing every chunk to the
+// emitter, which records it and, live, sends it.
+func (t *turn) receive(ctx context.Context, req llm.Request) (*llm.Reply, error) {
 	stream, err := recovery.Watch(ctx, t.agent.currentProvider(), req, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer stream.Close()
-	var (
-		reply llm.Reply
-		out   output
-	)
+	var reply llm.Reply
 	for {
 		c, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			var thought, text string
-			if t.resumeThought != nil {
-				thought = t.resumeThought.finish()
+			if err := t.out.end(ctx); err != nil {
+				return nil, err
 			}
-			if t.resume != nil {
-				text = t.resume.finish()
-			}
-			if err := t.show(ctx, thought, text); err != nil {
-				return nil, nil, err
-			}
-			return &reply, out, nil
+			return &reply, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := reply.Add(c); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if c.HasDelta() && t.status != nil {
 			// The retry is answering: say so before its reply shows.
 			t.statusRecovered(ctx)
 		}
-		if c.Content == "" && c.Reasoning == "" {
-			continue
-		}
-		if t.live() {
-			text, thought := c.Content, c.Reasoning
-			if t.resume != nil {
-				text = t.resume.feed(text)
-			}
-			if t.resumeThought != nil {
-				thought = t.resumeThought.feed(thought)
-				if c.Content != "" {
-					// The thoughts are over: what was held back of them
-					// goes before the reply.
-					thought += t.resumeThought.finish()
-				}
-			}
-			if err := t.show(ctx, thought, text); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		out.add(acp.UpdateAgentThoughtChunk, c.Reasoning)
-		out.add(acp.UpdateAgentMessageChunk, c.Content)
-		if _, err := t.s.append(session.TypeAssistantChunk, session.AssistantChunk{
-			Turn: t.number, Step: t.steps, Text: c.Content, Reasoning: c.Reasoning,
-		}); err != nil {
-			return nil, nil, fmt.Errorf("record chunk: %w", err)
+		if err := t.out.chunk(ctx, c.Reasoning, c.Content); err != nil {
+			return nil, err
 		}
 	}
-}
-
-// show records live thought and text, writes the records to the file with
-// one write (no fsync), then sends them: what the editor has is always in
-// the file first, so a killed process loses nothing the user saw.
-func (t *turn) show(ctx context.Context, thought, text string) error {
-	if thought == "" && text == "" {
-		return nil
-	}
-	parts := [2]struct{ kind, text string }{{acp.UpdateAgentThoughtChunk, thought}, {acp.UpdateAgentMessageChunk, text}}
-	for _, p := range parts {
-		if p.text == "" {
-			continue
-		}
-		ch := session.AssistantChunk{Turn: t.number, Step: t.steps, Shown: true, MessageID: t.msgID}
-		if p.kind == acp.UpdateAgentThoughtChunk {
-			ch.Reasoning = p.text
-			t.shownThought.WriteString(p.text)
-		} else {
-			ch.Text = p.text
-			t.shown.WriteString(p.text)
-		}
-		if _, err := t.s.append(session.TypeAssistantChunk, ch); err != nil {
-			return fmt.Errorf("record chunk: %w", err)
-		}
-	}
-	if err := t.s.log.Flush(); err != nil {
-		return fmt.Errorf("record chunk: %w", &recordError{err})
-	}
-	for _, p := range parts {
-		if p.text == "" {
-			continue
-		}
-		if err := sendChunk(ctx, t.c, t.s.id, p.kind, t.msgID, p.text); err != nil {
-			// The editor went away; the reply is recorded and goes on.
-			t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("could not send a chunk")
-		}
-	}
-	return nil
-}
-
-func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text string) error {
-	block := acp.TextBlock(text)
-	return c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: kind, Content: &block, MessageID: msgID})
-}
-
-// replay sends the committed conversation of a loaded session, and the
-// statuses of its waits (waits, nil for a client that is not shown them)
-// where they happened.
-func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message, waits []session.WaitStatus) error {
-	for _, m := range msgs {
-		var err error
-		if waits, err = replayStatuses(ctx, c, sessionID, waits, m.Seq); err != nil {
-			return err
-		}
-		if isPlanUpdate(m) {
-			continue
-		}
-		switch m.Role {
-		case session.RoleUser:
-			var blocks []acp.ContentBlock
-			if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
-				blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
-			}
-			for i := range blocks {
-				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &blocks[i]}); err != nil {
-					return err
-				}
-			}
-		case session.RoleCompaction:
-			if c.Capabilities().Compaction() {
-				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
-					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}); err != nil {
-					return err
-				}
-			}
-		case session.RoleAssistant:
-			if m.Reasoning != "" {
-				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, m.MessageID, m.Reasoning); err != nil {
-					return err
-				}
-			}
-			if m.Text != "" || len(m.ToolCalls) == 0 {
-				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, m.MessageID, m.Text); err != nil {
-					return err
-				}
-			}
-		case session.RoleTool:
-			if err := c.Update(ctx, sessionID, replayedToolCall(m, ws)); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := replayStatuses(ctx, c, sessionID, waits, 0); err != nil {
-		return err
-	}
-	return replayPlan(ctx, c, sessionID, msgs)
-}
-
-// replayedToolCall is a recorded tool call as the editor saw it last: its
-// title and kind, its final status, and what it showed (a command's output
-// as text, since its terminal is gone).
-func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate {
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: m.ToolCallID, Title: m.ToolName, Name: m.ToolName,
-		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}
-	if m.Status == session.ToolCompleted {
-		u.Status = acp.ToolStatusCompleted
-	}
-	call := m.Call
-	if call == nil {
-		// Never dispatched: describe it from what the model asked.
-		call = &session.ToolCall{Name: m.ToolName, Arguments: m.Arguments}
-		if args, err := tools.Parse(m.ToolName, m.Arguments); err == nil {
-			info := tools.Describe(ws, args)
-			call.Title, call.Kind, call.Locations = info.Title, info.Kind, info.Locations
-		}
-	}
-	u.Title, u.Kind, u.Locations, u.RawInput = cmp.Or(call.Title, call.Name), acp.ToolKind(cmp.Or(call.Kind, string(acp.ToolKindOther))), locations(call.Locations), shownInput(call.Name, call.Arguments)
-	var content []acp.ToolCallContent
-	if len(m.Content) == 0 || json.Unmarshal(m.Content, &content) != nil {
-		content = []acp.ToolCallContent{acp.ContentText(m.Text)}
-	}
-	u.ToolContent = content
-	return u
 }
 
 func stopReason(finish string) acp.StopReason {

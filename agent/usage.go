@@ -146,7 +146,7 @@ func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Repl
 	if su.costed {
 		rec.Cost, rec.Currency = &u.Cost.Amount, u.Cost.Currency
 	}
-	t.stepUsage = rec
+	t.attemptUsage = rec
 	if ok {
 		t.notify(ctx, u)
 	}

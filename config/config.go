@@ -225,7 +225,7 @@ func Default() Config {
 			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		// The agent's own defaults, so they are stated once.
-		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxSteps, DefaultMode: agent.DefaultMode, WaitStatus: agent.WaitStatusAuto},
+		Agent: Agent{Streaming: StreamingLive, MaxSteps: agent.DefaultMaxRequests, DefaultMode: agent.DefaultMode, WaitStatus: agent.WaitStatusAuto},
 		Tools: Tools{
 			CommandTimeout:    Duration(agent.DefaultCommandTimeout),
 			MaxCommandTimeout: Duration(agent.DefaultMaxCommandTimeout),

@@ -30,8 +30,10 @@ mutate() {
 
 mutate agent/progress.go 's/t.s.appendSync(session.TypeLLMRetry, ev)/t.s.append(session.TypeLLMRetry, ev)/' \
 	./agent TestAgent_RetryIsOnDiskBeforeTheWait "llm/retry is synced before the wait"
-mutate agent/turn.go 's|if err := t.s.log.Flush(); err != nil {|if err := error(nil); err != nil {|' \
+mutate agent/emit.go 's|if err := e.s.log.Flush(); err != nil {|if err := error(nil); err != nil {|' \
 	./agent TestAgent_LiveChunkIsInTheFileBeforeItIsShown "a live chunk is written to the file before the editor is sent it"
+mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t_ = sendChunk(ctx, e.c, e.s.id, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
+	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
 mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \

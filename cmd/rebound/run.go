@@ -209,13 +209,13 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		APIKeyEnv:    cfg.Provider.APIKeyEnv,
 		NewProvider:  newProvider,
 		Recovery:     recoveryConfig(cfg.Recovery),
-		Truncation: agent.Truncation{
+		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
 		},
-		Overflow: agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages},
-		Live:     cfg.Agent.Streaming == config.StreamingLive,
-		MaxSteps: cfg.Agent.MaxSteps,
+		Overflow:    agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages},
+		Live:        cfg.Agent.Streaming == config.StreamingLive,
+		MaxRequests: cfg.Agent.MaxSteps,
 		Tools: agent.Tools{
 			CommandTimeout:    time.Duration(cfg.Tools.CommandTimeout),
 			MaxCommandTimeout: time.Duration(cfg.Tools.MaxCommandTimeout),

@@ -6,7 +6,7 @@
 //
 // The demo is an ACP client built on the same pieces as the agent: the
 // wire types of package acp over a sourcegraph/jsonrpc2 connection, the
-// retry progress the agent sends (agent.RetryProgress, whose failure facts
+// retry progress the agent sends (recovery.RetryProgress, whose failure facts
 // are recovery.Failure), and the timeline of package inspect.
 package demo
 
@@ -26,9 +26,9 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -289,7 +289,7 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 // driver is the editor side of the demo.
 type driver struct {
 	out           *screen
-	client        *client
+	client        *editor
 	mock          *mockprovider.Mock
 	def           *definition
 	cwd           string // the session's working directory: the demo project
@@ -517,7 +517,7 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 					continue
 				}
 				switch r.Phase {
-				case phaseScheduled:
+				case recovery.PhaseScheduled:
 					wait = &retryWait{p: r, failure: failureWords(r), at: now}
 					o.interrupt() // a reply being printed goes on after the retry
 					if o.tty {
@@ -528,7 +528,7 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 					if sc.cancelAfter > 0 && !cancelSent && cancelC == nil {
 						cancelC = time.After(sc.cancelAfter)
 					}
-				case phaseStarted:
+				case recovery.PhaseStarted:
 					if wait != nil {
 						waited := now.Sub(wait.at)
 						timing := ""
@@ -547,14 +547,14 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 						}
 					}
 					wait, busySince = nil, now
-				case phaseCancelled:
+				case recovery.PhaseCancelled:
 					if wait != nil {
 						o.line("%s", o.c(red, fmt.Sprintf("  ✗ %s · wait cancelled after %s · no further request", wait.failure, seconds(now.Sub(wait.at)))))
 					} else {
 						o.line("%s", o.c(red, "  ✗ retry cancelled; no further request"))
 					}
 					wait = nil
-				case phaseExhausted:
+				case recovery.PhaseExhausted:
 					msg := "recovery gave up"
 					if r.Failure != nil {
 						msg += ": " + failureWords(r)
@@ -569,9 +569,9 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 
 // retryProgress reads `_meta["rebound/retry"]` of a session update into
 // the type the agent writes it from.
-func retryProgress(meta acp.Meta) (agent.RetryProgress, bool) {
-	var p agent.RetryProgress
-	v, ok := meta[agent.RetryMetaKey]
+func retryProgress(meta acp.Meta) (recovery.RetryProgress, bool) {
+	var p recovery.RetryProgress
+	v, ok := meta[recovery.ProgressMetaKey]
 	if !ok {
 		return p, false
 	}

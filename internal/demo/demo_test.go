@@ -1111,7 +1111,7 @@ func TestClient_LineNotJSONRPC(t *testing.T) {
 // buffer: neither end waits for the other to read).
 type fakeAgent struct {
 	t   *testing.T
-	c   *client
+	c   *editor
 	in  *bufio.Reader // what the client sent
 	out *os.File      // to the client
 }
@@ -1125,7 +1125,7 @@ func newFakeAgent(t *testing.T) *fakeAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &fakeAgent{t: t, c: newClient(t.Context(), outR, inW), in: bufio.NewReader(inR), out: outW}
+	a := &fakeAgent{t: t, c: newEditor(t.Context(), outR, inW), in: bufio.NewReader(inR), out: outW}
 	t.Cleanup(func() {
 		a.c.close()
 		outW.Close()

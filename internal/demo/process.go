@@ -12,7 +12,7 @@ import (
 // its stdin and stdout (client), its stderr kept for when it fails.
 type process struct {
 	cmd    *exec.Cmd
-	client *client
+	client *editor
 	stderr *tail
 
 	stopOnce sync.Once
@@ -38,7 +38,7 @@ func startAgent(ctx context.Context, path string, env []string) (*process, error
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p.client = newClient(ctx, stdout, stdin)
+	p.client = newEditor(ctx, stdout, stdin)
 	return p, nil
 }
 

@@ -6,26 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/recovery"
-)
-
-// Retry progress phases and the actions the agent's own policies take, as
-// `_meta["rebound/retry"]` carries them (agent.RetryProgress; the recovery
-// package names the other actions).
-const (
-	phaseScheduled = "scheduled"
-	phaseStarted   = "started"
-	phaseCancelled = "cancelled"
-	phaseExhausted = "exhausted"
-
-	actionEscalate = "escalate"
-	actionContinue = "continue"
 )
 
 // retryWait is a retry wait the editor was told about.
 type retryWait struct {
-	p       agent.RetryProgress
+	p       recovery.RetryProgress
 	failure string    // the failure in a few words (failureWords)
 	at      time.Time // when the scheduled update arrived
 }
@@ -36,9 +22,9 @@ type retryWait struct {
 // status), never from the failure's message, which is written for people
 // and may be reworded; a timeout's limit tells a stalled stream from a
 // missing first token.
-func failureWords(p agent.RetryProgress) string {
+func failureWords(p recovery.RetryProgress) string {
 	switch p.Action {
-	case actionEscalate, actionContinue:
+	case string(recovery.ActionEscalate), string(recovery.ActionContinue):
 		return "reply cut at the output limit"
 	case string(recovery.ActionStripImages):
 		return "the model does not accept images"
@@ -92,9 +78,9 @@ func failureWords(p agent.RetryProgress) string {
 
 // timedOut reports whether p's failure is a TIMEOUT without an HTTP status,
 // whose words need to know which limit fired.
-func timedOut(p agent.RetryProgress) bool {
+func timedOut(p recovery.RetryProgress) bool {
 	return p.Failure != nil && p.Failure.Code == recovery.Timeout && p.Failure.Status == 0 &&
-		p.Action != actionEscalate && p.Action != actionContinue && p.Action != string(recovery.ActionStripImages)
+		p.Action != string(recovery.ActionEscalate) && p.Action != string(recovery.ActionContinue) && p.Action != string(recovery.ActionStripImages)
 }
 
 // text is the wait's status line. timing is "retrying in 1.0s", "retried
@@ -109,9 +95,9 @@ func (w *retryWait) text(timing string) string {
 	switch p.Action {
 	case string(recovery.ActionFallback):
 		parts = append(parts, "switching to "+p.Model)
-	case actionEscalate:
+	case string(recovery.ActionEscalate):
 		parts = append(parts, "retrying with a larger output budget")
-	case actionContinue:
+	case string(recovery.ActionContinue):
 		parts = append(parts, fmt.Sprintf("asking the model to continue (part %d of at most %d)", n+1, p.MaxRetries+1))
 	case string(recovery.ActionCompact):
 		parts = append(parts, "summarising older messages")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -57,22 +56,22 @@ func TestAnalyse(t *testing.T) {
 // Failures are worded from their code, status and limit alone.
 func TestFailureWords(t *testing.T) {
 	for _, c := range []struct {
-		p    agent.RetryProgress
+		p    recovery.RetryProgress
 		want string
 	}{
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.RateLimit, Status: 429, Message: "stream_idle_timeout"}}, "rate limited (429)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Overloaded, Status: 529}}, "overloaded (529)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Server, Status: 503}}, "server error (503)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Transport}}, "connection dropped"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Message: "stream_idle_timeout"}}, "timed out"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Status: 408}}, "timed out (408)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitIdle}}, "stream stalled (idle timeout)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitFirstToken}}, "no first token (timeout)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitAttempt}}, "request too long (attempt timeout)"},
-		{agent.RetryProgress{Failure: &recovery.Failure{Code: "SOMETHING_NEW", Status: 418}}, "request failed (418)"},
-		{agent.RetryProgress{Action: actionContinue, Failure: &recovery.Failure{Code: recovery.Server}}, "reply cut at the output limit"},
-		{agent.RetryProgress{Action: string(recovery.ActionStripImages)}, "the model does not accept images"},
-		{agent.RetryProgress{}, "the request failed"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.RateLimit, Status: 429, Message: "stream_idle_timeout"}}, "rate limited (429)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Overloaded, Status: 529}}, "overloaded (529)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Server, Status: 503}}, "server error (503)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Transport}}, "connection dropped"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Message: "stream_idle_timeout"}}, "timed out"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Status: 408}}, "timed out (408)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitIdle}}, "stream stalled (idle timeout)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitFirstToken}}, "no first token (timeout)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: recovery.Timeout, Limit: recovery.LimitAttempt}}, "request too long (attempt timeout)"},
+		{recovery.RetryProgress{Failure: &recovery.Failure{Code: "SOMETHING_NEW", Status: 418}}, "request failed (418)"},
+		{recovery.RetryProgress{Action: string(recovery.ActionContinue), Failure: &recovery.Failure{Code: recovery.Server}}, "reply cut at the output limit"},
+		{recovery.RetryProgress{Action: string(recovery.ActionStripImages)}, "the model does not accept images"},
+		{recovery.RetryProgress{}, "the request failed"},
 	} {
 		if got := failureWords(c.p); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -68,7 +68,7 @@ func MockScript() *jsonschema.Schema {
 func RetryProgress() *jsonschema.Schema {
 	r := reflector()
 	r.RequiredFromJSONSchemaTags = false // omitempty marks what may be absent
-	s := r.Reflect(&agent.RetryProgress{})
+	s := r.Reflect(&recovery.RetryProgress{})
 	s.ID = idBase + "retry-progress.schema.json"
 	s.Title = `Rebound retry progress (_meta["rebound/retry"])`
 	return s

@@ -14,15 +14,6 @@ import (
 	"github.com/rebound-agent/rebound/session"
 )
 
-// Policies and actions the agent runs itself: a truncated reply is not a
-// failure, so it never reaches the executor.
-const (
-	policyTruncation   = "truncation"
-	policyContinuation = "continuation"
-	actionEscalate     = "escalate"
-	actionContinue     = "continue"
-)
-
 // Errors that end a request-changing recovery.
 var (
 	// ErrPromptTooLong: the overflowing request has nothing to compact but
@@ -84,7 +75,7 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 		return fmt.Errorf("%w (%d characters before, %d after)", ErrCompactionNotSmaller, b, a)
 	}
 	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
-		Turn: t.number, Step: t.steps, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
+		Turn: t.number, Step: t.attempts, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
 	}); err != nil {
 		return fmt.Errorf("record compaction: %w", err)
 	}
@@ -215,12 +206,12 @@ func imageName(b acp.ContentBlock, i int) string {
 // ownRetry records and announces a retry the agent decides itself (after a
 // truncated reply): the same llm/retry and llm/retry-started as the
 // executor's, in the same chain, with no wait.
-func (t *turn) ownRetry(ctx context.Context, policy, action string, n, maxN int) error {
+func (t *turn) ownRetry(ctx context.Context, policy string, action recovery.Action, n, maxN int) error {
 	if t.chain.ID == "" {
 		t.chain.ID = recovery.NewRetryID()
 	}
 	t.chain.Retries++
-	r := recovery.Retry{ID: t.chain.ID, N: t.chain.Retries, Max: maxN, Policy: policy, PolicyN: n, Action: recovery.Action(action)}
+	r := recovery.Retry{ID: t.chain.ID, N: t.chain.Retries, Max: maxN, Policy: policy, PolicyN: n, Action: action}
 	if err := t.Scheduled(ctx, r); err != nil {
 		return fmt.Errorf("record retry: %w", err)
 	}

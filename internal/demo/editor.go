@@ -16,13 +16,13 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 )
 
-// client is the editor's end of ACP: a jsonrpc2.Conn over the agent's
+// editor is the editor's end of ACP: a jsonrpc2.Conn over the agent's
 // stdio. Its handler answers the agent's requests at once (session/
 // request_permission with allow once, anything else with method not
 // found) and queues what the editor shows on events, in the order the
 // agent sent it: session updates, the permission requests answered, and
 // the answers to the demo's own requests.
-type client struct {
+type editor struct {
 	rpc    *jsonrpc2.Conn
 	stream *lineStream
 	events chan event
@@ -47,12 +47,12 @@ type answer struct {
 	err    error
 }
 
-var _ jsonrpc2.Handler = (*client)(nil)
+var _ jsonrpc2.Handler = (*editor)(nil)
 
 // newClient speaks ACP over the agent's stdout (r) and stdin (w); closing
 // the client closes w. The connection ends with ctx.
-func newClient(ctx context.Context, r io.Reader, w io.WriteCloser) *client {
-	c := &client{
+func newEditor(ctx context.Context, r io.Reader, w io.WriteCloser) *editor {
+	c := &editor{
 		stream: &lineStream{r: bufio.NewReaderSize(r, 64<<10), w: w},
 		events: make(chan event, 64),
 		done:   make(chan struct{}),
@@ -66,7 +66,7 @@ func newClient(ctx context.Context, r io.Reader, w io.WriteCloser) *client {
 // It runs on the connection's reader, so the events it queues keep the
 // agent's order, and an answer to the demo's requests (queued once the
 // reader has passed it) comes after everything the agent sent before it.
-func (c *client) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+func (c *editor) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
 		if req.Method != acp.MethodSessionUpdate || req.Params == nil {
 			return
@@ -109,7 +109,7 @@ func allowOnce(options []acp.PermissionOption) acp.PermissionOption {
 }
 
 // queue hands ev to whoever reads events, unless the client is closed.
-func (c *client) queue(ev event) {
+func (c *editor) queue(ev event) {
 	select {
 	case c.events <- ev:
 	case <-c.done:
@@ -117,7 +117,7 @@ func (c *client) queue(ev event) {
 }
 
 // send sends a request; its answer is queued on events.
-func (c *client) send(method string, params any) error {
+func (c *editor) send(method string, params any) error {
 	w, err := c.rpc.DispatchCall(context.Background(), method, params)
 	if err != nil {
 		return c.sendError(method, err)
@@ -133,7 +133,7 @@ func (c *client) send(method string, params any) error {
 }
 
 // notify sends a notification.
-func (c *client) notify(method string, params any) error {
+func (c *editor) notify(method string, params any) error {
 	if err := c.rpc.Notify(context.Background(), method, params); err != nil {
 		return c.sendError(method, err)
 	}
@@ -143,7 +143,7 @@ func (c *client) notify(method string, params any) error {
 // sendError is why a message could not be sent: the connection had ended
 // (exitErr), or writing to the agent's stdin failed: it exited, or is
 // closing its end (a broken pipe).
-func (c *client) sendError(method string, err error) error {
+func (c *editor) sendError(method string, err error) error {
 	if errors.Is(err, jsonrpc2.ErrClosed) {
 		return fmt.Errorf("%s: %w", method, c.exitErr())
 	}
@@ -152,7 +152,7 @@ func (c *client) sendError(method string, err error) error {
 
 // call sends a request and waits for its answer into result, dropping the
 // session updates that come meanwhile (permission requests are answered).
-func (c *client) call(ctx context.Context, method string, params, result any) error {
+func (c *editor) call(ctx context.Context, method string, params, result any) error {
 	if err := c.send(method, params); err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (c *client) call(ctx context.Context, method string, params, result any) er
 
 // answerError is why a request got no result: the agent's error, or the
 // connection's end (exitErr); nil for a result.
-func (c *client) answerError(a *answer) error {
+func (c *editor) answerError(a *answer) error {
 	var rerr *jsonrpc2.Error
 	switch {
 	case a.err == nil:
@@ -189,7 +189,7 @@ func (c *client) answerError(a *answer) error {
 
 // exitErr is why the connection ended: a line that is not JSON-RPC, else
 // the agent's exit (errAgentExited).
-func (c *client) exitErr() error {
+func (c *editor) exitErr() error {
 	if line, ok := c.stream.badLine(); ok {
 		return fmt.Errorf("the agent wrote a line that is not JSON-RPC: %q", line)
 	}
@@ -198,7 +198,7 @@ func (c *client) exitErr() error {
 
 // close ends the connection and closes the agent's stdin, which ends its
 // serve loop. Idempotent.
-func (c *client) close() {
+func (c *editor) close() {
 	c.once.Do(func() {
 		close(c.done)
 		c.rpc.Close()
