@@ -41,6 +41,7 @@ const (
 type pageView struct {
 	Title    string
 	Header   []string
+	Usage    string // the session's usage line; "" when the log has none
 	Warnings []string
 	Legend   []legendItem
 	Turns    []turnView
@@ -52,6 +53,7 @@ type turnView struct {
 	ID            string
 	Title         string
 	Summary       string
+	Usage         string // "" when no step recorded usage
 	Width, Height int
 	Ticks         []tickView
 	AxisY, TickY  int
@@ -109,6 +111,9 @@ func (tl *Timeline) HTML(w io.Writer) error {
 	}
 	v.Header = append(v.Header, "started "+s.Start.Format(timeLayout))
 	v.Header = append(v.Header, append([]string{plural(tl.Totals.Turns, "turn")}, totals(tl.Totals)...)...)
+	if u := tl.Usage; u != nil {
+		v.Usage = "usage: " + usageText(u, "context at end ")
+	}
 	used := map[string]bool{}
 	for _, t := range tl.Turns {
 		v.Turns = append(v.Turns, chart(t, s.Model, used))
@@ -125,6 +130,9 @@ func chart(t *Turn, sessionModel string, used map[string]bool) turnView {
 		Width:   chartLeft + chartWidth + chartRight,
 		Columns: columns,
 		Table:   turnRows(t, sessionModel),
+	}
+	if t.Usage != nil {
+		tv.Usage = usageText(t.Usage, "context ")
 	}
 	// The axis spans everything drawn: the turn, and a scheduled wait that
 	// a cancel cut short reaches past its end.
@@ -223,6 +231,19 @@ func barTitle(s *Step, sessionModel string) string {
 	}
 	if t := then(s); t != "" {
 		lines = append(lines, t)
+	}
+	if u := s.Usage; u != nil {
+		// The step's own counts; its cost is the session's so far, which
+		// the turn's line turns into the turn's, so it is not repeated here.
+		l := "context " + contextText(u.Used, u.Size, u.Estimated)
+		if !u.Estimated {
+			l += fmt.Sprintf(" · prompt %s", tokens(uint64(max(u.PromptTokens, 0))))
+			if u.CachedTokens > 0 {
+				l += " (" + tokens(uint64(u.CachedTokens)) + " cached)"
+			}
+			l += " · completion " + tokens(uint64(max(u.CompletionTokens, 0)))
+		}
+		lines = append(lines, l)
 	}
 	lines = append(lines, notes(s, sessionModel, s.Fallback)...)
 	return strings.Join(lines, "\n")

@@ -17,6 +17,7 @@ package inspect
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +32,11 @@ type Timeline struct {
 	// Totals sums the turns' totals; its ElapsedMs is the time spent inside
 	// turns, not the age of the session.
 	Totals Totals `json:"totals"`
+	// Usage is the session's: context at the end of its last step that
+	// recorded usage, the token counts of all its turns, and its cumulative
+	// cost as last recorded. Nil for a log that recorded no usage (one
+	// written before usage was recorded).
+	Usage *Usage `json:"usage,omitempty"`
 	// Warnings are what loading the log repaired or found left open (a torn
 	// last line, a turn without turn/end), each naming its line.
 	Warnings []string `json:"warnings,omitempty"`
@@ -78,6 +84,8 @@ type Turn struct {
 	Compactions []Compaction `json:"compactions,omitempty"`
 	Outcome     Outcome      `json:"outcome"`
 	Totals      Totals       `json:"totals"`
+	// Usage is nil when no step of the turn recorded usage.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Outcome is how a turn ended.
@@ -135,6 +143,51 @@ type Step struct {
 	Tools          []Tool `json:"tools,omitempty"`
 	// Retry is the retry scheduled after this attempt failed, if one was.
 	Retry *Retry `json:"retry,omitempty"`
+	// Usage is what the step's finished request used, as its step/end
+	// recorded it; nil when it recorded none.
+	Usage *StepUsage `json:"usage,omitempty"`
+}
+
+// StepUsage is a step's recorded usage (session.StepUsage, copied so the
+// timeline's shape does not depend on that package).
+type StepUsage struct {
+	// Used is the tokens in context after the request; Size the context
+	// window, 0 when unknown. Estimated: the provider reported no counts,
+	// so Used is Rebound's estimate and the token counts are absent.
+	Used             uint64 `json:"used"`
+	Size             uint64 `json:"size,omitempty"`
+	Estimated        bool   `json:"estimated,omitempty"`
+	PromptTokens     int    `json:"promptTokens,omitempty"`
+	CompletionTokens int    `json:"completionTokens,omitempty"`
+	CachedTokens     int    `json:"cachedTokens,omitempty"`
+	// Cost is the session's cumulative cost after this step, in Currency,
+	// when any step so far had one; not this step's own.
+	Cost     *float64 `json:"cost,omitempty"`
+	Currency string   `json:"currency,omitempty"`
+}
+
+// Usage is a turn's (or the session's) usage, from its steps' records.
+type Usage struct {
+	// Used, Size and Estimated are the context at the end: those of the
+	// last step that recorded usage.
+	Used      uint64 `json:"used"`
+	Size      uint64 `json:"size,omitempty"`
+	Estimated bool   `json:"estimated,omitempty"`
+	// The token counts are summed over the steps (saturating, so a hostile
+	// log cannot wrap them); Unreported counts the steps whose provider
+	// reported none (their Used is an estimate), which the sums miss.
+	PromptTokens     int64 `json:"promptTokens"`
+	CompletionTokens int64 `json:"completionTokens"`
+	CachedTokens     int64 `json:"cachedTokens"`
+	Unreported       int   `json:"unreported,omitempty"`
+	// Cost is what the turn cost: the cumulative cost its last costed step
+	// recorded less the one recorded before the turn (rounded to 1e-10, as
+	// the agent rounds). For the session it is the last cumulative cost
+	// recorded. Nil when no step recorded one, or when no honest figure
+	// exists (the currency changed since the previous record, or the
+	// cumulative figure went down).
+	Cost     *float64 `json:"cost,omitempty"`
+	Currency string   `json:"currency,omitempty"`
 }
 
 // ReplyPreview is the most characters of a committed reply kept in
@@ -266,6 +319,7 @@ func Build(events []session.Event) (*Timeline, error) {
 		b.tl.Totals.WaitedMs += t.Totals.WaitedMs
 		b.tl.Totals.ElapsedMs += t.Totals.ElapsedMs
 	}
+	b.tl.Usage = b.sessionUsage()
 	return b.tl, nil
 }
 
@@ -277,6 +331,9 @@ type builder struct {
 	last time.Time
 	// pending are the open turn's retries whose wait has no end yet.
 	pending map[retryKey]*Retry
+	// cost is the last step usage that recorded a cumulative cost, in any
+	// turn so far: what a turn's cost is measured from.
+	cost *StepUsage
 }
 
 type retryKey struct {
@@ -370,6 +427,10 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		s.End, s.Outcome = ev.Time, d.Outcome
 		if f := failure(d.Failure); f != nil {
 			s.Failure = f
+		}
+		if u := d.Usage; u != nil {
+			s.Usage = &StepUsage{Used: u.Used, Size: u.Size, Estimated: u.Estimated, PromptTokens: u.PromptTokens,
+				CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Cost: u.Cost, Currency: u.Currency}
 		}
 	case session.TypeToolCall:
 		d, err := decode[session.ToolCall](ev)
@@ -543,7 +604,97 @@ func (b *builder) finish(end time.Time, o Outcome) {
 		}
 	}
 	t.Totals.ElapsedMs = ms(t.End.Sub(t.Start))
+	t.Usage = b.turnUsage(t)
 	b.turn, b.pending = nil, nil
+}
+
+// turnUsage sums the usage the turn's steps recorded, and measures its cost
+// from the cost recorded before it; nil when no step recorded usage.
+func (b *builder) turnUsage(t *Turn) *Usage {
+	var u *Usage
+	var last *StepUsage // the turn's last costed step
+	for _, s := range t.Steps {
+		su := s.Usage
+		if su == nil {
+			continue
+		}
+		if u == nil {
+			u = &Usage{}
+		}
+		u.Used, u.Size, u.Estimated = su.Used, su.Size, su.Estimated
+		u.add(int64(su.PromptTokens), int64(su.CompletionTokens), int64(su.CachedTokens))
+		if su.Estimated {
+			u.Unreported++
+		}
+		if su.Cost != nil {
+			last = su
+		}
+	}
+	if last == nil {
+		return u
+	}
+	from, cur := 0.0, ""
+	if b.cost != nil {
+		from, cur = *b.cost.Cost, b.cost.Currency
+	}
+	b.cost = last
+	if cur != "" && cur != last.Currency {
+		return u // a difference across currencies is no amount
+	}
+	if d := *last.Cost - from; d >= 0 && !math.IsInf(d, 0) {
+		d = roundCost(d)
+		u.Cost, u.Currency = &d, last.Currency
+	}
+	return u
+}
+
+// sessionUsage sums the turns' usage: context from the last turn with
+// usage, the cost as last recorded; nil when no turn has usage.
+func (b *builder) sessionUsage() *Usage {
+	var u *Usage
+	for _, t := range b.tl.Turns {
+		tu := t.Usage
+		if tu == nil {
+			continue
+		}
+		if u == nil {
+			u = &Usage{}
+		}
+		u.Used, u.Size, u.Estimated = tu.Used, tu.Size, tu.Estimated
+		u.add(tu.PromptTokens, tu.CompletionTokens, tu.CachedTokens)
+		u.Unreported += tu.Unreported
+	}
+	if u != nil && b.cost != nil {
+		c := *b.cost.Cost
+		u.Cost, u.Currency = &c, b.cost.Currency
+	}
+	return u
+}
+
+// add sums token counts without wrapping: the log bounds each count to an
+// int, not their sum. Negative counts, which the log refuses, count as 0.
+func (u *Usage) add(prompt, completion, cached int64) {
+	u.PromptTokens = addSat(u.PromptTokens, prompt)
+	u.CompletionTokens = addSat(u.CompletionTokens, completion)
+	u.CachedTokens = addSat(u.CachedTokens, cached)
+}
+
+func addSat(a, b int64) int64 {
+	b = max(b, 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// roundCost rounds an amount to 1e-10, as the agent rounds the cumulative
+// cost, so a difference of two reads 0.0031, not 0.0031000000000000003.
+// Amounts too large for that precision are left as they are.
+func roundCost(v float64) float64 {
+	if math.Abs(v) >= 1e8 {
+		return v
+	}
+	return math.Round(v*1e10) / 1e10
 }
 
 // step returns the turn's step n, or nil.

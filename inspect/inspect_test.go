@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -23,7 +25,7 @@ var update = golden.Update
 // produce: a fallback model, tool calls and a compaction; a turn whose
 // process died, closed on reload, and a chain carried into the next turn;
 // a log that ends in a wait with a torn last line; hostile text.
-var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan"}
+var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan", "usage", "usage_hostile"}
 
 func TestInspect_Fixtures(t *testing.T) {
 	for _, name := range fixtures {
@@ -41,7 +43,7 @@ func TestInspect_Fixtures(t *testing.T) {
 			}
 			compareGolden(t, filepath.Join("testdata", name+".txt"), txt.Bytes())
 			compareGolden(t, filepath.Join("testdata", name+".json"), js.Bytes())
-			if name == "fallback_compaction_tools" {
+			if name == "fallback_compaction_tools" || name == "usage" {
 				var page bytes.Buffer
 				if err := tl.HTML(&page); err != nil {
 					t.Fatal(err)
@@ -111,6 +113,117 @@ func TestInspect_Model(t *testing.T) {
 		}
 		if len(tl.Warnings) != 2 || !strings.Contains(tl.Warnings[0], "torn last line") || !strings.Contains(tl.Warnings[1], "no turn/end") {
 			t.Errorf("warnings = %q", tl.Warnings)
+		}
+	})
+}
+
+// TestInspect_Usage pins the usage a reader is shown: per turn the context
+// at its end, the counts summed over its steps and its own cost (not the
+// session's cumulative figure the log records), and nothing for a log or a
+// turn that recorded no usage.
+func TestInspect_Usage(t *testing.T) {
+	cost := func(v float64) *float64 { return &v }
+	t.Run("two costed turns, an estimate, a turn without usage", func(t *testing.T) {
+		tl := load(t, "usage")
+		want := []*inspect.Usage{
+			{Used: 2600, Size: 128000, PromptTokens: 1200 + 2400, CompletionTokens: 300 + 200, CachedTokens: 1024,
+				Cost: cost(0.0081), Currency: "USD"},
+			// Its last step is estimated: the context is marked so, and
+			// the step's counts are missing from the sums, said so.
+			{Used: 3300, Size: 128000, Estimated: true, PromptTokens: 2700, CompletionTokens: 200, CachedTokens: 2560,
+				Unreported: 1, Cost: cost(0.0031), Currency: "USD"}, // 0.0112 cumulative
+			nil, // failed before any request finished
+		}
+		for i, w := range want {
+			if diff := cmp.Diff(w, tl.Turns[i].Usage); diff != "" {
+				t.Errorf("turn %d usage (-want +got):\n%s", i+1, diff)
+			}
+		}
+		session := &inspect.Usage{Used: 3300, Size: 128000, Estimated: true, PromptTokens: 6300, CompletionTokens: 700,
+			CachedTokens: 3584, Unreported: 1, Cost: cost(0.0112), Currency: "USD"}
+		if diff := cmp.Diff(session, tl.Usage); diff != "" {
+			t.Errorf("session usage (-want +got):\n%s", diff)
+		}
+		var txt bytes.Buffer
+		if err := tl.Text(&txt); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{
+			"usage   context at end 3,300/128,000 tokens (2.6%, est.) · prompt 6,300 (3,584 cached) · completion 700 · 1 step without provider counts · cost 0.0112 USD",
+			"  context 3,300/128,000 tokens (2.6%, est.) · prompt 2,700 (2,560 cached) · completion 200 · 1 step without provider counts · cost 0.0031 USD",
+		} {
+			if !strings.Contains(txt.String(), line+"\n") {
+				t.Errorf("text lacks the line\n%s\nin\n%s", line, txt.String())
+			}
+		}
+		// Turn 3 has no usage line: its summary is followed by its table.
+		if !strings.Contains(txt.String(), "failed AUTH · 1 attempt, 1 failed · no retries · took 0.300s\n  step ") {
+			t.Errorf("turn 3 shows usage it does not have:\n%s", txt.String())
+		}
+	})
+	t.Run("a log written before usage", func(t *testing.T) {
+		for _, name := range []string{"fallback_compaction_tools", "plan"} {
+			tl := load(t, name)
+			if tl.Usage != nil {
+				t.Errorf("%s: session usage %+v, want none", name, tl.Usage)
+			}
+			for _, turn := range tl.Turns {
+				if turn.Usage != nil {
+					t.Errorf("%s: turn %d usage %+v, want none", name, turn.Turn, turn.Usage)
+				}
+			}
+			var txt, page, js bytes.Buffer
+			if err := tl.Text(&txt); err != nil {
+				t.Fatal(err)
+			}
+			if err := tl.HTML(&page); err != nil {
+				t.Fatal(err)
+			}
+			if err := tl.JSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			for what, out := range map[string]string{"text": txt.String(), "html": page.String(), "json": js.String()} {
+				for _, bad := range []string{"usage", "completion", "cached", "cost "} {
+					if strings.Contains(out, bad) {
+						t.Errorf("%s %s mentions %q", name, what, bad)
+					}
+				}
+			}
+		}
+	})
+	t.Run("hostile figures", func(t *testing.T) {
+		tl := load(t, "usage_hostile")
+		t1 := tl.Turns[0].Usage
+		if t1.PromptTokens != math.MaxInt64 || t1.CompletionTokens != math.MaxInt64 {
+			t.Errorf("turn 1 sums %d, %d: want them saturated, not wrapped", t1.PromptTokens, t1.CompletionTokens)
+		}
+		// The cumulative cost went down (turn 2) or changed currency (turn
+		// 3): no figure. Turn 4 is measured from turn 3's record.
+		for i, want := range []*float64{cost(1.7976931348623157e308), nil, nil, cost(1.5)} {
+			if diff := cmp.Diff(want, tl.Turns[i].Usage.Cost); diff != "" {
+				t.Errorf("turn %d cost (-want +got):\n%s", i+1, diff)
+			}
+		}
+		var txt, page, js bytes.Buffer
+		if err := tl.Text(&txt); err != nil {
+			t.Fatal(err)
+		}
+		if err := tl.HTML(&page); err != nil {
+			t.Fatal(err)
+		}
+		if err := tl.JSON(&js); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(txt.String(), "\n") {
+			if utf8.RuneCountInString(line) > 300 {
+				t.Errorf("line of %d chars: %s", utf8.RuneCountInString(line), line)
+			}
+		}
+		if !strings.Contains(txt.String(), "(over 999%)") || !strings.Contains(txt.String(), "cost 1.79769e+308 ") {
+			t.Errorf("absurd fill or cost not bounded:\n%s", txt.String())
+		}
+		if strings.Contains(page.String(), "<b>") || !strings.Contains(page.String(), "&lt;b&gt;") {
+			t.Errorf("the currency is not escaped in the page")
 		}
 	})
 }

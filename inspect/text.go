@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,9 @@ func (tl *Timeline) Text(w io.Writer) error {
 	fmt.Fprintf(bw, "started %s · %s · %s in turns\n", s.Start.Format(timeLayout),
 		strings.Join(append([]string{plural(tl.Totals.Turns, "turn")}, totals(tl.Totals)...), " · "),
 		dur(tl.Totals.ElapsedMs))
+	if u := tl.Usage; u != nil {
+		fmt.Fprintln(bw, "usage   "+usageText(u, "context at end "))
+	}
 	for _, t := range tl.Turns {
 		fmt.Fprintln(bw)
 		writeTurn(bw, t, s.Model)
@@ -68,6 +72,9 @@ func totals(t Totals) []string {
 func writeTurn(w io.Writer, t *Turn, sessionModel string) {
 	fmt.Fprintf(w, "turn %d · %s · %s\n", t.Turn, t.Start.Format(timeLayout), quote(t.Prompt, 60))
 	fmt.Fprintf(w, "  %s\n", turnSummary(t))
+	if t.Usage != nil {
+		fmt.Fprintf(w, "  %s\n", usageText(t.Usage, "context "))
+	}
 	tb := &table{}
 	tb.row(columns...)
 	for _, r := range turnRows(t, sessionModel) {
@@ -81,6 +88,78 @@ func writeTurn(w io.Writer, t *Turn, sessionModel string) {
 
 func turnSummary(t *Turn) string {
 	return fmt.Sprintf("%s · %s · took %s", outcomeWord(t.Outcome), strings.Join(totals(t.Totals), " · "), dur(t.Totals.ElapsedMs))
+}
+
+// usageText says a turn's or a session's usage in one line: the context at
+// the end (with the window and its fill when known), the token counts, the
+// cost when one was recorded. Every figure is the log's; none is filled in.
+func usageText(u *Usage, contextWord string) string {
+	parts := []string{contextWord + contextText(u.Used, u.Size, u.Estimated)}
+	// A turn whose every step was estimated has no counts: saying 0 would
+	// claim the provider reported 0.
+	if u.PromptTokens > 0 || u.CompletionTokens > 0 || u.Unreported == 0 {
+		prompt := "prompt " + tokens(uint64(max(u.PromptTokens, 0)))
+		if u.CachedTokens > 0 {
+			prompt += " (" + tokens(uint64(u.CachedTokens)) + " cached)"
+		}
+		parts = append(parts, prompt, "completion "+tokens(uint64(max(u.CompletionTokens, 0))))
+	}
+	if u.Unreported > 0 {
+		parts = append(parts, plural(u.Unreported, "step")+" without provider counts")
+	}
+	if u.Cost != nil {
+		parts = append(parts, "cost "+money(*u.Cost)+" "+oneLine(u.Currency, 12))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// contextText is "2,600/128,000 tokens (2.0%)", with "est." in the
+// parentheses for an estimate; without a known window, no fill.
+func contextText(used, size uint64, estimated bool) string {
+	ctx := tokens(used)
+	if size > 0 {
+		ctx += "/" + tokens(size)
+	}
+	ctx += " tokens"
+	var paren []string
+	if size > 0 {
+		// Past 1000% the figure says only that the log is wrong; a hostile
+		// one would otherwise print twenty digits.
+		if fill := float64(used) / float64(size) * 100; fill < 1000 {
+			paren = append(paren, fmt.Sprintf("%.1f%%", fill))
+		} else {
+			paren = append(paren, "over 999%")
+		}
+	}
+	if estimated {
+		paren = append(paren, "est.")
+	}
+	if len(paren) > 0 {
+		ctx += " (" + strings.Join(paren, ", ") + ")"
+	}
+	return ctx
+}
+
+// tokens writes a count with thousands separators: "128,000".
+func tokens(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// money writes an amount as a plain decimal ("0.0031"); one too large for
+// that to stay short (only a hostile log has one) in exponent form.
+func money(v float64) string {
+	if math.Abs(v) < 1e12 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
 // columns head the table of a turn, in text and HTML alike.

@@ -19,7 +19,8 @@ import (
 // pinned on: a plain turn, retries that recover, exhaustion, a cancel during
 // a wait, a watchdog timeout, a two-turn session, a compaction, a fallback and
 // a continued truncated reply; tool calls with permission answers, a cancel
-// during a permission request, and a retry in a later step.
+// during a permission request, and a retry in a later step; usage with a
+// cost over three turns, and an estimated one.
 var inspectScenarios = []string{
 	"plain_turn",
 	"retry_429_then_drop",
@@ -38,6 +39,8 @@ var inspectScenarios = []string{
 	"live_drop_continued",
 	"live_exhausted_after_text",
 	"live_crash_mid_stream",
+	"usage_priced",
+	"usage_estimated",
 }
 
 // TestInspect_Golden runs `rebound inspect` (text and --json) on the session
