@@ -36,7 +36,7 @@ type RetryProgress struct {
 	MaxRetries  int               `json:"maxRetries"`
 	DelayMs     int64             `json:"delayMs,omitempty" jsonschema_description:"the wait before the retry (scheduled only)"`
 	Failure     *recovery.Failure `json:"failure,omitempty" jsonschema_description:"the failure that caused the retry, or ended recovery"`
-	Policy      string            `json:"policy,omitempty" jsonschema_description:"the policy that decided: transient, rule:N, overflow, fallback, images, truncation, continuation"`
+	Policy      string            `json:"policy,omitempty" jsonschema_description:"the policy that decided: transient, rule:N, overflow, fallback, images, truncation, continuation, or wait (the user's /retry wait)"`
 	PolicyRetry int               `json:"policyRetry,omitempty" jsonschema_description:"1-based number of the retry within its policy, whose budget is maxRetries"`
 	Action      string            `json:"action,omitempty" jsonschema_description:"what the retry changes in the request: compact, fallback, strip_images, escalate, continue"`
 	Model       string            `json:"model,omitempty" jsonschema_description:"the model the retry uses, when the fallback switched it"`
@@ -102,6 +102,9 @@ func (t *turn) noticeText(r recovery.Retry) (title, description string) {
 // the stream broke after text was shown; model, the one a fallback
 // switches to; maxTokens, the escalated budget (0: not known).
 func retryText(r recovery.Retry, continuing bool, model string, maxTokens int) (title, description string) {
+	if r.Policy == policyWait { // retrywait.go
+		return r.Failure.Summary(), fmt.Sprintf("Waiting %s for the time the provider named, then running the turn again (/retry wait)", shortDuration(r.Delay))
+	}
 	wait := ""
 	if r.Delay > 0 {
 		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
