@@ -190,6 +190,9 @@ func TestRetryWait_Cancel(t *testing.T) {
 		if r.err != nil || r.resp.StopReason != acp.StopCancelled {
 			t.Fatalf("cancelled /retry wait = %+v, %v; want stopReason cancelled", r.resp, r.err)
 		}
+		if got := time.Since(p.start); got != 10*time.Minute {
+			t.Errorf("the cancel answered at %v, want at once (10m)", got)
+		}
 		if progress := retryProgress(e); len(progress) != 2 || progress[1].Phase != phaseCancelled {
 			t.Errorf("retry progress %+v, want scheduled then cancelled", progress)
 		}
@@ -203,16 +206,32 @@ func TestRetryWait_Cancel(t *testing.T) {
 			t.Errorf("last event %s %s, want turn/end cancelled", events[len(events)-1].Type, events[len(events)-1].Data)
 		}
 
+		// Cancelled again 10 minutes into the 30 left: the next waits 20.
+		ctx, cancel = context.WithCancel(t.Context())
+		go func() {
+			resp, err := prompt1(ctx, a, id, "/retry wait", &editor{})
+			done <- result{resp, err}
+		}()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		cancel()
+		if r := <-done; r.err != nil || r.resp.StopReason != acp.StopCancelled {
+			t.Fatalf("second /retry wait = %+v, %v; want stopReason cancelled", r.resp, r.err)
+		}
+
 		start := time.Now()
 		resp, err := prompt1(t.Context(), a, id, "/retry wait", &editor{})
 		if err != nil || resp.StopReason != acp.StopEndTurn {
-			t.Fatalf("second /retry wait = %+v, %v", resp, err)
+			t.Fatalf("third /retry wait = %+v, %v", resp, err)
 		}
-		if got := time.Since(start); got != 30*time.Minute {
-			t.Errorf("the second /retry wait took %v, want the 30m left", got)
+		if got := time.Since(start); got != 20*time.Minute {
+			t.Errorf("the third /retry wait took %v, want the 20m left", got)
 		}
-		if w := waitRecords(mustLoad(t, a, id)); len(w) != 2 || w[1].DelayMs != 1800000 {
-			t.Errorf("wait records %+v, want 40m then 30m", w)
+		if w := waitRecords(mustLoad(t, a, id)); len(w) != 3 || w[1].DelayMs != 1800000 || w[2].DelayMs != 1200000 {
+			t.Errorf("wait records %+v, want 40m, 30m, then 20m", w)
+		}
+		if n := p.count(); n != 2 {
+			t.Errorf("%d requests, want the failed one and the one after the wait", n)
 		}
 	})
 }
