@@ -80,6 +80,9 @@ func (t *turn) noticeText(r recovery.Retry) (title, description string) {
 // the stream broke after text was shown; model, the one a fallback
 // switches to; maxTokens, the escalated budget (0: not known).
 func retryText(r recovery.Retry, continuing bool, model string, maxTokens int) (title, description string) {
+	if r.Policy == policyWait { // retrywait.go
+		return r.Failure.Summary(), fmt.Sprintf("Waiting %s for the time the provider named, then running the turn again (/retry wait)", shortDuration(r.Delay))
+	}
 	wait := ""
 	if r.Delay > 0 {
 		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())

@@ -19,7 +19,8 @@ import (
 // after each session answer). A prompt whose first text block starts with
 // "/name" runs the command; any other "/word" goes to the model as text.
 var slashCommands = []acp.AvailableCommand{
-	{Name: "retry", Description: "Run the last failed or cancelled turn again, without retyping it"},
+	{Name: "retry", Description: "Run the last failed or cancelled turn again, without retyping it; `/retry wait` first waits for the time the provider named",
+		Input: &acp.AvailableCommandInput{Hint: "wait (optional): first wait until the time the provider named"}},
 	{Name: "init", Description: "Survey the project and write an AGENTS.md for it (you approve the write)"},
 	{Name: "status", Description: "Show the provider, model, mode, limits and how the last turn ended"},
 	{Name: "continue", Description: "Continue the last reply where it stopped, when it was cut short"},
@@ -70,29 +71,35 @@ func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
 // prompt the turn runs instead; a non-empty answer is the command's reply,
 // which the turn records and shows without asking the model (answer);
 // neither leaves the prompt as it was (not a command).
-// compact says the turn compacts the conversation (compactNow) instead.
-func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string, compact bool) {
+// compact says the turn compacts the conversation (compactNow) instead;
+// a non-nil wait is waited before run runs (/retry wait, retrywait.go).
+func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string, compact bool, wait *retryWait) {
 	name, args, ok := slashCommand(prompt)
 	if !ok {
-		return nil, "", false
+		return nil, "", false, nil
 	}
 	if args != "" && (name == "continue" || name == "compact") {
-		return nil, fmt.Sprintf("`/%s %s` is not something Rebound can do: `/%s` takes nothing after it.", name, args, name), false
+		return nil, fmt.Sprintf("`/%s %s` is not something Rebound can do: `/%s` takes nothing after it.", name, args, name), false, nil
 	}
 	switch name {
 	case "continue":
 		if !lastIncomplete(h) {
-			return nil, "Nothing to continue: the last reply was not cut short.", false
+			return nil, "Nothing to continue: the last reply was not cut short.", false, nil
 		}
-		return []acp.ContentBlock{acp.TextBlock(continuePromptText)}, "", false
+		return []acp.ContentBlock{acp.TextBlock(continuePromptText)}, "", false, nil
 	case "compact":
 		if len(h.out) < 2 { // the system prompt slot alone
-			return nil, "Nothing to compact: the conversation has no earlier messages yet.", false
+			return nil, "Nothing to compact: the conversation has no earlier messages yet.", false, nil
 		}
-		return nil, "", true
+		return nil, "", true, nil
+	case "retry":
+		if args == "wait" {
+			run, answer, wait = retryWaitCommand(s, h, time.Now())
+			return run, answer, false, wait
+		}
 	}
 	run, answer = a.slashAnswer(s, h, name, args)
-	return run, answer, false
+	return run, answer, false, nil
 }
 
 // slashAnswer handles /retry, /init and /status.
@@ -100,17 +107,14 @@ func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run
 	switch name {
 	case "retry":
 		if args != "" {
-			return nil, fmt.Sprintf("`/retry %s` is not something Rebound can do: `/retry` alone runs the last failed or cancelled turn again.", args)
+			return nil, fmt.Sprintf("`/retry %s` is not something Rebound can do: `/retry` alone runs the last failed or cancelled turn again, "+
+				"and `/retry wait` first waits for the time the provider named.", args)
 		}
 		last, ok := lastPrompt(h)
 		if !ok || !retryable(last.TurnOutcome) {
 			return nil, "Nothing to retry: the last turn did not fail and was not cancelled."
 		}
-		var blocks []acp.ContentBlock
-		if err := json.Unmarshal(last.Prompt, &blocks); err != nil || len(blocks) == 0 {
-			blocks = []acp.ContentBlock{acp.TextBlock(last.Text)}
-		}
-		return blocks, ""
+		return retryBlocks(last), ""
 	case "init":
 		return []acp.ContentBlock{acp.TextBlock(initPrompt)}, ""
 	default: // status
@@ -276,6 +280,7 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 		}
 		if retryable(last.TurnOutcome) {
 			b.WriteString(" `/retry` runs it again.")
+			b.WriteString(retryWaitStatus(s.events, last.Turn, time.Now()))
 		}
 	}
 	return b.String()

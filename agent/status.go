@@ -210,6 +210,9 @@ func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
 
 // waitText says, for a status's title, what a retry does and when.
 func waitText(r recovery.Retry, continuing bool, model string) string {
+	if r.Policy == policyWait { // retrywait.go
+		return "waiting " + shortDuration(r.Delay) + " to run the turn again"
+	}
 	switch r.Action {
 	case recovery.ActionCompact:
 		return "summarising older messages"
@@ -235,6 +238,9 @@ func waitText(r recovery.Retry, continuing bool, model string) string {
 // doneText is what recovering from r's failure means, for the status's
 // last word.
 func doneText(r recovery.Retry) string {
+	if r.Policy == policyWait {
+		return "waited and ran the turn again"
+	}
 	switch r.Action {
 	case recovery.ActionCompact:
 		return "summarised and recovered"

@@ -63,7 +63,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	// A slash command (slash.go) names the prompt to run, or answers.
-	run, answer, compact := a.slash(s, h, req.Prompt)
+	run, answer, compact, wait := a.slash(s, h, req.Prompt)
 	if run != nil {
 		req.Prompt = run
 	}
@@ -102,7 +102,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.maxTokens = a.cfg.MaxTokens
 
-	resp, err = t.run(ctx)
+	resp, err = t.runAfter(ctx, wait) // retrywait.go: /retry wait waits first
 	if t.cancelled || err != nil && isCancelled(ctx) {
 		t.statusEnded(ctx, true, "")
 	}
@@ -426,6 +426,9 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	t.failed = f
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
+	}
+	if hint := retryWaitHint(f, t.agent.cfg.Recovery.Policy.MaxRetryAfter, time.Now()); hint != "" { // retrywait.go
+		msg += " " + hint
 	}
 	t.statusEnded(ctx, false, msg)
 	code := acp.CodeInternalError

@@ -79,8 +79,11 @@ type Turn struct {
 	// how long the turn ran).
 	End time.Time `json:"end"`
 	// OffsetMs is Start relative to the session's start.
-	OffsetMs    int64        `json:"offsetMs"`
-	Steps       []*Step      `json:"steps"`
+	OffsetMs int64   `json:"offsetMs"`
+	Steps    []*Step `json:"steps"`
+	// Wait is a retry scheduled before the turn's first attempt: /retry
+	// wait waiting out the time the last turn's failure named.
+	Wait        *Retry       `json:"wait,omitempty"`
 	Compactions []Compaction `json:"compactions,omitempty"`
 	Outcome     Outcome      `json:"outcome"`
 	Totals      Totals       `json:"totals"`
@@ -483,12 +486,16 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		if s == nil && len(t.Steps) > 0 {
 			s = t.Steps[len(t.Steps)-1]
 		}
-		if s == nil {
+		switch {
+		case s != nil:
+			s.Retry = r
+			if s.Failure == nil {
+				s.Failure = failure(d.Failure)
+			}
+		case d.Step == 0 && t.Wait == nil:
+			t.Wait = r // before any attempt: /retry wait
+		default:
 			return fmt.Errorf("retry %d of chain %q follows no step", d.Retry, d.RetryID)
-		}
-		s.Retry = r
-		if s.Failure == nil {
-			s.Failure = failure(d.Failure)
 		}
 		b.pending[retryKey{d.RetryID, d.Retry}] = r
 	case session.TypeLLMRetryStarted:
@@ -583,26 +590,9 @@ func (b *builder) finish(end time.Time, o Outcome) {
 		if s.Outcome == session.OutcomeFailed {
 			t.Totals.Failed++
 		}
-		if r := s.Retry; r != nil {
-			t.Totals.Retries++
-			if r.Wait == "" {
-				r.Wait = map[string]string{TurnCancelled: WaitCancelled, TurnInterrupted: WaitInterrupted,
-					TurnOpen: WaitOpen}[o.Status]
-				if r.Wait == "" {
-					r.Wait = WaitFailed
-				}
-				// A cancel or a failure ends the wait when the turn ends; a
-				// dead process gives no such time.
-				if r.Wait == WaitCancelled || r.Wait == WaitFailed {
-					w := max(ms(end.Sub(r.At)), 0)
-					r.WaitedMs = &w
-				}
-			}
-			if r.WaitedMs != nil {
-				t.Totals.WaitedMs += *r.WaitedMs
-			}
-		}
+		t.Totals.finishRetry(s.Retry, end, o)
 	}
+	t.Totals.finishRetry(t.Wait, end, o)
 	t.Totals.ElapsedMs = ms(t.End.Sub(t.Start))
 	t.Usage = b.turnUsage(t)
 	b.turn, b.pending = nil, nil
@@ -695,6 +685,31 @@ func roundCost(v float64) float64 {
 		return v
 	}
 	return math.Round(v*1e10) / 1e10
+}
+
+// finishRetry counts retry r (none if nil) of a turn that ended at end
+// with o, and gives a wait the log left without an end the turn's.
+func (tt *Totals) finishRetry(r *Retry, end time.Time, o Outcome) {
+	if r == nil {
+		return
+	}
+	tt.Retries++
+	if r.Wait == "" {
+		r.Wait = map[string]string{TurnCancelled: WaitCancelled, TurnInterrupted: WaitInterrupted,
+			TurnOpen: WaitOpen}[o.Status]
+		if r.Wait == "" {
+			r.Wait = WaitFailed
+		}
+		// A cancel or a failure ends the wait when the turn ends; a
+		// dead process gives no such time.
+		if r.Wait == WaitCancelled || r.Wait == WaitFailed {
+			w := max(ms(end.Sub(r.At)), 0)
+			r.WaitedMs = &w
+		}
+	}
+	if r.WaitedMs != nil {
+		tt.WaitedMs += *r.WaitedMs
+	}
 }
 
 // step returns the turn's step n, or nil.

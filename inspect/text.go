@@ -184,6 +184,9 @@ func turnRows(t *Turn, sessionModel string) []row {
 			rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(c.AtMs), "", "compaction", "", "", compactionText(c)}})
 		}
 	}
+	if r := t.Wait; r != nil { // /retry wait, before the first attempt
+		rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(r.AtMs), "", "wait", "", "", retryText(r)}})
+	}
 	for i, s := range t.Steps {
 		compactions(i)
 		outcome, status, req := s.Outcome, "", ""
@@ -238,31 +241,7 @@ func compactionText(c Compaction) string {
 // went, or for a committed attempt the start of its reply.
 func then(s *Step) string {
 	if r := s.Retry; r != nil {
-		n := r.Retry
-		if r.PolicyRetry > 0 {
-			n = r.PolicyRetry // the budget is the policy's
-		}
-		txt := fmt.Sprintf("retry %d/%d in %s", n, r.MaxRetries, dur(r.DelayMs))
-		if r.Policy != "" {
-			txt += " (" + r.Policy
-			if r.Action != "" && r.Action != r.Policy {
-				txt += ": " + r.Action
-			}
-			txt += ")"
-		}
-		switch r.Wait {
-		case WaitDone:
-			txt += " · waited " + dur(*r.WaitedMs)
-		case WaitCancelled:
-			txt += " · cancelled after " + dur(*r.WaitedMs)
-		case WaitFailed:
-			txt += " · turn failed after " + dur(*r.WaitedMs)
-		case WaitInterrupted:
-			txt += " · interrupted: the process died during the wait"
-		case WaitOpen:
-			txt += " · still waiting when the log ends"
-		}
-		return txt
+		return retryText(r)
 	}
 	if (s.Outcome == session.OutcomeOK || s.Incomplete) && s.MessageID != "" {
 		details := []string{plural(s.ReplyChars, "char")}
@@ -278,6 +257,35 @@ func then(s *Step) string {
 		return quote(s.Reply, 40) + " (" + strings.Join(details, ", ") + ")"
 	}
 	return ""
+}
+
+// retryText says what a retry was and how its wait went.
+func retryText(r *Retry) string {
+	n := r.Retry
+	if r.PolicyRetry > 0 {
+		n = r.PolicyRetry // the budget is the policy's
+	}
+	txt := fmt.Sprintf("retry %d/%d in %s", n, r.MaxRetries, dur(r.DelayMs))
+	if r.Policy != "" {
+		txt += " (" + r.Policy
+		if r.Action != "" && r.Action != r.Policy {
+			txt += ": " + r.Action
+		}
+		txt += ")"
+	}
+	switch r.Wait {
+	case WaitDone:
+		txt += " · waited " + dur(*r.WaitedMs)
+	case WaitCancelled:
+		txt += " · cancelled after " + dur(*r.WaitedMs)
+	case WaitFailed:
+		txt += " · turn failed after " + dur(*r.WaitedMs)
+	case WaitInterrupted:
+		txt += " · interrupted: the process died during the wait"
+	case WaitOpen:
+		txt += " · still waiting when the log ends"
+	}
+	return txt
 }
 
 // notes are the lines under an attempt: why it failed, what it streamed in

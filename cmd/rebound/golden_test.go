@@ -538,15 +538,24 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 	stepsPerTurn, retriesPerTurn := map[int]int{}, map[int]int{}
 	messagesPerTurn, openPerTurn := map[int]int{}, map[int]int{}
 	committed := map[string]string{} // messageId → text
+	// A retry scheduled before a turn's first step (/retry wait's) starts
+	// that step, not one more.
+	beforeFirst := map[string]bool{}
 	for _, ev := range events {
 		var d struct {
 			Turn      int    `json:"turn"`
+			Step      int    `json:"step"`
 			MessageID string `json:"messageId"`
 			Text      string `json:"text"`
 			Model     string `json:"model"`
+			RetryID   string `json:"retryId"`
+			Retry     int    `json:"retry"`
 		}
 		json.Unmarshal(ev.Data, &d)
+		key := fmt.Sprint(d.RetryID, "/", d.Retry)
 		switch ev.Type {
+		case session.TypeLLMRetry:
+			beforeFirst[key] = d.Step == 0
 		case session.TypeStepStart:
 			if d.Model == "" {
 				answered++ // a slash command Rebound answered itself: no request
@@ -555,7 +564,9 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 			stepsPerTurn[d.Turn]++
 			openPerTurn[d.Turn] = 1
 		case session.TypeLLMRetryStarted:
-			retriesPerTurn[d.Turn]++
+			if !beforeFirst[key] {
+				retriesPerTurn[d.Turn]++
+			}
 		case session.TypeAssistantMessage:
 			committed[d.MessageID] = d.Text
 			messagesPerTurn[d.Turn]++

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
 	"github.com/rebound-agent/rebound/internal/testkit"
@@ -16,6 +17,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mcpmock.EnvServe) == "1" {
 		mcpmock.Main()
 	}
+	// Clock times a person reads (the /retry wait hint) are in the local
+	// zone: the transcripts pin it to the bubble's own, UTC.
+	time.Local = time.UTC
 	code := m.Run()
 	testkit.RemoveBinary()
 	os.Exit(code)

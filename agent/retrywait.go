@@ -1,0 +1,215 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// /retry wait: when the last turn gave up on a wait the provider named
+// (a quota that resets in 40 minutes, a Retry-After beyond
+// max_retry_after), wait for it, visibly and cancellably, as Rebound's own
+// retries wait, then run the turn again as /retry does.
+
+// policyWait is the policy of the llm/retry a /retry wait records: the wait
+// is a retry of the failed request, the user's, with a budget of one.
+const policyWait = "wait"
+
+// maxRetryWait bounds what /retry wait waits for: a named time further away
+// is a limit to raise or a provider to change, not a wait to sit through.
+const maxRetryWait = 24 * time.Hour
+
+// retryWait is the wait a /retry wait runs before the turn: until when, and
+// the failure that named the time.
+type retryWait struct {
+	until   time.Time
+	failure *recovery.Failure
+}
+
+// retryWaitCommand is /retry wait: the prompt to run again and the wait
+// before it, or an answer saying why there is nothing to wait for. A named
+// time already past runs the turn at once (wait nil), as /retry does.
+func retryWaitCommand(s *sessionState, h *history, now time.Time) (run []acp.ContentBlock, answer string, wait *retryWait) {
+	last, ok := lastPrompt(h)
+	if !ok || !retryable(last.TurnOutcome) {
+		return nil, "Nothing to retry: the last turn did not fail and was not cancelled.", nil
+	}
+	until, f, ok := namedTime(s.events, last.Turn)
+	if !ok {
+		// Refused rather than run now: the user asked to wait, and a
+		// request now may spend what a quota has left on a refusal.
+		return nil, "Nothing to wait for: the last turn's failure named no time to wait until. `/retry` runs it again now.", nil
+	}
+	if until.Sub(now) > maxRetryWait {
+		return nil, fmt.Sprintf("The provider named a time more than %s away (%s), longer than `/retry wait` waits. "+
+			"Send `/retry` once the limit has reset, or switch to another model or provider.", shortDuration(maxRetryWait), farText(f, until, now)), nil
+	}
+	run = retryBlocks(last)
+	if !until.After(now) {
+		return run, "", nil
+	}
+	return run, "", &retryWait{until: until, failure: f}
+}
+
+// retryBlocks is the prompt of the turn /retry runs again.
+func retryBlocks(last session.Message) []acp.ContentBlock {
+	var blocks []acp.ContentBlock
+	if err := json.Unmarshal(last.Prompt, &blocks); err != nil || len(blocks) == 0 {
+		blocks = []acp.ContentBlock{acp.TextBlock(last.Text)}
+	}
+	return blocks
+}
+
+// namedTime is when the wait the log says turn's failure named ends: its
+// turn/end's error facts (their time plus retryAfterMs), or, for a turn that
+// was cancelled or interrupted, its last llm/retry whose failure named a
+// wait (the record's time plus its delay: what a /retry wait cancelled or
+// cut by a restart had left). ok is false when the turn's failure named no
+// time. The times are the log's, so a wait after a restart or a
+// session/load waits only what is left.
+func namedTime(events []session.Event, turn int) (until time.Time, f *recovery.Failure, ok bool) {
+	for _, ev := range events {
+		switch ev.Type {
+		case session.TypeLLMRetry:
+			var r session.LLMRetry
+			var rf recovery.Failure
+			if json.Unmarshal(ev.Data, &r) != nil || r.Turn != turn || json.Unmarshal(r.Failure, &rf) != nil || rf.RetryAfterMs == nil {
+				continue
+			}
+			until, f, ok = addMs(ev.Time, r.DelayMs), &rf, true
+		case session.TypeTurnEnd:
+			var end session.TurnEnd
+			if json.Unmarshal(ev.Data, &end) != nil || end.Turn != turn || len(end.Error) == 0 {
+				continue
+			}
+			// The failure that ended the turn is the last word: one that
+			// named no time leaves nothing to wait for.
+			var ef recovery.Failure
+			if json.Unmarshal(end.Error, &ef) != nil || ef.RetryAfterMs == nil || *ef.RetryAfterMs <= 0 {
+				return time.Time{}, nil, false
+			}
+			return addMs(ev.Time, *ef.RetryAfterMs), &ef, true
+		}
+	}
+	return until, f, ok
+}
+
+// farMs saturates a named wait: a log's number, or a provider's, may be
+// anything, and a year is beyond anything worth a clock time.
+const farMs = int64(366 * 24 * time.Hour / time.Millisecond)
+
+// addMs is t plus ms milliseconds, saturating at farMs.
+func addMs(t time.Time, ms int64) time.Time {
+	return t.Add(time.Duration(min(max(ms, 0), farMs)) * time.Millisecond)
+}
+
+// retryWaitHint is the line that ends a failure message when the provider
+// named a wait longer than Rebound's own budget (max_retry_after): how to
+// wait for it. "" when it named none, or one Rebound would have waited.
+func retryWaitHint(f *recovery.Failure, maxRetryAfter time.Duration, now time.Time) string {
+	if f == nil || f.RetryAfterMs == nil || *f.RetryAfterMs <= maxRetryAfter.Milliseconds() {
+		return ""
+	}
+	until := addMs(now, *f.RetryAfterMs)
+	if until.Sub(now) > maxRetryWait {
+		return fmt.Sprintf("That is more than the %s `/retry wait` waits: send `/retry` once the limit has reset (%s), or switch model.",
+			shortDuration(maxRetryWait), farText(f, until, now))
+	}
+	return fmt.Sprintf("Type `/retry wait` to wait for it (until %s) and run the turn again.", clockText(until, now))
+}
+
+// clockText is a time a person reads in their own zone: "14:32:05 CET",
+// with the date when it is not today's.
+func clockText(at, now time.Time) string {
+	at, now = at.Local(), now.Local()
+	if y, m, d := at.Date(); y != now.Year() || m != now.Month() || d != now.Day() {
+		return at.Format("2006-01-02 15:04:05 MST")
+	}
+	return at.Format("15:04:05 MST")
+}
+
+// farText says when a wait beyond maxRetryWait ends, or that the provider
+// asked for longer than can be said.
+func farText(f *recovery.Failure, until, now time.Time) string {
+	if f != nil && f.RetryAfterMs != nil && *f.RetryAfterMs >= farMs {
+		return "the provider asked for longer than that"
+	}
+	return "until " + clockText(until, now)
+}
+
+// shortDuration is a duration without its zero tail: "24h", "40m", "1m30s".
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	for _, z := range []string{"0s", "0m"} {
+		if len(s) > len(z)+1 && s[len(s)-len(z):] == z && s[len(s)-len(z)-1] >= 'a' {
+			s = s[:len(s)-len(z)]
+		}
+	}
+	return s
+}
+
+// runAfter runs the turn, first waiting out a /retry wait's named time
+// (wait nil: at once). A cancel during the wait ends the turn cancelled,
+// as one during a retry's wait does.
+func (t *turn) runAfter(ctx context.Context, wait *retryWait) (acp.PromptResponse, error) {
+	if wait != nil {
+		if err := t.waitNamed(ctx, wait); err != nil {
+			if isCancelled(ctx) {
+				t.cancelled = true
+				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+			}
+			return acp.PromptResponse{}, err
+		}
+	}
+	return t.run(ctx)
+}
+
+// waitNamed waits until w.until the way the executor waits for a retry:
+// recorded (llm/retry, synced) before the wait and shown through Scheduled
+// (the _meta progress, a notice or the status tool call, per wait_status),
+// then Started, or Cancelled when the prompt is. The record continues the
+// chain the log says the request continues (an interrupted turn's).
+func (t *turn) waitNamed(ctx context.Context, w *retryWait) error {
+	// Whole milliseconds, rounded up: the record says what is waited.
+	d := time.Until(w.until)
+	d = (d + time.Millisecond - 1).Truncate(time.Millisecond)
+	if d <= 0 {
+		return nil
+	}
+	id, retries, used := t.s.retryChain()
+	if id == "" {
+		id = recovery.NewRetryID()
+	}
+	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
+	r := recovery.Retry{ID: id, N: retries + 1, Max: 1, Delay: d, Failure: w.failure, Policy: policyWait, PolicyN: 1}
+	if err := t.Scheduled(ctx, r); err != nil {
+		return fmt.Errorf("record the wait of /retry wait: %w", err)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		t.Cancelled(r)
+		return context.Cause(ctx)
+	case <-timer.C:
+	}
+	if err := t.Started(ctx, r); err != nil {
+		return fmt.Errorf("record the end of the wait of /retry wait: %w", err)
+	}
+	return nil
+}
+
+// retryWaitStatus is what /status adds about a pending named time: ""
+// when the last turn's failure named none, or its time has passed.
+func retryWaitStatus(events []session.Event, turn int, now time.Time) string {
+	until, _, ok := namedTime(events, turn)
+	if !ok || !until.After(now) || until.Sub(now) > maxRetryWait {
+		return ""
+	}
+	return fmt.Sprintf(" `/retry wait` waits until %s (%s from now) and runs it then.", clockText(until, now), shortDuration(until.Sub(now)))
+}
