@@ -44,8 +44,21 @@ var windowTable = []struct {
 	{"qwen2.5-coder", 32_768},
 }
 
-// windowOf is the context window of model: configured wins, then the
-// table; 0 when unknown. (The model list's window is not read yet.)
+// knownWindow is what is known of model's context window besides the
+// table: provider.context_window, else what the provider's model list said
+// (0 when neither says).
+func (a *Agent) knownWindow(model string) uint64 {
+	if a.cfg.ContextWindow > 0 {
+		return a.cfg.ContextWindow
+	}
+	if w, ok := a.currentProvider().(llm.ContextWindows); ok {
+		return w.ContextWindow(model)
+	}
+	return 0
+}
+
+// windowOf is the context window of model: configured (knownWindow) wins,
+// then the table; 0 when unknown.
 func windowOf(model string, configured uint64) uint64 {
 	if configured > 0 {
 		return configured
@@ -138,7 +151,7 @@ type sessionUsage struct {
 // step/end records it, and the session's cost so far is read back from the
 // last one, so it survives a restart.
 func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Reply) {
-	u, su, ok := usageUpdate(req, reply, t.agent.cfg.ContextWindow, t.agent.cfg.Prices, sessionUsageOf(lastUsage(t.s.events)))
+	u, su, ok := usageUpdate(req, reply, t.agent.knownWindow(req.Model), t.agent.cfg.Prices, sessionUsageOf(lastUsage(t.s.events)))
 	rec := &session.StepUsage{Used: u.Used, Size: u.Size, Estimated: reply.Usage == nil}
 	if r := reply.Usage; r != nil {
 		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = r.PromptTokens, r.CompletionTokens, r.CachedTokens

@@ -130,3 +130,30 @@ func TestUsageUpdate(t *testing.T) {
 		t.Errorf("configured window: %+v ok %v; want size 32000, cost 1", u, ok)
 	}
 }
+
+// windowedProvider is a provider whose model list said windows.
+type windowedProvider struct {
+	llm.Provider
+	windows map[string]uint64
+}
+
+func (p windowedProvider) ContextWindow(model string) uint64 { return p.windows[model] }
+
+func TestKnownWindow_ConfigThenModelListThenTable(t *testing.T) {
+	p := windowedProvider{windows: map[string]uint64{"local-model": 8_192, "gpt-4o": 64_000}}
+	a := New(Config{Provider: p})
+	for model, want := range map[string]uint64{
+		"local-model":   8_192,  // the list is all that knows it
+		"gpt-4o":        64_000, // the list beats the table: it is what this provider serves
+		"gpt-4o-mini":   128_000,
+		"unknown-model": 0,
+	} {
+		if got := windowOf(model, a.knownWindow(model)); got != want {
+			t.Errorf("%s: window %d, want %d", model, got, want)
+		}
+	}
+	a = New(Config{Provider: p, ContextWindow: 32_000})
+	if got := windowOf("local-model", a.knownWindow("local-model")); got != 32_000 {
+		t.Errorf("provider.context_window set: window %d, want 32000", got)
+	}
+}

@@ -1,12 +1,15 @@
 package llm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -30,9 +33,22 @@ const (
 
 var _ ModelLister = (*OpenAI)(nil)
 
+// ContextWindows is a Provider whose model list may say how many tokens
+// each model's context holds.
+type ContextWindows interface {
+	// ContextWindow is model's window as the last model list said; 0 when
+	// it did not.
+	ContextWindow(model string) uint64
+}
+
+var _ ContextWindows = (*OpenAI)(nil)
+
 // ListModels asks the provider's GET /models.
 func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 	ctx = context.WithValue(ctx, bodyLimitKey{}, int64(maxModelsBodySize))
+	// go-openai's Model has no window: the body is read again for it.
+	var body bytes.Buffer
+	ctx = context.WithValue(ctx, teeKey{}, &body)
 	list, err := o.client.ListModels(ctx)
 	if err != nil {
 		return nil, o.scrub(fmt.Errorf("list the provider's models: %w", err))
@@ -43,7 +59,63 @@ func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
 			ids = append(ids, m.ID)
 		}
 	}
-	return CleanModelIDs(ids), nil
+	ids = CleanModelIDs(ids)
+	windows := contextWindows(body.Bytes(), ids)
+	o.windows.Store(&windows)
+	return ids, nil
+}
+
+// ContextWindow is model's window as the last model list said.
+func (o *OpenAI) ContextWindow(model string) uint64 {
+	if w := o.windows.Load(); w != nil {
+		return (*w)[model]
+	}
+	return 0
+}
+
+// maxContextWindow bounds a window a model list may claim, in tokens: a
+// larger one is no window, only a broken or hostile list.
+const maxContextWindow = 100_000_000
+
+// contextWindows reads, from a model list's body, the window of each of
+// ids where the provider says it. Providers name it differently (recreated
+// from their docs): OpenRouter, Together and Fireworks `context_length`
+// (OpenRouter also under top_provider), Groq `context_window`, Mistral and
+// LM Studio `max_context_length`, vLLM `max_model_len`. A value that is no
+// whole number in (0, maxContextWindow] is ignored.
+func contextWindows(body []byte, ids []string) map[string]uint64 {
+	var list struct {
+		Data []struct {
+			ID               string          `json:"id"`
+			ContextLength    json.RawMessage `json:"context_length"`
+			ContextWindow    json.RawMessage `json:"context_window"`
+			MaxContextLength json.RawMessage `json:"max_context_length"`
+			MaxModelLen      json.RawMessage `json:"max_model_len"`
+			TopProvider      struct {
+				ContextLength json.RawMessage `json:"context_length"`
+			} `json:"top_provider"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &list) != nil {
+		return nil
+	}
+	listed := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		listed[id] = true
+	}
+	windows := map[string]uint64{}
+	for _, m := range list.Data {
+		if !listed[m.ID] {
+			continue
+		}
+		for _, raw := range []json.RawMessage{m.ContextLength, m.TopProvider.ContextLength, m.ContextWindow, m.MaxContextLength, m.MaxModelLen} {
+			if n, err := strconv.ParseUint(string(raw), 10, 64); err == nil && n > 0 && n <= maxContextWindow {
+				windows[m.ID] = n
+				break
+			}
+		}
+	}
+	return windows
 }
 
 // notChat are parts of the ids of models that are known not to answer chat
@@ -95,6 +167,24 @@ func TakesReasoningEffort(model string) bool {
 	err := openai.NewReasoningValidator().Validate(openai.ChatCompletionRequest{Model: model, MaxTokens: 1})
 	return errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated)
 }
+
+// teeKey carries a buffer that gets a copy of a plain response body as it
+// is read (bounded by the body limit), for fields go-openai does not keep.
+type teeKey struct{}
+
+func teeBody(req *http.Request, resp *http.Response) {
+	if buf, ok := req.Context().Value(teeKey{}).(*bytes.Buffer); ok && resp != nil && resp.Body != nil {
+		resp.Body = teedBody{r: io.TeeReader(resp.Body, buf), c: resp.Body}
+	}
+}
+
+type teedBody struct {
+	r io.Reader
+	c io.Closer
+}
+
+func (b teedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b teedBody) Close() error               { return b.c.Close() }
 
 // bodyLimitKey carries the most bytes a plain (not streamed) response body
 // may have, for requests that are not attempts (the model list).

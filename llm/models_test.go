@@ -133,3 +133,53 @@ func TestOpenAI_ListModelsKeepsChatModels(t *testing.T) {
 		t.Errorf("ListModels (-want +got):\n%s", diff)
 	}
 }
+
+// Model lists that say each model's context window, in the shapes their
+// providers document (recreated, not copied): OpenRouter's /api/v1/models
+// (context_length, and top_provider.context_length), Groq's
+// (context_window), Mistral's (max_context_length) and vLLM's
+// (max_model_len); and values a broken list could send.
+const windowsList = `{"object":"list","data":[
+ {"id":"openrouter/model-a","context_length":200000,"top_provider":{"context_length":8192}},
+ {"id":"openrouter/model-b","top_provider":{"context_length":65536}},
+ {"id":"groq-model","object":"model","owned_by":"Groq","active":true,"context_window":131072},
+ {"id":"mistral-model","max_context_length":32768},
+ {"id":"vllm-model","object":"model","owned_by":"vllm","max_model_len":8192},
+ {"id":"no-window"},
+ {"id":"negative","context_length":-5},
+ {"id":"fraction","context_length":1.5},
+ {"id":"huge","context_length":1e30},
+ {"id":"too-large","context_window":100000001},
+ {"id":"as-string","context_length":"4096"},
+ {"id":"text-embedding-3-small","context_length":8191}
+]}`
+
+func TestOpenAI_ContextWindowsFromModelList(t *testing.T) {
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: jsonDoer(windowsList)})
+	if got := p.ContextWindow("groq-model"); got != 0 {
+		t.Errorf("before any list: window %d, want 0", got)
+	}
+	if _, err := p.ListModels(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{
+		"openrouter/model-a": 200000, "openrouter/model-b": 65536, "groq-model": 131072, "mistral-model": 32768, "vllm-model": 8192,
+		"no-window": 0, "negative": 0, "fraction": 0, "huge": 0, "too-large": 0, "as-string": 0,
+		"text-embedding-3-small": 0, // not offered, so not kept
+		"unlisted":               0,
+	}
+	for id, w := range want {
+		if got := p.ContextWindow(id); got != w {
+			t.Errorf("ContextWindow(%q) = %d, want %d", id, got, w)
+		}
+	}
+	// A list that is no JSON object the windows can be read from keeps the
+	// models and forgets the old windows.
+	p2 := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: jsonDoer(`{"data":[{"id":"m","context_length":{"x":1}}]}`)})
+	if _, err := p2.ListModels(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := p2.ContextWindow("m"); got != 0 {
+		t.Errorf("window of an object value = %d, want 0", got)
+	}
+}

@@ -56,6 +56,8 @@ type OpenAI struct {
 	// asked with a prompt.
 	prefix *PrefixDialect
 	usage  bool // requests ask for the usage chunk
+	// windows are the context windows the last model list gave, by id.
+	windows atomic.Pointer[map[string]uint64]
 }
 
 var _ Provider = (*OpenAI)(nil)

@@ -68,6 +68,7 @@ func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil || c == nil {
 		if err == nil {
 			limitBody(req, resp)
+			teeBody(req, resp)
 		}
 		return resp, err
 	}
