@@ -379,8 +379,19 @@ func (a *Agent) acquire(s *sessionState, write bool) (err error) {
 		// not record its end): with the lock held, nobody else is running
 		// it. Close the turn so the log keeps its invariant and the next
 		// turn can start.
-		if err := s.closeInterrupted(up, why); err != nil {
+		shown, warnings, err := session.ReadShown(l.Path())
+		for _, w := range warnings {
+			a.cfg.Logger.Warn().Str("session", s.id).Msg(w)
+		}
+		if err != nil {
+			// What the user saw may be lost; the turn is closed anyway.
+			a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not read the text shown of the interrupted turn")
+		}
+		if err := s.closeInterrupted(up, why, shown); err != nil {
 			return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", up.OpenTurn, s.id, err))
+		}
+		if err := l.ClearShown(); err != nil {
+			a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not empty the shown journal")
 		}
 		a.cfg.Logger.Warn().Str("session", s.id).Int("turn", up.OpenTurn).Msg("closed a turn left open")
 	}
@@ -628,12 +639,13 @@ var (
 )
 
 // closeInterrupted ends the step and turn a dead process left open, commits
-// the reply it was showing, and gives every tool call without a result one
+// the reply it was showing (from the shown journal, or the log's chunks in
+// an older log), and gives every tool call without a result one
 // saying it was interrupted (it may or may not have run), so the log keeps
 // its invariants, the next request to the model is valid, and the next turn
 // can start. why is the failure recorded, when this process knows better
 // than "the process ended".
-func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte) error {
+func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte, shown []session.AssistantChunk) error {
 	turn := ld.OpenTurn
 	failure := interruptedFailure
 	if why != nil {
@@ -648,7 +660,7 @@ func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte) error {
 	}
 	// Live mode: what the user saw of the reply stays, as it does when a
 	// live process fails or is cancelled.
-	if u, ok := session.UnfinishedReply(s.events); ok {
+	if u, ok := session.UnfinishedShown(s.events, shown); ok {
 		if _, err := s.append(session.TypeAssistantMessage, session.AssistantMessage{
 			Turn: turn, Step: ld.LastStep, MessageID: u.MessageID, Text: u.Text, Reasoning: u.Reasoning, Incomplete: true,
 		}); err != nil {

@@ -150,8 +150,9 @@ func TestAgent_LoadAfterCrash(t *testing.T) {
 	for _, ev := range loaded.Events[4:] {
 		types = append(types, ev.Type)
 	}
+	// The new turn's reply is its message alone: the log keeps no chunks.
 	want := []string{session.TypeStepEnd, session.TypeTurnEnd, session.TypeTurnStart, session.TypeStepStart,
-		session.TypeAssistantChunk, session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd}
+		session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd}
 	if diff := cmp.Diff(want, types); diff != "" {
 		t.Errorf("events after the crash (-want +got):\n%s", diff)
 	}
@@ -298,23 +299,18 @@ func TestAgent_LiveChunkIsInTheFileBeforeItIsShown(t *testing.T) {
 				return
 			}
 			shown++
+			// What a process that finds this turn left open would commit.
 			ld, err := session.Load(session.Path(dir, s.SessionID))
 			if err != nil {
 				t.Fatalf("load while showing: %v", err)
 			}
-			var text strings.Builder
-			for _, ev := range ld.Events {
-				if ev.Type != session.TypeAssistantChunk {
-					continue
-				}
-				var ch session.AssistantChunk
-				if err := json.Unmarshal(ev.Data, &ch); err != nil {
-					t.Fatal(err)
-				}
-				text.WriteString(ch.Text)
+			journal, _, err := session.ReadShown(session.Path(dir, s.SessionID))
+			if err != nil {
+				t.Fatalf("read the shown journal while showing: %v", err)
 			}
-			if !strings.Contains(text.String(), u.Content.Text) {
-				t.Errorf("the editor was shown %q, the file has only %q", u.Content.Text, text.String())
+			u2, _ := session.UnfinishedShown(ld.Events, journal)
+			if !strings.Contains(u2.Text, u.Content.Text) {
+				t.Errorf("the editor was shown %q, the files have only %q", u.Content.Text, u2.Text)
 			}
 		}}
 		if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: s.SessionID, Prompt: prompt("hi")}, c); err != nil {

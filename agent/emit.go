@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/acp"
 	clip "github.com/rebound-agent/rebound/internal/text"
@@ -50,6 +51,10 @@ type emitter struct {
 	// answered: the committed message is Rebound's own answer, sent by
 	// flush in live mode too.
 	answered bool
+
+	// The current attempt's characters (text and reasoning): streamed and
+	// held back, or shown live. Its step/end records them.
+	streamedChars, shownChars int
 }
 
 // part is a finished attempt's output, held back until the whole reply is.
@@ -76,6 +81,7 @@ func (e *emitter) begin() {
 // dropped: nothing of it was sent.
 func (e *emitter) beginAttempt(n int) {
 	e.attempt, e.held = n, nil
+	e.streamedChars, e.shownChars = 0, 0
 	e.resume, e.resumeThought = nil, nil
 	if e.live && e.shown.Len() > 0 {
 		e.resume = &resumer{shown: e.shown.String()}
@@ -86,8 +92,9 @@ func (e *emitter) beginAttempt(n int) {
 	}
 }
 
-// chunk takes a provider chunk's thought and text. Held, they are recorded
-// and kept; live, recorded, written and sent.
+// chunk takes a provider chunk's thought and text. Held, they are kept
+// (the commit records them, as one message); live, written to the shown
+// journal, then sent.
 func (e *emitter) chunk(ctx context.Context, thought, text string) error {
 	if thought == "" && text == "" {
 		return nil
@@ -95,11 +102,7 @@ func (e *emitter) chunk(ctx context.Context, thought, text string) error {
 	if !e.live {
 		e.held.add(acp.UpdateAgentThoughtChunk, thought)
 		e.held.add(acp.UpdateAgentMessageChunk, text)
-		if _, err := e.s.append(session.TypeAssistantChunk, session.AssistantChunk{
-			Turn: e.turn, Step: e.attempt, Text: text, Reasoning: thought,
-		}); err != nil {
-			return fmt.Errorf("record chunk: %w", err)
-		}
+		e.streamedChars += utf8.RuneCountInString(thought) + utf8.RuneCountInString(text)
 		return nil
 	}
 	raw := text
@@ -129,14 +132,16 @@ func (e *emitter) end(ctx context.Context) error {
 	return e.show(ctx, thought, text)
 }
 
-// show records live thought and text, writes the records to the file with
+// show writes live thought and text to the session's shown journal with
 // one write (no fsync), then sends them: what the editor has is always in
-// the file first, so a killed process loses nothing the user saw.
+// a file first, so a killed process loses nothing the user saw.
 func (e *emitter) show(ctx context.Context, thought, text string) error {
 	if thought == "" && text == "" {
 		return nil
 	}
 	parts := [2]struct{ kind, text string }{{acp.UpdateAgentThoughtChunk, thought}, {acp.UpdateAgentMessageChunk, text}}
+	var chunks [2]session.AssistantChunk
+	n := 0
 	for _, p := range parts {
 		if p.text == "" {
 			continue
@@ -149,11 +154,11 @@ func (e *emitter) show(ctx context.Context, thought, text string) error {
 			ch.Text = p.text
 			e.shown.WriteString(p.text)
 		}
-		if _, err := e.s.append(session.TypeAssistantChunk, ch); err != nil {
-			return fmt.Errorf("record chunk: %w", err)
-		}
+		e.shownChars += utf8.RuneCountInString(p.text)
+		chunks[n] = ch
+		n++
 	}
-	if err := e.s.log.Flush(); err != nil {
+	if err := e.s.log.WriteShown(chunks[:n]...); err != nil {
 		return fmt.Errorf("record chunk: %w", &recordError{err})
 	}
 	for _, p := range parts {
@@ -220,6 +225,7 @@ func (e *emitter) commit(last *llm.Reply, calls []session.MessageToolCall) (llm.
 		return llm.Message{}, fmt.Errorf("commit reply: %w", err)
 	}
 	e.committed = true
+	e.clearShown()
 	am := llm.Message{Role: llm.RoleAssistant, Content: text, Reasoning: reasoning}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
@@ -237,6 +243,7 @@ func (e *emitter) commitIncomplete() (llm.Message, error) {
 		return llm.Message{}, fmt.Errorf("commit the reply shown so far: %w", err)
 	}
 	e.committed = true
+	e.clearShown()
 	return llm.Message{Role: llm.RoleAssistant, Content: e.shown.String(), Reasoning: e.shownThought.String()}, nil
 }
 
@@ -252,6 +259,17 @@ func (e *emitter) commitAnswer(text string) error {
 	e.parts = []part{{reply: &llm.Reply{Content: text, FinishReason: llm.FinishStop}, out: output{{kind: acp.UpdateAgentMessageChunk, text: []byte(text)}}}}
 	e.answered = true
 	return nil
+}
+
+// clearShown empties the shown journal once its reply is committed.
+func (e *emitter) clearShown() {
+	if !e.live {
+		return // held output never reaches the journal
+	}
+	if err := e.s.log.ClearShown(); err != nil {
+		// Harmless: its chunks are stale now that the message is in the log.
+		e.logger.Warn().Err(err).Str("session", e.s.id).Msg("could not empty the shown journal")
+	}
 }
 
 // flush sends the committed reply's held output, in order, once. Live

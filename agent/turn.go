@@ -471,6 +471,7 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 		if isCancelled(ctx) && !recorded(err) {
 			end = session.StepEnd{Turn: t.number, Step: n, Outcome: session.OutcomeCancelled}
 		}
+		end.StreamedChars, end.ShownChars = t.out.streamedChars, t.out.shownChars
 		// Classified once: the executor and the turn's error read these.
 		err = recovery.WithFacts(facts, err)
 		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
@@ -487,7 +488,9 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 
 // endAttempt closes the current attempt (its step/end) once it finished.
 func (t *turn) endAttempt(outcome string) error {
-	if _, err := t.s.append(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: outcome, Usage: t.attemptUsage}); err != nil {
+	end := session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: outcome, Usage: t.attemptUsage,
+		StreamedChars: t.out.streamedChars, ShownChars: t.out.shownChars}
+	if _, err := t.s.append(session.TypeStepEnd, end); err != nil {
 		return fmt.Errorf("record step end: %w", err)
 	}
 	t.attemptOpen, t.attemptUsage = false, nil

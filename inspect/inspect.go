@@ -428,6 +428,10 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 			return fmt.Errorf("step %d was never started", d.Step)
 		}
 		s.End, s.Outcome = ev.Time, d.Outcome
+		if d.StreamedChars > 0 || d.ShownChars > 0 {
+			// The log keeps no chunks; older logs did, and were counted.
+			s.StreamedChars, s.ShownChars = d.StreamedChars, d.ShownChars
+		}
 		if f := failure(d.Failure); f != nil {
 			s.Failure = f
 		}

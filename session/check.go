@@ -307,6 +307,9 @@ func (c *checker) stepEnd(ev Event) error {
 	default:
 		return c.errorf(ev.Seq, "step/end outcome %q: want %q, %q, %q or %q", d.Outcome, OutcomeOK, OutcomeFailed, OutcomeCancelled, OutcomeTruncated)
 	}
+	if d.StreamedChars < 0 || d.ShownChars < 0 {
+		return c.errorf(ev.Seq, "step/end: negative character count")
+	}
 	if u := d.Usage; u != nil {
 		switch {
 		case d.Outcome != OutcomeOK && d.Outcome != OutcomeTruncated:

@@ -135,6 +135,12 @@ type StepEnd struct {
 	// Usage is what the step's finished request used, as the editor was
 	// told (usage_update); only on a step whose request finished.
 	Usage *StepUsage `json:"usage,omitempty"`
+	// StreamedChars counts the characters (text and reasoning) the attempt
+	// streamed that were held back from the editor, ShownChars those it
+	// showed live: the log keeps no record per chunk (the text is in the
+	// committed message), so these say what a discarded attempt had.
+	StreamedChars int `json:"streamedChars,omitempty"`
+	ShownChars    int `json:"shownChars,omitempty"`
 }
 
 // StepUsage is a finished request's usage. Used is the tokens in context

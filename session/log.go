@@ -112,6 +112,14 @@ type Log struct {
 	size  int64
 	lines int
 	tail  []byte
+
+	// The shown journal (shown.go), opened by the first WriteShown; wrap
+	// is WrapWriter's, applied to it too.
+	shown     *os.File
+	shownW    io.Writer
+	shownBuf  []byte
+	shownSize int64
+	wrap      func(io.Writer) io.Writer
 }
 
 // tailCheck is how many of the last bytes read or written are compared
@@ -475,6 +483,9 @@ func Remove(stateDir, sessionID string) error {
 	if err := os.Remove(path); err != nil {
 		return &WriteError{Op: "delete", Path: path, Err: err}
 	}
+	if err := os.Remove(ShownPath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return &WriteError{Op: "delete", Path: ShownPath(path), Err: err}
+	}
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return &WriteError{Op: "delete", Path: path, Err: err}
 	}
@@ -514,6 +525,16 @@ func (l *Log) WrapWriter(wrap func(w io.Writer) io.Writer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.w = wrap(l.w)
+	prev := l.wrap
+	l.wrap = func(w io.Writer) io.Writer {
+		if prev != nil {
+			w = prev(w)
+		}
+		return wrap(w)
+	}
+	if l.shownW != nil {
+		l.shownW = wrap(l.shownW)
+	}
 }
 
 // Err returns the *WriteError that broke the log, if a write or sync failed:
@@ -738,6 +759,10 @@ func (l *Log) Close() error {
 	}
 	err := l.sync()
 	err = errors.Join(err, l.f.Close())
+	if l.shown != nil {
+		err = errors.Join(err, l.shown.Close())
+		l.shown, l.shownW, l.shownSize = nil, nil, 0
+	}
 	l.f, l.locked = nil, false
 	l.pending = nil
 	if err != nil {

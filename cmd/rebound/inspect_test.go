@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,11 +86,14 @@ func TestInspect_InvalidLog(t *testing.T) {
 		}
 		lines = append(lines, string(b))
 	}
-	// Line 11 is the llm/retry of retry 2.
-	if !strings.Contains(lines[10], `"retry":2`) {
-		t.Fatalf("line 11 is not retry 2: %s", lines[10])
+	// Find the llm/retry of retry 2.
+	at := slices.IndexFunc(lines, func(l string) bool {
+		return strings.Contains(l, `"type":"llm/retry"`) && strings.Contains(l, `"retry":2,`)
+	})
+	if at < 0 {
+		t.Fatalf("no llm/retry of retry 2 in the snapshot's log")
 	}
-	lines[10] = strings.Replace(lines[10], `"retry":2`, `"retry":3`, 1)
+	lines[at] = strings.Replace(lines[at], `"retry":2`, `"retry":3`, 1)
 	path := filepath.Join(dir, "broken.jsonl")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -97,7 +102,7 @@ func TestInspect_InvalidLog(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	want := "rebound inspect: " + path + `:11: llm/retry 3 of chain "retry_1" after retry 1: retry numbers in a chain go up by one` + "\n"
+	want := "rebound inspect: " + path + fmt.Sprintf(":%d:", at+1) + ` llm/retry 3 of chain "retry_1" after retry 1: retry numbers in a chain go up by one` + "\n"
 	if errOut != want {
 		t.Errorf("stderr = %q, want %q", errOut, want)
 	}
@@ -108,7 +113,8 @@ func TestInspect_InvalidLog(t *testing.T) {
 
 func TestInspect_TornLastLine(t *testing.T) {
 	dir := t.TempDir()
-	path := writeInspectLog(t, dir, "torn.jsonl", snapshotEvents(t, "plain_turn"))
+	events := snapshotEvents(t, "plain_turn")
+	path := writeInspectLog(t, dir, "torn.jsonl", events)
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -119,8 +125,8 @@ func TestInspect_TornLastLine(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, want 0: the rest of the log is still shown", code)
 	}
-	if !strings.Contains(errOut, "rebound inspect: warning: "+path+":10: dropped a torn last line") {
-		t.Errorf("stderr = %q, want a warning about line 10", errOut)
+	if want := fmt.Sprintf("rebound inspect: warning: %s:%d: dropped a torn last line", path, len(events)+1); !strings.Contains(errOut, want) {
+		t.Errorf("stderr = %q, want %q", errOut, want)
 	}
 	if !strings.Contains(out, "turn 1 ·") || !strings.Contains(out, "end_turn") {
 		t.Errorf("stdout has no timeline:\n%s", out)
