@@ -81,6 +81,7 @@ func BenchmarkLastFill(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/base, "x-derive")
 		b.ReportMetric(base/1e3, "derive-µs")
+		b.ReportMetric(float64(len(events)), "events")
 	})
 	h := derive()
 	b.Run("prompt", func(b *testing.B) {
