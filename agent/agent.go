@@ -114,6 +114,10 @@ type Tools struct {
 // recovery.Config.Overflow).
 type Overflow struct {
 	KeepRecentMessages int // history messages kept verbatim before the prompt
+	// CompactAt, in (0, 1], compacts before a request once the last one's
+	// usage reached that fraction of the model's window (autocompact.go);
+	// 0 never does.
+	CompactAt float64
 }
 
 // Agent implements acp.Agent.
@@ -189,6 +193,9 @@ type sessionState struct {
 	// mcp are the session's MCP servers, replaced by a load or resume.
 	// Used under turnMu.
 	mcp *mcpServers
+	// fullTurn is the last turn that compacted because the context was
+	// nearly full, or tried to (autocompact.go). Used under turnMu.
+	fullTurn int
 
 	// Under Agent.mu.
 	log  *session.Log  // nil while closed

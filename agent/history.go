@@ -80,6 +80,8 @@ type history struct {
 	// turn ended once it has.
 	user       int
 	incomplete []incompleteReply
+	// fill is the last known context usage (autocompact.go).
+	fill lastFill
 }
 
 type incompleteReply struct {
@@ -97,6 +99,7 @@ func (h *history) add(ev session.Event, data any) error {
 	if err := h.conv.Add(ev, data); err != nil {
 		return err
 	}
+	h.fill.add(ev, data)
 	msgs := h.conv.Messages()
 	for ; h.seen < len(msgs); h.seen++ {
 		m := msgs[h.seen]

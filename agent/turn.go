@@ -304,6 +304,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		}
 		t.effort = t.agent.effort(t.model, o.thought)
 		t.reportMCP(ctx)
+		t.compactIfFull(ctx) // autocompact.go
 		t.requests++
 		reply, calls, err := t.complete(ctx)
 		if err != nil {

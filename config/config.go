@@ -132,6 +132,8 @@ type Recovery struct {
 type Overflow struct {
 	Enabled            bool `toml:"enabled" json:"enabled" jsonschema:"default=true" jsonschema_description:"Compact the conversation once and retry when the provider says it is too long. Default true."`
 	KeepRecentMessages int  `toml:"keep_recent_messages" json:"keep_recent_messages" jsonschema:"minimum=0,default=2" jsonschema_description:"Messages before the newest user message kept verbatim, besides the system prompt; older ones are summarised. Default 2."`
+	// CompactAt is a fraction, not a percentage: 0.9, not 90.
+	CompactAt float64 `toml:"compact_at" json:"compact_at" jsonschema:"minimum=0,maximum=1,default=0.9" jsonschema_description:"Compact before the next request, once a turn, when the last request's usage has reached this fraction of the model's context window (provider.context_window or Rebound's table; never when it is unknown). A fraction above 0 and at most 1; 0 turns it off, and so does enabled = false. Default 0.9."`
 }
 
 // Truncation configures recovery from finish_reason length.
@@ -221,7 +223,7 @@ func Default() Config {
 			StreamIdleTimeout: Duration(5 * time.Minute),
 
 			OverloadFallbackAfter: 3,
-			Overflow:              Overflow{Enabled: true, KeepRecentMessages: 2},
+			Overflow:              Overflow{Enabled: true, KeepRecentMessages: 2, CompactAt: 0.9},
 			Truncation:            Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		// The agent's own defaults, so they are stated once.
@@ -357,6 +359,9 @@ func (c Config) Validate() error {
 	}
 	if r.Overflow.KeepRecentMessages < 0 {
 		bad("recovery.overflow.keep_recent_messages", "must be zero or a positive integer, got %d", r.Overflow.KeepRecentMessages)
+	}
+	if f := r.Overflow.CompactAt; f < 0 || f > 1 || f != f {
+		bad("recovery.overflow.compact_at", "must be a fraction of the context window above 0 and at most 1 (0.9 is 90%%), or 0 to turn it off, got %v", f)
 	}
 	if t := r.Truncation.EscalatedMaxTokens; t < 1 || t > maxMaxTokens {
 		bad("recovery.truncation.escalated_max_tokens", "must be between 1 and %d, got %d", maxMaxTokens, t)

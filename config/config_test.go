@@ -38,7 +38,7 @@ func TestDefault(t *testing.T) {
 			StreamIdleTimeout: config.Duration(5 * time.Minute),
 
 			OverloadFallbackAfter: 3,
-			Overflow:              config.Overflow{Enabled: true, KeepRecentMessages: 2},
+			Overflow:              config.Overflow{Enabled: true, KeepRecentMessages: 2, CompactAt: 0.9},
 			Truncation:            config.Truncation{EscalatedMaxTokens: 65536, MaxContinuations: 3},
 		},
 		Agent:    config.Agent{Streaming: "live", MaxSteps: 50, DefaultMode: "ask", WaitStatus: "auto"},

@@ -192,6 +192,7 @@ overload_fallback_after = 2
 [recovery.overflow]
 enabled = false
 keep_recent_messages = 4
+compact_at = 0.75
 
 [recovery.truncation]
 escalated_max_tokens = 16384
@@ -253,7 +254,7 @@ output_limit = 4096
 
 			FallbackModel:         "llama3-small",
 			OverloadFallbackAfter: 2,
-			Overflow:              config.Overflow{Enabled: false, KeepRecentMessages: 4},
+			Overflow:              config.Overflow{Enabled: false, KeepRecentMessages: 4, CompactAt: 0.75},
 			Truncation:            config.Truncation{EscalatedMaxTokens: 16384, MaxContinuations: 1},
 			Rules: []config.Rule{
 				{Match: "msg~quota exceeded", Delay: config.Duration(30 * time.Second), MaxRetries: 1},
@@ -284,6 +285,22 @@ func TestLoad_PartialFileKeepsDefaults(t *testing.T) {
 	want.Source = path
 	if diff := cmp.Diff(want, got, ignoreStateDirOrigin); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
+	}
+}
+
+// compact_at takes the ends of its range, 1 written as an integer too.
+func TestLoad_CompactAtBounds(t *testing.T) {
+	for text, want := range map[string]float64{"0": 0, "1": 1, "1.0": 1, "0.5": 0.5} {
+		dir := t.TempDir()
+		path := writeFile(t, dir, "c.toml", "[recovery.overflow]\ncompact_at = "+text+"\n")
+		got, err := config.Load(config.Flags{ConfigPath: &path}, env{}.get, dir)
+		if err != nil {
+			t.Errorf("compact_at = %s: %v", text, err)
+			continue
+		}
+		if got.Recovery.Overflow.CompactAt != want {
+			t.Errorf("compact_at = %s loaded as %v, want %v", text, got.Recovery.Overflow.CompactAt, want)
+		}
 	}
 }
 
@@ -519,6 +536,10 @@ func TestLoad_FileErrors(t *testing.T) {
 		{"overload_fallback_after zero", "[recovery]\noverload_fallback_after = 0\n", "recovery.overload_fallback_after", "must be a positive integer, got 0"},
 		{"overflow enabled not a bool", "[recovery.overflow]\nenabled = \"yes\"\n", "recovery.overflow.enabled", `must be true or false, got string "yes"`},
 		{"keep_recent_messages negative", "[recovery.overflow]\nkeep_recent_messages = -1\n", "recovery.overflow.keep_recent_messages", "got -1"},
+		{"compact_at a percentage", "[recovery.overflow]\ncompact_at = 90\n", "recovery.overflow.compact_at", "at most 1 (0.9 is 90%), or 0 to turn it off, got 90"},
+		{"compact_at negative", "[recovery.overflow]\ncompact_at = -0.5\n", "recovery.overflow.compact_at", "got -0.5"},
+		{"compact_at nan", "[recovery.overflow]\ncompact_at = nan\n", "recovery.overflow.compact_at", "got NaN"},
+		{"compact_at a string", "[recovery.overflow]\ncompact_at = \"90%\"\n", "recovery.overflow.compact_at", `must be a number, got string "90%"`},
 		{"escalated_max_tokens zero", "[recovery.truncation]\nescalated_max_tokens = 0\n", "recovery.truncation.escalated_max_tokens", "must be between 1 and 1000000, got 0"},
 		{"max_continuations too many", "[recovery.truncation]\nmax_continuations = 50\n", "recovery.truncation.max_continuations", "must be between 0 and 20, got 50"},
 		{"rules not an array of tables", "[recovery]\nrules = \"429\"\n", "recovery.rules", "must be an array of tables ([[recovery.rules]])"},

@@ -213,7 +213,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
 		},
-		Overflow:    agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages},
+		Overflow:    agent.Overflow{KeepRecentMessages: cfg.Recovery.Overflow.KeepRecentMessages, CompactAt: compactAt(cfg.Recovery.Overflow)},
 		Live:        cfg.Agent.Streaming == config.StreamingLive,
 		MaxRequests: cfg.Agent.MaxSteps,
 		Tools: agent.Tools{
@@ -323,6 +323,16 @@ var (
 	releaseTag     = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	pseudoRevision = regexp.MustCompile(`-([0-9a-f]{12})(\+incompatible)?$`)
 )
+
+// compactAt is the fill at which the agent compacts before a request:
+// none when compaction on overflow is turned off, whose user asked for no
+// summaries.
+func compactAt(o config.Overflow) float64 {
+	if !o.Enabled {
+		return 0
+	}
+	return o.CompactAt
+}
 
 func recoveryConfig(r config.Recovery) recovery.Config {
 	codes := make([]recovery.Code, len(r.RetryableCodes))

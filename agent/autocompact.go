@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// Compaction before the provider refuses (issue #20): when the last
+// request's usage says the context window is nearly full, the turn compacts
+// before its next request, with the overflow recovery's code (compact), so
+// the request that would overflow is never sent. The overflow recovery stays
+// the backstop: for a window Rebound does not know, a summary still too big,
+// or a step that grew the context past the window on its own.
+
+// lastFill is the session's last known context usage: the used tokens of
+// the last step/end that recorded usage, unless a compaction came after it
+// (that figure is of a context that no longer exists). It is derived with
+// the rest of history, so it follows reloads and other processes' appends,
+// and a prompt never looks for it in the log.
+type lastFill struct {
+	used  uint64
+	known bool
+	// raw is the data of the last step/end with usage, read from the log
+	// and decoded only when asked (most are never needed).
+	raw json.RawMessage
+}
+
+var usageField = []byte(`"usage"`)
+
+// add takes ev into the figure; data is as for history.add.
+func (f *lastFill) add(ev session.Event, data any) {
+	switch ev.Type {
+	case session.TypeStepEnd:
+		var u *session.StepUsage
+		switch d := data.(type) {
+		case session.StepEnd:
+			u = d.Usage
+		case *session.StepEnd:
+			u = d.Usage
+		default:
+			if bytes.Contains(ev.Data, usageField) {
+				f.raw, f.known = ev.Data, false
+			}
+			return
+		}
+		if u != nil {
+			f.used, f.known, f.raw = u.Used, true, nil
+		}
+	case session.TypeCompaction:
+		f.known, f.raw = false, nil
+	}
+}
+
+// get returns the last known used tokens; ok is false when none is known.
+func (f *lastFill) get() (used uint64, ok bool) {
+	if f.raw != nil {
+		var d session.StepEnd
+		if json.Unmarshal(f.raw, &d) == nil && d.Usage != nil {
+			f.used, f.known = d.Usage.Used, true
+		}
+		f.raw = nil
+	}
+	return f.used, f.known
+}
+
+// compactIfFull compacts the history before the turn's next request when
+// the last known usage has reached Overflow.CompactAt of the model's window:
+// at most once a turn (a summary still over the fill must not loop), never
+// with the window unknown. The editor is shown it as an overflow's
+// compaction is (compaction_update; a notice or status tool call while the
+// summary is made), and the log records it the same way (compaction). A
+// compaction that fails or would not be smaller is logged, and the request
+// goes out as it is: the provider may still take it, and the overflow
+// recovery remains.
+func (t *turn) compactIfFull(ctx context.Context) {
+	at := t.agent.cfg.Overflow.CompactAt
+	if at <= 0 || t.s.fullTurn == t.number {
+		return
+	}
+	h, err := t.s.history()
+	if err != nil {
+		return // the turn's own request says what is wrong with the log
+	}
+	used, known := h.fill.get()
+	size := windowOf(t.model, t.agent.knownWindow(t.model))
+	if !known || !shouldCompact(used, size, at) {
+		return
+	}
+	t.s.fullTurn = t.number
+	pct := int(float64(used) * 100 / float64(size))
+	log := t.agent.cfg.Logger.With().Str("session", t.s.id).Int("turn", t.number).
+		Uint64("used", used).Uint64("size", size).Float64("compactAt", at).Logger()
+	log.Info().Msg("the context is nearly full: compacting before the next request")
+
+	subject := fmt.Sprintf("The conversation is nearly full (%d%% of the model's context)", pct)
+	if t.statusNotices() {
+		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "info", Title: subject,
+			Description: "Summarising older messages before the next request"})
+	}
+	var st *waitStatus
+	if t.statusCalls() {
+		st = &waitStatus{subject: subject}
+		t.showStatus(ctx, st, subject+", summarising older messages", "", acp.ToolStatusInProgress)
+	}
+	t.reqStart = time.Now() // summaryLimit counts request_deadline from here
+	err = t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact})
+	switch {
+	case err == nil:
+		if st != nil {
+			t.showStatus(ctx, st, subject+", summarised", "", acp.ToolStatusCompleted)
+		}
+	case isCancelled(ctx):
+		if st != nil {
+			t.showStatus(ctx, st, subject+", cancelled", "", acp.ToolStatusFailed)
+		}
+	default:
+		if recorded(err) {
+			// The log took no compaction: the request goes on, and
+			// its own records say whether the log works.
+			log.Error().Err(err).Msg("could not record the compaction; sending the request uncompacted")
+		} else {
+			log.Warn().Err(err).Msg("could not compact before the request; sending it as it is")
+		}
+		if st != nil {
+			why := "could not summarise, sending it as it is"
+			if errors.Is(err, ErrCompactionNotSmaller) || errors.Is(err, ErrPromptTooLong) {
+				why = "nothing to summarise, sending it as it is"
+			}
+			t.showStatus(ctx, st, subject+", "+why, err.Error(), acp.ToolStatusFailed)
+		}
+	}
+}
