@@ -423,6 +423,20 @@ func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
 	}
 	if !ld.Tail {
 		s.events, s.hist = ld.Events, nil
+		if len(ld.Data) == len(ld.Events) {
+			// Derived now, from what the read decoded: nothing is decoded
+			// twice. A log the derivation refuses is derived again when
+			// next needed, which says what is wrong.
+			h := newHistory()
+			for i, ev := range ld.Events {
+				if h.add(ev, ld.Data[i]) != nil {
+					h = nil
+					break
+				}
+			}
+			s.hist = h
+		}
+		ld.Data = nil
 		s.rules, s.toolIDs = session.PermissionRules(s.events), nil
 		a.loadOptions(s)
 		sum, titled := session.Summarize(s.events)
@@ -431,9 +445,14 @@ func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
 	}
 	// Another process appended: what is derived goes on from the tail.
 	s.events = append(s.events, ld.Events...)
-	for _, ev := range ld.Events {
-		s.extend(ev, nil)
+	for i, ev := range ld.Events {
+		var data any
+		if len(ld.Data) == len(ld.Events) {
+			data = ld.Data[i]
+		}
+		s.extend(ev, data)
 	}
+	ld.Data = nil
 	if s.rules == nil {
 		s.rules = map[string]string{}
 	}

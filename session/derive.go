@@ -106,28 +106,13 @@ func NewHistory() *History {
 // when not nil, is the value ev.Data was encoded from, as Log.Append was
 // given it: the checker reads it instead of decoding ev.Data, as Append's
 // does. Messages are still decoded from ev.Data, so they are what a reload
-// gives (encoding replaces invalid UTF-8, compacts raw JSON).
+// gives (encoding replaces invalid UTF-8, compacts raw JSON), unless data is
+// the pointer Loaded.Data holds, which was decoded from it.
 func (h *History) Add(ev Event, data any) error {
 	// The events that become messages are decoded once, for the checker and
 	// for the message. A decode that fails leaves the checker to decode,
 	// and to say what is wrong.
-	var v any
-	switch ev.Type {
-	case TypeTurnStart:
-		v = decodeObject[TurnStart](ev)
-	case TypeCompaction:
-		v = decodeObject[Compaction](ev)
-	case TypeAssistantMessage:
-		v = decodeObject[AssistantMessage](ev)
-	case TypeToolCall:
-		v = decodeObject[ToolCall](ev)
-	case TypeToolResult:
-		v = decodeObject[ToolResult](ev)
-	case TypeTurnEnd:
-		v = decodeObject[TurnEnd](ev)
-	case TypeLLMRetry:
-		v = decodeObject[LLMRetry](ev)
-	}
+	v := messageData(ev, data)
 	h.c.typed = data
 	if v != nil {
 		h.c.typed = v
@@ -177,6 +162,36 @@ func (h *History) Add(ev Event, data any) error {
 
 // decodeObject decodes ev.Data into a *T as the checker's decode does, or
 // returns nil where that would fail.
+// messageData is ev's data decoded, for the types that make messages (nil
+// for the others): data itself when it is the pointer Loaded.Data holds
+// (decoded from ev.Data as the log was read), else decoded now.
+func messageData(ev Event, data any) any {
+	switch ev.Type {
+	case TypeTurnStart:
+		return decodedOr[TurnStart](ev, data)
+	case TypeCompaction:
+		return decodedOr[Compaction](ev, data)
+	case TypeAssistantMessage:
+		return decodedOr[AssistantMessage](ev, data)
+	case TypeToolCall:
+		return decodedOr[ToolCall](ev, data)
+	case TypeToolResult:
+		return decodedOr[ToolResult](ev, data)
+	case TypeTurnEnd:
+		return decodedOr[TurnEnd](ev, data)
+	case TypeLLMRetry:
+		return decodedOr[LLMRetry](ev, data)
+	}
+	return nil
+}
+
+func decodedOr[T any](ev Event, data any) any {
+	if p, ok := data.(*T); ok && p != nil {
+		return p
+	}
+	return decodeObject[T](ev)
+}
+
 func decodeObject[T any](ev Event) any {
 	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
 		return nil

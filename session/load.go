@@ -15,7 +15,12 @@ import (
 
 // Loaded is a log as read back.
 type Loaded struct {
-	Events   []Event
+	Events []Event
+	// Data holds, for each of Events, its data as read (a *TurnStart, a
+	// *AssistantMessage, … for the events that make messages; nil for the
+	// others), for History.Add: deriving the conversation then decodes
+	// nothing again. Drop it once used.
+	Data     []any
 	Warnings []string // things repaired or left open, each naming its line
 	// TornBytes is the size of an unterminated, unparsable last line (a write
 	// cut short by a crash) that was dropped; ValidSize is the size of
@@ -133,9 +138,14 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 		// A chunk is decoded once, for the checker and the join: a long
 		// reply is mostly chunk lines.
 		var chunk *AssistantChunk
+		// What becomes a message is decoded once too, for the checker
+		// and, in Data, for whoever derives the conversation.
+		data := messageData(ev, nil)
 		if ev.Type == TypeAssistantChunk {
 			chunk, _ = decodeObject[AssistantChunk](ev).(*AssistantChunk)
 			c.typed = chunk
+		} else {
+			c.typed = data
 		}
 		err = c.check(ev)
 		c.typed = nil
@@ -145,6 +155,7 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 		if !join || !run.join(ld.Events, ev, chunk) {
 			run.end(ld.Events)
 			ld.Events = append(ld.Events, ev)
+			ld.Data = append(ld.Data, data)
 			run.start(ld.Events, chunk)
 		}
 		ld.ValidSize += int64(len(line))
