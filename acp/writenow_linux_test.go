@@ -31,8 +31,9 @@ func readable(t *testing.T, f *os.File) int {
 	return n
 }
 
-// On an idle stream over stdout, the line is in the pipe when WriteObject
-// returns: the caller wrote it, no goroutine was woken for it.
+// On an idle stream over stdout, whose reader has read everything, the
+// line is in the pipe when WriteObject returns: the caller wrote it, no
+// goroutine was woken for it.
 func TestLineStream_IdleStdoutWrittenByCaller(t *testing.T) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -41,27 +42,22 @@ func TestLineStream_IdleStdoutWrittenByCaller(t *testing.T) {
 	defer pr.Close()
 	defer pw.Close()
 	s := acp.NewLineStream(acp.StdioConn(strings.NewReader(""), pw), acp.StreamConfig{})
-	var want strings.Builder
 	for i := range 20 {
 		v := map[string]any{"jsonrpc": "2.0", "method": "m", "params": map[string]int{"n": i}}
 		if err := s.WriteObject(v); err != nil {
 			t.Fatal(err)
 		}
-		want.WriteString(lineOf(t, v))
-		if n := readable(t, pr); n != want.Len() {
-			t.Fatalf("after WriteObject %d: %d bytes in the pipe, want %d", i, n, want.Len())
+		want := lineOf(t, v)
+		if n := readable(t, pr); n != len(want) {
+			t.Fatalf("after WriteObject %d: %d bytes in the pipe, want %d", i, n, len(want))
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(pr, got); err != nil || string(got) != want {
+			t.Fatalf("read %q, %v; want %q", got, err, want)
 		}
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
-	}
-	pw.Close()
-	got, err := io.ReadAll(pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want.String() {
-		t.Errorf("output:\n%s\nwant:\n%s", got, want.String())
 	}
 }
 
@@ -95,5 +91,34 @@ func TestLineStream_FullStdoutDoesNotBlockWriters(t *testing.T) {
 	pw.Close()
 	if got := <-read; string(got) != want.String() {
 		t.Errorf("output: %d bytes, want %d, or not in order", len(got), want.Len())
+	}
+}
+
+// Over a regular file (stdout redirected to one), whose emptiness can't be
+// told, the poll says it is writable: the caller writes each line.
+func TestLineStream_FileStdoutWrittenByCaller(t *testing.T) {
+	f, err := os.Create(t.TempDir() + "/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := acp.NewLineStream(acp.StdioConn(strings.NewReader(""), f), acp.StreamConfig{})
+	var want strings.Builder
+	for i := range 20 {
+		v := map[string]int{"n": i}
+		if err := s.WriteObject(v); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString(lineOf(t, v))
+		got, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want.String() {
+			t.Fatalf("after WriteObject %d the file holds %q, want %q", i, got, want.String())
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
