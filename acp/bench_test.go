@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -181,9 +182,18 @@ func BenchmarkLineStream_WriteNotification(b *testing.B) {
 // reader of an os.Pipe having the line, when the stream is idle (one line
 // at a time, as a reply trickles in). p50-µs and p99-µs are over all ops;
 // cpu-ns/op counts all threads, the reader's included.
+//
+// stdio is the batched stream over StdioConn with the pipe's *os.File, as
+// Server writes stdout: an idle line is written by WriteObject's caller.
 func BenchmarkLineStream_IdleLatency(b *testing.B) {
 	msg := chunkNotification(b)
-	for _, st := range streams {
+	cases := append(slices.Clone(streams), struct {
+		name string
+		new  func(sink) objectWriter
+	}{"stdio", func(s sink) objectWriter {
+		return acp.NewLineStream(acp.StdioConn(strings.NewReader(""), s.w.w.(*os.File)), acp.StreamConfig{})
+	}})
+	for _, st := range cases {
 		b.Run(st.name, func(b *testing.B) {
 			r, w, err := os.Pipe()
 			if err != nil {

@@ -12,7 +12,9 @@
 // The connection, in the order a line passes through it: stream.go frames
 // lines (LineStream: reading, refusing bad lines, closing), ids.go carries
 // request ids jsonrpc2 would alter back to the client byte for byte, and
-// writer.go is the batched writer goroutine and the line encoder.
+// writer.go is the batched writer goroutine, the direct write of an idle
+// line (writenow_*.go: when stdout takes it without blocking), and the line
+// encoder.
 //
 // The server, for the agent's side: agent.go is the Agent interface and
 // its optional ones; server.go the Server's lifecycle (Serve, shutdown,

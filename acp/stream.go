@@ -52,8 +52,9 @@ type LineStream struct {
 
 	buf []byte // the current line; reused, never much over limit
 
-	// Output. WriteObject appends a line to pending and, unless one is
-	// running, starts the writer goroutine, which writes everything pending
+	// Output. WriteObject writes an idle stream's line itself when
+	// writeNow can; otherwise it appends the line to pending and, unless
+	// one is running, starts the writer goroutine, which writes everything pending
 	// with one Write and loops until nothing is; lines written while it
 	// writes go out together in its next Write. Everything below is
 	// guarded by mu; cond is signalled when the writer takes pending, ends
@@ -62,7 +63,7 @@ type LineStream struct {
 	cond    sync.Cond
 	pending []byte // lines not yet taken by the writer
 	spare   []byte // the writer's last buffer, for reuse as pending
-	writing bool   // the writer goroutine runs
+	writing bool   // the writer goroutine runs, or a WriteLine writes its line
 	queued  uint64 // lines appended to pending so far
 	written uint64 // lines whose Write has returned
 	werr    error  // the first write error; every later write fails with it
@@ -71,6 +72,9 @@ type LineStream struct {
 	// the last writers (Server's shutdown) then knows their lines are out.
 	syncWrites bool
 	closed     bool
+	// writeNow, when set, writes a line at once if the output takes it
+	// without blocking: WriteLine then writes an idle stream's line itself.
+	writeNow func(p []byte) (bool, error)
 
 	// ids holds the ids ReadObject substituted (see idPrefix), by number,
 	// until the response carrying them is written. Guarded by mu.
@@ -109,6 +113,9 @@ func NewLineStream(rwc io.ReadWriteCloser, cfg StreamConfig) *LineStream {
 		c:     rwc,
 		limit: limit,
 		log:   cfg.Logger,
+	}
+	if st, ok := rwc.(stdio); ok {
+		s.writeNow = st.writeNow
 	}
 	s.cond.L = &s.mu
 	return s
@@ -353,12 +360,15 @@ func (s *LineStream) closeWithin(d time.Duration) error {
 // NewLineStream takes. Close closes in when it is an io.Closer, so a read
 // blocked on it returns; out is left open: it is stdout, and the caller's.
 func StdioConn(in io.Reader, out io.Writer) io.ReadWriteCloser {
-	return stdio{in: in, out: out}
+	return stdio{in: in, out: out, writeNow: writeNowFunc(out)}
 }
 
 type stdio struct {
 	in  io.Reader
 	out io.Writer
+	// writeNow writes a line if out takes it without blocking (see
+	// writeNowFunc); nil when that can't be told.
+	writeNow func(p []byte) (bool, error)
 }
 
 func (s stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }

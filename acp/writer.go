@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,7 +26,10 @@ const maxSpare = 256 << 10
 // The line is queued, not written, when WriteObject returns (except once
 // the input has ended, see ReadObject): the writer goroutine writes all
 // queued lines with one Write, so a burst of notifications costs a few
-// writes, and an idle stream still writes each line at once. If more than
+// writes, and an idle stream still writes each line at once. On an idle
+// stream whose output is a file (StdioConn's stdout) that can take the line
+// without blocking, WriteObject writes it itself: a line at a time, as a
+// model streams, then wakes no other goroutine. If more than
 // 4 MiB waits (the reader is slow), WriteObject waits for the writer. A
 // failed Write is not lost: the next WriteObject returns its error, and so
 // does every later one, without writing.
@@ -54,23 +58,66 @@ func (s *LineStream) WriteLine(line []byte) error {
 	case s.closed:
 		return errStreamClosed
 	}
+	if !s.writing && len(s.pending) == 0 && s.writeNow != nil {
+		return s.writeIdle(line)
+	}
 	s.pending = append(s.pending, line...)
 	s.queued++
 	if !s.writing {
 		s.writing = true
 		go s.writeLoop()
 	}
+	return s.waitWritten(s.queued)
+}
+
+// writeIdle writes line, with s.mu held and nothing pending or being
+// written, from the caller's goroutine if the output takes it without
+// blocking, and otherwise queues it for the writer goroutine. Lines
+// queued meanwhile come after it: the writing flag holds them back.
+func (s *LineStream) writeIdle(line []byte) error {
+	s.queued++
+	n := s.queued
+	s.writing = true
+	s.mu.Unlock()
+	wrote, err := s.writeNow(line)
+	s.mu.Lock()
+	if !wrote {
+		// It would block (the reader is slow): the writer goroutine
+		// waits for it, ahead of what was queued meanwhile.
+		s.pending = slices.Insert(s.pending, 0, line...)
+		go s.writeLoop()
+		return s.waitWritten(n)
+	}
+	s.written = n
+	if err != nil {
+		s.werr = err
+		s.pending = nil
+	}
+	if len(s.pending) > 0 && s.werr == nil {
+		go s.writeLoop()
+	} else {
+		s.writing = false
+	}
+	s.cond.Broadcast()
 	if s.syncWrites {
-		n := s.queued
-		for s.written < n && s.werr == nil && !s.closed {
-			s.cond.Wait()
-		}
-		if s.written < n && s.werr == nil {
-			return errStreamClosed // Close gave up on the output
-		}
 		return s.werr
 	}
 	return nil
+}
+
+// waitWritten, with s.mu held, waits for line n to be written once the
+// input has ended (see ReadObject); before that it returns at once.
+func (s *LineStream) waitWritten(n uint64) error {
+	if !s.syncWrites {
+		return nil
+	}
+	for s.written < n && s.werr == nil && !s.closed {
+		s.cond.Wait()
+	}
+	if s.written < n && s.werr == nil {
+		return errStreamClosed // Close gave up on the output
+	}
+	return s.werr
 }
 
 // writeLoop writes what is pending until nothing is, then ends.

@@ -37,10 +37,16 @@ type Timeouts struct {
 // fires: cancelling the request, not just abandoning the reader, frees the
 // connection and makes a blocked Recv return at once. Role-only and
 // usage-only chunks do not count as output.
+//
+// One timer serves the attempt. A delta only notes its time; the timer,
+// when it fires, re-arms itself for what is left of the idle limit if a
+// delta came meanwhile. Resetting a timer on every chunk instead made the
+// runtime wake a thread per chunk (the timer heap changed under a poller
+// asleep), the costliest part of a chunk at a model's pace.
 func Watch(ctx context.Context, p llm.Provider, req llm.Request, t Timeouts) (llm.Stream, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &watched{cancel: cancel, t: t}
-	w.arm(t.FirstToken, ErrFirstTokenTimeout)
+	w.start(t.FirstToken, ErrFirstTokenTimeout)
 	s, err := p.Stream(ctx, req)
 	if err != nil {
 		w.stop()
@@ -59,33 +65,79 @@ type watched struct {
 
 	finished bool // a chunk carried a finish reason; only Recv touches it
 
-	mu    sync.Mutex
-	timer *time.Timer
-	fired error // the watchdog error, once one fired
+	mu      sync.Mutex
+	timer   *time.Timer
+	limit   time.Duration // the running watchdog's: FirstToken, or Idle once output came
+	cause   error         // the running watchdog's error
+	last    time.Time     // when the limit's wait began: the request, or the last delta
+	idle    bool          // output came: the idle watchdog runs (if Idle > 0)
+	stopped bool
+	fired   error // the watchdog error, once one fired
 }
 
-func (w *watched) arm(d time.Duration, cause error) {
+// start arms the first watchdog, from now.
+func (w *watched) start(d time.Duration, cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.timer != nil {
-		w.timer.Stop()
-		w.timer = nil
-	}
-	if d <= 0 || w.fired != nil {
+	if d <= 0 {
 		return
 	}
-	w.timer = time.AfterFunc(d, func() {
-		w.mu.Lock()
-		err := fmt.Errorf("%w (%s)", cause, d)
-		w.fired = err
+	w.limit, w.cause, w.last = d, cause, time.Now()
+	w.timer = time.AfterFunc(d, w.expire)
+}
+
+// delta notes output: the idle limit runs from now. The first delta
+// switches from the first-token limit, which needs the timer moved; later
+// ones only note the time.
+func (w *watched) delta() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.fired != nil {
+		return
+	}
+	w.last = time.Now()
+	if w.idle {
+		return
+	}
+	w.idle = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.t.Idle <= 0 {
+		w.timer = nil
+		return
+	}
+	w.limit, w.cause = w.t.Idle, ErrIdleTimeout
+	if w.timer == nil {
+		w.timer = time.AfterFunc(w.limit, w.expire)
+	} else {
+		w.timer.Reset(w.limit)
+	}
+}
+
+// expire runs on the timer: it fires the watchdog if its limit has passed
+// since the last delta, or waits for the rest of it.
+func (w *watched) expire() {
+	w.mu.Lock()
+	if w.stopped || w.fired != nil {
 		w.mu.Unlock()
-		w.cancel(err)
-	})
+		return
+	}
+	if left := w.limit - time.Since(w.last); left > 0 {
+		w.timer.Reset(left)
+		w.mu.Unlock()
+		return
+	}
+	err := fmt.Errorf("%w (%s)", w.cause, w.limit)
+	w.fired = err
+	w.mu.Unlock()
+	w.cancel(err)
 }
 
 func (w *watched) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopped = true
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -124,7 +176,7 @@ func (w *watched) Recv() (llm.Chunk, error) {
 		w.finished = true
 	}
 	if c.HasDelta() {
-		w.arm(w.t.Idle, ErrIdleTimeout)
+		w.delta()
 	}
 	return c, nil
 }

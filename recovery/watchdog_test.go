@@ -187,6 +187,20 @@ func TestWatch_OnlyOutputRearms(t *testing.T) {
 			timeouts: recovery.Timeouts{FirstToken: 90 * time.Second, Idle: 5 * time.Second},
 			wantAt:   93 * time.Second, wantErr: recovery.ErrIdleTimeout,
 		},
+		{
+			// Each delta comes before the idle limit of the one before, and
+			// the timer only notes them: the limit runs from the last.
+			name:     "the idle limit runs from the last of a steady stream",
+			items:    steady(8, 2500*time.Millisecond),
+			timeouts: recovery.Timeouts{FirstToken: 90 * time.Second, Idle: 3 * time.Second},
+			wantAt:   23 * time.Second, wantErr: recovery.ErrIdleTimeout,
+		},
+		{
+			name:     "a first-token limit shorter than the idle one",
+			items:    steady(3, time.Second),
+			timeouts: recovery.Timeouts{FirstToken: 2 * time.Second, Idle: 10 * time.Second},
+			wantAt:   13 * time.Second, wantErr: recovery.ErrIdleTimeout,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +226,15 @@ func TestWatch_OnlyOutputRearms(t *testing.T) {
 			})
 		})
 	}
+}
+
+// steady is n content deltas, each every after.
+func steady(n int, every time.Duration) []fakeItem {
+	items := make([]fakeItem, n)
+	for i := range items {
+		items[i] = fakeItem{after: every, chunk: llm.Chunk{Content: "x"}}
+	}
+	return items
 }
 
 // Close stops the watchdogs and aborts the request: nothing fires later and

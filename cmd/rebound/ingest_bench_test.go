@@ -36,6 +36,7 @@ type ingestRun struct {
 	tail      time.Duration   // provider's last chunk → editor's last update
 	firstText time.Duration   // prompt sent → first message update read
 	cpu       time.Duration   // the agent process's user + system time
+	switches  int64           // its context switches, voluntary or not: each a thread put to sleep and woken
 	maxRSSKiB int64
 }
 
@@ -192,6 +193,7 @@ func ingestWith(b *testing.B, bin string, markers, chunks int, delay time.Durati
 	run.firstText = first.Sub(prompted)
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	run.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	run.switches = ru.Nvcsw + ru.Nivcsw
 	run.maxRSSKiB = ru.Maxrss
 	return run
 }
@@ -305,5 +307,44 @@ func BenchmarkIngest_LiveVsBaseline(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
 	b.ReportMetric(float64(percentile(lat[0], 0.50))/float64(percentile(lat[1], 0.50)), "p50-ratio")
+	b.ReportMetric(float64(percentile(lat[0], 0.99))/float64(percentile(lat[1], 0.99)), "p99-ratio")
+}
+
+// BenchmarkIngest_PacedVsBaseline: the agent's CPU per chunk at a real
+// model's pace (issue #21 item 3): 300 chunks 20 ms apart, live, less a
+// 1-chunk reply, in this tree and in the REBOUND_BENCH_BASELINE binary,
+// alternated in one run; its context switches per chunk (from the same
+// rusage: each is a thread going to sleep, to be woken again); and the
+// chunk → update latency of the same replies. At this pace each chunk finds
+// every thread asleep, so what it costs is mostly waking them, not the work
+// a burst measures.
+func BenchmarkIngest_PacedVsBaseline(b *testing.B) {
+	base := baselineBinary()
+	if base == "" {
+		b.Skip("set REBOUND_BENCH_BASELINE to a rebound binary with live mode, built from the revision to compare with")
+	}
+	const chunks = 300
+	bins := [2]string{testkit.ReboundBinary(b), base}
+	var cpu [2]time.Duration
+	var switches [2]int64
+	var lat [2][]time.Duration
+	for b.Loop() {
+		for i, bin := range bins {
+			run := ingestWith(b, bin, chunks, chunks, 20*time.Millisecond, "live")
+			one := ingestWith(b, bin, 1, 1, 0, "live")
+			cpu[i] += run.cpu - one.cpu
+			switches[i] += run.switches - one.switches
+			lat[i] = append(lat[i], run.latencies...)
+		}
+	}
+	per := float64(b.N * (chunks - 1))
+	for i, name := range []string{"now", "base"} {
+		b.ReportMetric(float64(cpu[i])/per/1e3, "µs-cpu/chunk-"+name)
+		b.ReportMetric(float64(switches[i])/per, "switches/chunk-"+name)
+		b.ReportMetric(ms(percentile(lat[i], 0.50)), "ms-p50-"+name)
+		b.ReportMetric(ms(percentile(lat[i], 0.99)), "ms-p99-"+name)
+	}
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
+	b.ReportMetric(float64(switches[0])/float64(switches[1]), "switches-ratio")
 	b.ReportMetric(float64(percentile(lat[0], 0.99))/float64(percentile(lat[1], 0.99)), "p99-ratio")
 }
