@@ -183,3 +183,17 @@ func TestOpenAI_ContextWindowsFromModelList(t *testing.T) {
 		t.Errorf("window of an object value = %d, want 0", got)
 	}
 }
+
+func TestOpenAI_ContextWindowFromTheMocksList(t *testing.T) {
+	m := mockprovider.New(&mockprovider.Script{Models: []string{"mock-model", "other"}, ContextLengths: map[string]int{"mock-model": 50000}})
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://mock.invalid/v1", APIKey: testKey, HTTPClient: m})
+	if _, err := p.ListModels(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ContextWindow("mock-model"); got != 50000 {
+		t.Errorf("mock-model's window = %d, want 50000", got)
+	}
+	if got := p.ContextWindow("other"); got != 0 {
+		t.Errorf("other's window = %d, want 0 (the list names none)", got)
+	}
+}

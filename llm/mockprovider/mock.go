@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ func New(script *Script) *Mock {
 		if script.Models != nil { // [] is an empty list, nil none at all
 			m.script.Models = append([]string{}, script.Models...)
 		}
+		m.script.ContextLengths = maps.Clone(script.ContextLengths)
 	}
 	return m
 }
@@ -272,13 +274,15 @@ func (m *Mock) modelList(method string) *reply {
 		Object  string `json:"object"`
 		Created int    `json:"created"`
 		OwnedBy string `json:"owned_by"`
+		// ContextLength is OpenRouter's name for the window.
+		ContextLength int `json:"context_length,omitempty"`
 	}
 	list := struct {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
 	for _, id := range m.script.Models {
-		list.Data = append(list.Data, model{ID: id, Object: "model", Created: Created, OwnedBy: "mock"})
+		list.Data = append(list.Data, model{ID: id, Object: "model", Created: Created, OwnedBy: "mock", ContextLength: m.script.ContextLengths[id]})
 	}
 	body, _ := json.Marshal(list)
 	return &reply{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: body}

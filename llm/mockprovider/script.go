@@ -33,6 +33,9 @@ type Script struct {
 	// it that request gets HTTP 404, as from a provider that has no list.
 	// Model list requests consume no step and are not recorded.
 	Models []string `json:"models,omitempty"`
+	// ContextLengths gives models of the list a context_length, as
+	// OpenRouter's list does (in tokens).
+	ContextLengths map[string]int `json:"context_lengths,omitempty"`
 }
 
 // Step is the answer to one request. The zero Step is an empty reply that

@@ -81,6 +81,10 @@ one r  "$S/r-resume.json" --resume-session "$(sid l1)" --prompt "continue"
 one m  "$S/m-read-only.json" --set-mode read_only --prompt "write a note"
 one o  "$S/o-config.json" --set-config model=o3-mini --set-config thought_level=high --set-config mode=accept_edits --prompt "which model"
 one obad "$S/o-config.json" --set-config model=nope --prompt "never sent"
+# What a panel shows beside the reply (issue 20): the slash commands, a plan
+# the model keeps, how full the context is (the window from the provider's
+# model list), and a command Rebound answers itself.
+one u "$S/u-panel.json" --prompt "plan the change" --prompt "/status"
 one cl "$S/cl-close.json" --prompt "close after this" --close-session
 one del "$S/no-model.json" --delete-session "$(sid l2)" --list-sessions
 # MCP servers (mcpServers in session/new): the mock MCP server built above,
