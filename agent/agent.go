@@ -164,6 +164,11 @@ type sessionState struct {
 	// prompt never derives the conversation from the whole log again; nil
 	// until first needed after the log was (re)read (see history).
 	hist *history
+	// reqBuf is the messages of the session's last request, reused by the
+	// next (turn.request): a long session's history is thousands of
+	// messages, and a fresh slice of them for each request costs more than
+	// the rest of the work before it.
+	reqBuf []llm.Message
 	// toolIDs are the tool call ids the session has used, made from the log
 	// on first need and kept with it; nil until then.
 	toolIDs map[string]bool
@@ -525,7 +530,7 @@ func (a *Agent) closeLocked(s *sessionState) {
 	}
 	a.open.Remove(s.elem)
 	s.log, s.elem = nil, nil
-	s.events, s.rules, s.toolIDs, s.hist = nil, nil, nil, nil
+	s.events, s.rules, s.toolIDs, s.hist, s.reqBuf = nil, nil, nil, nil, nil
 }
 
 // release ends a use that acquire began: what was appended is written and

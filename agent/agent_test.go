@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type fakeProvider struct {
 func (p *fakeProvider) Stream(_ context.Context, req llm.Request) (llm.Stream, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	req.Messages = slices.Clone(req.Messages) // the agent reuses the slice (llm.Provider)
 	p.requests = append(p.requests, req)
 	return &fakeStream{chunks: p.chunks, err: p.err}, nil
 }

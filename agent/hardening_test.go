@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ type script struct {
 func (p *script) Stream(ctx context.Context, req llm.Request) (llm.Stream, error) {
 	p.mu.Lock()
 	n := len(p.reqs)
+	req.Messages = slices.Clone(req.Messages) // the agent reuses the slice (llm.Provider)
 	p.reqs = append(p.reqs, req)
 	answer := p.answers[min(n, len(p.answers)-1)]
 	p.mu.Unlock()

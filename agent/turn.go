@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -260,7 +259,11 @@ const continuePrompt = "Your previous reply was cut off. Continue exactly where 
 // on, or, for a provider that continues a reply in place, the partial reply
 // marked as the prefix to continue.
 func (t *turn) request() llm.Request {
-	msgs := append(slices.Clip(t.history), t.prompt)
+	// The session's buffer, not a new slice: a provider keeps nothing of a
+	// request once its Stream returns (llm.Provider), and the turn uses a
+	// request only until it makes the next.
+	msgs := append(t.s.reqBuf[:0], t.history...)
+	msgs = append(msgs, t.prompt)
 	msgs = append(msgs, t.exchange...)
 	if prefix := t.out.prefix(); prefix != "" && llm.ContinuesInPlace(t.agent.currentProvider()) {
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: prefix, Prefix: true})
@@ -273,6 +276,7 @@ func (t *turn) request() llm.Request {
 	if t.mode != ModeReadOnly { // an MCP tool may change anything
 		offered = append(offered, t.mcp.Tools()...)
 	}
+	t.s.reqBuf = msgs
 	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, ReasoningEffort: t.effort, Tools: offered}
 }
 

@@ -134,7 +134,9 @@ type Stream interface {
 	Close() error
 }
 
-// Provider starts attempts. Implementations do not retry.
+// Provider starts attempts. Implementations do not retry, and keep nothing
+// of req once Stream returns: the caller reuses its slices for the next
+// request (copy what you record).
 type Provider interface {
 	Stream(ctx context.Context, req Request) (Stream, error)
 }
