@@ -46,6 +46,9 @@ func webPage(header http.Header, body []byte) (title string, ok bool) {
 	return title, true
 }
 
+// Endpoint is the host the provider's requests go to (its base URL's).
+func (o *OpenAI) Endpoint() string { return o.host }
+
 // baseHost is the host of the base URL, for messages.
 func baseHost(baseURL string) string {
 	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
