@@ -17,12 +17,14 @@ import (
 // keeps the one rule, that the editor never sees text that is later thrown
 // away, in one of two ways:
 //
-//   - held: an attempt's output is recorded and kept (as text, not as
-//     chunks) until the reply commits, then sent in a few large updates;
-//   - live: each chunk is recorded, written to the file, then sent, as it
-//     arrives; an attempt that fails after text was shown is continued from
-//     that text, and whatever was shown is committed, so nothing shown is
-//     ever discarded.
+//   - held: an attempt's output is kept (as text, not as chunks) until the
+//     reply commits as one message in the log, then sent in a few large
+//     updates;
+//   - live: each chunk is written to the session's shown journal, then
+//     sent, as it arrives; an attempt that fails after text was shown is
+//     continued from that text, and whatever was shown is committed, so
+//     nothing shown is ever discarded (after a crash too: the journal is
+//     what the next process commits).
 //
 // The turn decides what happens to an attempt (retry, continue, commit);
 // the emitter decides what of it the editor sees, and when.
