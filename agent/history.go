@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 
+	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -13,10 +14,12 @@ import (
 // was cut short leaves exactly that behind; so every finished turn that did
 // not end with a plain assistant reply is closed with a short assistant note
 // saying what happened, which also tells the model why the user may be
-// asking again.
+// asking again. A slash command Rebound answered itself (/status, say) is
+// the user's and Rebound's alone: the model never sees it (its compaction,
+// for /compact, it does).
 func toLLM(msgs []session.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(msgs))
-	outcome, inTurn := "", false
+	outcome, inTurn, local := "", false, false
 	closeTurn := func() {
 		if inTurn {
 			out = closeTurnMessages(out, outcome)
@@ -31,16 +34,31 @@ func toLLM(msgs []session.Message) []llm.Message {
 			out = append([]llm.Message{summaryMessage(m.Text)}, out[n:]...)
 		case session.RoleUser:
 			closeTurn()
+			if local = answeredLocally(m); local {
+				continue
+			}
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Text})
 			outcome, inTurn = m.TurnOutcome, m.TurnOutcome != ""
 		case session.RoleAssistant:
-			out = append(out, assistantMessage(m, outcome))
+			if !local {
+				out = append(out, assistantMessage(m, outcome))
+			}
 		case session.RoleTool:
-			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+			if !local {
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+			}
 		}
 	}
 	closeTurn()
 	return out
+}
+
+// answeredLocally reports whether m, a turn's user message, is a slash
+// command Rebound answers itself. A command that runs a turn (/retry,
+// /init, /continue) records the prompt it runs instead, so it is none.
+func answeredLocally(m session.Message) bool {
+	_, _, ok := slashCommand([]acp.ContentBlock{acp.TextBlock(m.Text)})
+	return ok
 }
 
 // assistantMessage renders a committed reply of a turn that ended with
@@ -80,6 +98,9 @@ type history struct {
 	// turn ended once it has.
 	user       int
 	incomplete []incompleteReply
+	// local: the open turn is a slash command Rebound answered itself,
+	// which the model never sees (toLLM).
+	local bool
 	// fill is the last known context usage (autocompact.go).
 	fill lastFill
 }
@@ -117,15 +138,24 @@ func (h *history) add(ev session.Event, data any) error {
 			}
 			h.incomplete = kept
 		case session.RoleUser:
+			if h.local = answeredLocally(m); h.local {
+				h.user, h.incomplete = -1, nil
+				continue
+			}
 			h.out = append(h.out, llm.Message{Role: llm.RoleUser, Content: m.Text})
 			h.user, h.incomplete = h.seen, nil
 		case session.RoleAssistant:
+			if h.local {
+				continue
+			}
 			if m.Incomplete {
 				h.incomplete = append(h.incomplete, incompleteReply{at: len(h.out), text: m.Text})
 			}
 			h.out = append(h.out, assistantMessage(m, ""))
 		case session.RoleTool:
-			h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+			if !h.local {
+				h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+			}
 		}
 	}
 	if ev.Type == session.TypeTurnEnd && h.user >= 0 {

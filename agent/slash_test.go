@@ -145,7 +145,8 @@ func TestSlashContinue(t *testing.T) {
 // TestSlashCompact: /compact summarises the history with one request and
 // the next turn carries the summary; with no history it asks nobody.
 func TestSlashCompact(t *testing.T) {
-	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("A1."), text("A2."), text("They talked."), text("A3.")}}
+	long := strings.Repeat("A long answer. ", 20)
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("A1. " + long), text("A2. " + long), text("They talked."), text("A3.")}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
 	if _, got := slashPrompt(t, a, id, "/compact"); !strings.HasPrefix(got, "Nothing to compact") || p.count() != 0 {
@@ -156,8 +157,9 @@ func TestSlashCompact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The first /compact's exchange and both turns: 6 messages, none kept.
-	if resp, got := slashPrompt(t, a, id, "/compact"); resp.StopReason != acp.StopEndTurn || got != "Compacted 6 messages into a summary." {
+	// Both turns: 4 messages, none kept. The first /compact's exchange is
+	// not the model's: it never sees a command Rebound answered itself.
+	if resp, got := slashPrompt(t, a, id, "/compact"); resp.StopReason != acp.StopEndTurn || got != "Compacted 4 messages into a summary." {
 		t.Fatalf("/compact = %v %q", resp, got)
 	}
 	if sys := p.reqs[2].Messages[0].Content; sys != summariseInstruction {
@@ -195,5 +197,44 @@ func TestTurnRecovery(t *testing.T) {
 	}
 	if got := turnRecovery(events, 3); got != "" {
 		t.Errorf("a turn without retries: %q, want nothing", got)
+	}
+}
+
+// A command Rebound answered itself is the user's and Rebound's: the model
+// never sees it, or its answer, in a later turn's history, also after the
+// session is loaded again.
+func TestSlashAnswersStayOutOfTheModelsHistory(t *testing.T) {
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("A1."), text("A2."), text("A3.")}}
+	a := testAgent(t, Config{Provider: p})
+	id := newSession(t, a)
+	if _, err := ask(t.Context(), a, id, "Q1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := slashPrompt(t, a, id, "/status"); !strings.Contains(got, "Model:") {
+		t.Fatalf("/status answered %q", got)
+	}
+	if _, got := slashPrompt(t, a, id, "/continue"); !strings.HasPrefix(got, "Nothing to continue") {
+		t.Fatalf("/continue answered %q", got)
+	}
+	if _, err := ask(t.Context(), a, id, "Q2"); err != nil {
+		t.Fatal(err)
+	}
+	roles := func(msgs []llm.Message) (out []string) {
+		for _, m := range msgs[1:] {
+			out = append(out, string(m.Role)+": "+m.Content)
+		}
+		return out
+	}
+	want := []string{"user: Q1", "assistant: A1.", "user: Q2"}
+	if got := roles(p.reqs[1].Messages); !slices.Equal(got, want) {
+		t.Errorf("the model got %q, want %q", got, want)
+	}
+	mustLoad(t, a, id)
+	if _, err := ask(t.Context(), a, id, "Q3"); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"user: Q1", "assistant: A1.", "user: Q2", "assistant: A2.", "user: Q3"}
+	if got := roles(p.reqs[2].Messages); !slices.Equal(got, want) {
+		t.Errorf("after a load the model got %q, want %q", got, want)
 	}
 }
