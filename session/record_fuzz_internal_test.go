@@ -1,14 +1,18 @@
 package session
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
 )
 
 // FuzzParseRecord: parseRecord, the fast reading of the form appendRecord
-// writes, accepts only lines that parseLine (encoding/json) reads too, and
-// reads them to the same event. Lines appendRecord writes are read by it.
+// writes, reads a line whose data is JSON to the same event parseLine
+// (encoding/json) does, and takes no line parseLine refuses but for its
+// data; a line whose data is no JSON is refused by the checker (Parse)
+// either way. Lines appendRecord writes are read by it.
 //
 //	go test ./session -run '^$' -fuzz FuzzParseRecord -fuzztime 1m
 func FuzzParseRecord(f *testing.F) {
@@ -27,12 +31,22 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn\u002fstart","data":{}}`))
 	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"t","data":{"a":1}} `))
 	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00+01:00","type":"t","data":{"a":}}`))
+	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"session/start","data":{"sessionId":"s","cwd":}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fast, ok := parseRecord(b)
 		if !ok {
 			return
 		}
 		slow, perr := parseLine(b)
+		if !json.Valid(fast.Data) {
+			if perr == nil {
+				t.Fatalf("%q: data that is no JSON, but encoding/json reads the line", b)
+			}
+			if _, err := Parse(bytes.NewReader(append(b, '\n')), "f.jsonl"); err == nil {
+				t.Fatalf("%q: a log of this line is accepted, with data that is no JSON", b)
+			}
+			return
+		}
 		if perr != nil {
 			t.Fatalf("parseRecord took %q, which encoding/json refuses: %s", b, perr.msg)
 		}
