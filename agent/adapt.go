@@ -77,6 +77,8 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
 		Turn: t.number, Step: t.attempts, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
 	}); err != nil {
+		// The editor was told it began: it is told it ended.
+		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: "Rebound could not record the summary in its session log"})
 		return fmt.Errorf("record compaction: %w", err)
 	}
 	t.history = history

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -683,4 +684,47 @@ func TestAgent_FullDiskDuringStream(t *testing.T) {
 			t.Errorf("turn/ends = %q, want the failed turn closed saying why", ends)
 		}
 	})
+}
+
+// compactionEditor is an editor that understands compaction_update.
+type compactionEditor struct{ editor }
+
+func (e *compactionEditor) Capabilities() acp.ClientCapabilities {
+	var caps acp.ClientCapabilities
+	if err := json.Unmarshal([]byte(`{"session":{"compaction":{}}}`), &caps); err != nil {
+		panic(err)
+	}
+	return caps
+}
+
+// A compaction that began is told as ended, also when its record cannot be
+// written (a full disk): no compaction_update is left in_progress.
+func TestCompact_FullDiskEndsTheCompactionUpdate(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("A long answer. ", 20)
+	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("A1. " + long), text("A2. " + long), text("Short summary.")}}
+	a := testAgent(t, Config{StateDir: dir, Provider: p})
+	id := newSession(t, a)
+	for _, q := range []string{"Q1", "Q2"} {
+		if _, err := ask(t.Context(), a, id, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := a.lookup(id)
+	// The /compact turn's turn/start and step/start get through, then the
+	// disk is full when the compaction is recorded.
+	s.log.WrapWriter(func(w io.Writer) io.Writer { return &failingDisk{w: w, path: session.Path(dir, id), ok: 1} })
+	ed := &compactionEditor{}
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("/compact")}}, ed); err == nil {
+		t.Fatal("/compact on a full disk succeeded")
+	}
+	var statuses []string
+	for _, u := range ed.updates {
+		if u.SessionUpdate == acp.UpdateCompaction {
+			statuses = append(statuses, u.Status)
+		}
+	}
+	if !slices.Equal(statuses, []string{"in_progress", "failed"}) {
+		t.Errorf("compaction_update statuses %q, want in_progress then failed", statuses)
+	}
 }
