@@ -303,17 +303,13 @@ func historyLog(cwd string, turns int) string {
 	for t := 1; t <= turns; t++ {
 		line("turn/start", fmt.Sprintf(`{"turn":%d,"prompt":[{"type":"text","text":"Why does test %d time out?"}],"text":"Why does test %d time out?"}`, t, t, t))
 		line("step/start", fmt.Sprintf(`{"turn":%d,"step":1,"model":"m"}`, t))
-		line("assistant/chunk", fmt.Sprintf(`{"turn":%d,"step":1,"text":"Let me look."}`, t))
 		line("assistant/message", fmt.Sprintf(`{"turn":%d,"step":1,"messageId":"msg_%d_1","text":"Let me look.","finishReason":"tool_calls","toolCalls":[{"id":"call_%d","name":"read_file","arguments":"{\"path\":\"retry_test.go\"}"}]}`, t, t, t))
-		line("step/end", fmt.Sprintf(`{"turn":%d,"step":1,"outcome":"ok"}`, t))
+		line("step/end", fmt.Sprintf(`{"turn":%d,"step":1,"outcome":"ok","streamedChars":12}`, t))
 		line("tool/call", fmt.Sprintf(`{"turn":%d,"step":1,"toolCallId":"call_%d","name":"read_file","arguments":"{\"path\":\"retry_test.go\"}","title":"Read retry_test.go","kind":"read"}`, t, t))
 		line("tool/result", fmt.Sprintf(`{"turn":%d,"toolCallId":"call_%d","status":"completed","output":%q}`, t, t, strings.Repeat("func TestRetry(t *testing.T) {}\n", 16)))
 		line("step/start", fmt.Sprintf(`{"turn":%d,"step":2,"model":"m"}`, t))
-		for range 8 {
-			line("assistant/chunk", fmt.Sprintf(`{"turn":%d,"step":2,"text":%q}`, t, reply[:len(reply)/8]))
-		}
 		line("assistant/message", fmt.Sprintf(`{"turn":%d,"step":2,"messageId":"msg_%d_2","text":%q,"finishReason":"stop"}`, t, t, reply))
-		line("step/end", fmt.Sprintf(`{"turn":%d,"step":2,"outcome":"ok"}`, t))
+		line("step/end", fmt.Sprintf(`{"turn":%d,"step":2,"outcome":"ok","streamedChars":%d}`, t, len(reply)))
 		title := ""
 		if t == 1 {
 			title = `,"title":"Why does test 1 time out?"`
