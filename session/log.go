@@ -336,8 +336,29 @@ func (l *Log) Unlock() error {
 }
 
 func (l *Log) unlock() error {
+	// The shown journal is written only under the lock: the next holder
+	// opens its file again, so one this Log kept open is never written
+	// after another process removed it. An empty one is removed now.
+	err := l.closeShown(true)
 	l.locked = false
-	return unlockFile(l.f)
+	return errors.Join(err, unlockFile(l.f))
+}
+
+// closeShown closes the shown journal; remove (only while the lock is
+// held) deletes it too when it is empty, so a session whose replies were
+// all committed leaves no file beside its log.
+func (l *Log) closeShown(remove bool) error {
+	if l.shown == nil {
+		return nil
+	}
+	err := l.shown.Close()
+	if remove && l.locked && l.shownSize == 0 {
+		if rerr := os.Remove(ShownPath(l.path)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	l.shown, l.shownW, l.shownSize = nil, nil, 0
+	return err
 }
 
 // Locked reports whether the Log holds the log's lock.
@@ -758,11 +779,8 @@ func (l *Log) Close() error {
 		l.armed = false
 	}
 	err := l.sync()
+	err = errors.Join(err, l.closeShown(true))
 	err = errors.Join(err, l.f.Close())
-	if l.shown != nil {
-		err = errors.Join(err, l.shown.Close())
-		l.shown, l.shownW, l.shownSize = nil, nil, 0
-	}
 	l.f, l.locked = nil, false
 	l.pending = nil
 	if err != nil {

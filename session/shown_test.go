@@ -154,3 +154,34 @@ func TestReadShown_TornAndBrokenLines(t *testing.T) {
 		t.Errorf("no journal: %v %v %v", chunks, warnings, err)
 	}
 }
+
+// A journal whose reply was committed (emptied) goes when the lock does;
+// one that still holds shown text stays for whoever closes the turn.
+func TestShownJournal_RemovedOnlyWhenEmpty(t *testing.T) {
+	for _, clear := range []bool{true, false} {
+		dir := t.TempDir()
+		l, err := session.Create(dir, "s1", session.SessionStart{SessionID: "s1", Cwd: "/w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WriteShown(session.AssistantChunk{Turn: 1, Step: 1, MessageID: "m1", Text: "Hel"}); err != nil {
+			t.Fatal(err)
+		}
+		if clear {
+			if err := l.ClearShown(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = os.Stat(session.ShownPath(l.Path()))
+		if gone := errors.Is(err, fs.ErrNotExist); gone != clear {
+			t.Errorf("emptied %v: the journal is gone %v (%v), want %v", clear, gone, err, clear)
+		}
+		l.Close()
+	}
+}
