@@ -686,12 +686,16 @@ func TestAgent_FullDiskDuringStream(t *testing.T) {
 	})
 }
 
-// compactionEditor is an editor that understands compaction_update.
-type compactionEditor struct{ editor }
+// capsEditor is an editor that advertises caps, the JSON of its
+// clientCapabilities.
+type capsEditor struct {
+	editor
+	caps string
+}
 
-func (e *compactionEditor) Capabilities() acp.ClientCapabilities {
+func (e *capsEditor) Capabilities() acp.ClientCapabilities {
 	var caps acp.ClientCapabilities
-	if err := json.Unmarshal([]byte(`{"session":{"compaction":{}}}`), &caps); err != nil {
+	if err := json.Unmarshal([]byte(e.caps), &caps); err != nil {
 		panic(err)
 	}
 	return caps
@@ -714,7 +718,7 @@ func TestCompact_FullDiskEndsTheCompactionUpdate(t *testing.T) {
 	// The /compact turn's turn/start and step/start get through, then the
 	// disk is full when the compaction is recorded.
 	s.log.WrapWriter(func(w io.Writer) io.Writer { return &failingDisk{w: w, path: session.Path(dir, id), ok: 1} })
-	ed := &compactionEditor{}
+	ed := &capsEditor{caps: `{"session":{"compaction":{}}}`}
 	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("/compact")}}, ed); err == nil {
 		t.Fatal("/compact on a full disk succeeded")
 	}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -17,16 +16,8 @@ func limited(context.Context, llm.Request) (llm.Stream, error) {
 	return nil, &llm.Error{Status: 429, Message: "slow down"}
 }
 
-// noticeEditor is an editor that shows notices.
-type noticeEditor struct{ editor }
-
-func (e *noticeEditor) Capabilities() acp.ClientCapabilities {
-	var caps acp.ClientCapabilities
-	if err := json.Unmarshal([]byte(`{"session":{"notices":{}}}`), &caps); err != nil {
-		panic(err)
-	}
-	return caps
-}
+// noticesCaps are the capabilities of an editor that shows notices.
+const noticesCaps = `{"session":{"notices":{}}}`
 
 // Which carrier each agent.wait_status gives a client with and without
 // notices: the status tool call where nothing else would show the wait.
@@ -53,13 +44,13 @@ func TestStatus_Carriers(t *testing.T) {
 				id := newSession(t, a)
 				var ed acp.Client = &editor{}
 				if tt.notices {
-					ed = &noticeEditor{}
+					ed = &capsEditor{caps: noticesCaps}
 				}
 				if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("hi")}}, ed); err != nil {
 					t.Fatal(err)
 				}
 				var updates []acp.SessionUpdate
-				if e, ok := ed.(*noticeEditor); ok {
+				if e, ok := ed.(*capsEditor); ok {
 					updates = e.updates
 				} else {
 					updates = ed.(*editor).updates
@@ -121,7 +112,7 @@ func TestStatus_Refusal(t *testing.T) {
 				a := testAgent(t, Config{Provider: &script{answers: tt.answers}, Recovery: recovery.Config{Policy: recovery.Policy{
 					MaxRetries: 1, InitialDelay: time.Second, MaxDelay: time.Second, Retryable: recovery.DefaultRetryable}}})
 				id := newSession(t, a)
-				ne := &noticeEditor{}
+				ne := &capsEditor{caps: noticesCaps}
 				ed := &ne.editor
 				var c acp.Client = ed
 				if tt.notices {
