@@ -273,6 +273,9 @@ func firstPromptTitle(events []session.Event) string {
 		if json.Unmarshal(ev.Data, &d) != nil {
 			return ""
 		}
+		if d.Text == initPrompt {
+			return "/init" // what the user typed, not the instruction it ran
+		}
 		var blocks []acp.ContentBlock
 		if json.Unmarshal(d.Prompt, &blocks) != nil {
 			return session.ShortTitle(d.Text)
