@@ -185,6 +185,32 @@ func messageData(ev Event, data any) any {
 	return nil
 }
 
+// eventData decodes ev's data into its type's struct (a pointer), nil when
+// it can't be (the checker then says why) or the type is unknown.
+func eventData(ev Event) any {
+	switch ev.Type {
+	case TypeSessionStart:
+		return decodeObject[SessionStart](ev)
+	case TypeStepStart:
+		return decodeObject[StepStart](ev)
+	case TypeAssistantChunk:
+		return decodeObject[AssistantChunk](ev)
+	case TypeStepEnd:
+		return decodeObject[StepEnd](ev)
+	case TypeLLMRetryStarted:
+		return decodeObject[LLMRetryStarted](ev)
+	case TypePermission:
+		return decodeObject[Permission](ev)
+	case TypeMode:
+		return decodeObject[Mode](ev)
+	case TypeConfig:
+		return decodeObject[Config](ev)
+	case TypePlan:
+		return decodeObject[Plan](ev)
+	}
+	return messageData(ev, nil)
+}
+
 func decodedOr[T any](ev Event, data any) any {
 	if p, ok := data.(*T); ok && p != nil {
 		return p

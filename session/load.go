@@ -18,9 +18,8 @@ import (
 type Loaded struct {
 	Events []Event
 	// Data holds, for each of Events, its data as read (a *TurnStart, a
-	// *AssistantMessage, … for the events that make messages; nil for the
-	// others), for History.Add: deriving the conversation then decodes
-	// nothing again. Drop it once used.
+	// *StepEnd, …), for History.Add: deriving the conversation then
+	// decodes nothing again. Drop it once used.
 	Data     []any
 	Warnings []string // things repaired or left open, each naming its line
 	// TornBytes is the size of an unterminated, unparsable last line (a write
@@ -141,16 +140,12 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 		}
 		// A chunk is decoded once, for the checker and the join: a long
 		// reply is mostly chunk lines.
-		var chunk *AssistantChunk
-		// What becomes a message is decoded once too, for the checker
-		// and, in Data, for whoever derives the conversation.
-		data := messageData(ev, nil)
-		if ev.Type == TypeAssistantChunk {
-			chunk, _ = decodeObject[AssistantChunk](ev).(*AssistantChunk)
-			c.typed = chunk
-		} else {
-			c.typed = data
-		}
+		// Every event's data is decoded once, for the checker and, in
+		// Data, for whoever derives from the log (History.Add checks it
+		// again without decoding it again).
+		data := eventData(ev)
+		chunk, _ := data.(*AssistantChunk)
+		c.typed = data
 		err = c.check(ev)
 		c.typed = nil
 		if err != nil {
