@@ -20,17 +20,19 @@ import (
 // the backstop: for a window Rebound does not know, a summary still too big,
 // or a step that grew the context past the window on its own.
 
-// lastFill is the session's last known context usage: the used tokens of
-// the last step/end that recorded usage, unless a compaction came after it
-// (that figure is of a context that no longer exists). It is derived with
+// lastFill is the session's last recorded usage: the usage of the last
+// step/end that recorded one, which the next request's cost goes on from
+// and a load shows again, and whether a compaction came after it (then its
+// used tokens are of a context that no longer exists). It is derived with
 // the rest of history, so it follows reloads and other processes' appends,
 // and a prompt never looks for it in the log.
 type lastFill struct {
-	used  uint64
-	known bool
+	usage *session.StepUsage
 	// raw is the data of the last step/end with usage, read from the log
-	// and decoded only when asked (most are never needed).
+	// without its decoded data, decoded only when asked.
 	raw json.RawMessage
+	// stale: a compaction came after it.
+	stale bool
 }
 
 var usageField = []byte(`"usage"`)
@@ -47,28 +49,37 @@ func (f *lastFill) add(ev session.Event, data any) {
 			u = d.Usage
 		default:
 			if bytes.Contains(ev.Data, usageField) {
-				f.raw, f.known = ev.Data, false
+				f.raw, f.stale = ev.Data, false
 			}
 			return
 		}
 		if u != nil {
-			f.used, f.known, f.raw = u.Used, true, nil
+			f.usage, f.raw, f.stale = u, nil, false
 		}
 	case session.TypeCompaction:
-		f.known, f.raw = false, nil
+		f.stale = true
 	}
 }
 
-// get returns the last known used tokens; ok is false when none is known.
-func (f *lastFill) get() (used uint64, ok bool) {
+// last is the last recorded usage; nil when no step recorded one.
+func (f *lastFill) last() *session.StepUsage {
 	if f.raw != nil {
 		var d session.StepEnd
 		if json.Unmarshal(f.raw, &d) == nil && d.Usage != nil {
-			f.used, f.known = d.Usage.Used, true
+			f.usage = d.Usage
 		}
 		f.raw = nil
 	}
-	return f.used, f.known
+	return f.usage
+}
+
+// get returns the last known used tokens; ok is false when none is known,
+// or a compaction came after it.
+func (f *lastFill) get() (used uint64, ok bool) {
+	if u := f.last(); u != nil && !f.stale {
+		return u.Used, true
+	}
+	return 0, false
 }
 
 // compactIfFull compacts the history before the turn's next request when

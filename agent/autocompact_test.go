@@ -227,5 +227,9 @@ func TestLastFill(t *testing.T) {
 		if _, known := f.get(); known {
 			t.Errorf("typed %v: the usage is known after a compaction", typed)
 		}
+		// The record stays: the session's cost goes on from it.
+		if u := f.last(); u == nil || u.Used != 700 {
+			t.Errorf("typed %v: last() after a compaction = %+v, want the 700-token record", typed, u)
+		}
 	}
 }

@@ -48,11 +48,10 @@ type emitter struct {
 
 	// Held: the current attempt's output, and the kept parts of a reply
 	// cut at the output limit that the next attempt continues.
+	// Held, and a slash command's answer in either mode: parts are what
+	// flush sends once the message is committed.
 	held  output
 	parts []part
-	// answered: the committed message is Rebound's own answer, sent by
-	// flush in live mode too.
-	answered bool
 
 	// The current attempt's characters (text and reasoning): streamed and
 	// held back, or shown live. Its step/end records them.
@@ -74,7 +73,7 @@ func (e *emitter) begin() {
 	e.msgID, e.committed = newID("msg_"), false
 	e.shown.Reset()
 	e.shownThought.Reset()
-	e.resume, e.resumeThought, e.held, e.parts, e.answered = nil, nil, nil, nil, false
+	e.resume, e.resumeThought, e.held, e.parts = nil, nil, nil, nil
 }
 
 // beginAttempt starts attempt n of the request. Live, a retry continues
@@ -211,8 +210,7 @@ func (e *emitter) commit(last *llm.Reply, calls []session.MessageToolCall) (llm.
 	if e.live {
 		text, reasoning = e.shown.String(), e.shownThought.String()
 	} else {
-		e.parts = append(e.parts, part{reply: last, out: e.held})
-		e.held = nil
+		e.keep(last)
 		var t, r strings.Builder
 		for _, p := range e.parts {
 			t.WriteString(p.reply.Content)
@@ -259,7 +257,6 @@ func (e *emitter) commitAnswer(text string) error {
 	}
 	e.committed = true
 	e.parts = []part{{reply: &llm.Reply{Content: text, FinishReason: llm.FinishStop}, out: output{{kind: acp.UpdateAgentMessageChunk, text: []byte(text)}}}}
-	e.answered = true
 	return nil
 }
 
@@ -274,14 +271,15 @@ func (e *emitter) clearShown() {
 	}
 }
 
-// flush sends the committed reply's held output, in order, once. Live
-// output went as it came. Nothing uncommitted is ever sent from here.
+// flush sends the committed reply's parts, in order, once: held output,
+// or an answer. Live output went as it came (keep keeps no parts live).
+// Nothing uncommitted is ever sent from here.
 func (e *emitter) flush(ctx context.Context) error {
-	if !e.committed || e.live && !e.answered {
+	if !e.committed {
 		return nil
 	}
 	parts := e.parts
-	e.parts, e.answered = nil, false
+	e.parts = nil
 	for _, p := range parts {
 		if err := p.out.send(ctx, e.c, e.s.id, e.msgID); err != nil {
 			return fmt.Errorf("send reply: %w", err)

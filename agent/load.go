@@ -44,7 +44,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	modes, opts := a.sessionConfig(s)
 	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 	if err == nil {
-		err = replayUsage(ctx, c, s.id, s.events)
+		err = replayUsage(ctx, c, s.id, h)
 	}
 	return acp.LoadSessionResponse{Modes: modes, ConfigOptions: opts}, err
 }

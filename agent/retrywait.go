@@ -37,7 +37,7 @@ type retryWait struct {
 func retryWaitCommand(s *sessionState, h *history, now time.Time) (run []acp.ContentBlock, answer string, wait *retryWait) {
 	last, ok := lastPrompt(h)
 	if !ok || !retryable(last.TurnOutcome) {
-		return nil, "Nothing to retry: the last turn did not fail and was not cancelled.", nil
+		return nil, nothingToRetry, nil
 	}
 	until, f, ok := namedTime(s.events, last.Turn)
 	if !ok {

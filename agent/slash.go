@@ -40,6 +40,10 @@ const initPrompt = "/init: Survey this project (its layout, languages, how to bu
 const continuePromptText = "/continue: Continue your last reply exactly where it stopped, " +
 	"without repeating what you already wrote."
 
+// nothingToRetry answers /retry and /retry wait after a turn that did not
+// fail.
+const nothingToRetry = "Nothing to retry: the last turn did not fail and was not cancelled."
+
 // commandsUpdate is the update that offers the slash commands.
 func commandsUpdate() acp.SessionUpdate {
 	return acp.SessionUpdate{SessionUpdate: acp.UpdateAvailableCommands, AvailableCommands: slashCommands}
@@ -112,7 +116,7 @@ func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run
 		}
 		last, ok := lastPrompt(h)
 		if !ok || !retryable(last.TurnOutcome) {
-			return nil, "Nothing to retry: the last turn did not fail and was not cancelled."
+			return nil, nothingToRetry
 		}
 		return retryBlocks(last), ""
 	case "init":
@@ -228,7 +232,7 @@ func lastPrompt(h *history) (session.Message, bool) {
 	msgs := h.conv.Messages()
 	for i := len(msgs) - 1; i >= 0; i-- {
 		// A command Rebound answered itself is not a turn to retry.
-		if _, _, cmd := slashCommand([]acp.ContentBlock{acp.TextBlock(msgs[i].Text)}); msgs[i].Role == session.RoleUser && !cmd {
+		if msgs[i].Role == session.RoleUser && !answeredLocally(msgs[i]) {
 			return msgs[i], true
 		}
 	}

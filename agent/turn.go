@@ -230,7 +230,7 @@ type turn struct {
 	// out records and shows the reply text (emit.go): the one place that
 	// decides what of an attempt the editor sees.
 	out           *emitter
-	continuations int // live continuations of a reply cut at the output limit
+	continuations int // continuations asked of the current reply, cut at the output limit
 	// attempts counts the provider requests made, retries included: the
 	// log calls an attempt a step (step/start, step/end, and their Step).
 	attempts    int

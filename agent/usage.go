@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strings"
 
@@ -151,7 +150,11 @@ type sessionUsage struct {
 // step/end records it, and the session's cost so far is read back from the
 // last one, so it survives a restart.
 func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Reply) {
-	u, su, ok := usageUpdate(req, reply, t.agent.knownWindow(req.Model), t.agent.cfg.Prices, sessionUsageOf(lastUsage(t.s.events)))
+	var last *session.StepUsage
+	if h, err := t.s.history(); err == nil {
+		last = h.fill.last()
+	}
+	u, su, ok := usageUpdate(req, reply, t.agent.knownWindow(req.Model), t.agent.cfg.Prices, sessionUsageOf(last))
 	rec := &session.StepUsage{Used: u.Used, Size: u.Size, Estimated: reply.Usage == nil}
 	if r := reply.Usage; r != nil {
 		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = r.PromptTokens, r.CompletionTokens, r.CachedTokens
@@ -165,21 +168,6 @@ func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Repl
 	}
 }
 
-// lastUsage is the usage of the session's last step that recorded one; nil
-// when none did.
-func lastUsage(events []session.Event) *session.StepUsage {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != session.TypeStepEnd {
-			continue
-		}
-		var d session.StepEnd
-		if json.Unmarshal(events[i].Data, &d) == nil && d.Usage != nil {
-			return d.Usage
-		}
-	}
-	return nil
-}
-
 func sessionUsageOf(u *session.StepUsage) sessionUsage {
 	if u == nil || u.Cost == nil {
 		return sessionUsage{}
@@ -190,8 +178,8 @@ func sessionUsageOf(u *session.StepUsage) sessionUsage {
 // replayUsage sends, after a load's replay, the usage_update the editor was
 // last sent, so its fill bar is back where it was; nothing when no step
 // recorded usage with a known window.
-func replayUsage(ctx context.Context, c acp.Client, sessionID string, events []session.Event) error {
-	u := lastUsage(events)
+func replayUsage(ctx context.Context, c acp.Client, sessionID string, h *history) error {
+	u := h.fill.last()
 	if u == nil || u.Size == 0 {
 		return nil
 	}

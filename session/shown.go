@@ -122,58 +122,31 @@ func ReadShown(logPath string) (chunks []AssistantChunk, warnings []string, err 
 	defer f.Close()
 	br := bufio.NewReaderSize(io.LimitReader(f, maxShownBytes), 64<<10)
 	for n := 1; ; n++ {
-		line, err := readShownLine(br)
-		if len(line) > 0 && err == nil {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// ReadSlice's line is only valid until the next read.
+			if line, err = readLongLine(br, bytes.Clone(line), maxShownLine); line == nil {
+				warnings = append(warnings, fmt.Sprintf("%s:%d: a line over %d bytes; skipped", path, n, maxShownLine))
+			}
+		}
+		if err != nil && err != io.EOF {
+			return chunks, warnings, fmt.Errorf("read %s: %w", path, err)
+		}
+		body, terminated := bytes.CutSuffix(line, []byte{'\n'})
+		switch {
+		case len(body) == 0:
+		case !terminated:
+			warnings = append(warnings, fmt.Sprintf("%s:%d: torn last line; dropped", path, n))
+		default:
 			var c AssistantChunk
-			if json.Unmarshal(line, &c) != nil || !c.Shown || c.Turn < 1 || c.Text == "" && c.Reasoning == "" {
+			if json.Unmarshal(body, &c) != nil || !c.Shown || c.Turn < 1 || c.Text == "" && c.Reasoning == "" {
 				warnings = append(warnings, fmt.Sprintf("%s:%d: not a shown chunk; skipped", path, n))
 			} else {
 				chunks = append(chunks, c)
 			}
 		}
-		if errors.Is(err, errLongShownLine) {
-			warnings = append(warnings, fmt.Sprintf("%s:%d: a line over %d bytes; skipped", path, n, maxShownLine))
-			continue
-		}
-		if err != nil {
-			// io.EOF, with or without an unterminated (torn) last line.
-			if len(line) > 0 {
-				warnings = append(warnings, fmt.Sprintf("%s:%d: torn last line; dropped", path, n))
-			}
-			if errors.Is(err, io.EOF) {
-				return chunks, warnings, nil
-			}
-			return chunks, warnings, fmt.Errorf("read %s: %w", path, err)
-		}
-	}
-}
-
-var errLongShownLine = errors.New("shown journal line too long")
-
-// readShownLine reads one line without its newline; at the end of the
-// input it returns what is left with io.EOF. A line longer than
-// maxShownLine is skipped whole and reported with errLongShownLine.
-func readShownLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		part, err := br.ReadSlice('\n')
-		if len(line)+len(part) > maxShownLine {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			return nil, errLongShownLine
-		}
-		line = append(line, part...)
-		switch {
-		case err == nil:
-			return bytes.TrimSuffix(line, []byte{'\n'}), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		default:
-			return line, err
+		if err == io.EOF {
+			return chunks, warnings, nil
 		}
 	}
 }

@@ -108,7 +108,7 @@ func ReadSummary(path string) (Summary, error) {
 		if err == bufio.ErrBufferFull {
 			// A long line (a big tool result): read it whole, up to a
 			// bound. ReadSlice's line is only valid until the next read.
-			line, err = readLongLine(br, bytes.Clone(line))
+			line, err = readLongLine(br, bytes.Clone(line), maxSummaryLine)
 		}
 		if err != nil && err != io.EOF {
 			return Summary{}, fmt.Errorf("read %s: %w", path, err)
@@ -147,13 +147,13 @@ func ReadSummary(path string) (Summary, error) {
 const maxSummaryLine = 64 << 20
 
 // readLongLine reads the rest of a line whose first part is head. A line
-// over maxSummaryLine is read to its end and dropped: it comes back empty.
-func readLongLine(br *bufio.Reader, head []byte) ([]byte, error) {
+// over limit bytes is read to its end and dropped: it comes back nil.
+func readLongLine(br *bufio.Reader, head []byte, limit int) ([]byte, error) {
 	line := head
 	for {
 		part, err := br.ReadSlice('\n')
 		if line != nil {
-			if len(line)+len(part) > maxSummaryLine {
+			if len(line)+len(part) > limit {
 				line = nil // dropped; the rest is read and discarded
 			} else {
 				line = append(line, part...)
