@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -465,7 +464,7 @@ func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
 	if s.toolIDs != nil {
 		for _, ev := range ld.Events {
 			var m session.AssistantMessage
-			if ev.Type == session.TypeAssistantMessage && json.Unmarshal(ev.Data, &m) == nil {
+			if ev.Type == session.TypeAssistantMessage && session.Unmarshal(ev.Data, &m) == nil {
 				for _, c := range m.ToolCalls {
 					s.toolIDs[c.ID] = true
 				}

@@ -270,7 +270,7 @@ func firstPromptTitle(events []session.Event) string {
 			continue
 		}
 		var d session.TurnStart
-		if json.Unmarshal(ev.Data, &d) != nil {
+		if session.Unmarshal(ev.Data, &d) != nil {
 			return ""
 		}
 		if d.Text == initPrompt {

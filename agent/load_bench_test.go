@@ -26,6 +26,8 @@ import (
 //   - long-replies: eight prompts each streamed a reply of 16,384 chunks of
 //     75 bytes (the "eight long replies", a ~25 MB log) in this
 //     process, so the log holds what the agent writes.
+//   - long-prose: the same with lines, quotes and code in each chunk, so
+//     the log's text is escaped every few dozen bytes.
 func BenchmarkLoadSession(b *testing.B) {
 	state := benchStateDir(b)
 	p := &instantProvider{}
@@ -39,12 +41,11 @@ func BenchmarkLoadSession(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	long := func() []byte {
+	long := func(chunk string) []byte {
 		r, err := a.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd})
 		if err != nil {
 			b.Fatal(err)
 		}
-		chunk := strings.Repeat("word ", 15)
 		p.reply = nil
 		for range 16384 {
 			p.reply = append(p.reply, llm.Chunk{Content: chunk})
@@ -68,7 +69,10 @@ func BenchmarkLoadSession(b *testing.B) {
 		log  func() []byte
 	}{
 		{"turns=1000", func() []byte { return []byte(historyLog(cwd, 1000)) }},
-		{"long-replies", long},
+		{"long-replies", func() []byte { return long(strings.Repeat("word ", 15)) }},
+		// Prose as a model writes it: lines, quotes and code, so the
+		// log's text has escapes every few dozen bytes.
+		{"long-prose", func() []byte { return long("The \"retry\" loop waits.\n  if err != nil && n < 3 {\n") }},
 	} {
 		tmpl := bb.log()
 		// copyOf writes a fresh copy of the log and returns its id and path.

@@ -78,13 +78,13 @@ func namedTime(events []session.Event, turn int) (until time.Time, f *recovery.F
 		case session.TypeLLMRetry:
 			var r session.LLMRetry
 			var rf recovery.Failure
-			if json.Unmarshal(ev.Data, &r) != nil || r.Turn != turn || json.Unmarshal(r.Failure, &rf) != nil || rf.RetryAfterMs == nil {
+			if session.Unmarshal(ev.Data, &r) != nil || r.Turn != turn || json.Unmarshal(r.Failure, &rf) != nil || rf.RetryAfterMs == nil {
 				continue
 			}
 			until, f, ok = addMs(ev.Time, r.DelayMs), &rf, true
 		case session.TypeTurnEnd:
 			var end session.TurnEnd
-			if json.Unmarshal(ev.Data, &end) != nil || end.Turn != turn || len(end.Error) == 0 {
+			if session.Unmarshal(ev.Data, &end) != nil || end.Turn != turn || len(end.Error) == 0 {
 				continue
 			}
 			// The failure that ended the turn is the last word: one that

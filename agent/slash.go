@@ -307,7 +307,7 @@ func turnRecovery(events []session.Event, turn int) string {
 	var waited time.Duration
 	for _, ev := range events {
 		var r session.LLMRetry
-		if ev.Type != session.TypeLLMRetry || json.Unmarshal(ev.Data, &r) != nil || r.Turn != turn {
+		if ev.Type != session.TypeLLMRetry || session.Unmarshal(ev.Data, &r) != nil || r.Turn != turn {
 			continue
 		}
 		retries++

@@ -69,7 +69,7 @@ func (s *sessionState) toolCallIDs() map[string]bool {
 			continue
 		}
 		var m session.AssistantMessage
-		if json.Unmarshal(ev.Data, &m) == nil {
+		if session.Unmarshal(ev.Data, &m) == nil {
 			for _, c := range m.ToolCalls {
 				s.toolIDs[c.ID] = true
 			}

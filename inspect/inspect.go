@@ -739,7 +739,7 @@ func firstModel(turns []*Turn) string {
 
 func decode[T any](ev session.Event) (T, error) {
 	var v T
-	err := json.Unmarshal(ev.Data, &v)
+	err := session.Unmarshal(ev.Data, &v)
 	return v, err
 }
 

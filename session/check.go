@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -147,7 +146,7 @@ func decode[T any](c *checker, ev Event) (T, error) {
 	if d := bytes.TrimSpace(ev.Data); len(d) == 0 || d[0] != '{' {
 		return v, c.errorf(ev.Seq, "%s: data must be a JSON object", ev.Type)
 	}
-	if err := json.Unmarshal(ev.Data, &v); err != nil {
+	if err := Unmarshal(ev.Data, &v); err != nil {
 		return v, c.errorf(ev.Seq, "%s: bad data: %v", ev.Type, err)
 	}
 	return v, nil

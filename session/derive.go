@@ -223,7 +223,7 @@ func decodeObject[T any](ev Event) any {
 		return nil
 	}
 	v := new(T)
-	if json.Unmarshal(ev.Data, v) != nil {
+	if Unmarshal(ev.Data, v) != nil {
 		return nil
 	}
 	return v
@@ -267,7 +267,7 @@ func PermissionRules(events []Event) map[string]string {
 			continue
 		}
 		var d Permission
-		if json.Unmarshal(ev.Data, &d) == nil && (d.Outcome == AllowAlways || d.Outcome == RejectAlways) {
+		if Unmarshal(ev.Data, &d) == nil && (d.Outcome == AllowAlways || d.Outcome == RejectAlways) {
 			rules[d.Scope] = d.Outcome
 		}
 	}
@@ -330,7 +330,7 @@ func RetryChain(events []Event) (id string, retries int, used map[string]int) {
 		switch ev.Type {
 		case TypeLLMRetry:
 			var d LLMRetry
-			if json.Unmarshal(ev.Data, &d) == nil {
+			if Unmarshal(ev.Data, &d) == nil {
 				id, retries = d.RetryID, d.Retry
 				if d.Policy == "" {
 					d.Policy = "transient"
@@ -341,7 +341,7 @@ func RetryChain(events []Event) (id string, retries int, used map[string]int) {
 			id, retries, used = "", 0, map[string]int{}
 		case TypeTurnEnd:
 			var d TurnEnd
-			if json.Unmarshal(ev.Data, &d) == nil && !d.Interrupted {
+			if Unmarshal(ev.Data, &d) == nil && !d.Interrupted {
 				id, retries, used = "", 0, map[string]int{}
 			}
 		}
@@ -371,7 +371,7 @@ func UnfinishedReply(events []Event) (u Unfinished, ok bool) {
 			u, ok = Unfinished{}, false
 		case TypeAssistantChunk:
 			var d AssistantChunk
-			if json.Unmarshal(ev.Data, &d) != nil || !d.Shown {
+			if Unmarshal(ev.Data, &d) != nil || !d.Shown {
 				continue
 			}
 			text.WriteString(d.Text)

@@ -104,14 +104,13 @@ func parse(r io.Reader, name string, join bool) (*Loaded, *checker, error) {
 // left for a later read.
 func scan(r io.Reader, name string, c *checker, firstLine int, join, settled bool, ld *Loaded) (int, error) {
 	var run chunkRun
-	size := 64 << 10
-	if sr, ok := r.(*io.SectionReader); ok {
-		size = int(min(sr.Size(), int64(size))) // a tail is often one turn: no 64 KiB buffer for it
+	next, shared, err := lineReader(r)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", name, err)
 	}
-	br := bufio.NewReaderSize(r, size)
 	lines := 0
 	for lineNo := firstLine; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
+		line, err := next()
 		if err != nil && err != io.EOF {
 			return 0, fmt.Errorf("read %s: %w", name, err)
 		}
@@ -153,6 +152,11 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 		}
 		if !join || !run.join(ld.Events, ev, chunk) {
 			run.end(ld.Events)
+			if shared {
+				// Keep what this event needs of the line, not the
+				// whole read.
+				ev.Data = bytes.Clone(ev.Data)
+			}
 			ld.Events = append(ld.Events, ev)
 			ld.Data = append(ld.Data, data)
 			run.start(ld.Events, chunk)
@@ -167,6 +171,41 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 	}
 	run.end(ld.Events)
 	return lines, nil
+}
+
+// wholeReadLimit is the largest log (or tail of one) lineReader reads with
+// one read. An event keeps a copy of its data, not the buffer: the lines of
+// a run of joined chunks are dropped.
+const wholeReadLimit = 64 << 20
+
+// lineReader returns the lines of r one by one, each with its newline but
+// the last if it has none; io.EOF after the last. A section of a log up to
+// wholeReadLimit is read at once and its lines are slices of that one
+// buffer (shared): bufio copies a line longer than its buffer twice, and a
+// committed reply is one line.
+func lineReader(r io.Reader) (next func() ([]byte, error), shared bool, err error) {
+	if sr, ok := r.(*io.SectionReader); ok && sr.Size() <= wholeReadLimit {
+		buf := make([]byte, sr.Size())
+		n, err := io.ReadFull(sr, buf)
+		if err != nil && err != io.ErrUnexpectedEOF {
+			return nil, false, err
+		}
+		buf = buf[:n:n]
+		return func() ([]byte, error) {
+			i := bytes.IndexByte(buf, '\n') + 1
+			if i == 0 {
+				i = len(buf)
+			}
+			line := buf[:i:i]
+			buf = buf[i:]
+			if len(buf) == 0 {
+				return line, io.EOF
+			}
+			return line, nil
+		}, true, nil
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	return func() ([]byte, error) { return br.ReadBytes('\n') }, false, nil
 }
 
 // finish fills in what c says of the log's end: an empty log is refused,

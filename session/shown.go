@@ -183,12 +183,12 @@ func openTurnMessages(events []Event) (open int, committed map[string]bool) {
 			return 0, nil
 		case TypeAssistantMessage:
 			var d AssistantMessage
-			if json.Unmarshal(ev.Data, &d) == nil && d.MessageID != "" {
+			if Unmarshal(ev.Data, &d) == nil && d.MessageID != "" {
 				committed[d.MessageID] = true
 			}
 		case TypeTurnStart:
 			var d TurnStart
-			if json.Unmarshal(ev.Data, &d) != nil {
+			if Unmarshal(ev.Data, &d) != nil {
 				return 0, nil
 			}
 			return d.Turn, committed

@@ -40,7 +40,7 @@ func WaitStatuses(events []Event) []WaitStatus {
 			clear(open)
 		case TypeLLMRetry:
 			var d LLMRetry
-			if json.Unmarshal(ev.Data, &d) != nil {
+			if Unmarshal(ev.Data, &d) != nil {
 				continue
 			}
 			if i, ok := open[d.RetryID]; ok {
@@ -51,7 +51,7 @@ func WaitStatuses(events []Event) []WaitStatus {
 			out = append(out, WaitStatus{Seq: ev.Seq, Turn: d.Turn, Retry: &d, Retries: 1})
 		case TypeStepEnd:
 			var d StepEnd
-			if json.Unmarshal(ev.Data, &d) != nil || d.Outcome != OutcomeOK && d.Outcome != OutcomeTruncated {
+			if Unmarshal(ev.Data, &d) != nil || d.Outcome != OutcomeOK && d.Outcome != OutcomeTruncated {
 				continue
 			}
 			// An attempt finished: what waited before it recovered.
@@ -61,7 +61,7 @@ func WaitStatuses(events []Event) []WaitStatus {
 			}
 		case TypeTurnEnd:
 			var d TurnEnd
-			if json.Unmarshal(ev.Data, &d) != nil {
+			if Unmarshal(ev.Data, &d) != nil {
 				continue
 			}
 			outcome := ""
