@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -347,4 +348,34 @@ func BenchmarkIngest_PacedVsBaseline(b *testing.B) {
 	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-ratio")
 	b.ReportMetric(float64(switches[0])/float64(switches[1]), "switches-ratio")
 	b.ReportMetric(float64(percentile(lat[0], 0.99))/float64(percentile(lat[1], 0.99)), "p99-ratio")
+}
+
+// BenchmarkIngest_PacedFloor: Rebound's CPU per chunk at a 20 ms pace as a
+// multiple of the least a Go agent can do per chunk (testdata/floor: read
+// the SSE chunk with net/http, decode it, append a record, write the
+// update), in the same run, alternated: x-floor. What a chunk costs at this
+// pace is mostly the runtime waking from idle, which the floor pays too.
+func BenchmarkIngest_PacedFloor(b *testing.B) {
+	floor := filepath.Join(b.TempDir(), "floor")
+	if out, err := exec.Command("go", "build", "-o", floor, "./testdata/floor").CombinedOutput(); err != nil {
+		b.Fatalf("go build ./testdata/floor: %v\n%s", err, out)
+	}
+	const chunks = 300
+	bins := [2]string{testkit.ReboundBinary(b), floor}
+	var cpu [2]time.Duration
+	var switches [2]int64
+	for b.Loop() {
+		for i, bin := range bins {
+			run := ingestWith(b, bin, chunks, chunks, 20*time.Millisecond, "live")
+			one := ingestWith(b, bin, 1, 1, 0, "live")
+			cpu[i] += run.cpu - one.cpu
+			switches[i] += run.switches - one.switches
+		}
+	}
+	per := float64(b.N * (chunks - 1))
+	for i, name := range []string{"rebound", "floor"} {
+		b.ReportMetric(float64(cpu[i])/per/1e3, "µs-cpu/chunk-"+name)
+		b.ReportMetric(float64(switches[i])/per, "switches/chunk-"+name)
+	}
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "x-floor")
 }
