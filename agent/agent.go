@@ -432,6 +432,7 @@ func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
 			// twice. A log the derivation refuses is derived again when
 			// next needed, which says what is wrong.
 			h := newHistory()
+			h.grow(ld.Events)
 			for i, ev := range ld.Events {
 				if h.add(ev, ld.Data[i]) != nil {
 					h = nil
@@ -783,6 +784,7 @@ func (s *sessionState) extend(ev session.Event, data any) {
 func (s *sessionState) history() (*history, error) {
 	if s.hist == nil {
 		h := newHistory()
+		h.grow(s.events)
 		for _, ev := range s.events {
 			if err := h.add(ev, nil); err != nil {
 				return nil, err

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
@@ -112,6 +113,11 @@ type incompleteReply struct {
 
 func newHistory() *history {
 	return &history{conv: session.NewHistory(), user: -1, out: []llm.Message{{Role: llm.RoleSystem}}}
+}
+
+// grow makes room for what events will add (session.History.Grow).
+func (h *history) grow(events []session.Event) {
+	h.out = slices.Grow(h.out, h.conv.Grow(events))
 }
 
 // add derives what ev adds (data as for session.History.Add). A refused

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -99,6 +100,27 @@ type History struct {
 // NewHistory returns the History of a log with no events yet.
 func NewHistory() *History {
 	return &History{c: newChecker(""), userAt: -1, calls: map[string]*ToolCall{}, asked: map[string]MessageToolCall{}, chainUsed: map[string]int{}}
+}
+
+// Grow makes room for the messages events will add, so that adding a
+// long log does not copy the messages over and over as they grow. It
+// returns how many that is, at most.
+func (h *History) Grow(events []Event) int {
+	n := messageEvents(events)
+	h.msgs = slices.Grow(h.msgs, n)
+	return n
+}
+
+// messageEvents counts the events in events that become a message.
+func messageEvents(events []Event) int {
+	n := 0
+	for _, ev := range events {
+		switch ev.Type {
+		case TypeTurnStart, TypeAssistantMessage, TypeToolResult, TypeCompaction:
+			n++
+		}
+	}
+	return n
 }
 
 // Add checks ev as the log's next event and derives what it adds. A refused

@@ -298,7 +298,7 @@ func parseRecord(b []byte) (ev Event, ok bool) {
 	if end < 0 || !plainJSONString(string(rest[:end])) {
 		return Event{}, false
 	}
-	ev.Type = string(rest[:end])
+	ev.Type = eventType(rest[:end])
 	if rest, ok = bytes.CutPrefix(rest[end+1:], []byte(`,"data":`)); !ok {
 		return Event{}, false
 	}
@@ -310,22 +310,73 @@ func parseRecord(b []byte) (ev Event, ok bool) {
 }
 
 // cutInt reads a JSON integer (no leading zeros, no fraction or exponent)
-// followed by sep.
+// followed by sep. The digits are summed here: strconv would need them as
+// a string, one allocation per record.
 func cutInt(b []byte, sep string) (int64, []byte, bool) {
-	i := bytes.Index(b, []byte(sep))
-	if i < 1 {
+	neg := len(b) > 0 && b[0] == '-'
+	start := 0
+	if neg {
+		start = 1
+	}
+	i := start
+	var n uint64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		n = n*10 + uint64(b[i]-'0')
+		i++
+	}
+	digits := i - start
+	if digits == 0 || digits > 1 && b[start] == '0' || !bytes.HasPrefix(b[i:], []byte(sep)) {
 		return 0, nil, false
 	}
-	num := b[:i]
-	digits := bytes.TrimPrefix(num, []byte("-"))
-	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' || bytes.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
-		return 0, nil, false
+	if digits > 18 { // may not fit: let strconv say
+		v, err := strconv.ParseInt(string(b[:i]), 10, 64)
+		return v, b[i+len(sep):], err == nil
 	}
-	n, err := strconv.ParseInt(string(num), 10, 64)
-	if err != nil {
-		return 0, nil, false
+	v := int64(n)
+	if neg {
+		v = -v
 	}
-	return n, b[i+len(sep):], true
+	return v, b[i+len(sep):], true
+}
+
+// eventType is t as a string, without an allocation for the types Rebound
+// writes.
+func eventType(t []byte) string {
+	switch string(t) {
+	case TypeSessionStart:
+		return TypeSessionStart
+	case TypeTurnStart:
+		return TypeTurnStart
+	case TypeStepStart:
+		return TypeStepStart
+	case TypeAssistantChunk:
+		return TypeAssistantChunk
+	case TypeAssistantMessage:
+		return TypeAssistantMessage
+	case TypeStepEnd:
+		return TypeStepEnd
+	case TypeToolCall:
+		return TypeToolCall
+	case TypeToolResult:
+		return TypeToolResult
+	case TypeLLMRetry:
+		return TypeLLMRetry
+	case TypeLLMRetryStarted:
+		return TypeLLMRetryStarted
+	case TypeCompaction:
+		return TypeCompaction
+	case TypePermission:
+		return TypePermission
+	case TypeMode:
+		return TypeMode
+	case TypeConfig:
+		return TypeConfig
+	case TypeTurnEnd:
+		return TypeTurnEnd
+	case TypePlan:
+		return TypePlan
+	}
+	return string(t)
 }
 
 // chunkRun joins consecutive assistant/chunk events of one step, message

@@ -32,6 +32,9 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"t","data":{"a":1}} `))
 	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00+01:00","type":"t","data":{"a":}}`))
 	f.Add([]byte(`{"seq":1,"v":1,"time":"2000-01-01T00:00:00Z","type":"session/start","data":{"sessionId":"s","cwd":}}`))
+	for _, seq := range seqForms {
+		f.Add([]byte(`{"seq":` + seq + `,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/start","data":{}}`))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fast, ok := parseRecord(b)
 		if !ok {
@@ -67,5 +70,29 @@ func TestParseRecord_ReadsWhatAppendRecordWrites(t *testing.T) {
 	got, ok := parseRecord(line[:len(line)-1])
 	if !ok || !reflect.DeepEqual(got, ev) {
 		t.Fatalf("parseRecord(%q) = %+v, %v; want %+v", line, got, ok, ev)
+	}
+}
+
+// Integers at the edges of what cutInt sums itself and what it leaves to
+// strconv.
+var seqForms = []string{"0", "-0", "7", "-7", "00", "-", "1e3", "1.0",
+	"999999999999999999", "-999999999999999999", // 18 digits
+	"9223372036854775807", "-9223372036854775808", // 19: the limits
+	"9223372036854775808", "-9223372036854775809", "99999999999999999999"} // past them
+
+// parseRecord reads seq as encoding/json does, or leaves the line to it.
+func TestParseRecord_IntegersAsEncodingJSON(t *testing.T) {
+	for _, seq := range seqForms {
+		b := []byte(`{"seq":` + seq + `,"v":1,"time":"2000-01-01T00:00:00Z","type":"turn/start","data":{}}`)
+		fast, ok := parseRecord(b)
+		slow, perr := parseLine(b)
+		switch {
+		case ok && perr != nil:
+			t.Errorf("seq %s: parseRecord takes it (%d), encoding/json refuses it: %s", seq, fast.Seq, perr.msg)
+		case ok && fast.Seq != slow.Seq:
+			t.Errorf("seq %s: parseRecord %d, encoding/json %d", seq, fast.Seq, slow.Seq)
+		case !ok && perr == nil && seq != "-0" && len(seq) < 19:
+			t.Errorf("seq %s: left to encoding/json, which reads it as %d", seq, slow.Seq)
+		}
 	}
 }
