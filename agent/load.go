@@ -67,6 +67,11 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 			if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
 				blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
 			}
+			if len(blocks) == 1 && blocks[0].Type == "text" {
+				if typed, ok := typedCommand(blocks[0].Text); ok {
+					blocks[0] = acp.TextBlock(typed)
+				}
+			}
 			for i := range blocks {
 				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &blocks[i]}); err != nil {
 					return err
@@ -127,4 +132,18 @@ func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate 
 	}
 	u.ToolContent = content
 	return u
+}
+
+// typedCommand is the slash command a person typed for a turn whose
+// recorded prompt is the one the command ran (slash.go): the editor showed
+// the command when it was typed, so a replay shows it again, not the
+// instruction the model was given.
+func typedCommand(prompt string) (string, bool) {
+	switch prompt {
+	case initPrompt:
+		return "/init", true
+	case continuePromptText:
+		return "/continue", true
+	}
+	return "", false
 }
