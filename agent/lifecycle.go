@@ -273,8 +273,8 @@ func firstPromptTitle(events []session.Event) string {
 		if session.Unmarshal(ev.Data, &d) != nil {
 			return ""
 		}
-		if d.Text == initPrompt {
-			return "/init" // what the user typed, not the instruction it ran
+		if typed, ok := typedCommand(d.Text); ok {
+			return typed // what the user typed, not the instruction it ran
 		}
 		var blocks []acp.ContentBlock
 		if json.Unmarshal(d.Prompt, &blocks) != nil {
