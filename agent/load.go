@@ -133,17 +133,3 @@ func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate 
 	u.ToolContent = content
 	return u
 }
-
-// typedCommand is the slash command a person typed for a turn whose
-// recorded prompt is the one the command ran (slash.go): the editor showed
-// the command when it was typed, so a replay shows it again, not the
-// instruction the model was given.
-func typedCommand(prompt string) (string, bool) {
-	switch prompt {
-	case initPrompt:
-		return "/init", true
-	case continuePromptText:
-		return "/continue", true
-	}
-	return "", false
-}

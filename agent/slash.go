@@ -40,6 +40,20 @@ const initPrompt = "/init: Survey this project (its layout, languages, how to bu
 const continuePromptText = "/continue: Continue your last reply exactly where it stopped, " +
 	"without repeating what you already wrote."
 
+// typedCommand is the slash command a person typed for a turn whose
+// recorded prompt is the one the command ran (slash.go): the editor showed
+// the command when it was typed, so a replay shows it again, not the
+// instruction the model was given.
+func typedCommand(prompt string) (string, bool) {
+	switch prompt {
+	case initPrompt:
+		return "/init", true
+	case continuePromptText:
+		return "/continue", true
+	}
+	return "", false
+}
+
 // nothingToRetry answers /retry and /retry wait after a turn that did not
 // fail.
 const nothingToRetry = "Nothing to retry: the last turn did not fail and was not cancelled."

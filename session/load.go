@@ -339,45 +339,23 @@ func cutInt(b []byte, sep string) (int64, []byte, bool) {
 	return v, b[i+len(sep):], true
 }
 
-// eventType is t as a string, without an allocation for the types Rebound
-// writes.
+// eventType is t as a string, without an allocation for the types the
+// checker has a rule for (the types Rebound writes).
 func eventType(t []byte) string {
-	switch string(t) {
-	case TypeSessionStart:
-		return TypeSessionStart
-	case TypeTurnStart:
-		return TypeTurnStart
-	case TypeStepStart:
-		return TypeStepStart
-	case TypeAssistantChunk:
-		return TypeAssistantChunk
-	case TypeAssistantMessage:
-		return TypeAssistantMessage
-	case TypeStepEnd:
-		return TypeStepEnd
-	case TypeToolCall:
-		return TypeToolCall
-	case TypeToolResult:
-		return TypeToolResult
-	case TypeLLMRetry:
-		return TypeLLMRetry
-	case TypeLLMRetryStarted:
-		return TypeLLMRetryStarted
-	case TypeCompaction:
-		return TypeCompaction
-	case TypePermission:
-		return TypePermission
-	case TypeMode:
-		return TypeMode
-	case TypeConfig:
-		return TypeConfig
-	case TypeTurnEnd:
-		return TypeTurnEnd
-	case TypePlan:
-		return TypePlan
+	if name, ok := typeNames[string(t)]; ok {
+		return name
 	}
 	return string(t)
 }
+
+// typeNames holds each type with a rule as its own key, interned.
+var typeNames = func() map[string]string {
+	m := make(map[string]string, len(rules))
+	for name := range rules {
+		m[name] = name
+	}
+	return m
+}()
 
 // chunkRun joins consecutive assistant/chunk events of one step, message
 // and kind (text, reasoning, or both in held mode) into the first of them.

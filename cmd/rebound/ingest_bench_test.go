@@ -325,19 +325,7 @@ func BenchmarkIngest_PacedVsBaseline(b *testing.B) {
 		b.Skip("set REBOUND_BENCH_BASELINE to a rebound binary with live mode, built from the revision to compare with")
 	}
 	const chunks = 300
-	bins := [2]string{testkit.ReboundBinary(b), base}
-	var cpu [2]time.Duration
-	var switches [2]int64
-	var lat [2][]time.Duration
-	for b.Loop() {
-		for i, bin := range bins {
-			run := ingestWith(b, bin, chunks, chunks, 20*time.Millisecond, "live")
-			one := ingestWith(b, bin, 1, 1, 0, "live")
-			cpu[i] += run.cpu - one.cpu
-			switches[i] += run.switches - one.switches
-			lat[i] = append(lat[i], run.latencies...)
-		}
-	}
+	cpu, switches, lat := pacedRuns(b, [2]string{testkit.ReboundBinary(b), base}, chunks)
 	per := float64(b.N * (chunks - 1))
 	for i, name := range []string{"now", "base"} {
 		b.ReportMetric(float64(cpu[i])/per/1e3, "µs-cpu/chunk-"+name)
@@ -361,21 +349,27 @@ func BenchmarkIngest_PacedFloor(b *testing.B) {
 		b.Fatalf("go build ./testdata/floor: %v\n%s", err, out)
 	}
 	const chunks = 300
-	bins := [2]string{testkit.ReboundBinary(b), floor}
-	var cpu [2]time.Duration
-	var switches [2]int64
-	for b.Loop() {
-		for i, bin := range bins {
-			run := ingestWith(b, bin, chunks, chunks, 20*time.Millisecond, "live")
-			one := ingestWith(b, bin, 1, 1, 0, "live")
-			cpu[i] += run.cpu - one.cpu
-			switches[i] += run.switches - one.switches
-		}
-	}
+	cpu, switches, _ := pacedRuns(b, [2]string{testkit.ReboundBinary(b), floor}, chunks)
 	per := float64(b.N * (chunks - 1))
 	for i, name := range []string{"rebound", "floor"} {
 		b.ReportMetric(float64(cpu[i])/per/1e3, "µs-cpu/chunk-"+name)
 		b.ReportMetric(float64(switches[i])/per, "switches/chunk-"+name)
 	}
 	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "x-floor")
+}
+
+// pacedRuns alternates bins, each streaming chunks 20 ms apart, live, for
+// every b.Loop: per binary, the CPU and context switches beyond a 1-chunk
+// reply's, and the chunk → update latencies.
+func pacedRuns(b *testing.B, bins [2]string, chunks int) (cpu [2]time.Duration, switches [2]int64, lat [2][]time.Duration) {
+	for b.Loop() {
+		for i, bin := range bins {
+			run := ingestWith(b, bin, chunks, chunks, 20*time.Millisecond, "live")
+			one := ingestWith(b, bin, 1, 1, 0, "live")
+			cpu[i] += run.cpu - one.cpu
+			switches[i] += run.switches - one.switches
+			lat[i] = append(lat[i], run.latencies...)
+		}
+	}
+	return cpu, switches, lat
 }
