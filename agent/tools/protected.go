@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -98,18 +99,20 @@ import (
 // HFS+ ignore in a name (trailing dots and spaces, zero-width characters),
 // as git does for .git.
 //
-// Not recognised: a hook directory under another name that core.hooksPath
-// names, and a virtual environment not called .venv.
+// Wherever a repository's core.hooksPath points (scripts/hooks, say), the
+// hooks there are protected too, read from the config of every repository
+// holding the path (includes are not followed). Not recognised: a virtual
+// environment not called .venv.
 func (w *Workspace) Protected(path string) string {
 	if strings.TrimSpace(path) == "" {
 		return ""
 	}
 	abs := w.Abs(path)
-	if why := protectedBelow(w.roots, abs); why != "" {
+	if why := cmp.Or(protectedBelow(w.roots, abs), protectedHooksPath(abs)); why != "" {
 		return why
 	}
 	if real, err := resolveLenient(abs); err == nil {
-		return protectedBelow(w.real, real)
+		return cmp.Or(protectedBelow(w.real, real), protectedHooksPath(real))
 	}
 	return ""
 }

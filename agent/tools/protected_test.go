@@ -129,3 +129,43 @@ func TestWorkspace_ProtectedWrite(t *testing.T) {
 		}
 	}
 }
+
+// The directory a repository's core.hooksPath names is protected wherever
+// it is, in the repository around the workspace or one inside it.
+func TestWorkspace_ProtectedHooksPath(t *testing.T) {
+	base := t.TempDir()
+	mkTree(t, base, map[string]string{
+		"repo/.git/config":                 "[user]\n\tname = x\n[Core]\n\tbare = false\n\tHooksPath = \"scripts/git hooks\" ; the team's\n",
+		"repo/ws/.gitkeep":                 "",
+		"repo/ws/sub/.git":                 "gitdir: ../../.git/modules/sub\n",
+		"repo/.git/modules/sub/config":     "[core] hooksPath = tools/h\n",
+		"repo/ws/wt/.git":                  "gitdir: " + filepath.Join(base, "repo/.git/worktrees/wt") + "\n",
+		"repo/.git/worktrees/wt/commondir": "../..\n",
+		"repo/ws/dot/.git/config":          "[core]\n\thooksPath = .\n",
+	})
+	ws := tools.NewWorkspace(filepath.Join(base, "repo", "ws"))
+	symlink(t, filepath.Join(base, "repo", "scripts", "git hooks"), filepath.Join(base, "repo", "ws", "hooks-link"))
+	tests := []struct {
+		path    string
+		protect bool
+	}{
+		{"../scripts/git hooks/pre-commit", true}, // outside the workspace, but Protected does not confine
+		{filepath.Join(base, "repo", "scripts", "GIT HOOKS", "helper.sh"), true},
+		{"hooks-link/pre-push", true},
+		{"../scripts/build.sh", false},
+		{"sub/tools/h/pre-commit", true},
+		{"sub/tools/h/lib/common.sh", true},
+		{"sub/tools/x.sh", false},
+		{"wt/scripts/git hooks/commit-msg", true}, // a linked worktree reads the common config
+		{"wt/scripts/other", false},
+		{"dot/pre-commit", true}, // hooksPath = . : the hook names directly in it only
+		{"dot/main.go", false},
+		{"dot/src/pre-commit", false},
+		{"main.go", false},
+	}
+	for _, tt := range tests {
+		if got := ws.Protected(tt.path); (got != "") != tt.protect {
+			t.Errorf("Protected(%q) = %q, want protected %v", tt.path, got, tt.protect)
+		}
+	}
+}
