@@ -44,7 +44,11 @@ import (
 // scripts are left out with the dependency list. Files that only pick a
 // released version (.nvmrc, .python-version, go.mod's toolchain) are out;
 // those that can name a directory whose programs run instead
-// (.tool-versions' path:, rust-toolchain.toml's path) are in. CI settings
+// (.tool-versions' path:, rust-toolchain.toml's path) are in. flake.nix is
+// the project's build, though nix-direnv's `use flake` runs its shell hook
+// on entering the directory; shell.nix, devenv and devbox.json, which only
+// describe that shell, are in. Gradle's init scripts live in the user's
+// Gradle home, outside any workspace. CI settings
 // (.github/workflows) run elsewhere, and so do .pre-commit-hooks.yaml's
 // hooks (in repositories that pin this one); .gitmodules' update commands
 // git no longer takes from that file.
