@@ -68,7 +68,8 @@ import (
 //     should change; .gitattributes, which chooses filter, diff and merge
 //     drivers.
 //   - Git hook runners: hook directories (.husky, .githooks, .git-hooks,
-//     with or without the dot, .lefthook, .lefthook-local, .cargo-husky) and
+//     .lefthook, .lefthook-local, .cargo-husky, and wherever core.hooksPath
+//     points, below) and
 //     the configuration of lefthook, husky (.huskyrc*), lint-staged,
 //     nano-staged, simple-git-hooks, pre-commit, overcommit, CaptainHook,
 //     GrumPHP, rusty-hook and hk, in every form the tool reads.
@@ -91,9 +92,10 @@ import (
 //     jar, .mvn (Maven's wrapper and extensions).
 //
 // Names are matched by their structure, not one string each: a family is a
-// base name with or without its leading dot, with any of the extensions
-// the tool reads (yml, yaml, json, toml, js, cjs, mjs, ts, …) and the middle
-// parts it allows (lint-staged.config.js, mise.local.toml). Each component
+// base name, with its leading dot and without it where the tool reads both,
+// with any of the extensions the tool reads (yml, yaml, json, toml, js, cjs,
+// mjs, ts, …) and the middle parts it allows (lint-staged.config.js,
+// mise.local.toml). Each component
 // of the path below its workspace root is checked, both as given and on the
 // real target (a link named notes pointing into .git/hooks is caught), so
 // a directory such as .husky protects everything below it and a file's
@@ -233,8 +235,7 @@ const (
 )
 
 // protectedDirs are directory (or file) names that protect everything
-// below them, compared folded. A name starting with "?" may be spelled with
-// or without its leading dot.
+// below them, compared folded.
 var protectedDirs = map[string]string{
 	".git":            whyGit,
 	"git~1":           "it is in .git (here by its short Windows name), where a hook or a setting such as core.fsmonitor makes git run a program",
@@ -243,9 +244,8 @@ var protectedDirs = map[string]string{
 	".sl":             "it is in .sl, where a hook in Sapling's config makes it run a program",
 	".svn":            "it is in .svn, Subversion's record of the working copy, which only svn should change",
 	".husky":          "it is in .husky, whose scripts git runs as hooks",
-	"?githooks":       whyHookDir,
-	"?git-hooks":      whyHookDir,
-	"?git_hooks":      whyHookDir,
+	".githooks":       whyHookDir,
+	".git-hooks":      whyHookDir,
 	".lefthook":       whyLefthook,
 	".lefthook-local": whyLefthook,
 	".cargo-husky":    "it is in .cargo-husky, whose scripts cargo-husky installs as git hooks",
@@ -367,13 +367,11 @@ func protectedName(comps []string, i int) string {
 		return why
 	}
 	bare, dotted := strings.CutPrefix(c, ".")
-	if why, ok := protectedDirs["?"+bare]; ok {
-		return why
-	}
-	// mise reads mise/config.toml, mise/conf.d and all of .config/mise; a
-	// directory called mise elsewhere is an ordinary one.
-	if bare == "mise" && (i > 0 && comps[i-1] == ".config" ||
-		i+1 < len(comps) && (strings.HasPrefix(comps[i+1], "config.") || comps[i+1] == "conf.d")) {
+	// mise reads mise/config.toml (and config.<env>.toml), mise/conf.d and
+	// all of .config/mise; a directory called mise elsewhere is an ordinary
+	// one.
+	if bare == "mise" && (i > 0 && comps[i-1] == ".config" || i+1 < len(comps) &&
+		(strings.HasPrefix(comps[i+1], "config.") && strings.HasSuffix(comps[i+1], ".toml") || comps[i+1] == "conf.d")) {
 		return whyMise
 	}
 	parts := strings.Split(bare, ".")

@@ -34,8 +34,7 @@ var hookClass = func() []string {
 	c = append(c, ".git/config", ".git/hooks/pre-commit", "sub/module/.git", ".git/info/attributes", "GIT~1/config",
 		".hg/hgrc", ".jj/repo/config.toml", ".sl/config", ".svn/wc.db", ".gitattributes", "docs/.gitattributes")
 	// Git hook runners: directories of hook scripts...
-	c = append(c, ".husky/pre-commit", ".husky/_/husky.sh", ".githooks/pre-push", "githooks/pre-commit",
-		".git-hooks/pre_commit/check.rb", "git-hooks/commit-msg", "git_hooks/pre-commit",
+	c = append(c, ".husky/pre-commit", ".husky/_/husky.sh", ".githooks/pre-push", ".git-hooks/pre_commit/check.rb",
 		".lefthook/pre-commit/lint.sh", ".lefthook-local/pre-push/x", ".cargo-husky/hooks/pre-commit")
 	// ... and their configuration in every form the tool reads.
 	add(both, []string{"lefthook", "lefthook-local"}, data)
@@ -86,7 +85,7 @@ var ordinaryFiles = []string{
 	"tasks.json", "settings.json", "config.toml", "config/settings.yml", "src/git/config.go", "vscode/extension.ts",
 	"hooks/useHooks.ts", "src/hooks/pre-commit.ts", "docs/pre-commit.md", "docs/lefthook.md", "lefthook.go",
 	"husky.js", "src/husky/index.ts", "lint-staged.js", "npmrc", "yarnrc.go", "pnp.go", "src/mise/main.go",
-	"mise.go", "cmd/rtx/main.go", "hk.go", "venv.py", "node_module.js", "cargo/config.toml", "idea/notes.txt",
+	"mise.go", "mise/config.go", "cmd/rtx/main.go", "internal/githooks/install.go", "git-hooks/README.md", "hk.go", "venv.py", "node_module.js", "cargo/config.toml", "idea/notes.txt",
 	"Dockerfile", "docker-compose.yml", "Justfile", "Taskfile.yml", "Procfile", ".air.toml", "deno.json", "bunfig.toml",
 }
 
