@@ -24,7 +24,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	}
 	s.turnMu.Lock()
 	if err := a.acquire(s, false); err != nil {
-		s.turnMu.Unlock()
+		s.unlockTurn()
 		return acp.LoadSessionResponse{}, err
 	}
 	defer a.done(s)
