@@ -209,13 +209,16 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 				Data:    map[string]any{"sessionId": id, "reason": "session_busy"}}
 		}
 		defer s.unlockTurn()
-		// Only the open file and what was read of it: the next use opens
-		// the log again if the removal is refused.
+	}
+	err := session.Remove(a.cfg.StateDir, id)
+	if err != nil && s != nil && !errors.Is(err, session.ErrLocked) && !errors.Is(err, session.ErrNotFound) {
+		// Where an open file can't be removed: let go of this process's
+		// (the next use opens it again) and try once more.
 		a.mu.Lock()
 		a.closeLocked(s)
 		a.mu.Unlock()
+		err = session.Remove(a.cfg.StateDir, id)
 	}
-	err := session.Remove(a.cfg.StateDir, id)
 	if err != nil && !errors.Is(err, session.ErrNotFound) {
 		// Refused (another process is writing it) or failed: the session
 		// is as it was, its MCP servers running.
@@ -224,6 +227,9 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 	// Removed, here or by another process before: nothing of it is kept.
 	if s != nil {
 		s.mcp.close()
+		a.mu.Lock()
+		a.closeLocked(s)
+		a.mu.Unlock()
 		a.forget(s)
 	}
 	if err != nil {
