@@ -93,8 +93,8 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	var trim *echo
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Prefix {
 		c.prefix = true
-		if o.prefix == nil || o.prefix.Echoes {
-			trim = &echo{prefix: req.Messages[n-1].Content}
+		if d := o.prefix; d == nil || d.Echoes || d.MayEcho {
+			trim = &echo{prefix: req.Messages[n-1].Content, sure: d != nil && d.Echoes}
 		}
 	}
 	st, err := o.client.CreateChatCompletionStream(actx, creq)
@@ -345,7 +345,7 @@ func (s *stream) Recv() (Chunk, error) {
 		if s.echo != nil {
 			c.Content = s.echo.feed(c.Content)
 			if c.FinishReason != "" {
-				s.echo.end()
+				c.Content += s.echo.end()
 			}
 		}
 		if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
