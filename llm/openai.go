@@ -537,6 +537,13 @@ func (s *stream) read(wait bool) (Chunk, bool, error) {
 			continue
 		}
 		c, ok, err := s.decode(raw)
+		if err != nil && s.finished && errors.Is(err, ErrMalformedStream) {
+			// After the finish only usage is due, and usage is advisory:
+			// an event too broken to read is dropped, not the reply. It
+			// still counts as bytes without progress.
+			s.o.warnDropped(s.cap.requestID(), err)
+			c, ok, err = Chunk{}, false, nil
+		}
 		if err == nil {
 			err = s.account(c, len(raw))
 		}
@@ -749,6 +756,16 @@ func (s *stream) Close() error {
 	s.closed.Store(true)
 	s.release(ErrStreamClosed)
 	return nil
+}
+
+// warnDropped logs an event after the finish that could not be read and
+// was dropped.
+func (o *OpenAI) warnDropped(requestID string, err error) {
+	if o.logger == nil {
+		return
+	}
+	o.logger.Warn().Str("host", o.host).Str("requestId", o.redact.str(requestID)).Str("error", o.redact.str(err.Error())).
+		Msg("an event after the reply's finish could not be read; it was dropped, the reply is kept")
 }
 
 // warnUsage logs the usage fields of a chunk that could not be read and
