@@ -456,7 +456,8 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	n := t.attempts
 	req := t.request()
 	req.Messages = alternate(req.Messages)
-	t.out.beginAttempt(n)
+	last := len(req.Messages) - 1
+	t.out.beginAttempt(n, last >= 0 && req.Messages[last].Prefix)
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
 		return nil, fmt.Errorf("record step: %w", err)
 	}
