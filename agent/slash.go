@@ -214,10 +214,17 @@ func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
 	return t.answerWith(ctx, func(ctx context.Context) (string, error) {
 		before := len(t.history)
 		if err := t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact}); err != nil {
-			if errors.Is(err, ErrCompactionNotSmaller) {
+			switch {
+			case errors.Is(err, ErrCompactionNotSmaller):
 				return "Nothing to compact: a summary would not be shorter than the conversation.", nil
+			case recorded(err) || isCancelled(ctx):
+				return "", err
 			}
-			return "", err
+			// The history was not touched: the person is told so, and why
+			// (a summary cut at the output limit is never used).
+			return "", &acp.RequestError{Code: acp.CodeInternalError, Err: err,
+				Message: "Could not compact the conversation: " + strings.TrimRight(strings.TrimPrefix(err.Error(), compactErrPrefix), ". ") + ". It is kept as it was.",
+				Data:    FailureData{Failure: recovery.Classify(err), Attempts: t.attempts, ElapsedMs: time.Since(t.reqStart).Milliseconds()}}
 		}
 		// [system, old…, kept…] became [system, summary, kept…].
 		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.history)+1), nil
