@@ -319,8 +319,24 @@ func (g *logGen) next(ext bool) (string, any) {
 		case 1:
 			return session.TypeConfig, session.Config{ConfigID: "model", Value: "m2"}
 		}
-		prompt := json.RawMessage(`[ {"type": "text", "text": "hi"} ]`) // compacted when encoded
-		return session.TypeTurnStart, session.TurnStart{Turn: g.turn + 1, Prompt: prompt, Text: g.text()}
+		// Prompts that are commands by the rule of logs without local, or
+		// render like one, with local recorded or not (a log written
+		// before it was).
+		prompts := []string{
+			`[ {"type": "text", "text": "hi"} ]`, // compacted when encoded
+			`[{"type":"text","text":"/status"}]`,
+			`[{"type":"text","text":""},{"type":"text","text":"/status"}]`,
+			`[{"type":"text","text":"hi"},{"type":"text","text":"/retry"}]`,
+		}
+		d := session.TurnStart{Turn: g.turn + 1, Prompt: json.RawMessage(prompts[r.IntN(len(prompts))]), Text: g.text()}
+		if r.IntN(3) == 0 {
+			d.Text = "/status"
+		}
+		if k := r.IntN(3); k > 0 {
+			local := k == 1
+			d.Local = &local
+		}
+		return session.TypeTurnStart, d
 	}
 	t := g.turn
 	for {

@@ -38,7 +38,11 @@ type Message struct {
 	MessageID string
 	// Prompt is the user's prompt blocks as the editor sent them (user
 	// messages only).
-	Prompt       json.RawMessage
+	Prompt json.RawMessage
+	// Local (user only) is TurnStart.Local: the prompt was answered by
+	// Rebound, never sent to the model; nil in a log written before that
+	// was recorded, where the reader decides as the writer did then.
+	Local        *bool
 	FinishReason string
 	// Replaced (compaction only): how many earlier messages of the model's
 	// history Text, a summary, stands for from here on.
@@ -149,7 +153,7 @@ func (h *History) Add(ev Event, data any) error {
 		h.userAt = len(h.msgs)
 		clear(h.calls)
 		clear(h.asked)
-		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt, Local: d.Local})
 	case *Compaction:
 		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
 	case *AssistantMessage:

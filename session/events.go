@@ -59,10 +59,18 @@ type SessionStart struct {
 
 // TurnStart records the user's prompt: the editor's blocks as sent (opaque
 // here) and the text the model is given for them.
+//
+// Local records, when the turn starts, whether Rebound answers the prompt
+// itself (a slash command such as /status) without sending it to the
+// model: such a turn is never part of the model's history. It is written
+// on every turn/start, false too, so that a derivation reads it and never
+// judges it again from the prompt; nil is a turn/start written before it
+// was recorded (see Message.Local).
 type TurnStart struct {
 	Turn   int             `json:"turn"`
 	Prompt json.RawMessage `json:"prompt"`
 	Text   string          `json:"text"`
+	Local  *bool           `json:"local,omitempty"`
 }
 
 // StepStart opens one provider attempt of a turn.
