@@ -71,8 +71,9 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "in_progress"})
 	summary, err := t.summarise(ctx, old)
 	if err != nil {
-		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: err.Error()})
-		return fmt.Errorf(compactErrPrefix+"%w", err)
+		err = fmt.Errorf(compactErrPrefix+"%w", err)
+		t.compactionFailed(ctx, id, 0, 0, err)
+		return err
 	}
 	before := t.request()
 	history := append([]llm.Message{t.history[0], summaryMessage(summary)}, body[len(body)-keep:]...)
@@ -80,8 +81,9 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	after.Messages = append(append([]llm.Message{}, history...), before.Messages[len(t.history):]...)
 	b, a := chars(before.Messages), chars(after.Messages)
 	if a >= b {
-		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: ErrCompactionNotSmaller.Error()})
-		return fmt.Errorf("%w (%d characters before, %d after)", ErrCompactionNotSmaller, b, a)
+		err := fmt.Errorf("%w (%d characters before, %d after)", ErrCompactionNotSmaller, b, a)
+		t.compactionFailed(ctx, id, b, a, err)
+		return err
 	}
 	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
 		Turn: t.number, Step: t.attempts, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
@@ -94,6 +96,26 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(summary)}})
 	return nil
 }
+
+// compactionFailed records a compaction whose summary request was made but
+// replaced nothing, as failed with why (the log accounts for every
+// provider request), and tells the editor it ended so. A record that cannot
+// be written is logged: the compaction has failed either way.
+func (t *turn) compactionFailed(ctx context.Context, id string, before, after int, why error) {
+	failed := why.Error()
+	if len(failed) > maxCompactionFailed { // it may quote the provider
+		failed = strings.ToValidUTF8(failed[:maxCompactionFailed], "") + "…"
+	}
+	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
+		Turn: t.number, Step: t.attempts, CompactionID: id, BeforeChars: before, AfterChars: after, Failed: failed,
+	}); err != nil {
+		t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record the failed compaction")
+	}
+	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: why.Error()})
+}
+
+// maxCompactionFailed bounds the reason a failed compaction records.
+const maxCompactionFailed = 1000
 
 // compactErrPrefix begins the error of a compaction whose summary failed.
 const compactErrPrefix = "compact the conversation: "

@@ -57,7 +57,16 @@ func (f *lastFill) add(ev session.Event, data any) {
 			f.usage, f.raw, f.stale = u, nil, false
 		}
 	case session.TypeCompaction:
-		f.stale = true
+		// A failed compaction replaced nothing: the figure still holds.
+		switch d := data.(type) {
+		case session.Compaction:
+			f.stale = f.stale || d.Failed == ""
+		case *session.Compaction:
+			f.stale = f.stale || d.Failed == ""
+		default:
+			var c session.Compaction
+			f.stale = f.stale || session.Unmarshal(ev.Data, &c) != nil || c.Failed == ""
+		}
 	}
 }
 

@@ -276,7 +276,11 @@ func (g *logGen) accept(ev session.Event, _ any) {
 		dec(&d)
 		g.chain, g.retry = d.RetryID, d.Retry
 	case session.TypeCompaction:
-		g.messages++
+		var d session.Compaction
+		dec(&d)
+		if d.Failed == "" {
+			g.messages++
+		}
 	case session.TypeTurnEnd:
 		var d session.TurnEnd
 		dec(&d)
@@ -396,6 +400,9 @@ func (g *logGen) next(ext bool) (string, any) {
 				return session.TypeLLMRetryStarted, session.LLMRetryStarted{Turn: t, RetryID: g.chain, Retry: g.retry}
 			}
 		case 12:
+			if r.IntN(3) == 0 { // recorded failed: replaces nothing
+				return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Failed: "the summary did not finish"}
+			}
 			return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Summary: g.text(), Replaced: r.IntN(g.messages + 3)}
 		case 13:
 			d := session.TurnEnd{Turn: t}

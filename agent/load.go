@@ -73,6 +73,11 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 				}
 			}
 			for i := range blocks {
+				if blocks[i].Type == "text" && blocks[i].Text == "" {
+					// An empty text block (some clients send one first)
+					// shows nothing, and ACP's text block needs text.
+					continue
+				}
 				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &blocks[i]}); err != nil {
 					return err
 				}

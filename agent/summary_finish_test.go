@@ -103,9 +103,7 @@ func TestSlashCompact_UnfinishedSummaryKeepsHistory(t *testing.T) {
 			if sent := sentText(p.reqs[3]); !strings.Contains(sent, "A1. ") || strings.Contains(sent, "They talked about") {
 				t.Errorf("the next turn's request does not carry the old history, or carries the cut summary:\n%s", sent)
 			}
-			if n := count(mustLoad(t, a, id), session.TypeCompaction); n != 0 {
-				t.Errorf("%d compaction events, want none", n)
-			}
+			checkFailedCompaction(t, mustLoad(t, a, id), u.why)
 		})
 	}
 }
@@ -138,9 +136,7 @@ func TestOverflow_UnfinishedSummaryKeepsHistory(t *testing.T) {
 			if sent := sentText(p.reqs[3]); !strings.Contains(sent, "first reply") || strings.Contains(sent, "They talked about") {
 				t.Errorf("the next turn's request does not carry the old history, or carries the cut summary:\n%s", sent)
 			}
-			if n := count(mustLoad(t, a, id), session.TypeCompaction); n != 0 {
-				t.Errorf("%d compaction events, want none", n)
-			}
+			checkFailedCompaction(t, mustLoad(t, a, id), u.why)
 		})
 	}
 }
@@ -179,9 +175,7 @@ func TestCompactIfFull_UnfinishedSummaryKeepsHistory(t *testing.T) {
 					} else if n := warningNotice(&ed.editor, title); !strings.Contains(n, u.why) {
 						t.Errorf("warning notice %q, want %q saying %q", n, title, u.why)
 					}
-					if n := count(mustLoad(t, a, id), session.TypeCompaction); n != 0 {
-						t.Errorf("%d compaction events, want none", n)
-					}
+					checkFailedCompaction(t, mustLoad(t, a, id), u.why)
 				})
 			})
 		}
@@ -206,4 +200,36 @@ func cmpName(finish string) string {
 		return "none"
 	}
 	return finish
+}
+
+// compactions are the compaction records of events, those that replaced
+// history and those recorded failed.
+func compactions(t *testing.T, events []session.Event) (done, failed []session.Compaction) {
+	t.Helper()
+	for _, ev := range events {
+		if ev.Type != session.TypeCompaction {
+			continue
+		}
+		var d session.Compaction
+		if err := session.Unmarshal(ev.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Failed != "" {
+			failed = append(failed, d)
+		} else {
+			done = append(done, d)
+		}
+	}
+	return done, failed
+}
+
+// checkFailedCompaction: the log holds one compaction, recorded failed with
+// why (the summary request is accounted for), and none that replaced
+// anything.
+func checkFailedCompaction(t *testing.T, events []session.Event, why string) {
+	t.Helper()
+	done, failed := compactions(t, events)
+	if len(done) != 0 || len(failed) != 1 || !strings.Contains(failed[0].Failed, why) || failed[0].Replaced != 0 || failed[0].Summary != "" {
+		t.Errorf("compactions %+v, failed %+v; want one failed saying %q", done, failed, why)
+	}
 }

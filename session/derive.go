@@ -155,6 +155,9 @@ func (h *History) Add(ev Event, data any) error {
 		clear(h.asked)
 		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt, Local: d.Local})
 	case *Compaction:
+		if d.Failed != "" {
+			break // it replaced nothing
+		}
 		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
 	case *AssistantMessage:
 		for _, tc := range d.ToolCalls {

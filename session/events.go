@@ -295,6 +295,11 @@ type Config struct {
 // the turn's own prompt) the summary stands for from now on; sizes are in
 // characters of message content, the measure used to decide the compacted
 // request was smaller.
+//
+// Failed, when set, says why a compaction replaced nothing although its
+// summary request was made (the summary failed, did not finish, or would
+// not have made the request smaller): Summary is then empty and Replaced 0,
+// and the record is the log's account of that request.
 type Compaction struct {
 	Turn         int    `json:"turn"`
 	Step         int    `json:"step,omitempty"`
@@ -303,6 +308,7 @@ type Compaction struct {
 	Replaced     int    `json:"replaced"`
 	BeforeChars  int    `json:"beforeChars,omitempty"`
 	AfterChars   int    `json:"afterChars,omitempty"`
+	Failed       string `json:"failed,omitempty"`
 }
 
 // Plan records the agent's plan as an update_plan call set it, between that

@@ -137,6 +137,7 @@ func readFixed(p any, b []byte) bool {
 		r.int("replaced", &v.Replaced)
 		r.optInt("beforeChars", &v.BeforeChars)
 		r.optInt("afterChars", &v.AfterChars)
+		r.optStr("failed", &v.Failed)
 	default:
 		return false
 	}
