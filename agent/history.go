@@ -31,6 +31,9 @@ func toLLM(msgs []session.Message) []llm.Message {
 	for _, m := range msgs {
 		switch m.Role {
 		case session.RoleCompaction:
+			if m.Failed != "" {
+				continue // it replaced nothing
+			}
 			// From here on the summary stands for the oldest messages.
 			n := min(max(m.Replaced, 0), len(out))
 			out = append([]llm.Message{summaryMessage(m.Text)}, out[n:]...)
@@ -161,6 +164,9 @@ func (h *history) add(ev session.Event, data any) error {
 		m := msgs[h.seen]
 		switch m.Role {
 		case session.RoleCompaction:
+			if m.Failed != "" {
+				continue // it replaced nothing
+			}
 			// A new array: a turn may hold the old one (withSystem).
 			n := min(max(m.Replaced, 0), len(h.out)-1)
 			h.out = append([]llm.Message{h.out[0], summaryMessage(m.Text)}, h.out[1+n:]...)

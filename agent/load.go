@@ -84,8 +84,12 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 			}
 		case session.RoleCompaction:
 			if c.Capabilities().Compaction() {
-				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
-					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}); err != nil {
+				u := acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
+					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}
+				if m.Failed != "" { // as the editor was told when it failed
+					u.Status, u.Summary, u.Error = "failed", nil, m.Failed
+				}
+				if err := c.Update(ctx, sessionID, u); err != nil {
 					return err
 				}
 			}

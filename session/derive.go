@@ -13,7 +13,8 @@ import (
 const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
-	// RoleCompaction marks where a summary replaced older history for the model.
+	// RoleCompaction marks where a summary replaced older history for the
+	// model, or (Failed) where a compaction was tried and replaced nothing.
 	RoleCompaction = "compaction"
 	// RoleTool is the result of one tool call of the assistant message
 	// before it.
@@ -48,6 +49,9 @@ type Message struct {
 	// history Text, a summary, stands for from here on.
 	Replaced     int
 	CompactionID string
+	// Failed (compaction only) says why the compaction replaced nothing:
+	// such a message stands for nothing in the model's history.
+	Failed string
 	// ToolCalls (assistant only) are the calls the reply asked for.
 	ToolCalls []MessageToolCall
 	// Incomplete (assistant only): the part of a reply the user saw before
@@ -155,10 +159,7 @@ func (h *History) Add(ev Event, data any) error {
 		clear(h.asked)
 		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt, Local: d.Local})
 	case *Compaction:
-		if d.Failed != "" {
-			break // it replaced nothing
-		}
-		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID, Failed: d.Failed})
 	case *AssistantMessage:
 		for _, tc := range d.ToolCalls {
 			h.asked[tc.ID] = tc
