@@ -24,6 +24,11 @@ var (
 	// ErrNoImages: a provider said the model takes no images, but the
 	// request has none to remove.
 	ErrNoImages = errors.New("the request has no images to remove")
+	// ErrSummaryUnfinished: the summary request ended without the model
+	// finishing the summary (cut at the output limit, filtered, ...). A
+	// summary that may be cut would become the whole older conversation for
+	// every later request, so it is never used.
+	ErrSummaryUnfinished = errors.New("the summary did not finish")
 )
 
 var _ recovery.Adapter = (*turn)(nil)
@@ -47,7 +52,11 @@ func (t *turn) Adapt(ctx context.Context, r recovery.Retry) error {
 // compact replaces the older history with a summary made by a direct
 // provider call (never through the executor, so an overflow of the summary
 // request cannot recurse), keeping the system prompt, the newest messages and
-// the prompt. It retries only if the request got smaller.
+// the prompt. It retries only if the request got smaller. It is the one
+// place a model's output replaces history, for /compact, compact_at and the
+// overflow recovery alike: the summary is used only when the model finished
+// it (summarise); otherwise the history stays as it was, nothing is
+// recorded, and the editor's compaction ends failed with the reason.
 func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	body := t.history[1:] // after the system prompt
 	keep := min(t.agent.cfg.Overflow.KeepRecentMessages, len(body))
@@ -62,8 +71,9 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "in_progress"})
 	summary, err := t.summarise(ctx, old)
 	if err != nil {
-		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: err.Error()})
-		return fmt.Errorf("compact the conversation: %w", err)
+		err = fmt.Errorf(compactErrPrefix+"%w", err)
+		t.compactionFailed(ctx, id, 0, 0, err)
+		return err
 	}
 	before := t.request()
 	history := append([]llm.Message{t.history[0], summaryMessage(summary)}, body[len(body)-keep:]...)
@@ -71,8 +81,9 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	after.Messages = append(append([]llm.Message{}, history...), before.Messages[len(t.history):]...)
 	b, a := chars(before.Messages), chars(after.Messages)
 	if a >= b {
-		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: ErrCompactionNotSmaller.Error()})
-		return fmt.Errorf("%w (%d characters before, %d after)", ErrCompactionNotSmaller, b, a)
+		err := fmt.Errorf("%w (%d characters before, %d after)", ErrCompactionNotSmaller, b, a)
+		t.compactionFailed(ctx, id, b, a, err)
+		return err
 	}
 	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
 		Turn: t.number, Step: t.attempts, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
@@ -85,6 +96,29 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(summary)}})
 	return nil
 }
+
+// compactionFailed records a compaction whose summary request was made but
+// replaced nothing, as failed with why (the log accounts for every
+// provider request), and tells the editor it ended so. A record that cannot
+// be written is logged: the compaction has failed either way.
+func (t *turn) compactionFailed(ctx context.Context, id string, before, after int, why error) {
+	failed := why.Error()
+	if len(failed) > maxCompactionFailed { // it may quote the provider
+		failed = strings.ToValidUTF8(failed[:maxCompactionFailed], "") + "…"
+	}
+	if _, err := t.s.appendSync(session.TypeCompaction, session.Compaction{
+		Turn: t.number, Step: t.attempts, CompactionID: id, BeforeChars: before, AfterChars: after, Failed: failed,
+	}); err != nil {
+		t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record the failed compaction")
+	}
+	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: why.Error()})
+}
+
+// maxCompactionFailed bounds the reason a failed compaction records.
+const maxCompactionFailed = 1000
+
+// compactErrPrefix begins the error of a compaction whose summary failed.
+const compactErrPrefix = "compact the conversation: "
 
 // summariseInstruction is the summariser's system prompt.
 const summariseInstruction = "Summarise the conversation below for a model that will continue it. Keep every fact, decision, file name, code identifier and open question; drop pleasantries. Write plain prose, no preamble."
@@ -153,10 +187,39 @@ func (t *turn) summarise(ctx context.Context, msgs []llm.Message) (string, error
 			return "", explain(err)
 		}
 	}
+	if !llm.Finished(reply.FinishReason) {
+		return "", unfinishedSummary(reply.FinishReason, t.agent.cfg.MaxTokens)
+	}
 	if strings.TrimSpace(reply.Content) == "" {
 		return "", explain(recovery.ErrEmptyResponse)
 	}
 	return reply.Content, nil
+}
+
+// unfinishedSummary says why a summary that ended with reason is not used,
+// and what would help.
+func unfinishedSummary(reason string, maxTokens int) error {
+	var why string
+	switch reason {
+	case llm.FinishLength:
+		limit := "the model's output limit"
+		if maxTokens > 0 {
+			limit = fmt.Sprintf("the output limit (provider.max_tokens = %d)", maxTokens)
+		}
+		why = fmt.Sprintf("it was cut off at %s; raise provider.max_tokens, or start a new session", limit)
+	case llm.FinishContentFilter:
+		why = "the provider's content filter stopped it; try another model, or start a new session"
+	case llm.FinishToolCalls:
+		why = "the model asked to call a tool instead of finishing it"
+	case "":
+		why = "the provider's stream ended without saying it had finished, so it may be cut"
+	default:
+		if len(reason) > 40 { // the provider's word, bounded (%q keeps a cut rune readable)
+			reason = reason[:40] + "…"
+		}
+		why = fmt.Sprintf("it ended with finish_reason %q, which does not say the model finished it", reason)
+	}
+	return fmt.Errorf("%w: %s", ErrSummaryUnfinished, why)
 }
 
 // summaryMessage is how a compaction summary sits in the model's history.

@@ -57,7 +57,16 @@ func (f *lastFill) add(ev session.Event, data any) {
 			f.usage, f.raw, f.stale = u, nil, false
 		}
 	case session.TypeCompaction:
-		f.stale = true
+		// A failed compaction replaced nothing: the figure still holds.
+		switch d := data.(type) {
+		case session.Compaction:
+			f.stale = f.stale || d.Failed == ""
+		case *session.Compaction:
+			f.stale = f.stale || d.Failed == ""
+		default:
+			var c session.Compaction
+			f.stale = f.stale || session.Unmarshal(ev.Data, &c) != nil || c.Failed == ""
+		}
 	}
 }
 
@@ -88,9 +97,10 @@ func (f *lastFill) get() (used uint64, ok bool) {
 // with the window unknown. The editor is shown it as an overflow's
 // compaction is (compaction_update; a notice or status tool call while the
 // summary is made), and the log records it the same way (compaction). A
-// compaction that fails or would not be smaller is logged, and the request
-// goes out as it is: the provider may still take it, and the overflow
-// recovery remains.
+// compaction that fails (a summary that did not finish is one) or would
+// not be smaller is logged and shown (a notice or the status tool call),
+// and the request goes out as it is: the provider may still take it, and
+// the overflow recovery remains.
 func (t *turn) compactIfFull(ctx context.Context) {
 	at := t.agent.cfg.Overflow.CompactAt
 	if at <= 0 || t.s.fullTurn == t.number {
@@ -140,12 +150,19 @@ func (t *turn) compactIfFull(ctx context.Context) {
 		} else {
 			log.Warn().Err(err).Msg("could not compact before the request; sending it as it is")
 		}
+		why, severity := "could not summarise, sending it as it is", "warning"
+		if errors.Is(err, ErrCompactionNotSmaller) || errors.Is(err, ErrPromptTooLong) {
+			why, severity = "nothing to summarise, sending it as it is", "info"
+		}
 		if st != nil {
-			why := "could not summarise, sending it as it is"
-			if errors.Is(err, ErrCompactionNotSmaller) || errors.Is(err, ErrPromptTooLong) {
-				why = "nothing to summarise, sending it as it is"
-			}
 			t.showStatus(ctx, st, subject+", "+why, err.Error(), acp.ToolStatusFailed)
+		}
+		if t.statusNotices() {
+			// The info notice said a summary was being made: this one says
+			// none replaced the history, and why (a summary cut at the
+			// output limit is never used).
+			t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: severity, Title: subject + ", " + why,
+				Description: err.Error()})
 		}
 	}
 }

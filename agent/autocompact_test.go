@@ -97,8 +97,8 @@ func TestCompactIfFull(t *testing.T) {
 					t.Errorf("the request carries the old answer: %v, want %v", got, !tt.compacted)
 				}
 				events := mustLoad(t, a, id)
-				if n, want := count(events, session.TypeCompaction), map[bool]int{true: 1}[tt.compacted]; n != want {
-					t.Errorf("%d compaction events, want %d", n, want)
+				if done, _ := compactions(t, events); len(done) != map[bool]int{true: 1}[tt.compacted] {
+					t.Errorf("%d compactions that replaced history, want compacted %v", len(done), tt.compacted)
 				}
 				if got := lastStatusTitle(e); got != tt.wantStatus {
 					t.Errorf("status = %q, want %q", got, tt.wantStatus)
@@ -222,6 +222,16 @@ func TestLastFill(t *testing.T) {
 		add(failEv, failed)
 		if used, known := f.get(); used != 700 || !known {
 			t.Errorf("typed %v: get() = %d, %v; want 700, true", typed, used, known)
+		}
+		// A compaction recorded failed replaced nothing: the figure holds.
+		failedCmp := session.Compaction{Turn: 1, Failed: "the summary did not finish"}
+		if ev := (session.Event{Type: session.TypeCompaction, Data: mustJSON(failedCmp)}); typed {
+			f.add(ev, failedCmp)
+		} else {
+			f.add(ev, nil)
+		}
+		if used, known := f.get(); used != 700 || !known {
+			t.Errorf("typed %v: after a failed compaction get() = %d, %v; want 700, true", typed, used, known)
 		}
 		f.add(cmp, nil)
 		if _, known := f.get(); known {

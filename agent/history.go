@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -30,6 +31,9 @@ func toLLM(msgs []session.Message) []llm.Message {
 	for _, m := range msgs {
 		switch m.Role {
 		case session.RoleCompaction:
+			if m.Failed != "" {
+				continue // it replaced nothing
+			}
 			// From here on the summary stands for the oldest messages.
 			n := min(max(m.Replaced, 0), len(out))
 			out = append([]llm.Message{summaryMessage(m.Text)}, out[n:]...)
@@ -55,10 +59,38 @@ func toLLM(msgs []session.Message) []llm.Message {
 }
 
 // answeredLocally reports whether m, a turn's user message, is a slash
-// command Rebound answers itself. A command that runs a turn (/retry,
-// /init, /continue) records the prompt it runs instead, so it is none.
+// command Rebound answered itself, as its turn/start recorded when the
+// turn began (Prompt writes it on every turn): the fact is read, never
+// judged again from the prompt's text, which a later change of how
+// commands are recognised, or a prompt that renders like one (a blank
+// first block, then "/status"), would judge differently from the turn.
+//
+// A log written before the fact was recorded has none: there the turn was
+// answered locally exactly when its recorded blocks were a command by the
+// rule of that time (legacyLocal), which is the decision that version made
+// on the same blocks. A command that runs a turn (/retry, /init,
+// /continue) records the prompt it runs instead, which is none.
 func answeredLocally(m session.Message) bool {
-	_, _, ok := slashCommand([]acp.ContentBlock{acp.TextBlock(m.Text)})
+	if m.Local != nil {
+		return *m.Local
+	}
+	return legacyLocal(m)
+}
+
+// legacyLocal is how a turn/start without Local was answered: the rule
+// Rebound applied before it recorded the fact, a known command on the first
+// line of a text first block, applied to the blocks the turn recorded (the
+// text only when they do not decode). Frozen: it describes old logs, not
+// how commands are recognised now (slashCommand).
+func legacyLocal(m session.Message) bool {
+	var blocks []acp.ContentBlock
+	if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
+		blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
+	}
+	if blocks[0].Type != "text" {
+		return false
+	}
+	_, _, ok := commandLine(blocks[0].Text)
 	return ok
 }
 
@@ -132,6 +164,9 @@ func (h *history) add(ev session.Event, data any) error {
 		m := msgs[h.seen]
 		switch m.Role {
 		case session.RoleCompaction:
+			if m.Failed != "" {
+				continue // it replaced nothing
+			}
 			// A new array: a turn may hold the old one (withSystem).
 			n := min(max(m.Replaced, 0), len(h.out)-1)
 			h.out = append([]llm.Message{h.out[0], summaryMessage(m.Text)}, h.out[1+n:]...)

@@ -276,7 +276,11 @@ func (g *logGen) accept(ev session.Event, _ any) {
 		dec(&d)
 		g.chain, g.retry = d.RetryID, d.Retry
 	case session.TypeCompaction:
-		g.messages++
+		var d session.Compaction
+		dec(&d)
+		if d.Failed == "" {
+			g.messages++
+		}
 	case session.TypeTurnEnd:
 		var d session.TurnEnd
 		dec(&d)
@@ -319,8 +323,24 @@ func (g *logGen) next(ext bool) (string, any) {
 		case 1:
 			return session.TypeConfig, session.Config{ConfigID: "model", Value: "m2"}
 		}
-		prompt := json.RawMessage(`[ {"type": "text", "text": "hi"} ]`) // compacted when encoded
-		return session.TypeTurnStart, session.TurnStart{Turn: g.turn + 1, Prompt: prompt, Text: g.text()}
+		// Prompts that are commands by the rule of logs without local, or
+		// render like one, with local recorded or not (a log written
+		// before it was).
+		prompts := []string{
+			`[ {"type": "text", "text": "hi"} ]`, // compacted when encoded
+			`[{"type":"text","text":"/status"}]`,
+			`[{"type":"text","text":""},{"type":"text","text":"/status"}]`,
+			`[{"type":"text","text":"hi"},{"type":"text","text":"/retry"}]`,
+		}
+		d := session.TurnStart{Turn: g.turn + 1, Prompt: json.RawMessage(prompts[r.IntN(len(prompts))]), Text: g.text()}
+		if r.IntN(3) == 0 {
+			d.Text = "/status"
+		}
+		if k := r.IntN(3); k > 0 {
+			local := k == 1
+			d.Local = &local
+		}
+		return session.TypeTurnStart, d
 	}
 	t := g.turn
 	for {
@@ -380,6 +400,9 @@ func (g *logGen) next(ext bool) (string, any) {
 				return session.TypeLLMRetryStarted, session.LLMRetryStarted{Turn: t, RetryID: g.chain, Retry: g.retry}
 			}
 		case 12:
+			if r.IntN(3) == 0 { // recorded failed: replaces nothing
+				return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Failed: "the summary did not finish"}
+			}
 			return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Summary: g.text(), Replaced: r.IntN(g.messages + 3)}
 		case 13:
 			d := session.TurnEnd{Turn: t}

@@ -76,14 +76,23 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 				}
 			}
 			for i := range blocks {
+				if blocks[i].Type == "text" && blocks[i].Text == "" {
+					// An empty text block (some clients send one first)
+					// shows nothing, and ACP's text block needs text.
+					continue
+				}
 				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &blocks[i]}); err != nil {
 					return err
 				}
 			}
 		case session.RoleCompaction:
 			if c.Capabilities().Compaction() {
-				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
-					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}); err != nil {
+				u := acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
+					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}
+				if m.Failed != "" { // as the editor was told when it failed
+					u.Status, u.Summary, u.Error = "failed", nil, m.Failed
+				}
+				if err := c.Update(ctx, sessionID, u); err != nil {
 					return err
 				}
 			}

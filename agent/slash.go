@@ -16,8 +16,31 @@ import (
 )
 
 // The slash commands a session offers (available_commands_update, sent
-// after each session answer). A prompt whose first text block starts with
-// "/name" runs the command; any other "/word" goes to the model as text.
+// after each session answer). Any other "/word" goes to the model as text.
+//
+// Where a command is read in a prompt of several blocks (slashCommand,
+// resentCommand):
+//   - In the first block that is not blank text: some clients send an
+//     empty or whitespace-only text block first, which carries nothing a
+//     person wrote, so "", "/status" is /status, answered as such, not
+//     sent to the model as text that looks like a command.
+//   - Only the first line of that block: clients append context after it
+//     (agent-shell adds the region it was started from), and blocks after
+//     it (a file the person attached) belong to the command's turn.
+//   - In the last block, when the blocks before it re-send the prompt of the
+//     last turn, which was cancelled or failed: codecompanion.nvim sends
+//     again, ahead of what the person types next, every message of a turn
+//     that was stopped (it cannot know what the agent got). A person who
+//     types /retry there means "run that turn again", not "send the model
+//     the cancelled prompt followed by the word /retry"; /status there
+//     means the status, not a run of the prompt they just cancelled. The
+//     re-sent blocks must be the recorded prompt exactly, then blank blocks
+//     or lone commands re-sent from turns cancelled after it, so a prompt
+//     that merely ends with a command line is still the model's.
+//
+// Whether Rebound answered a turn itself is recorded on its turn/start
+// (session.TurnStart.Local) as the turn begins, never judged again from
+// the recorded prompt (answeredLocally).
 var slashCommands = []acp.AvailableCommand{
 	{Name: "retry", Description: "Run the last failed or cancelled turn again, without retyping it; `/retry wait` first waits for the time the provider named",
 		Input: &acp.AvailableCommandInput{Hint: "wait (optional): first wait until the time the provider named"}},
@@ -63,18 +86,34 @@ func commandsUpdate() acp.SessionUpdate {
 	return acp.SessionUpdate{SessionUpdate: acp.UpdateAvailableCommands, AvailableCommands: slashCommands}
 }
 
-// slashCommand splits a prompt that starts with a command Rebound knows
-// into its name and the rest of its first line; ok is false otherwise.
+// slashCommand splits a prompt whose first block that is not blank text
+// starts with a command Rebound knows into its name and the rest of its
+// first line; ok is false otherwise.
 func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
-	if len(prompt) == 0 || prompt[0].Type != "text" {
-		return "", "", false
+	for _, b := range prompt {
+		if blank(b) {
+			continue
+		}
+		if b.Type != "text" {
+			return "", "", false
+		}
+		return commandLine(b.Text)
 	}
-	text := strings.TrimSpace(prompt[0].Text)
+	return "", "", false
+}
+
+// blank reports whether b is a text block with nothing but white space.
+func blank(b acp.ContentBlock) bool {
+	return b.Type == "text" && strings.TrimSpace(b.Text) == ""
+}
+
+// commandLine splits text that starts with a command Rebound knows into
+// its name and the rest of its first line; ok is false otherwise.
+func commandLine(text string) (name, args string, ok bool) {
+	text = strings.TrimSpace(text)
 	if !strings.HasPrefix(text, "/") {
 		return "", "", false
 	}
-	// Only the first line is the command: clients append context after it
-	// (agent-shell adds the region it was started from).
 	line, _, _ := strings.Cut(text[1:], "\n")
 	name, args, _ = strings.Cut(strings.TrimSpace(line), " ")
 	for _, c := range slashCommands {
@@ -85,6 +124,58 @@ func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
 	return "", "", false
 }
 
+// resentCommand is the command in a prompt's last block whose blocks
+// before it re-send the prompt of the last turn, which was cancelled or
+// failed (codecompanion.nvim's shape, see slashCommands): the blocks the
+// turn recorded, exactly, then only blank blocks and lone commands (what
+// the person typed in turns cancelled since, re-sent with them).
+func resentCommand(prompt []acp.ContentBlock, h *history) (name, args string, ok bool) {
+	if len(prompt) < 2 {
+		return "", "", false
+	}
+	last := prompt[len(prompt)-1]
+	if last.Type != "text" {
+		return "", "", false
+	}
+	if name, args, ok = commandLine(last.Text); !ok {
+		return "", "", false
+	}
+	turn, found := lastPrompt(h)
+	if !found || !retryable(turn.TurnOutcome) {
+		return "", "", false
+	}
+	var recorded []acp.ContentBlock
+	if json.Unmarshal(turn.Prompt, &recorded) != nil || len(recorded) == 0 || len(recorded) > len(prompt)-1 {
+		return "", "", false
+	}
+	for i, b := range recorded {
+		if !sameBlock(b, prompt[i]) {
+			return "", "", false
+		}
+	}
+	for _, b := range prompt[len(recorded) : len(prompt)-1] {
+		if !blank(b) && !loneCommand(b) {
+			return "", "", false
+		}
+	}
+	return name, args, true
+}
+
+// loneCommand reports whether b is a text block that is one command line
+// and nothing else.
+func loneCommand(b acp.ContentBlock) bool {
+	_, _, ok := commandLine(b.Text)
+	return b.Type == "text" && ok && !strings.Contains(strings.TrimSpace(b.Text), "\n")
+}
+
+// sameBlock reports whether a and b are the same block, as the log
+// records blocks (their JSON).
+func sameBlock(a, b acp.ContentBlock) bool {
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && string(ja) == string(jb)
+}
+
 // slash handles a prompt that is a slash command. A non-nil run is the
 // prompt the turn runs instead; a non-empty answer is the command's reply,
 // which the turn records and shows without asking the model (answer);
@@ -93,6 +184,9 @@ func slashCommand(prompt []acp.ContentBlock) (name, args string, ok bool) {
 // a non-nil wait is waited before run runs (/retry wait, retrywait.go).
 func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string, compact bool, wait *retryWait) {
 	name, args, ok := slashCommand(prompt)
+	if !ok {
+		name, args, ok = resentCommand(prompt, h)
+	}
 	if !ok {
 		return nil, "", false, nil
 	}
@@ -214,10 +308,17 @@ func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
 	return t.answerWith(ctx, func(ctx context.Context) (string, error) {
 		before := len(t.history)
 		if err := t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact}); err != nil {
-			if errors.Is(err, ErrCompactionNotSmaller) {
+			switch {
+			case errors.Is(err, ErrCompactionNotSmaller):
 				return "Nothing to compact: a summary would not be shorter than the conversation.", nil
+			case recorded(err) || isCancelled(ctx):
+				return "", err
 			}
-			return "", err
+			// The history was not touched: the person is told so, and why
+			// (a summary cut at the output limit is never used).
+			return "", &acp.RequestError{Code: acp.CodeInternalError, Err: err,
+				Message: "Could not compact the conversation: " + strings.TrimRight(strings.TrimPrefix(err.Error(), compactErrPrefix), ". ") + ". It is kept as it was.",
+				Data:    FailureData{Failure: recovery.Classify(err), Attempts: t.attempts, ElapsedMs: time.Since(t.reqStart).Milliseconds()}}
 		}
 		// [system, old…, kept…] became [system, summary, kept…].
 		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.history)+1), nil

@@ -33,6 +33,12 @@ func TestSlashCommandParse(t *testing.T) {
 		{[]acp.ContentBlock{acp.TextBlock("please /retry")}, "", "", false},
 		{[]acp.ContentBlock{{Type: "image"}, acp.TextBlock("/retry")}, "", "", false},
 		{nil, "", "", false},
+		// A blank first block carries nothing: the command is the next one.
+		{[]acp.ContentBlock{acp.TextBlock(""), acp.TextBlock("/status")}, "status", "", true},
+		{[]acp.ContentBlock{acp.TextBlock(" \n"), acp.TextBlock(""), acp.TextBlock("/retry wait")}, "retry", "wait", true},
+		{[]acp.ContentBlock{acp.TextBlock(""), {Type: "image"}, acp.TextBlock("/retry")}, "", "", false},
+		{[]acp.ContentBlock{acp.TextBlock(""), acp.TextBlock("hello"), acp.TextBlock("/status")}, "", "", false},
+		{[]acp.ContentBlock{acp.TextBlock(""), acp.TextBlock(" ")}, "", "", false},
 	}
 	for _, c := range cases {
 		name, args, ok := slashCommand(c.prompt)

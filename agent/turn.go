@@ -81,7 +81,10 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	}
 	t.out = newEmitter(s, c, &a.cfg.Logger, a.cfg.Live, t.number)
 	text := renderPrompt(req.Prompt)
-	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text}); err != nil {
+	// Whether the model will see this prompt is decided here, once, and
+	// recorded: the history reads it (answeredLocally).
+	local := answer != "" || compact
+	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text, Local: &local}); err != nil {
 		t = nil // no turn to close
 		return acp.PromptResponse{}, a.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}

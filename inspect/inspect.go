@@ -259,11 +259,14 @@ type Retry struct {
 
 // Compaction is a compaction of a step's request to fit the context window.
 type Compaction struct {
-	Step         int       `json:"step,omitempty"` // the step whose request was compacted
-	Replaced     int       `json:"replaced"`       // how many messages the summary stands for
-	SummaryChars int       `json:"summaryChars"`
-	At           time.Time `json:"at"`
-	AtMs         int64     `json:"atMs"` // relative to the turn's start
+	Step         int `json:"step,omitempty"` // the step whose request was compacted
+	Replaced     int `json:"replaced"`       // how many messages the summary stands for
+	SummaryChars int `json:"summaryChars"`
+	// Failed says why the compaction replaced nothing (its summary failed,
+	// did not finish, or would not have made the request smaller).
+	Failed string    `json:"failed,omitempty"`
+	At     time.Time `json:"at"`
+	AtMs   int64     `json:"atMs"` // relative to the turn's start
 	// after is how many of the turn's steps had started before it, which
 	// places it among them even when a fake clock gives them all one time.
 	after int
@@ -519,7 +522,7 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		if err != nil {
 			return err
 		}
-		t.Compactions = append(t.Compactions, Compaction{Step: d.Step, Replaced: d.Replaced,
+		t.Compactions = append(t.Compactions, Compaction{Step: d.Step, Replaced: d.Replaced, Failed: d.Failed,
 			SummaryChars: utf8.RuneCountInString(d.Summary), At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start)), after: len(t.Steps)})
 	case session.TypeTurnEnd:
 		d, err := decode[session.TurnEnd](ev)

@@ -231,6 +231,9 @@ func turnRows(t *Turn, sessionModel string) []row {
 
 func compactionText(c Compaction) string {
 	what := fmt.Sprintf("%s replaced by a summary (%s)", plural(c.Replaced, "message"), plural(c.SummaryChars, "char"))
+	if c.Failed != "" {
+		what = "failed, nothing replaced: " + c.Failed
+	}
 	if c.Step > 0 {
 		what += fmt.Sprintf(" for step %d", c.Step)
 	}

@@ -508,6 +508,8 @@ func (c *checker) compaction(ev Event) error {
 		return c.errorf(ev.Seq, "compaction sizes %d and %d: sizes are not negative", d.BeforeChars, d.AfterChars)
 	case d.Step < 0:
 		return c.errorf(ev.Seq, "compaction for step %d: steps count from 1", d.Step)
+	case d.Failed != "" && (d.Replaced != 0 || d.Summary != ""):
+		return c.errorf(ev.Seq, "failed compaction replaces %d messages with a summary of %d bytes: a failed compaction replaces nothing", d.Replaced, len(d.Summary))
 	}
 	return nil
 }

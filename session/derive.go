@@ -13,7 +13,8 @@ import (
 const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
-	// RoleCompaction marks where a summary replaced older history for the model.
+	// RoleCompaction marks where a summary replaced older history for the
+	// model, or (Failed) where a compaction was tried and replaced nothing.
 	RoleCompaction = "compaction"
 	// RoleTool is the result of one tool call of the assistant message
 	// before it.
@@ -38,12 +39,19 @@ type Message struct {
 	MessageID string
 	// Prompt is the user's prompt blocks as the editor sent them (user
 	// messages only).
-	Prompt       json.RawMessage
+	Prompt json.RawMessage
+	// Local (user only) is TurnStart.Local: the prompt was answered by
+	// Rebound, never sent to the model; nil in a log written before that
+	// was recorded, where the reader decides as the writer did then.
+	Local        *bool
 	FinishReason string
 	// Replaced (compaction only): how many earlier messages of the model's
 	// history Text, a summary, stands for from here on.
 	Replaced     int
 	CompactionID string
+	// Failed (compaction only) says why the compaction replaced nothing:
+	// such a message stands for nothing in the model's history.
+	Failed string
 	// ToolCalls (assistant only) are the calls the reply asked for.
 	ToolCalls []MessageToolCall
 	// Incomplete (assistant only): the part of a reply the user saw before
@@ -149,9 +157,9 @@ func (h *History) Add(ev Event, data any) error {
 		h.userAt = len(h.msgs)
 		clear(h.calls)
 		clear(h.asked)
-		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt})
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleUser, Text: d.Text, Prompt: d.Prompt, Local: d.Local})
 	case *Compaction:
-		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID})
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleCompaction, Text: d.Summary, Replaced: d.Replaced, CompactionID: d.CompactionID, Failed: d.Failed})
 	case *AssistantMessage:
 		for _, tc := range d.ToolCalls {
 			h.asked[tc.ID] = tc

@@ -240,3 +240,24 @@ func TestConversation_IncompleteReplyAfterItsStep(t *testing.T) {
 		t.Errorf("a second, incomplete message for a step: err = %v", err)
 	}
 }
+
+// A compaction recorded failed accounts for its summary request and
+// replaces nothing: its message says why and stands for nothing, the turn's recorded local is
+// the user message's, and a failed one that claims to replace messages is
+// refused.
+func TestConversation_FailedCompactionAndLocal(t *testing.T) {
+	turn := rec{session.TypeTurnStart, `{"turn":1,"prompt":[{"type":"text","text":"/compact"}],"text":"/compact","local":true}`}
+	failed := rec{session.TypeCompaction, `{"turn":1,"step":1,"summary":"","replaced":0,"failed":"the summary did not finish"}`}
+	msgs, err := session.Conversation(events(t, render(rStart, turn, rStep1, failed, rStepFail1, rTurnEnd1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[0].Role != session.RoleUser || msgs[0].Local == nil || !*msgs[0].Local ||
+		msgs[1].Role != session.RoleCompaction || msgs[1].Failed != "the summary did not finish" || msgs[1].Replaced != 0 {
+		t.Errorf("messages %+v, want the user message, local, and the failed compaction", msgs)
+	}
+	bad := rec{session.TypeCompaction, `{"turn":1,"step":1,"summary":"s","replaced":2,"failed":"x"}`}
+	if _, err := session.Parse(strings.NewReader(render(rStart, turn, rStep1, bad)), "t.jsonl"); err == nil || !strings.Contains(err.Error(), "a failed compaction replaces nothing") {
+		t.Errorf("err = %v, want the failed compaction that replaces messages refused", err)
+	}
+}

@@ -59,10 +59,18 @@ type SessionStart struct {
 
 // TurnStart records the user's prompt: the editor's blocks as sent (opaque
 // here) and the text the model is given for them.
+//
+// Local records, when the turn starts, whether Rebound answers the prompt
+// itself (a slash command such as /status) without sending it to the
+// model: such a turn is never part of the model's history. It is written
+// on every turn/start, false too, so that a derivation reads it and never
+// judges it again from the prompt; nil is a turn/start written before it
+// was recorded (see Message.Local).
 type TurnStart struct {
 	Turn   int             `json:"turn"`
 	Prompt json.RawMessage `json:"prompt"`
 	Text   string          `json:"text"`
+	Local  *bool           `json:"local,omitempty"`
 }
 
 // StepStart opens one provider attempt of a turn.
@@ -287,6 +295,11 @@ type Config struct {
 // the turn's own prompt) the summary stands for from now on; sizes are in
 // characters of message content, the measure used to decide the compacted
 // request was smaller.
+//
+// Failed, when set, says why a compaction replaced nothing although its
+// summary request was made (the summary failed, did not finish, or would
+// not have made the request smaller): Summary is then empty and Replaced 0,
+// and the record is the log's account of that request.
 type Compaction struct {
 	Turn         int    `json:"turn"`
 	Step         int    `json:"step,omitempty"`
@@ -295,6 +308,7 @@ type Compaction struct {
 	Replaced     int    `json:"replaced"`
 	BeforeChars  int    `json:"beforeChars,omitempty"`
 	AfterChars   int    `json:"afterChars,omitempty"`
+	Failed       string `json:"failed,omitempty"`
 }
 
 // Plan records the agent's plan as an update_plan call set it, between that

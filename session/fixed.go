@@ -70,6 +70,10 @@ func readFixed(p any, b []byte) bool {
 		r.int("turn", &v.Turn)
 		r.raw("prompt", &v.Prompt)
 		r.str("text", &v.Text)
+		if r.optKey("local") {
+			v.Local = new(bool)
+			r.boolean(v.Local)
+		}
 	case *StepStart:
 		r.int("turn", &v.Turn)
 		r.int("step", &v.Step)
@@ -133,6 +137,7 @@ func readFixed(p any, b []byte) bool {
 		r.int("replaced", &v.Replaced)
 		r.optInt("beforeChars", &v.BeforeChars)
 		r.optInt("afterChars", &v.AfterChars)
+		r.optStr("failed", &v.Failed)
 	default:
 		return false
 	}
@@ -233,9 +238,12 @@ func (r *fixedReader) optUint(name string, p *uint64) {
 }
 
 func (r *fixedReader) optBool(name string, p *bool) {
-	if !r.optKey(name) {
-		return
+	if r.optKey(name) {
+		r.boolean(p)
 	}
+}
+
+func (r *fixedReader) boolean(p *bool) {
 	switch {
 	case bytes.HasPrefix(r.b, []byte("true")):
 		*p, r.b = true, r.b[4:]

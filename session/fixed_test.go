@@ -41,7 +41,7 @@ func randomString(r *rand.Rand) string {
 func randomValue(r *rand.Rand, v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.Type() == reflect.TypeFor[*StepUsage]() || v.Type() == reflect.TypeFor[*float64]() {
+		if v.Type() == reflect.TypeFor[*StepUsage]() || v.Type() == reflect.TypeFor[*float64]() || v.Type() == reflect.TypeFor[*bool]() {
 			if r.IntN(3) == 0 {
 				return
 			}
