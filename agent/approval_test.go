@@ -192,7 +192,7 @@ func FuzzPermissionShowsWhatRuns(f *testing.F) {
 			}
 			return r
 		}, strings.ToValidUTF8(cwd, ""))
-		if len(cwd) > 100 || cwd == "." || cwd == ".." || strings.TrimSpace(cwd) != cwd {
+		if len(cwd) > 100 || strings.Trim(cwd, ".") == "" {
 			cwd = ""
 		}
 		req, dir := askRun(t, command, cwd)

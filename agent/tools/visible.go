@@ -24,7 +24,7 @@ import (
 func Visible(s string) (string, bool) { return visible(s, false) }
 
 // VisibleLine is Visible for text shown on one line, a path or a name:
-// newlines and tabs are written as ⟨U+XXXX⟩ too.
+// newlines, tabs and spaces at either end are written as ⟨U+XXXX⟩ too.
 func VisibleLine(s string) (string, bool) { return visible(s, true) }
 
 func visible(s string, oneLine bool) (string, bool) {
@@ -33,7 +33,7 @@ func visible(s string, oneLine bool) (string, bool) {
 	b.Grow(len(s))
 	prev := rune(-1)
 	for i, r := range s {
-		if hides(r, prev) || (oneLine && (r == '\n' || r == '\t')) || ((r == ' ' || r == '\t') && blankToEOL(s[i:])) {
+		if hides(r, prev) || (oneLine && (r == '\n' || r == '\t' || (r == ' ' && atEdge(s, i)))) || ((r == ' ' || r == '\t') && blankToEOL(s[i:])) {
 			hidden = true
 			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
 			prev = '⟩' // a mark after an escape would be drawn over its ⟩
@@ -52,6 +52,13 @@ func visible(s string, oneLine bool) (string, bool) {
 func blankToEOL(s string) bool {
 	rest := strings.TrimLeft(s, " \t")
 	return strings.HasPrefix(rest, "\n") || strings.HasPrefix(rest, "\r\n")
+}
+
+// atEdge reports whether the space at s[i] is in a run of spaces that
+// begins or ends s: "docs " is another directory than "docs", and a code
+// span does not show the difference.
+func atEdge(s string, i int) bool {
+	return strings.TrimLeft(s[i:], " ") == "" || strings.TrimRight(s[:i+1], " ") == ""
 }
 
 // hides reports whether r, after prev, would not be seen as itself.

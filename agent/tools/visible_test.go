@@ -39,8 +39,15 @@ func TestVisible(t *testing.T) {
 			t.Errorf("Unvisible(%q) = %q, want %q", got, back, tt.in)
 		}
 	}
-	if got, _ := tools.VisibleLine("a\nb\tc"); got != "a⟨U+000A⟩b⟨U+0009⟩c" {
-		t.Errorf("VisibleLine = %q", got)
+	for in, want := range map[string]string{
+		"a\nb\tc":   "a⟨U+000A⟩b⟨U+0009⟩c",
+		"docs ":     "docs⟨U+0020⟩", // another directory than docs
+		"  a b  ":   "⟨U+0020⟩⟨U+0020⟩a b⟨U+0020⟩⟨U+0020⟩",
+		"my docs/x": "my docs/x",
+	} {
+		if got, _ := tools.VisibleLine(in); got != want {
+			t.Errorf("VisibleLine(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -74,7 +81,7 @@ func FuzzVisible(f *testing.F) {
 		checkShown(t, "Visible", shown, s)
 		line, _ := tools.VisibleLine(s)
 		checkShown(t, "VisibleLine", line, s)
-		if strings.ContainsAny(line, "\n\t") {
+		if strings.ContainsAny(line, "\n\t") || strings.HasPrefix(line, " ") || strings.HasSuffix(line, " ") {
 			t.Fatalf("VisibleLine(%q) = %q spans lines", s, line)
 		}
 	})
