@@ -60,7 +60,7 @@ func checkRequestShowsCommand(t *testing.T, req acp.RequestPermissionRequest, co
 	title := req.ToolCall.Title
 	first, rest, multiline := strings.Cut(title, "\n")
 	shownDir, _ := tools.VisibleLine(dir)
-	if !strings.Contains(first, "`"+shownDir+"`") {
+	if !strings.Contains(first, tools.PathSpan(dir)) {
 		t.Fatalf("title %q does not name the directory %s", first, dir)
 	}
 	want := strings.TrimRight(command, "\n")
@@ -192,7 +192,7 @@ func FuzzPermissionShowsWhatRuns(f *testing.F) {
 			}
 			return r
 		}, strings.ToValidUTF8(cwd, ""))
-		if len(cwd) > 100 || strings.Trim(cwd, ".") == "" {
+		if len(cwd) > 100 || strings.Trim(cwd, ". ") == "" { // "", ".", "..", blank: not a new directory
 			cwd = ""
 		}
 		req, dir := askRun(t, command, cwd)
