@@ -167,7 +167,7 @@ func checkWholeTitle(t *testing.T, title, text string) {
 // beginning and a plain word that the rest is not shown, and the directory.
 func TestCommandTitleShowsTheWholeCommand(t *testing.T) {
 	r := rand.New(rand.NewPCG(29, 1))
-	for range 2000 {
+	for range 800 {
 		command, dir := randomText(r), "/w/"+randomText(r)
 		if len(dir) > 200 {
 			dir = dir[:200]
