@@ -146,15 +146,16 @@ var _ acp.Agent = (*Agent)(nil)
 // The log is open only while the session is in use or recently used: a
 // turn or load acquires it (opening the log again if it was closed) and
 // releases it. Another Rebound process may use the session too, one writer
-// at a time: a use that writes holds the log's lock from acquire to
-// release, and every acquire first reads what the others appended. A
-// released log is closed after LogIdleTimeout, or sooner when more than
-// MaxOpenLogs are open.
+// at a time: a use that writes (a turn, an option's change) holds the log's
+// lock from acquire to release; a load or resume holds it only while it
+// reads (and repairs) the log. Every acquire first reads what the others
+// appended. A released log is closed after LogIdleTimeout, or sooner when
+// more than MaxOpenLogs are open.
 type sessionState struct {
 	id string
 
 	// Used under turnMu.
-	turnMu         sync.Mutex
+	turnMu         useMutex
 	cwd            string
 	additionalDirs []string
 	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
@@ -187,12 +188,23 @@ type sessionState struct {
 	title  string
 	titled bool
 
-	// optMu guards opts, which session/set_mode and set_config_option may
-	// change while a turn holds turnMu, and unrecorded: the options changed
-	// but not yet in the log (the holder of turnMu records them).
-	optMu      sync.Mutex
-	opts       options
-	unrecorded map[string]bool
+	// optMu guards opts, writer, written and free (options.go), and puts
+	// the records setOption writes through a use in order with the use's
+	// own (record).
+	optMu sync.Mutex
+	// opts are the options the log records: changed only by reading the
+	// log (loadOptions), or by commitOption once its record is synced.
+	opts options
+	// writer is set while a use of this process holds the log's lock and
+	// may write (from acquire to done): an option is then changed through
+	// it (setOption), during a turn too.
+	writer bool
+	// written are the records setOption wrote through the writer, not yet
+	// in events: the writer takes them at its next record, or at done.
+	written []pendingEvent
+	// free, once made, is closed when turnMu is let go of or a use becomes
+	// the writer: what a waiting setOption waits for.
+	free chan struct{}
 
 	// mcp are the session's MCP servers, replaced by a load or resume.
 	// Used under turnMu.
@@ -207,6 +219,30 @@ type sessionState struct {
 	elem *list.Element // in Agent.open while log is set
 	idle *time.Timer   // closes the log when it fires
 	gen  uint64        // bumped by every release, so a stale idle timer does nothing
+}
+
+// useMutex is sessionState.turnMu. It has no Unlock of its own:
+// sessionState.unlockTurn lets go of it and wakes the setOption calls
+// waiting for the session.
+type useMutex struct{ mu sync.Mutex }
+
+func (m *useMutex) Lock()         { m.mu.Lock() }
+func (m *useMutex) TryLock() bool { return m.mu.TryLock() }
+
+// unlockTurn lets go of turnMu and wakes the setOption calls waiting for it.
+func (s *sessionState) unlockTurn() {
+	s.optMu.Lock()
+	defer s.optMu.Unlock()
+	s.turnMu.mu.Unlock()
+	s.wakeLocked()
+}
+
+// wakeLocked wakes the setOption calls waiting on free. Under optMu.
+func (s *sessionState) wakeLocked() {
+	if s.free != nil {
+		close(s.free)
+		s.free = nil
+	}
 }
 
 // New returns an agent; zero limits in cfg get their defaults.
@@ -300,9 +336,11 @@ func (a *Agent) state(id string) (*sessionState, error) {
 // Then the log's lock is taken, and what another process appended since
 // this one last read the log is read (the whole log again if it changed
 // otherwise): with write set (a turn, an option) a lock held elsewhere
-// fails the use with -32003; without (a load, a resume) the log is then
-// read without it, and nothing is written. With the lock, a turn a dead
-// process left open is closed. A log broken by a failed write (a full
+// fails the use with -32003, and a lock taken is held until release (the
+// use is then the writer, s.writer); without (a load, a resume) the log is
+// then read without it, and nothing is written. With the lock, a turn a
+// dead process left open is closed; without write, the lock is then let
+// go of before acquire returns. A log broken by a failed write (a full
 // disk) is closed and opened again, which repairs its tail: a session
 // recovers once the disk does.
 func (a *Agent) acquire(s *sessionState, write bool) (err error) {
@@ -411,6 +449,21 @@ func (a *Agent) acquire(s *sessionState, write bool) (err error) {
 		// been a Rebound without an index.
 		a.putSummary(s.summary())
 	}
+	if s.locked && !write {
+		// A load or resume writes nothing more: what it replays is what
+		// was read under the lock (whole and repaired, no writer midway),
+		// now in memory. Let go at once, so an editor slow to read the
+		// replay keeps no other process from writing the session.
+		err := l.Unlock()
+		s.locked = false
+		if err != nil {
+			return a.logError(s.id, fmt.Errorf("let go of session %s: %w", s.id, err))
+		}
+	}
+	s.optMu.Lock()
+	s.writer = s.locked
+	s.wakeLocked()
+	s.optMu.Unlock()
 	return nil
 }
 
@@ -708,6 +761,20 @@ func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte, shown []
 	return err
 }
 
+// held fails unless s is still the session this process holds by its id:
+// it may have been closed or deleted, or the agent shut down, meanwhile.
+func (a *Agent) held(s *sessionState) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errAgentClosed
+	}
+	if a.sessions[s.id] != s {
+		return acp.NewSessionNotFound(s.id)
+	}
+	return nil
+}
+
 func (a *Agent) lookup(id string) (*sessionState, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -750,7 +817,29 @@ func (e *recordError) Error() string { return e.err.Error() }
 func (e *recordError) Unwrap() error { return e.err }
 
 func (s *sessionState) append(typ string, data any) (session.Event, error) {
-	ev, err := s.log.Append(typ, data)
+	return s.record(typ, data, false)
+}
+
+func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
+	return s.record(typ, data, true)
+}
+
+// record appends an event of the use that holds s (turnMu) to the log and
+// to events. Under optMu, so that the records setOption wrote through
+// this use meanwhile come first in events, as they do in the file.
+func (s *sessionState) record(typ string, data any, sync bool) (session.Event, error) {
+	s.optMu.Lock()
+	var ev session.Event
+	var err error
+	if sync {
+		ev, err = s.log.AppendSync(typ, data)
+	} else {
+		ev, err = s.log.Append(typ, data)
+	}
+	written := s.written
+	s.written = nil
+	s.optMu.Unlock()
+	s.takeWritten(written)
 	if err != nil {
 		return ev, &recordError{err}
 	}
@@ -759,14 +848,19 @@ func (s *sessionState) append(typ string, data any) (session.Event, error) {
 	return ev, nil
 }
 
-func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
-	ev, err := s.log.AppendSync(typ, data)
-	if err != nil {
-		return ev, &recordError{err}
+// pendingEvent is a record setOption wrote, with the data it was made of.
+type pendingEvent struct {
+	ev   session.Event
+	data any
+}
+
+// takeWritten adds the records setOption wrote to events. Called by the
+// holder of turnMu.
+func (s *sessionState) takeWritten(written []pendingEvent) {
+	for _, w := range written {
+		s.events = append(s.events, w.ev)
+		s.extend(w.ev, w.data)
 	}
-	s.events = append(s.events, ev)
-	s.extend(ev, data)
-	return ev, nil
 }
 
 // extend brings s.hist up to date with ev, the last of s.events.

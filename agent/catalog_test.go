@@ -270,7 +270,7 @@ func TestSessionAnswered_SendsNothing(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := a.setOption(s, ModelConfigID, "other"); err != nil {
+					if _, err := a.setOption(t.Context(), s, ModelConfigID, "other"); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -312,7 +312,7 @@ func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.setOption(s, ModelConfigID, "o3-mini"); err != nil {
+		if _, err := a.setOption(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)

@@ -143,19 +143,45 @@ func TestAgent_LiveContinuationInPlace(t *testing.T) {
 	}
 }
 
-// Mistral's reply starts with the prefix; the model may also repeat the end
-// of the shown text. Neither repeat is shown twice or committed twice.
-func TestAgent_LiveContinuationInPlaceTrimsRepeats(t *testing.T) {
+// Mistral's reply starts with the prefix, which is dropped. Beyond that a
+// reply continued in place is never trimmed: it goes on from the prefix and
+// cannot repeat it, so text that starts the way the shown text ends, however
+// long, is the reply. Continued by prompt, the same text is a repeat and is
+// trimmed.
+func TestAgent_LiveContinuationInPlaceTrimsOnlyTheEcho(t *testing.T) {
 	const whole = "The quick brown fox jumps over the lazy dog."
-	for _, again := range []string{whole, "brown fox jumps over the lazy dog."} {
-		req, shown, committed := continuation(t, "https://api.mistral.ai/v1", true, []mockprovider.Step{
-			{Text: whole, Chunks: 6, DropAfter: ptr(3)},
-			{Text: again, Chunks: 3},
-		}, 1)
-		inPlace(t, req.Messages, "The quick brown fox ju")
-		if shown != whole || committed != whole {
-			t.Errorf("continued with %q: shown %q, committed %q, want %q", again, shown, committed, whole)
-		}
+	const shownPart = "The quick brown fox ju"
+	for _, pr := range continuedProviders {
+		t.Run(pr.name, func(t *testing.T) {
+			again := []string{"mps over the lazy dog."}
+			if pr.name == "mistral" {
+				again = append(again, shownPart+"mps over the lazy dog.")
+			}
+			for _, a := range again {
+				_, shown, committed := continuation(t, pr.baseURL, true, []mockprovider.Step{
+					{Text: whole, Chunks: 6, DropAfter: ptr(3)},
+					{Text: a, Chunks: 3},
+				}, 1)
+				if shown != whole || committed != whole {
+					t.Errorf("continued with %q: shown %q, committed %q, want %q", a, shown, committed, whole)
+				}
+			}
+			// The continuation starts with 27 runes that end the shown
+			// text, said (the first of two chunks of the same length).
+			const said = "Then: the very quick brown fox ju"
+			const rest = "the very quick brown fox jumps over the lazy dog and sleeps."
+			want := said + "mps over the lazy dog and sleeps."
+			if pr.inPlace {
+				want = said + rest // its own words, as it wrote them
+			}
+			_, shown, committed := continuation(t, pr.baseURL, true, []mockprovider.Step{
+				{Text: said + "mps over the lazy dog and sleeps.", Chunks: 2, DropAfter: ptr(1)},
+				{Text: rest, Chunks: 3},
+			}, 1)
+			if shown != want || committed != want {
+				t.Errorf("shown %q, committed %q, want %q", shown, committed, want)
+			}
+		})
 	}
 }
 

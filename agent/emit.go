@@ -77,18 +77,22 @@ func (e *emitter) begin() {
 }
 
 // beginAttempt starts attempt n of the request. Live, a retry continues
-// what was shown: its repeats of it are trimmed. Held, the previous
-// attempt's output (a failed one's, or a discarded truncated one's) is
-// dropped: nothing of it was sent.
-func (e *emitter) beginAttempt(n int) {
+// what was shown: its repeats of it are trimmed, unless inPlace (the
+// request carries the shown text as a prefix the provider continues in
+// place, so its reply cannot repeat it; the adapter drops a documented
+// echo of the prefix). Held, the previous attempt's output (a failed
+// one's, or a discarded truncated one's) is dropped: nothing of it was
+// sent.
+func (e *emitter) beginAttempt(n int, inPlace bool) {
 	e.attempt, e.held = n, nil
 	e.streamedChars, e.shownChars = 0, 0
 	e.resume, e.resumeThought = nil, nil
-	if e.live && e.shown.Len() > 0 {
+	if e.live && e.shown.Len() > 0 && !inPlace {
 		e.resume = &resumer{shown: e.shown.String()}
 	}
 	if e.live && e.shownThought.Len() > 0 {
-		// A thought is shown once: the retry reasons again from the start.
+		// A thought is shown once: the retry reasons again from the start
+		// (reasoning is never part of the prefix), in place or not.
 		e.resumeThought = thoughtResumer(e.shownThought.String())
 	}
 }
@@ -332,20 +336,17 @@ func (o output) send(ctx context.Context, c acp.Client, sessionID, msgID string)
 	return nil
 }
 
-// minOverlap is the shortest repeat of the shown text's end that is trimmed
-// anywhere; a shorter one is trimmed only when it is whole words (" fox"
-// repeated as "fox jumps"), since a few letters are as likely to be the
-// reply going on.
-const minOverlap = 8
-
 // maxOverlapWindow bounds how much of a continuation is held back while
-// deciding whether it repeats the end of what was shown.
+// deciding whether it repeats the end of the shown text.
 const maxOverlapWindow = 1 << 10
 
 // resumer trims, from the start of a continuation, what repeats text the
 // editor already shows: the model may repeat the end of the shown text, or
-// start the reply over from the beginning. It holds back the continuation's
-// first characters only while they could still be such a repeat.
+// start the reply over from the beginning. Only what is certainly a repeat
+// is trimmed (llm.CertainRepeat): a continuation that merely starts the way
+// the shown text ends (`}`, `</div>`, a word) goes on as it came. It holds
+// back the continuation's first characters only while they could still be
+// such a repeat.
 type resumer struct {
 	shown string
 	// apart goes before a continuation that repeats none of the shown
@@ -398,29 +399,24 @@ func (r *resumer) finish() string {
 func (r *resumer) decide() string {
 	r.decided = true
 	p := r.pending.String()
-	if strings.HasPrefix(p, r.shown) {
-		return p[len(r.shown):] // restarted from the beginning
+	// The longest passage that ends the shown text and starts p; a restart
+	// from the beginning that got past it is the whole shown text. Only the
+	// longest is weighed: a shorter one is its prefix, so it is no longer
+	// and repeats any unit the longest repeats, and cannot be certain when
+	// the longest is not.
+	for o := min(len(p), len(r.shown)); o > 0; o-- {
+		if strings.HasSuffix(r.shown, p[:o]) {
+			if llm.CertainRepeat(p[:o]) {
+				return p[o:]
+			}
+			break
+		}
 	}
-	if strings.HasPrefix(r.shown, p) {
+	if len(p) < len(r.shown) && strings.HasPrefix(r.shown, p) && llm.CertainRepeat(p) {
 		return "" // a restart that stopped short: all of it is shown already
-	}
-	for o := min(len(p), len(r.shown)); o >= 2; o-- {
-		if !strings.HasSuffix(r.shown, p[:o]) {
-			continue
-		}
-		if o >= minOverlap || wordsAt(r.shown, len(r.shown)-o) && (o == len(p) || !isWordByte(p[o])) {
-			return p[o:] // repeated the end of the shown text
-		}
 	}
 	if p == "" {
 		return ""
 	}
 	return r.apart + p
-}
-
-// wordsAt reports whether s[i:] starts at the beginning of a word.
-func wordsAt(s string, i int) bool { return i == 0 || !isWordByte(s[i-1]) }
-
-func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b >= 0x80
 }

@@ -62,7 +62,7 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 		case k < 6: // a use of the session in this process
 			s.turnMu.Lock()
 			if err := a.acquire(s, true); err != nil {
-				s.turnMu.Unlock()
+				s.unlockTurn()
 				t.Fatalf("op %d: acquire: %v", op, err)
 			}
 			g.sync(s.events)

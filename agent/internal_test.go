@@ -116,25 +116,32 @@ func TestAlternate_MergesRepeatedRoles(t *testing.T) {
 }
 
 func TestResumer_TrimsWhatWasShown(t *testing.T) {
-	const shown = "The quick brown fox"
+	const shown = "The quick brown fox jumps over the lazy dog"
 	tests := []struct {
 		name   string
+		shown  string // "" is shown
 		chunks []string
 		want   string
 	}{
-		{"a plain continuation", []string{" jumps", " over."}, " jumps over."},
-		{"repeats the end", []string{"brown f", "ox jumps."}, " jumps."},
-		{"repeats the end in one piece", []string{"fox jumps."}, " jumps."},
-		{"restarts from the beginning", []string{"The quick ", "brown fox", " jumps."}, " jumps."},
-		{"a restart that stops short", []string{"The quick"}, ""},
-		{"an overlap shorter than minOverlap is kept", []string{"x and more"}, "x and more"},
-		{"a few letters that are not whole words are kept", []string{"oxen run."}, "oxen run."},
-		{"text found inside the shown text but not at its end", []string{"quick thinking"}, "quick thinking"},
-		{"rewrites after a common beginning", []string{"The quick red fox."}, "The quick red fox."},
+		{"a plain continuation", "", []string{" and", " runs."}, " and runs."},
+		{"repeats the end", "", []string{"brown fox jumps ", "over the lazy dog and runs."}, " and runs."},
+		{"repeats the end in one piece", "", []string{"quick brown fox jumps over the lazy dog and runs."}, " and runs."},
+		{"restarts from the beginning", "", []string{"The quick ", "brown fox jumps over", " the lazy dog", " and runs."}, " and runs."},
+		{"a restart that stops short", "", []string{"The quick brown fox jumps"}, ""},
+		{"a restart too short to be certain is kept", "", []string{"The quick"}, "The quick"},
+		{"a short repeat of the end is kept", "", []string{"lazy dog and runs."}, "lazy dog and runs."},
+		{"a closing brace is kept", "func f() {\n\tif ok {\n\t\treturn\n\t}\n", []string{"}\n"}, "}\n"},
+		{"a closing tag is kept", "<div><div>text</div>", []string{"</div>\n"}, "</div>\n"},
+		{"a run of a short unit is kept, however long", "Title\n" + strings.Repeat("=", 40), []string{strings.Repeat("=", 30), "\n"}, strings.Repeat("=", 30) + "\n"},
+		{"text found inside the shown text but not at its end", "", []string{"quick thinking"}, "quick thinking"},
+		{"rewrites after a common beginning", "", []string{"The quick red fox."}, "The quick red fox."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &resumer{shown: shown}
+			r := &resumer{shown: tt.shown}
+			if tt.shown == "" {
+				r.shown = shown
+			}
 			var got strings.Builder
 			for _, c := range tt.chunks {
 				got.WriteString(r.feed(c))

@@ -135,7 +135,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 	}
 	s.turnMu.Lock()
 	if err := a.acquire(s, false); err != nil {
-		s.turnMu.Unlock()
+		s.unlockTurn()
 		return acp.ResumeSessionResponse{}, err
 	}
 	defer a.done(s)
@@ -164,7 +164,7 @@ func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (
 		return acp.CloseSessionResponse{}, nil
 	}
 	s.turnMu.Lock() // a load or resume still running ends first
-	defer s.turnMu.Unlock()
+	defer s.unlockTurn()
 	s.mcp.close()
 	a.mu.Lock()
 	a.closeLocked(s)
@@ -208,20 +208,33 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 				Message: "Session " + id + " is in use (a turn, session/load or session/resume is running); try again once it has been answered",
 				Data:    map[string]any{"sessionId": id, "reason": "session_busy"}}
 		}
-		defer s.turnMu.Unlock()
-		s.mcp.close()
-		a.mu.Lock()
-		a.closeLocked(s) // its lock would refuse the removal
-		a.mu.Unlock()
+		defer s.unlockTurn()
 	}
-	if err := session.Remove(a.cfg.StateDir, id); err != nil {
+	err := session.Remove(a.cfg.StateDir, id)
+	if err != nil && s != nil && !errors.Is(err, session.ErrLocked) && !errors.Is(err, session.ErrNotFound) {
+		// Where an open file can't be removed: let go of this process's
+		// (the next use opens it again) and try once more.
+		a.mu.Lock()
+		a.closeLocked(s)
+		a.mu.Unlock()
+		err = session.Remove(a.cfg.StateDir, id)
+	}
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		// Refused (another process is writing it) or failed: the session
+		// is as it was, its MCP servers running.
 		return acp.DeleteSessionResponse{}, a.openError(id, err)
 	}
-	a.mu.Lock()
-	if s != nil && a.sessions[id] == s {
-		delete(a.sessions, id)
+	// Removed, here or by another process before: nothing of it is kept.
+	if s != nil {
+		s.mcp.close()
+		a.mu.Lock()
+		a.closeLocked(s)
+		a.mu.Unlock()
+		a.forget(s)
 	}
-	a.mu.Unlock()
+	if err != nil {
+		return acp.DeleteSessionResponse{}, a.openError(id, err)
+	}
 	if err := a.index.Remove(id); err != nil {
 		// The log is gone, and a list leaves out what has no log.
 		a.cfg.Logger.Warn().Err(err).Str("session", id).Msg("session index")

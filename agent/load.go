@@ -16,7 +16,10 @@ import (
 // the editor before session/load is answered, from the log alone.
 
 // LoadSession opens the session's log (or uses the open one), then replays
-// the committed conversation before answering, as ACP requires.
+// the committed conversation before answering, as ACP requires. The replay
+// is of what acquire read, kept in memory, and holds no lock of the log's:
+// another process may run a turn meanwhile, whose records this one reads
+// at its next use.
 func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
 	s, err := a.state(req.SessionID)
 	if err != nil {
@@ -24,7 +27,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	}
 	s.turnMu.Lock()
 	if err := a.acquire(s, false); err != nil {
-		s.turnMu.Unlock()
+		s.unlockTurn()
 		return acp.LoadSessionResponse{}, err
 	}
 	defer a.done(s)

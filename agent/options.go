@@ -31,7 +31,7 @@ var ReasoningEfforts = []string{"low", "medium", "high"}
 var configIDs = []string{ModeConfigID, ModelConfigID, ThoughtConfigID}
 
 // options are a session's configuration. A change applies from the next
-// step.
+// model request.
 type options struct {
 	mode    string
 	model   string
@@ -83,113 +83,116 @@ func (s *sessionState) current() options {
 func (s *sessionState) currentMode() string { return s.current().mode }
 
 // loadOptions takes the session's options from its log (the last
-// session/mode, the last session/config of each), else the defaults; an
-// option changed in this process and still to be recorded keeps its value.
+// session/mode, the last session/config of each), else the defaults.
 // Called with the log open, under turnMu.
 func (a *Agent) loadOptions(s *sessionState) {
 	s.optMu.Lock()
 	defer s.optMu.Unlock()
 	d := a.defaults()
-	if !s.unrecorded[ModeConfigID] {
-		s.opts.mode = session.LastMode(s.events)
-		if !ValidMode(s.opts.mode) {
-			s.opts.mode = d.mode
-		}
+	s.opts.mode = session.LastMode(s.events)
+	if !ValidMode(s.opts.mode) {
+		s.opts.mode = d.mode
 	}
-	if !s.unrecorded[ModelConfigID] {
-		s.opts.model, _ = session.LastConfig(s.events, ModelConfigID)
-		s.opts.model = cmp.Or(s.opts.model, d.model)
-	}
-	if !s.unrecorded[ThoughtConfigID] {
-		s.opts.thought, _ = session.LastConfig(s.events, ThoughtConfigID)
-		if !validThought(s.opts.thought) {
-			s.opts.thought = d.thought
-		}
+	s.opts.model, _ = session.LastConfig(s.events, ModelConfigID)
+	s.opts.model = cmp.Or(s.opts.model, d.model)
+	s.opts.thought, _ = session.LastConfig(s.events, ThoughtConfigID)
+	if !validThought(s.opts.thought) {
+		s.opts.thought = d.thought
 	}
 }
 
-// recordOptionsLocked writes the changes not yet in the log. Called under
-// optMu and turnMu, with the log open.
-func (s *sessionState) recordOptionsLocked() error {
-	for _, id := range configIDs {
-		if !s.unrecorded[id] {
-			continue
-		}
-		var err error
-		if id == ModeConfigID {
-			_, err = s.appendSync(session.TypeMode, session.Mode{Mode: s.opts.mode})
-		} else {
-			_, err = s.appendSync(session.TypeConfig, session.Config{ConfigID: id, Value: *s.opts.field(id)})
-		}
-		if err != nil {
-			return err
-		}
-		delete(s.unrecorded, id)
-	}
-	return nil
-}
-
-// flushOptions records the changes made while the caller held the session:
-// a turn calls it before each step.
-func (s *sessionState) flushOptions() error {
+// done ends a use of s begun with turnMu and a successful acquire: the
+// records setOption wrote through it join events, then the log is released
+// and turnMu let go of.
+func (a *Agent) done(s *sessionState) {
 	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	return s.recordOptionsLocked()
+	s.writer = false // before the lock goes: nothing is written through s now
+	written := s.written
+	s.written = nil
+	s.optMu.Unlock()
+	s.takeWritten(written)
+	a.release(s)
+	s.unlockTurn()
 }
 
-// done ends a use of s begun with turnMu and a successful acquire: changes
-// made meanwhile are recorded, then the log is released and turnMu
-// unlocked. optMu is held from the check to the unlock, so a change made
-// concurrently is either seen here or finds turnMu free and records itself.
-func (a *Agent) done(s *sessionState) error {
+// setOption makes value the session's option id, all or nothing: its
+// record is written to the log and synced, under the log's lock, and only
+// then does the session use it. A change refused (another process is
+// writing the session: -32003) or not written changes nothing here or on
+// disk. While a turn of this process holds the log, the record is written
+// through it and applies from the turn's next model request; while a load
+// or resume of this process runs, the change waits for it to end. Other
+// processes see the change at their next use of the session.
+func (a *Agent) setOption(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
+	own := false // this call took the session and is its writer
 	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	var err error
-	// Without the lock (a load while another process writes), changes
-	// wait for the next use that takes it.
-	if s.locked {
-		err = s.recordOptionsLocked()
+	for !s.writer {
+		if s.turnMu.TryLock() {
+			s.optMu.Unlock()
+			if err := a.held(s); err != nil { // while this waited
+				s.unlockTurn()
+				return false, err
+			}
+			if err := a.acquire(s, true); err != nil {
+				s.unlockTurn()
+				return false, err
+			}
+			own = true
+			s.optMu.Lock()
+			break
+		}
+		if s.free == nil {
+			s.free = make(chan struct{})
+		}
+		free := s.free
+		s.optMu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+		s.optMu.Lock()
+	}
+	// The log was read under the lock: what another process chose is
+	// known, so a value already recorded is not written again.
+	if *s.opts.field(id) != value {
+		err = a.commitOptionLocked(s, id, value)
+		changed = err == nil
+	}
+	s.optMu.Unlock()
+	if own {
+		a.done(s)
 	}
 	if err != nil {
-		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not record the session's configuration")
+		return false, a.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
 	}
-	a.release(s)
-	s.turnMu.Unlock()
-	return err
+	if changed {
+		a.cfg.Logger.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
+	}
+	return changed, nil
 }
 
-// setOption makes value the session's option id. When the session is idle
-// the change is recorded before this returns; while a turn, load or resume
-// holds it, the change applies from the turn's next step and the holder
-// records it.
-func (a *Agent) setOption(s *sessionState, id, value string) (changed bool, err error) {
-	s.optMu.Lock()
-	f := s.opts.field(id)
-	if *f == value {
-		s.optMu.Unlock()
-		return false, nil
+// commitOptionLocked is the one change of s.opts besides reading the log:
+// it writes the option's record through the writer, syncs it, and only
+// then makes value the session's. Under optMu, with s.writer set.
+func (a *Agent) commitOptionLocked(s *sessionState, id, value string) error {
+	typ, data := session.TypeConfig, any(session.Config{ConfigID: id, Value: value})
+	if id == ModeConfigID {
+		typ, data = session.TypeMode, session.Mode{Mode: value}
 	}
-	*f = value
-	if s.unrecorded == nil {
-		s.unrecorded = map[string]bool{}
+	a.mu.Lock()
+	l := s.log
+	a.mu.Unlock()
+	if l == nil {
+		return errAgentClosed
 	}
-	s.unrecorded[id] = true
-	idle := s.turnMu.TryLock()
-	s.optMu.Unlock()
-	log := a.cfg.Logger.Info().Str("session", s.id).Str("option", id).Str("value", value)
-	if !idle {
-		log.Msg("session configuration changed during a turn")
-		return true, nil
+	ev, err := l.AppendSync(typ, data)
+	if err != nil {
+		return &recordError{err}
 	}
-	if err := a.acquire(s, true); err != nil {
-		s.turnMu.Unlock()
-		return true, err
-	}
-	if err := a.done(s); err != nil {
-		return true, a.logError(s.id, err)
-	}
-	log.Msg("session configuration changed")
-	return true, nil
+	s.written = append(s.written, pendingEvent{ev, data})
+	*s.opts.field(id) = value
+	return nil
 }
 
 // sessionConfig is what session/new, load and resume answer about the
@@ -265,7 +268,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeReques
 	if err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
-	changed, err := a.setOption(s, ModeConfigID, req.ModeID)
+	changed, err := a.setOption(ctx, s, ModeConfigID, req.ModeID)
 	if err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
@@ -298,7 +301,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 	if !slices.Contains(vals, value) {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
 	}
-	changed, err := a.setOption(s, req.ConfigID, value)
+	changed, err := a.setOption(ctx, s, req.ConfigID, value)
 	if err != nil {
 		return acp.SetSessionConfigOptionResponse{}, err
 	}

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -370,6 +372,89 @@ func TestAgent_ProtectedWritesAlwaysAsk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Issue 29 #3: in accept_edits, a write to what a git hook runner, direnv,
+// an editor or a package manager reads to decide what to run on the
+// person's next commit, cd or open asks, each time; ordinary files and a
+// package.json change outside its hook keys do not.
+func TestAgent_HookRunnerConfigAsks(t *testing.T) {
+	writes := []struct {
+		path, content string
+		asks          bool
+	}{
+		{"lefthook.yml", "pre-commit:\n  commands:\n    x:\n      run: touch pwned\n", true},
+		{"lefthook-local.yml", "pre-commit: {}\n", true},
+		{".lefthook.toml", "[pre-commit]\n", true},
+		{"web/.lintstagedrc.json", `{"*": "touch pwned"}`, true},
+		{"lint-staged.config.mjs", "export default {'*': 'touch pwned'}\n", true},
+		{".overcommit.yml", "PreCommit: {}\n", true},
+		{".huskyrc", `{"hooks": {"pre-commit": "touch pwned"}}`, true},
+		{".simple-git-hooks.json", `{"pre-commit": "touch pwned"}`, true},
+		{".pre-commit-config.yml", "repos: []\n", true},
+		{"mise.local.toml", "[hooks]\nenter = \"touch pwned\"\n", true},
+		{".tool-versions", "node path:./bin\n", true},
+		{".yarnrc.yml", "yarnPath: ./evil.cjs\n", true},
+		{".npmrc", "script-shell=./evil.sh\n", true},
+		{".cargo/config.toml", "[build]\nrustc-wrapper = \"./evil\"\n", true},
+		{"src/main.go", "package main\n", false},
+		{"Makefile", "all:\n\ttrue\n", false},
+	}
+	var answers []func(context.Context, llm.Request) (llm.Stream, error)
+	var want []string
+	for i, w := range writes {
+		args, err := json.Marshal(map[string]string{"path": w.path, "content": w.content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, toolCall(fmt.Sprint("w", i), "write_file", string(args)))
+		if w.asks {
+			want = append(want, w.path)
+		}
+	}
+	// package.json: a script edit goes through, a lint-staged edit asks.
+	answers = append(answers,
+		toolCall("e1", "edit_file", `{"path":"package.json","old_text":"\"tsc\"","new_text":"\"tsc -b\""}`),
+		toolCall("e2", "edit_file", `{"path":"package.json","old_text":"\"eslint\"","new_text":"\"touch pwned\""}`),
+		text("done"))
+	want = append(want, "package.json")
+
+	a := testAgent(t, Config{Provider: &script{answers: answers}})
+	id := newSession(t, a)
+	cwd := a.sessions[id].cwd
+	if err := os.WriteFile(filepath.Join(cwd, "package.json"), []byte(`{"scripts": {"build": "tsc"}, "lint-staged": {"*.js": "eslint"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetSessionMode(t.Context(), acp.SetSessionModeRequest{SessionID: id, ModeID: ModeAcceptEdits}, &editor{}); err != nil {
+		t.Fatal(err)
+	}
+	ed := &approver{answer: session.AllowOnce}
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	for _, req := range ed.asked {
+		for _, c := range req.ToolCall.Content {
+			if c.Type == acp.ToolContentDiff {
+				rel, _ := filepath.Rel(cwd, c.Path)
+				asked = append(asked, filepath.ToSlash(rel))
+			}
+		}
+		if !strings.Contains(shownText(req), "every mode but full access") {
+			t.Errorf("the request says %q, want why it asks", shownText(req))
+		}
+		for _, o := range req.Options {
+			if o.Kind == acp.PermissionAllowAlways || o.Kind == acp.PermissionRejectAlways {
+				t.Errorf("a standing answer %q is offered for a protected write", o.OptionID)
+			}
+		}
+	}
+	if !slices.Equal(asked, want) {
+		t.Errorf("accept_edits asked for %q, want %q", asked, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "package.json")); err != nil || !strings.Contains(string(b), "tsc -b") {
+		t.Errorf("package.json is %q (%v), want the script edit made without asking", b, err)
 	}
 }
 

@@ -156,7 +156,7 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 	// compaction's summary is its own request, counted as such).
 	t.attempts = 1
 	t.out.begin()
-	t.out.beginAttempt(t.attempts)
+	t.out.beginAttempt(t.attempts, false)
 	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.attempts})
 	var text string
 	if err == nil {

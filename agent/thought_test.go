@@ -35,7 +35,8 @@ func think(s string) llm.Chunk { return llm.Chunk{Reasoning: s} }
 // the start: whatever the mode, the editor is shown each thought once, and
 // the committed message holds what was shown.
 func TestThoughts_ShownOnceAfterARetry(t *testing.T) {
-	cutMidThought := cut(think("The user greets me; "), think("answer bri"))
+	const said = "The user greets me and asks how to run the tests; "
+	cutMidThought := cut(think(said), think("answer bri"))
 	for _, tt := range []struct {
 		name  string
 		live  bool
@@ -43,23 +44,26 @@ func TestThoughts_ShownOnceAfterARetry(t *testing.T) {
 		want  string // the thoughts the editor is shown, joined
 	}{
 		{"live, the retry restarts the thought", true,
-			reply(think("The user greets me; "), think("answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
-			"The user greets me; answer briefly."},
+			reply(think(said), think("answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
+			said + "answer briefly."},
 		{"live, the retry repeats the thought's end", true,
-			reply(think("answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
-			"The user greets me; answer briefly."},
+			reply(think("how to run the tests; answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
+			said + "answer briefly."},
 		{"live, the retry's restart stops short", true,
-			reply(think("The user"), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
-			"The user greets me; answer bri"},
+			reply(think("The user greets me and asks"), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
+			said + "answer bri"},
+		{"live, a short repeat of the thought's end may be a new thought: kept", true,
+			reply(think("answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
+			said + "answer bri\n\nanswer briefly."},
 		{"live, the retry words it anew", true,
 			reply(think("A greeting: reply in kind."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
-			"The user greets me; answer bri\n\nA greeting: reply in kind."},
+			said + "answer bri\n\nA greeting: reply in kind."},
 		{"live, the retry's thought is held while it could be a repeat", true,
 			reply(think("answer"), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
-			"The user greets me; answer bri\n\nanswer"},
+			said + "answer bri\n\nanswer"},
 		{"held", false,
-			reply(think("The user greets me; "), think("answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
-			"The user greets me; answer briefly."},
+			reply(think(said), think("answer briefly."), llm.Chunk{Content: "Hello!"}, llm.Chunk{FinishReason: llm.FinishStop}),
+			said + "answer briefly."},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -113,7 +117,8 @@ func TestThoughtResumer_StartsAnewThoughtApart(t *testing.T) {
 	for _, tt := range []struct{ shown, retry, want string }{
 		{"Cut here", "Other words.", "\n\nOther words."},
 		{"Ends a line\n", "Other words.", "Other words."},
-		{"Cut here", "Cut here and on.", " and on."},
+		{"Cut here, after a long enough thought", "Cut here, after a long enough thought and on.", " and on."},
+		{"Cut here", "Cut here and on.", "\n\nCut here and on."}, // too short to be certainly a repeat
 		{"Cut here", "", ""},
 	} {
 		r := thoughtResumer(tt.shown)

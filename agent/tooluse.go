@@ -315,7 +315,7 @@ func (t *turn) change(ctx context.Context, call session.MessageToolCall, info to
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.Protected(path),
+	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.ProtectedWrite(path, old, updated),
 		title: changeTitle(info.Title, t.rel(target), t.ws.LinkTarget(path) != "")})
 	if !ok || err != nil {
 		return out, err

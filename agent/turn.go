@@ -46,7 +46,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
 	if err := a.acquire(s, true); err != nil {
-		s.turnMu.Unlock()
+		s.unlockTurn()
 		return acp.PromptResponse{}, err
 	}
 	defer a.done(s)
@@ -294,10 +294,8 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		}
 		// Options chosen since the last request apply from this one: what the
 		// mode offers the model and what its tool calls may do, the model
-		// asked and its reasoning effort.
-		if err := t.s.flushOptions(); err != nil {
-			return acp.PromptResponse{}, fmt.Errorf("record the session's configuration: %w", err)
-		}
+		// asked and its reasoning effort. They are in the log already
+		// (setOption).
 		o := t.s.current()
 		if o.mode != t.mode { // the system prompt says what the mode allows
 			t.history[0] = t.agent.systemMessages(t.s, t.ws, o.mode, t.mcp != nil, t.start)[0]
@@ -458,7 +456,8 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	n := t.attempts
 	req := t.request()
 	req.Messages = alternate(req.Messages)
-	t.out.beginAttempt(n)
+	last := len(req.Messages) - 1
+	t.out.beginAttempt(n, last >= 0 && req.Messages[last].Prefix)
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
 		return nil, fmt.Errorf("record step: %w", err)
 	}

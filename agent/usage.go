@@ -137,6 +137,37 @@ type UsageMeta struct {
 	Estimated bool `json:"estimated"`
 }
 
+// maxSessionCost bounds the cost a session adds up. A provider's figure for
+// one request is already bounded (llm.MaxUsageCost) and configured prices
+// are (config), so only a sum over very many requests, or a figure read
+// back from a log another version wrote, gets here; it is clamped, not
+// dropped, since the session did cost at least that. Clamped, every sum and
+// the rounding below stay finite: the step/end record that carries the sum
+// can always be written (JSON has no Inf or NaN).
+const maxSessionCost = 1e12
+
+// addCost adds a step's cost to a session's: a figure that is not a finite
+// amount from 0 to maxSessionCost is dropped (nothing believable to add;
+// ok is false), the sum is clamped to maxSessionCost.
+func addCost(total, step float64) (sum float64, ok bool) {
+	if !(step >= 0 && step <= maxSessionCost) { // also NaN
+		return total, false
+	}
+	return min(total+step, maxSessionCost), true
+}
+
+// roundCost rounds a session's cost well below any currency's cent, so
+// float sums read as the editor would show them (0.0024575, not
+// 0.0024574999999999996). Within maxSessionCost the scaled amount is
+// finite; an amount outside it is clamped first.
+func roundCost(c float64) float64 {
+	if !(c >= 0) {
+		return 0
+	}
+	c = min(c, maxSessionCost)
+	return math.Round(c*1e10) / 1e10
+}
+
 // sessionUsage is what a session's usage_update accumulates across steps.
 type sessionUsage struct {
 	cost   float64
@@ -172,7 +203,8 @@ func sessionUsageOf(u *session.StepUsage) sessionUsage {
 	if u == nil || u.Cost == nil {
 		return sessionUsage{}
 	}
-	return sessionUsage{cost: *u.Cost, costed: true}
+	c, ok := addCost(0, min(*u.Cost, maxSessionCost)) // clamped: it did cost that much
+	return sessionUsage{cost: c, costed: ok}
 }
 
 // replayUsage sends, after a load's replay, the usage_update the editor was
@@ -203,8 +235,9 @@ func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Pr
 	if reply.Usage != nil {
 		u.Used = uint64(max(reply.Usage.PromptTokens, 0)) + uint64(max(reply.Usage.CompletionTokens, 0))
 		if c, ok := stepCost(*reply.Usage, prices); ok {
-			su.cost += c
-			su.costed = true
+			if sum, ok := addCost(su.cost, c); ok {
+				su.cost, su.costed = sum, true
+			}
 		}
 	} else {
 		out := llm.Message{Role: llm.RoleAssistant, Content: reply.Content} // reasoning is not sent back
@@ -220,9 +253,7 @@ func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Pr
 		if cur == "" {
 			cur = "USD"
 		}
-		// Rounded well below any currency's cent, so float sums read as
-		// the editor would show them (0.0024575, not 0.0024574999999999996).
-		u.Cost = &acp.Cost{Amount: math.Round(su.cost*1e10) / 1e10, Currency: cur}
+		u.Cost = &acp.Cost{Amount: roundCost(su.cost), Currency: cur}
 	}
 	u.Size = windowOf(req.Model, configured)
 	return u, su, u.Size > 0

@@ -38,7 +38,10 @@ type PrefixDialect struct {
 	// Echoes: the reply starts with the prefix itself before going on
 	// (Mistral's does), so the adapter drops that repeat.
 	Echoes bool
-	Source string // where the request shape is documented
+	// MayEcho: whether the reply starts with the prefix is not known; a
+	// whole repeat of it is dropped only when CertainRepeat says so.
+	MayEcho bool
+	Source  string // where the request shape is documented
 }
 
 // PrefixDialects are the providers continued in place under
@@ -51,9 +54,11 @@ var PrefixDialects = []PrefixDialect{
 }
 
 // anyPrefix is the dialect of a provider continued in place only because
-// the configuration says so: whether it repeats the prefix is unknown, and
-// dropping an exact repeat is harmless where none comes.
-var anyPrefix = PrefixDialect{ID: "configured.prefix", Provider: "provider.continuation = \"prefix\"", Echoes: true}
+// the configuration says so: whether it repeats the prefix is unknown (a
+// gateway in front of Mistral would), so an exact repeat of the whole
+// prefix is dropped only when it is certainly one (CertainRepeat): a short
+// prefix the reply merely starts with, by coincidence, is the reply.
+var anyPrefix = PrefixDialect{ID: "configured.prefix", Provider: "provider.continuation = \"prefix\"", MayEcho: true}
 
 // prefixDialect returns how a provider at baseURL is continued in place
 // under mode, or nil when it is continued with a prompt.
@@ -117,13 +122,62 @@ func markPrefix(body []byte) ([]byte, error) {
 	return json.Marshal(req)
 }
 
+// MinRepeat is the fewest runes a passage must hold, without repeating a
+// shorter unit of itself, for its second occurrence at the start of a
+// continuation to count as a repeat (CertainRepeat).
+const MinRepeat = 24
+
+// CertainRepeat reports whether r, which both ends the text already shown
+// and starts what a continuation sent next, is certainly the continuation
+// repeating that text, rather than the text going on as written.
+//
+// Nothing in the bytes says which it is: the two readings differ only in
+// whether r belongs in the reply twice. So the rule weighs how likely a
+// genuine reply is to contain r twice in a row at that point. Genuine text
+// does that all the time with short passages: closing tokens (`}`,
+// `</div>`, `end`), a word, a blank line; and with runs of a short unit of
+// any length (a rule of "=", a row of "0 0 0", closing tags at one
+// indentation, one short line again and again). It almost never repeats,
+// back to back, a longer passage that is not such a run, and that is what
+// a model asked to go on does when it repeats the last sentence or line, or
+// starts over. Hence: r is a repeat only when it holds at least MinRepeat
+// runes and its smallest period is at least MinRepeat runes (no shorter
+// unit of r repeats through all of it). Anything else is kept: a short
+// repeat shown twice is visible and harmless; text trimmed as a repeat is
+// lost from the reply, the editor and the model's history, and in code it
+// is a closing brace.
+//
+// The rule is no licence where a repeat cannot happen: a reply continued in
+// place (prefix: true) is never trimmed, beyond the documented echo of the
+// whole prefix by a provider that sends one.
+func CertainRepeat(r string) bool {
+	k := 0 // runes of r before byte i
+	for i := range r {
+		if k == MinRepeat {
+			return true
+		}
+		// A period of valid UTF-8 is a rune boundary (r[i] equals r[0], a
+		// leading byte), so the runes' offsets are every period to test.
+		if k > 0 && r[i:] == r[:len(r)-i] {
+			return false
+		}
+		k++
+	}
+	return k >= MinRepeat
+}
+
 // echo drops the prefix from the start of a continuation whose provider
-// repeats it. Only an exact repeat of the whole prefix is dropped; text
-// is held back only while it still matches the prefix's beginning.
+// repeats it. Only an exact repeat of the whole prefix is dropped: always
+// for a provider documented to send one, and only when CertainRepeat says
+// so for one that may; text is held back only while it still matches the
+// prefix's beginning.
 type echo struct {
 	prefix string
-	held   strings.Builder
-	done   bool
+	// sure: the provider is documented to repeat the prefix, so a whole
+	// repeat of it is one whatever its length.
+	sure bool
+	held strings.Builder
+	done bool
 }
 
 // feed takes the continuation's next text and returns what is new in it.
@@ -137,12 +191,24 @@ func (e *echo) feed(s string) string {
 		return ""
 	}
 	e.done = true
-	if strings.HasPrefix(h, e.prefix) {
+	if strings.HasPrefix(h, e.prefix) && (e.sure || CertainRepeat(e.prefix)) {
 		return h[len(e.prefix):]
 	}
 	return h
 }
 
-// end is called at the finish: text still held is a repeat of the
-// prefix that stopped short, so none of it is new.
-func (e *echo) end() { e.done = true }
+// end is called at the finish and returns what is still held: the start
+// of the prefix, which stopped short. Only a passage that is certainly a
+// repeat is dropped; a reply that is, say, the prefix's first word is the
+// reply, even from a provider that repeats prefixes (its repeat would have
+// been whole).
+func (e *echo) end() string {
+	if e.done {
+		return ""
+	}
+	e.done = true
+	if h := e.held.String(); !CertainRepeat(h) {
+		return h
+	}
+	return ""
+}

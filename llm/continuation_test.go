@@ -226,23 +226,33 @@ func TestOpenAI_PrefixCorpus(t *testing.T) {
 }
 
 // The repeat is dropped only when it is the whole prefix; a reply that
-// only starts like the prefix is the reply. DeepSeek does not repeat the
-// prefix, so its reply is never trimmed.
+// only starts like the prefix is the reply. Mistral documents its repeat,
+// so a whole one is dropped however short; a provider continued in place
+// only because the configuration says so may not repeat at all, so only a
+// prefix that is certainly repeated (llm.CertainRepeat) is dropped: a short
+// one the reply starts with is the reply's own. A reply that stops inside
+// the prefix is kept unless certainly a repeat. DeepSeek does not repeat
+// the prefix, so its reply is never trimmed.
 func TestOpenAI_PrefixEchoOnlyWhole(t *testing.T) {
 	event := func(s string) string {
 		b, _ := json.Marshal(s)
 		return `data: {"choices":[{"index":0,"delta":{"content":` + string(b) + `},"finish_reason":null}]}` + "\n\n"
 	}
 	const finish = `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+	const long = "Hello world, and the rest of a long prefix"
 	tests := []struct {
 		name, baseURL, prefix string
 		deltas                []string
 		want                  string
 	}{
 		{"whole repeat", "https://api.mistral.ai/v1", "Hello world", []string{"Hello", " world", "! And more."}, "! And more."},
+		{"whole repeat of a closing brace", "https://api.mistral.ai/v1", "}", []string{"}", "\n}"}, "\n}"},
 		{"starts alike", "https://api.mistral.ai/v1", "Hello world", []string{"Hello", " there."}, "Hello there."},
-		{"repeat cut short", "https://api.mistral.ai/v1", "Hello world", []string{"Hello wo"}, ""},
-		{"configured, unknown provider", "http://localhost:8000/v1", "Hello world", []string{"Hello world", "!"}, "!"},
+		{"stops inside a short prefix: kept", "https://api.mistral.ai/v1", "Hello world", []string{"Hello wo"}, "Hello wo"},
+		{"repeat cut short, certainly", "https://api.mistral.ai/v1", long, []string{long[:30]}, ""},
+		{"configured, a long prefix repeated", "http://localhost:8000/v1", long, []string{long, "!"}, "!"},
+		{"configured, a short prefix the reply starts with", "http://localhost:8000/v1", "}", []string{"}", "\n}"}, "}\n}"},
+		{"configured, a run repeated", "http://localhost:8000/v1", strings.Repeat("=", 40), []string{strings.Repeat("=", 40), "\n"}, strings.Repeat("=", 40) + "\n"},
 		{"deepseek keeps it", "https://api.deepseek.com/beta", "Hello world", []string{"Hello world", "!"}, "Hello world!"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rs/zerolog"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -41,6 +43,9 @@ type OpenAIConfig struct {
 	// StreamUsage says whether requests ask for the usage chunk
 	// (stream_options.include_usage); "" is StreamUsageAuto.
 	StreamUsage StreamUsage
+	// Logger gets warnings about what a provider sent that was dropped
+	// (unreadable usage); nil logs nothing.
+	Logger *zerolog.Logger
 }
 
 // OpenAI is a Provider for OpenAI-compatible chat completion APIs, built on
@@ -56,6 +61,7 @@ type OpenAI struct {
 	// asked with a prompt.
 	prefix *PrefixDialect
 	usage  bool // requests ask for the usage chunk
+	logger *zerolog.Logger
 	// windows are the context windows the last model list gave, by id.
 	windows atomic.Pointer[map[string]uint64]
 }
@@ -80,7 +86,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	oc.EmptyMessagesLimit = math.MaxUint
 	lim := limits{idle: cfg.MaxBytesWithoutProgress, reply: cfg.MaxReplyBytes}.withDefaults()
 	return &OpenAI{client: openai.NewClientWithConfig(oc), redact: newRedactor(cfg.APIKey), limits: lim, host: baseHost(oc.BaseURL),
-		prefix: prefixDialect(oc.BaseURL, cfg.Continuation), usage: includeUsage(oc.BaseURL, cfg.StreamUsage)}
+		prefix: prefixDialect(oc.BaseURL, cfg.Continuation), usage: includeUsage(oc.BaseURL, cfg.StreamUsage), logger: cfg.Logger}
 }
 
 // Stream starts one attempt. A non-2xx answer is returned here as an
@@ -93,8 +99,8 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	var trim *echo
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Prefix {
 		c.prefix = true
-		if o.prefix == nil || o.prefix.Echoes {
-			trim = &echo{prefix: req.Messages[n-1].Content}
+		if d := o.prefix; d == nil || d.Echoes || d.MayEcho {
+			trim = &echo{prefix: req.Messages[n-1].Content, sure: d != nil && d.Echoes}
 		}
 	}
 	st, err := o.client.CreateChatCompletionStream(actx, creq)
@@ -345,7 +351,7 @@ func (s *stream) Recv() (Chunk, error) {
 		if s.echo != nil {
 			c.Content = s.echo.feed(c.Content)
 			if c.FinishReason != "" {
-				s.echo.end()
+				c.Content += s.echo.end()
 			}
 		}
 		if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
@@ -531,6 +537,13 @@ func (s *stream) read(wait bool) (Chunk, bool, error) {
 			continue
 		}
 		c, ok, err := s.decode(raw)
+		if err != nil && s.finished && errors.Is(err, ErrMalformedStream) {
+			// After the finish only usage is due, and usage is advisory:
+			// an event too broken to read is dropped, not the reply. It
+			// still counts as bytes without progress.
+			s.o.warnDropped(s.cap.requestID(), err)
+			c, ok, err = Chunk{}, false, nil
+		}
 		if err == nil {
 			err = s.account(c, len(raw))
 		}
@@ -600,17 +613,14 @@ type wireChunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"` // OpenAI
-		PromptCacheHitTokens int      `json:"prompt_cache_hit_tokens"` // DeepSeek
-		Cost                 *float64 `json:"cost"`                    // OpenRouter
-	} `json:"usage"`
+	// Usage and x_groq (Groq's usage) are advisory: read apart, leniently
+	// (usagewire.go), so no shape of them fails the chunk.
+	Usage json.RawMessage `json:"usage"`
+	XGroq json.RawMessage `json:"x_groq"`
 	Error json.RawMessage `json:"error"`
-	Type  string          `json:"type"`
+	// Type is read only to recognise an error event; any other value, of
+	// any JSON type, is no error and no reason to fail.
+	Type json.RawMessage `json:"type"`
 }
 
 func (s *stream) decode(raw []byte) (Chunk, bool, error) {
@@ -618,7 +628,7 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Chunk{}, false, s.o.scrub(fmt.Errorf("%w: undecodable chunk %q: %w", ErrMalformedStream, s.o.snippet(raw), err))
 	}
-	if (len(w.Error) > 0 && string(w.Error) != "null") || w.Type == "error" {
+	if (len(w.Error) > 0 && string(w.Error) != "null") || string(bytes.TrimSpace(w.Type)) == `"error"` {
 		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
 	}
 	var c Chunk
@@ -642,11 +652,10 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 			s.finished = true
 		}
 	}
-	if w.Usage != nil {
-		c.Usage = usageOf(w.Usage.PromptTokens, w.Usage.CompletionTokens, w.Usage.PromptCacheHitTokens, w.Usage.Cost)
-		if d := w.Usage.PromptTokensDetails; d != nil && c.Usage.CachedTokens == 0 {
-			c.Usage.CachedTokens = min(max(d.CachedTokens, 0), c.Usage.PromptTokens)
-		}
+	ur := usageReader{redact: s.o.redact}
+	c.Usage = ur.usage(w.Usage, w.XGroq)
+	if len(ur.dropped) > 0 {
+		s.o.warnUsage(s.cap.requestID(), ur.dropped)
 	}
 	return c, c.HasDelta() || c.FinishReason != "" || c.Usage != nil, nil
 }
@@ -749,15 +758,22 @@ func (s *stream) Close() error {
 	return nil
 }
 
-// usageOf bounds what the provider reported: negative counts become 0, the
-// cached part never exceeds the prompt, and a negative or non-finite cost is
-// dropped rather than shown.
-func usageOf(prompt, completion, cached int, cost *float64) *Usage {
-	u := &Usage{PromptTokens: max(prompt, 0), CompletionTokens: max(completion, 0)}
-	u.CachedTokens = min(max(cached, 0), u.PromptTokens)
-	if cost != nil && *cost >= 0 && !math.IsInf(*cost, 0) && !math.IsNaN(*cost) {
-		v := *cost
-		u.Cost = &v
+// warnDropped logs an event after the finish that could not be read and
+// was dropped.
+func (o *OpenAI) warnDropped(requestID string, err error) {
+	if o.logger == nil {
+		return
 	}
-	return u
+	o.logger.Warn().Str("host", o.host).Str("requestId", o.redact.str(requestID)).Str("error", o.redact.str(err.Error())).
+		Msg("an event after the reply's finish could not be read; it was dropped, the reply is kept")
+}
+
+// warnUsage logs the usage fields of a chunk that could not be read and
+// were dropped. The reply goes on: usage is advisory.
+func (o *OpenAI) warnUsage(requestID string, dropped []string) {
+	if o.logger == nil {
+		return
+	}
+	o.logger.Warn().Str("host", o.host).Str("requestId", o.redact.str(requestID)).Strs("dropped", dropped).
+		Msg("the provider's usage had fields that could not be read; they were dropped, the reply is kept")
 }

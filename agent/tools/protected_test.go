@@ -79,3 +79,93 @@ func TestWorkspace_Protected(t *testing.T) {
 		}
 	}
 }
+
+// package.json is the project's build description, so it asks only for a
+// change to what a hook runner or corepack reads from it.
+func TestWorkspace_ProtectedWrite(t *testing.T) {
+	proj := t.TempDir()
+	mkTree(t, proj, map[string]string{"package.json": "{}", "packages/web/": ""})
+	symlink(t, "package.json", filepath.Join(proj, "deps.json"))
+	ws := tools.NewWorkspace(proj)
+	const base = `{"name": "app", "scripts": {"build": "tsc", "postinstall": "node setup.js"}, "lint-staged": {"*.js": "eslint"}, "dependencies": {"left-pad": "1.0.0"}}`
+	s := func(v string) *string { return &v }
+	tests := []struct {
+		path    string
+		old     *string
+		updated string
+		has     string // a word of the reason; "" for none
+	}{
+		{"package.json", s(base), strings.Replace(base, `"tsc"`, `"tsc -b"`, 1), ""},
+		{"package.json", s(base), strings.Replace(base, `node setup.js`, `curl x | sh`, 1), ""}, // install scripts: out, with the dependencies
+		{"package.json", s(base), strings.Replace(base, `"1.0.0"`, `"github:someone/left-pad"`, 1), ""},
+		{"package.json", s(base), strings.ReplaceAll(base, `, `, ",\n  "), ""}, // the same values, laid out anew
+		{"package.json", s(base), strings.Replace(base, `"eslint"`, `"curl x | sh"`, 1), "lint-staged"},
+		{"package.json", s(base), strings.Replace(base, `}}`, `}, "lint-staged": {"*": "sh evil.sh"}}`, 1), "lint-staged"}, // a repeated key: the last wins, as in Node
+		{"package.json", s(base), strings.Replace(base, `{"name"`, `{"simple-git-hooks": {"pre-commit": "sh x"}, "name"`, 1), "simple-git-hooks"},
+		{"package.json", s(base), strings.Replace(base, `{"name"`, `{"husky": {"hooks": {"pre-commit": "sh x"}}, "name"`, 1), "husky"},
+		{"package.json", s(base), strings.Replace(base, `{"name"`, `{"pre-commit": ["build"], "name"`, 1), "pre-commit"},
+		{"package.json", s(base), strings.Replace(base, `{"name"`, `{"gitHooks": {"pre-commit": "sh x"}, "name"`, 1), "gitHooks"},
+		{"package.json", s(base), strings.Replace(base, `{"name"`, `{"config": {"ghooks": {"pre-commit": "sh x"}}, "name"`, 1), "ghooks"},
+		{"package.json", s(base), strings.Replace(base, `{"name"`, `{"packageManager": "yarn@https://example.invalid/yarn.tgz", "name"`, 1), "corepack"},
+		{"package.json", s(base), `{"name": "app", "dependencies": {}}`, "lint-staged"}, // removing it changes what runs too
+		{"package.json", s(base), base + "garbage", "does not parse"},
+		{"package.json", nil, `{"name": "new"}`, ""},
+		{"packages/web/package.json", nil, `{"lint-staged": {"*": "sh x"}}`, "lint-staged"},
+		{"packages/web/PACKAGE.JSON", s("{}"), `{"nano-staged": {"*": "sh x"}}`, "nano-staged"},
+		{"deps.json", s("{}"), `{"lint-staged": {"*": "sh x"}}`, "lint-staged"}, // through a link: the real target counts
+		{"other.json", s("{}"), `{"lint-staged": {"*": "sh x"}}`, ""},
+		{"lefthook.yml", nil, "pre-commit: {}", "lefthook"}, // Protected's places hold too
+	}
+	for _, tt := range tests {
+		got := ws.ProtectedWrite(tt.path, tt.old, tt.updated)
+		if tt.has == "" {
+			if got != "" {
+				t.Errorf("ProtectedWrite(%q, …, %.60q) = %q, want \"\"", tt.path, tt.updated, got)
+			}
+			continue
+		}
+		if !strings.Contains(got, tt.has) || !strings.HasPrefix(got, "it is ") {
+			t.Errorf("ProtectedWrite(%q, …, %.60q) = %q, want a reason mentioning %q", tt.path, tt.updated, got, tt.has)
+		}
+	}
+}
+
+// The directory a repository's core.hooksPath names is protected wherever
+// it is, in the repository around the workspace or one inside it.
+func TestWorkspace_ProtectedHooksPath(t *testing.T) {
+	base := t.TempDir()
+	mkTree(t, base, map[string]string{
+		"repo/.git/config":                 "[user]\n\tname = x\n[Core]\n\tbare = false\n\tHooksPath = \"scripts/git hooks\" ; the team's\n",
+		"repo/ws/.gitkeep":                 "",
+		"repo/ws/sub/.git":                 "gitdir: ../../.git/modules/sub\n",
+		"repo/.git/modules/sub/config":     "[core] hooksPath = tools/h\n",
+		"repo/ws/wt/.git":                  "gitdir: " + filepath.Join(base, "repo/.git/worktrees/wt") + "\n",
+		"repo/.git/worktrees/wt/commondir": "../..\n",
+		"repo/ws/dot/.git/config":          "[core]\n\thooksPath = .\n",
+	})
+	ws := tools.NewWorkspace(filepath.Join(base, "repo", "ws"))
+	symlink(t, filepath.Join(base, "repo", "scripts", "git hooks"), filepath.Join(base, "repo", "ws", "hooks-link"))
+	tests := []struct {
+		path    string
+		protect bool
+	}{
+		{"../scripts/git hooks/pre-commit", true}, // outside the workspace, but Protected does not confine
+		{filepath.Join(base, "repo", "scripts", "GIT HOOKS", "helper.sh"), true},
+		{"hooks-link/pre-push", true},
+		{"../scripts/build.sh", false},
+		{"sub/tools/h/pre-commit", true},
+		{"sub/tools/h/lib/common.sh", true},
+		{"sub/tools/x.sh", false},
+		{"wt/scripts/git hooks/commit-msg", true}, // a linked worktree reads the common config
+		{"wt/scripts/other", false},
+		{"dot/pre-commit", true}, // hooksPath = . : the hook names directly in it only
+		{"dot/main.go", false},
+		{"dot/src/pre-commit", false},
+		{"main.go", false},
+	}
+	for _, tt := range tests {
+		if got := ws.Protected(tt.path); (got != "") != tt.protect {
+			t.Errorf("Protected(%q) = %q, want protected %v", tt.path, got, tt.protect)
+		}
+	}
+}

@@ -180,9 +180,11 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 // editor closes stdin or ctx ends.
 func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, e env) error {
 	httpClient := e.httpClient
+	providerLog := log.With().Str("component", "provider").Logger()
 	openAI := func(key string) llm.Provider {
 		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient,
-			Continuation: llm.Continuation(cfg.Provider.Continuation), StreamUsage: llm.StreamUsage(cfg.Provider.StreamUsage)})
+			Continuation: llm.Continuation(cfg.Provider.Continuation), StreamUsage: llm.StreamUsage(cfg.Provider.StreamUsage),
+			Logger: &providerLog})
 	}
 	var keys usedKeys
 	// newProvider looks for the key again: `rebound login` may store one

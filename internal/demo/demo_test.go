@@ -714,8 +714,9 @@ func TestRun_TerminalDroppedReply(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mock.json")
-	// The retry starts the reply over; only its new end shows.
-	if err := os.WriteFile(path, []byte(`{"steps": [{"text": "One two three four.", "chunks": 2, "drop_after": 1}, {"text": "One two three four."}]}`), 0o600); err != nil {
+	// The retry starts the reply over; only its new end shows (what was
+	// shown is long enough to be certainly repeated).
+	if err := os.WriteFile(path, []byte(`{"steps": [{"text": "One two three four five six seven eight nine ten.", "chunks": 2, "drop_after": 1}, {"text": "One two three four five six seven eight nine ten."}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, stderr := runDemo(t, demoEnv(t, map[string]string{"NO_COLOR": "1"}), Options{Fast: true, Script: path, StateDir: dir})
@@ -723,9 +724,9 @@ func TestRun_TerminalDroppedReply(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
 	for _, want := range []string{
-		"rebound: One two t\x1bD\x1bM\x1b7\x1bD\r",         // parked at its end
-		"\r\x1b[2K  ↻ connection dropped · retrying in 0.", // the countdown below
-		"\x1b8hree four.\n",                                // on where it stopped
+		"rebound: One two three four five \x1bD\x1bM\x1b7\x1bD\r", // parked at its end
+		"\r\x1b[2K  ↻ connection dropped · retrying in 0.",        // the countdown below
+		"\x1b8six seven eight nine ten.\n",                        // on where it stopped
 		"\n  ↻ connection dropped · retried after 0.",
 		" · attempt 2 of 3 · the reply went on where it stopped\n",
 	} {
@@ -734,7 +735,7 @@ func TestRun_TerminalDroppedReply(t *testing.T) {
 		}
 	}
 	screen := demoVT(out, 80, 24)
-	if !slices.Contains(screen, "rebound: One two three four.") || slices.Contains(screen, "rebound: hree four.") {
+	if !slices.Contains(screen, "rebound: One two three four five six seven eight nine ten.") || slices.Contains(screen, "rebound: six seven eight nine ten.") {
 		t.Errorf("the reply does not read as one line on the screen:\n%s", strings.Join(screen, "\n"))
 	}
 }
