@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
@@ -30,6 +29,9 @@ type approval struct {
 	preview []acp.ToolCallContent
 	// input is the request's rawInput: what runs, decoded.
 	input json.RawMessage
+	// title replaces the call's title in the request: what a client that
+	// shows only the title shows (tools.CommandTitle, tools.MCPTitle).
+	title string
 	// protected, when set, says why this call asks in every mode but
 	// full_access, whatever was answered before: it writes where a program
 	// could be made to run. No standing answer is offered for it.
@@ -45,8 +47,8 @@ func commandScope(command, dir string) string {
 
 // commandPreview shows a command whole, as it will run.
 func commandPreview(command, dir string) []acp.ToolCallContent {
-	shown, hidden := visible(command)
-	text := "Runs with `sh -c` in " + mdCode(dir) + ":\n" + codeBlock("sh", shown)
+	shown, hidden := tools.Visible(command)
+	text := "Runs with `sh -c` in " + tools.PathSpan(dir) + ":\n" + tools.CodeBlock("sh", shown)
 	if hidden {
 		text += "\n" + hiddenNote
 	}
@@ -61,12 +63,31 @@ func mcpPreview(server, tool string, input json.RawMessage) []acp.ToolCallConten
 		pretty.Reset()
 		pretty.Write(input)
 	}
-	shown, hidden := visible(pretty.String())
-	text := "Calls " + mdCode(tool) + " of the MCP server " + mdCode(server) + " with these arguments:\n" + codeBlock("json", shown)
+	shown, hidden := tools.Visible(pretty.String())
+	text := "Calls " + tools.PathSpan(tool) + " of the MCP server " + tools.PathSpan(server) + " with these arguments:\n" + tools.CodeBlock("json", shown)
 	if hidden {
 		text += "\n" + hiddenNote
 	}
 	return []acp.ToolCallContent{acp.ContentText(text)}
+}
+
+// mcpTitle names an MCP tool and its server ("github: create_issue"), as
+// the server named them but with nothing hidden in the names.
+func mcpTitle(server, tool string) string {
+	s, _ := tools.VisibleLine(server)
+	t, _ := tools.VisibleLine(tool)
+	return s + ": " + t
+}
+
+// changeTitle is the title a permission request for a write or an edit
+// shows: the file, where it really is when a link leads elsewhere, and a
+// plain word that the change itself is in the diff, since a client that
+// shows only the title does not show it.
+func changeTitle(title, target string, linked bool) string {
+	if linked {
+		title += " (a link to " + tools.PathSpan(target) + ")"
+	}
+	return title + "; the change is in the diff attached to this request"
 }
 
 // protectedNote is the line a protected write's request adds to its diff.
@@ -75,41 +96,6 @@ func protectedNote(why string) acp.ToolCallContent {
 }
 
 const hiddenNote = "Careful: this contains invisible or control characters, shown above as ⟨U+…⟩; they are part of what runs."
-
-// visible replaces the characters that could make text read differently
-// from what runs (control characters other than newline and tab, bidi
-// overrides, zero-width and other format characters) with ⟨U+XXXX⟩, and
-// reports whether there were any.
-func visible(s string) (string, bool) {
-	hidden := false
-	var b strings.Builder
-	for _, r := range s {
-		if r == '\n' || r == '\t' || !(unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar || unicode.In(r, unicode.Zl, unicode.Zp)) {
-			b.WriteRune(r)
-			continue
-		}
-		hidden = true
-		fmt.Fprintf(&b, "⟨U+%04X⟩", r)
-	}
-	return b.String(), hidden
-}
-
-// codeBlock fences s as a Markdown code block whose fence no run of
-// backticks inside s can close.
-func codeBlock(lang, s string) string {
-	f := "```"
-	for strings.Contains(s, f) {
-		f += "`"
-	}
-	return f + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + f
-}
-
-// mdCode is s, its hidden characters made visible, as a Markdown code span
-// that no backtick inside it can end.
-func mdCode(s string) string {
-	s, _ = visible(s)
-	return tools.CodeSpan(s)
-}
 
 // shownInput is a tool call's rawInput for the editor: the arguments as
 // decoded for the call, or nothing when they cannot be decoded (nothing

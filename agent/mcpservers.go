@@ -201,7 +201,8 @@ func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info t
 	if t.mode == ModeReadOnly {
 		return readOnlyOutput(call.Name), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input})
+	ok, out, err := t.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
+		title: tools.MCPTitle(server, tool, input)})
 	if !ok || err != nil {
 		return out, err
 	}

@@ -134,7 +134,7 @@ func TestAgent_PermissionShowsTheWholeCommand(t *testing.T) {
 			t.Fatalf("%d permission requests, want 1", len(ed.asked))
 		}
 		req := ed.asked[0]
-		shown, hidden := visible(command)
+		shown, hidden := tools.Visible(command)
 		if got := shownText(req); !strings.Contains(got, shown) || !strings.Contains(got, a.sessions[id].cwd) {
 			t.Errorf("the request shows %q; want the whole command %q and its directory", got, shown)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/agent/tools/shell"
 	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/session"
@@ -27,7 +28,7 @@ func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time
 	if res.ExitCode == nil || *res.ExitCode != 0 {
 		out.status = session.ToolFailed
 	}
-	out.content = []acp.ToolCallContent{acp.ContentText(codeBlock("", out.output))}
+	out.content = []acp.ToolCallContent{acp.ContentText(tools.CodeBlock("", out.output))}
 	if res.Cancelled {
 		out.status = session.ToolAborted
 		t.cancelled = true
@@ -134,7 +135,7 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		fmt.Fprintf(&b, "\n[the output could not be read: %v]", oerr)
 	}
 	out.output = b.String()
-	out.content = []acp.ToolCallContent{acp.ContentText(codeBlock("", out.output))}
+	out.content = []acp.ToolCallContent{acp.ContentText(tools.CodeBlock("", out.output))}
 	if out.status != session.ToolCompleted {
 		// The user sees the terminal; say how it ended beside it, while the
 		// terminal is still there to be shown (it is released next).

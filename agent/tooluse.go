@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,12 +133,13 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	if a, ok := args.(*tools.UpdatePlanArgs); ok && perr == nil {
 		return t.usePlan(ctx, step, call, a)
 	}
-	info := tools.Info{Kind: string(acp.ToolKindOther), Title: call.Name + " (invalid call)"}
+	name, _ := tools.VisibleLine(call.Name) // the model's text, on one line
+	info := tools.Info{Kind: string(acp.ToolKindOther), Title: name + " (invalid call)"}
 	server, tool, isMCP := t.mcp.Lookup(call.Name)
 	var input json.RawMessage // what runs, decoded: the editor's rawInput
 	switch {
 	case isMCP:
-		info = tools.Info{Kind: string(acp.ToolKindOther), Title: server + ": " + tool}
+		info = tools.Info{Kind: string(acp.ToolKindOther), Title: mcpTitle(server, tool)}
 		input, perr = canonicalObject(call.Arguments)
 		if perr != nil {
 			perr = fmt.Errorf("%s: %w", call.Name, perr)
@@ -313,7 +315,8 @@ func (t *turn) change(ctx context.Context, call session.MessageToolCall, info to
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.ProtectedWrite(path, old, updated)})
+	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.ProtectedWrite(path, old, updated),
+		title: changeTitle(info.Title, t.rel(target), t.ws.LinkTarget(path) != "")})
 	if !ok || err != nil {
 		return out, err
 	}
@@ -414,13 +417,18 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 		{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
 		{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
 	}
+	title := cmp.Or(ap.title, info.Title)
 	if ap.protected != "" {
-		preview = append([]acp.ToolCallContent{protectedNote(ap.protected)}, preview...)
+		// After the diff: a client that shows one diff looks only at the
+		// first content (codecompanion.nvim); the title says it too.
+		note := protectedNote(ap.protected)
+		preview = append(slices.Clip(preview), note)
+		title += ". " + note.Content.Text // the same words, which agent-shell shows once
 		options = []acp.PermissionOption{options[0], options[2]}
 	}
 	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionID: t.s.id,
-		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: info.Title, Kind: acp.ToolKind(info.Kind),
+		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: title, Kind: acp.ToolKind(info.Kind),
 			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations), RawInput: ap.input},
 		Options: options,
 	})
@@ -480,7 +488,8 @@ func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, inf
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, t.agent.cfg.Tools.MaxCommandTimeout)
 	}
 	runs := tools.RunCommandArgs{Command: a.Command, Cwd: dir, TimeoutSeconds: int((timeout + time.Second - 1) / time.Second)}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs)})
+	ok, out, err := t.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs),
+		title: tools.CommandTitle(a.Command, dir)})
 	if !ok || err != nil {
 		return out, err
 	}

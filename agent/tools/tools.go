@@ -2,9 +2,11 @@
 // argument types and JSON Schemas, the strict parsing of the model's
 // arguments, the confinement of paths to the workspace (checked again when a
 // file is opened, through os.Root), the places where a write needs a
-// person's yes (Workspace.Protected), and the local implementations of
-// reading, writing, editing, finding and searching files, which open regular
-// files only and never block on a FIFO.
+// person's yes (Workspace.Protected), how text from the model is shown so
+// that it reads as what runs (Visible, CommandTitle, MCPTitle: titles that
+// hold a command or arguments whole, for clients that show nothing else),
+// and the local implementations of reading, writing, editing, finding and
+// searching files, which open regular files only and never block on a FIFO.
 //
 // The package knows nothing about ACP or the session log: the agent decides
 // whether a call goes to the editor's file system or to LocalFS, asks for

@@ -243,10 +243,15 @@ func TestDescribe(t *testing.T) {
 			tools.Info{Kind: "execute", Title: "Run `go test ./...`", Mutates: true}},
 		{"run with backticks and cwd", &tools.RunCommandArgs{Command: "echo `date`", Cwd: "sub"},
 			tools.Info{Kind: "execute", Title: "Run `` echo `date` `` in `sub`", Mutates: true}},
+		// Issue 29: a title shows the whole command, never a cut one.
 		{"run long", &tools.RunCommandArgs{Command: long},
-			tools.Info{Kind: "execute", Title: "Run `" + long[:79] + "…`", Mutates: true}},
-		{"run multi-line", &tools.RunCommandArgs{Command: "cat <<EOF > x\nhello\nEOF"},
-			tools.Info{Kind: "execute", Title: "Run `cat <<EOF > x…`", Mutates: true}},
+			tools.Info{Kind: "execute", Title: "Run this command:\n```sh\n" + long + "\n```", Mutates: true}},
+		{"run multi-line", &tools.RunCommandArgs{Command: "cat <<EOF > x\nhello\nEOF\n", Cwd: "sub"},
+			tools.Info{Kind: "execute", Title: "Run this command in `sub` (3 lines):\n```sh\ncat <<EOF > x\nhello\nEOF\n```", Mutates: true}},
+		{"run hidden", &tools.RunCommandArgs{Command: "ls\u202e -la"},
+			tools.Info{Kind: "execute", Title: "Run this command; it holds invisible or control characters, each shown as ⟨U+…⟩:\n```sh\nls⟨U+202E⟩ -la\n```", Mutates: true}},
+		{"edit a path with a newline", &tools.EditFileArgs{Path: "a\nb.go"},
+			tools.Info{Kind: "edit", Title: "Edit `a⟨U+000A⟩b.go`", Locations: []string{"/w/proj/a\nb.go"}, Mutates: true}},
 		{"unknown", 42, tools.Info{Kind: "other", Title: "Unknown tool call (int)"}},
 	}
 	for _, tt := range tests {

@@ -98,6 +98,24 @@ func (w *Workspace) Target(path string) (string, error) {
 	return real, err
 }
 
+// LinkTarget returns where path really leads when a symlink on the way
+// (below a root; a root's own links do not count) makes it another file
+// than its name says, and "" when it is the file its name says. A person
+// asked about "notes.txt" must be told when that is a link to src/main.go.
+func (w *Workspace) LinkTarget(path string) string {
+	abs := w.Abs(path)
+	real, err := resolveLenient(abs)
+	if err != nil {
+		return ""
+	}
+	for i, r := range w.roots {
+		if rel, err := filepath.Rel(r, abs); err == nil && within(r, abs) && filepath.Join(w.real[i], rel) == real {
+			return ""
+		}
+	}
+	return real
+}
+
 // resolve returns path absolute (symlinks kept) and real, once it is known
 // to lead inside a root.
 func (w *Workspace) resolve(path string) (abs, real string, err error) {

@@ -466,6 +466,8 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 			if t := tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
 				title = t.title
 			}
+			// A title may hold a whole command in a block: keep it under its line.
+			title = strings.ReplaceAll(title, "\n", "\n    ")
 			o.line("  %s %s · permission asked · %s", o.c(cyan, "?"), title, o.c(cyan, fmt.Sprintf("the demo answers %q for you", ev.chosen.Name)))
 		case ev.update != nil:
 			u := ev.update

@@ -1001,10 +1001,13 @@ func TestRun_ScriptToolsWithPermission(t *testing.T) {
 	}
 	for _, want := range []string{
 		"(notes/todo.txt), the session's cwd; removed at the end\n",
+		// The permission request's title names the change's diff, and the
+		// command's directory (the project's, a temporary one).
 		"rebound: Editing it.\n" +
-			"  ? Edit `notes/todo.txt` · permission asked · the demo answers \"Allow\" for you\n" +
+			"  ? Edit `notes/todo.txt`; the change is in the diff attached to this request · permission asked · the demo answers \"Allow\" for you\n" +
 			"  ⚙ Edit `notes/todo.txt` · completed · diff of notes/todo.txt\n" +
-			"  ? Run `cat notes/todo.txt` · permission asked · the demo answers \"Allow\" for you\n" +
+			"  ? Run `cat notes/todo.txt` in `",
+		"` · permission asked · the demo answers \"Allow\" for you\n" +
 			"  ⚙ Run `cat notes/todo.txt` · completed · buy eggs and milk",
 		" · failed · path \"../outside.txt\" is outside the workspace (",
 		"rebound: Your list now says: buy eggs and milk.\n",
