@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 var (
@@ -144,7 +146,7 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &WriteError{Op: "create", Path: path, Err: err}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := regfile.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("create session log: %w", err)
 	}
@@ -176,7 +178,7 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := regfile.OpenDir(dir)
 	if err != nil {
 		return err
 	}
@@ -254,8 +256,9 @@ func openLog(stateDir, sessionID string) (*Log, error) {
 	}
 	path := Path(stateDir, sessionID)
 	// One descriptor for reading and appending: what is checked is what is
-	// repaired and appended to.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	// repaired and appended to. Only a regular file with one name: a FIFO
+	// would block, a link would take this session's records elsewhere.
+	f, err := regfile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open session log: %w", openError(err))
 	}
@@ -435,7 +438,7 @@ func (l *Log) restart() {
 // (which was replaced), locked if the Log holds the lock, and reads it
 // from the start next.
 func (l *Log) reopen() error {
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := regfile.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("open session log: %w", openError(err))
 	}
@@ -493,7 +496,7 @@ func Remove(stateDir, sessionID string) error {
 		return fmt.Errorf("remove session log: %w", err)
 	}
 	path := Path(stateDir, sessionID)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := regfile.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("remove session log: %w", openError(err))
 	}

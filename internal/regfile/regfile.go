@@ -34,10 +34,15 @@ type NotRegularError struct {
 	Path  string
 	Mode  fs.FileMode
 	Links uint64
+	// Dir is set when a directory was wanted (OpenDir).
+	Dir bool
 }
 
 func (e *NotRegularError) Error() string {
-	if e.Links > 1 && e.Mode.IsRegular() {
+	switch {
+	case e.Dir:
+		return e.Path + " is " + Describe(e.Mode) + ", not a directory"
+	case e.Links > 1 && e.Mode.IsRegular():
 		return fmt.Sprintf("%s has %d names (hard links): Rebound writes only a file that has one", e.Path, e.Links)
 	}
 	return e.Path + " is " + Describe(e.Mode) + ", not a regular file"
@@ -155,18 +160,18 @@ func OpenDir(path string) (*os.File, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return nil, &NotRegularError{Path: path, Mode: fi.Mode()}
+		return nil, &NotRegularError{Path: path, Mode: fi.Mode(), Dir: true}
 	}
 	beforeOpen(path)
 	f, err := os.OpenFile(path, os.O_RDONLY|oNonblock|oDirectory, 0)
 	if err != nil {
 		if fi, lerr := os.Stat(path); lerr == nil && !fi.IsDir() {
-			return nil, &NotRegularError{Path: path, Mode: fi.Mode()}
+			return nil, &NotRegularError{Path: path, Mode: fi.Mode(), Dir: true}
 		}
 		return nil, err
 	}
 	if fi, err = f.Stat(); err == nil && !fi.IsDir() {
-		err = &NotRegularError{Path: path, Mode: fi.Mode()}
+		err = &NotRegularError{Path: path, Mode: fi.Mode(), Dir: true}
 	}
 	if err != nil {
 		f.Close()
