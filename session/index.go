@@ -570,6 +570,11 @@ func (x *Index) withLock(fn func(f *os.File, fi os.FileInfo) error) error {
 	}
 	for range 10 {
 		f, err := regfile.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if err == nil {
+			if err = regfile.Sole(f, x.path); err != nil {
+				f.Close()
+			}
+		}
 		if errors.Is(err, regfile.ErrNotRegular) {
 			// The index is a cache under a name Rebound owns: a stray entry
 			// there (a FIFO, a link, a second name of another file) is

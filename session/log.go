@@ -394,6 +394,7 @@ func (l *Log) catchUp() (*Loaded, error) {
 		l.restart()
 	}
 	ld := &Loaded{Tail: l.size > 0, ValidSize: l.size}
+	whole := l.size == 0
 	if fi.Size() > l.size {
 		r := io.NewSectionReader(l.f, l.size, fi.Size()-l.size)
 		n, err := scan(r, l.path, l.check, l.lines+1, true, l.locked, ld)
@@ -413,6 +414,12 @@ func (l *Log) catchUp() (*Loaded, error) {
 		l.restart()
 		return nil, err
 	}
+	if whole {
+		if err := l.ownLog(ld); err != nil {
+			l.restart()
+			return nil, err
+		}
+	}
 	if l.locked {
 		if err := repair(l.f, ld); err != nil {
 			l.restart()
@@ -427,6 +434,23 @@ func (l *Log) catchUp() (*Loaded, error) {
 		}
 	}
 	return ld, nil
+}
+
+// ownLog refuses a log that begins another session's (a copy, or a second
+// name, of its log): this session's records would go into that session's
+// file, or its history be taken for this one's.
+func (l *Log) ownLog(ld *Loaded) error {
+	if len(ld.Events) == 0 || ld.Events[0].Type != TypeSessionStart {
+		return nil // the checker holds the log to its first record
+	}
+	var d SessionStart
+	if err := Unmarshal(ld.Events[0].Data, &d); err != nil {
+		return fmt.Errorf("read %s: %w", l.path, err)
+	}
+	if d.SessionID != l.id {
+		return fmt.Errorf("%s is the log of session %s, not of %s (a copy or a link of another session's log): Rebound neither reads it as %s's nor writes it", l.path, d.SessionID, l.id, l.id)
+	}
+	return nil
 }
 
 // restart forgets what was read, so the next read takes the whole file.

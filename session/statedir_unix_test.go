@@ -240,7 +240,7 @@ func TestUnfinishedShown_OnlyThisSessionsOpenMessage(t *testing.T) {
 // other sessions listed and usable.
 func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 	type fixture struct {
-		stateDir, userFile string
+		stateDir, userFile, otherLog string
 	}
 	plants := []struct {
 		name string
@@ -254,10 +254,13 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 		}},
 		{"symlink to a user's file", func(t *testing.T, f fixture, path string) { mustDo(t, os.Symlink(f.userFile, path)) }},
 		{"symlink to another session's log", func(t *testing.T, f fixture, path string) {
-			mustDo(t, os.Symlink(session.Path(f.stateDir, "s2"), path))
+			mustDo(t, os.Symlink(f.otherLog, path))
 		}},
 		{"dangling symlink", func(t *testing.T, f fixture, path string) { mustDo(t, os.Symlink(f.userFile+".missing", path)) }},
 		{"hard link to a user's file", func(t *testing.T, f fixture, path string) { mustDo(t, os.Link(f.userFile, path)) }},
+		{"hard link to another session's log", func(t *testing.T, f fixture, path string) {
+			mustDo(t, os.Link(f.otherLog, path))
+		}},
 	}
 	// Each kind of file: its path, and the operations that touch it. An
 	// operation returns an error or nil; either is fine, returning is what
@@ -288,6 +291,15 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 			{"List", listed},
 			{"Open", func(f fixture) error { l, _, err := session.Open(f.stateDir, "s1"); closeLog(l); return err }},
 			{"OpenShared", func(f fixture) error { l, _, err := session.OpenShared(f.stateDir, "s1"); closeLog(l); return err }},
+			{"Open, append", func(f fixture) error {
+				l, _, err := session.Open(f.stateDir, "s1")
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				_, err = l.AppendSync(session.TypeMode, session.Mode{Mode: "ask"})
+				return err
+			}},
 			{"Load", func(f fixture) error { _, err := session.Load(session.Path(f.stateDir, "s1")); return err }},
 			{"ReadSummary", func(f fixture) error { _, err := session.ReadSummary(session.Path(f.stateDir, "s1")); return err }},
 			{"Remove", func(f fixture) error { return session.Remove(f.stateDir, "s1") }},
@@ -348,6 +360,7 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 			for _, o := range k.ops {
 				t.Run(k.name+"/"+p.name+"/"+o.name, func(t *testing.T) {
 					f := fixture{stateDir: t.TempDir(), userFile: filepath.Join(t.TempDir(), "user.txt")}
+					f.otherLog = session.Path(f.stateDir, "s2")
 					mustDo(t, os.WriteFile(f.userFile, []byte(userContent), 0o600))
 					if k.name == "sessions directory" {
 						// Everything in it is elsewhere; what is planted is
@@ -355,7 +368,7 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 						mustDo(t, os.MkdirAll(f.stateDir, 0o700))
 						other := t.TempDir()
 						newSessionWithTurn(t, other, "s2")
-						f.userFile = session.Path(other, "s2") // a link to the directory then leads to a file
+						f.otherLog = session.Path(other, "s2")
 					} else {
 						newSessionWithTurn(t, f.stateDir, "s2")
 						newSessionWithTurn(t, f.stateDir, "s1")
@@ -366,8 +379,7 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 					path := k.path(f)
 					mustDo(t, os.RemoveAll(path))
 					p.make(t, f, path)
-					s2 := session.Path(f.stateDir, "s2")
-					s2Before, _ := os.ReadFile(s2)
+					s2Before, _ := os.ReadFile(f.otherLog)
 					userBefore, _ := os.ReadFile(f.userFile)
 
 					returns(t, o.name, func() error { return o.run(f) }, f.stateDir)
@@ -378,11 +390,11 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 					if _, err := os.Lstat(f.userFile + ".missing"); !errors.Is(err, fs.ErrNotExist) {
 						t.Error("a dangling link's target was created")
 					}
+					if b, _ := os.ReadFile(f.otherLog); !bytes.Equal(b, s2Before) {
+						t.Errorf("another session's log changed:\n%s\nwant\n%s", b, s2Before)
+					}
 					if k.name == "sessions directory" {
 						return
-					}
-					if b, _ := os.ReadFile(s2); !bytes.Equal(b, s2Before) {
-						t.Errorf("another session's log changed:\n%s\nwant\n%s", b, s2Before)
 					}
 					if err := returns(t, "List after", func() error { return listed(f) }, f.stateDir); k.listOK && err != nil {
 						t.Errorf("List after: %v", err)

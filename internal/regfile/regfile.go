@@ -10,9 +10,11 @@
 // checked again (fstat) before anything is read or written; then the file
 // is made blocking again, as any other open file is.
 //
-// A file opened to be written (or created, truncated, appended to) is never
-// reached through a final symbolic link, and never one with other names
-// (hard links): a link planted there would redirect the write to its target.
+// A file opened by OpenFile is never reached through a final symbolic link:
+// a link planted there would redirect a write to its target. A file with
+// other names (hard links) is opened, since a second name given to one of
+// Rebound's files elsewhere must not make it unusable; Sole says whether
+// an open file has one name, for a file whose name Rebound alone owns.
 // Directories are opened without blocking too (OpenDir).
 package regfile
 
@@ -80,16 +82,10 @@ func Open(path string) (*os.File, error) {
 }
 
 // OpenFile is os.OpenFile for a file Rebound makes itself: only a regular
-// file, never through a final symbolic link, and, when flag writes,
-// creates or truncates, never one with other names. It never blocks on
-// what it finds. Anything else at path is a *NotRegularError.
+// file, never through a final symbolic link. It never blocks on what it
+// finds. Anything else at path is a *NotRegularError.
 func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	return open(path, flag, perm, false)
-}
-
-// writes reports whether an open with flag may change the file's content.
-func writes(flag int) bool {
-	return flag&(os.O_WRONLY|os.O_RDWR|os.O_APPEND|os.O_TRUNC|os.O_CREATE) != 0
 }
 
 func open(path string, flag int, perm fs.FileMode, follow bool) (*os.File, error) {
@@ -102,7 +98,7 @@ func open(path string, flag int, perm fs.FileMode, follow bool) (*os.File, error
 	fi, err := stat(path)
 	switch {
 	case err == nil:
-		if err := check(path, fi, flag); err != nil {
+		if err := check(path, fi); err != nil {
 			return nil, err
 		}
 	case !errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0:
@@ -118,7 +114,7 @@ func open(path string, flag int, perm fs.FileMode, follow bool) (*os.File, error
 		// Swapped meanwhile for a link (ELOOP), a FIFO without a reader
 		// (ENXIO), a directory (EISDIR): say what is there.
 		if fi, lerr := os.Lstat(path); lerr == nil {
-			if cerr := check(path, fi, flag); cerr != nil && (!follow || fi.Mode()&fs.ModeSymlink == 0) {
+			if cerr := check(path, fi); cerr != nil && (!follow || fi.Mode()&fs.ModeSymlink == 0) {
 				return nil, cerr
 			}
 		}
@@ -126,7 +122,7 @@ func open(path string, flag int, perm fs.FileMode, follow bool) (*os.File, error
 	}
 	fi, err = f.Stat()
 	if err == nil {
-		err = check(path, fi, flag)
+		err = check(path, fi)
 	}
 	if err == nil {
 		err = setBlocking(f)
@@ -138,13 +134,23 @@ func open(path string, flag int, perm fs.FileMode, follow bool) (*os.File, error
 	return f, nil
 }
 
-// check refuses fi unless it is a regular file (with one name, if flag
-// writes).
-func check(path string, fi fs.FileInfo, flag int) error {
+// check refuses fi unless it is a regular file.
+func check(path string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
 		return &NotRegularError{Path: path, Mode: fi.Mode()}
 	}
-	if n := links(fi); writes(flag) && n > 1 {
+	return nil
+}
+
+// Sole returns a *NotRegularError (Links set) if the open file f, opened at
+// path, has more than one name: appending to a file Rebound alone should
+// own through a name someone linked to another file would write that file.
+func Sole(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if n := links(fi); n > 1 {
 		return &NotRegularError{Path: path, Mode: fi.Mode(), Links: n}
 	}
 	return nil
