@@ -262,7 +262,7 @@ func writeCredentials(path string, keys map[string]string) (err error) {
 	}
 	// Make the rename itself durable; not every platform can sync a
 	// directory, and the file is complete either way.
-	if d, err := os.Open(dir); err == nil {
+	if d, err := regfile.OpenDir(dir); err == nil { // never blocking on a FIFO swapped in
 		d.Sync()
 		d.Close()
 	}
