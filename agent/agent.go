@@ -729,7 +729,7 @@ var (
 // its invariants, the next request to the model is valid, and the next turn
 // can start. why is the failure recorded, when this process knows better
 // than "the process ended".
-func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte, shown []session.AssistantChunk) error {
+func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte, shown []session.ShownChunk) error {
 	turn := ld.OpenTurn
 	failure := interruptedFailure
 	if why != nil {
@@ -744,7 +744,7 @@ func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte, shown []
 	}
 	// Live mode: what the user saw of the reply stays, as it does when a
 	// live process fails or is cancelled.
-	if u, ok := session.UnfinishedShown(s.events, shown); ok {
+	if u, ok := session.UnfinishedShown(s.events, s.id, shown); ok {
 		if _, err := s.append(session.TypeAssistantMessage, session.AssistantMessage{
 			Turn: turn, Step: ld.LastStep, MessageID: u.MessageID, Text: u.Text, Reasoning: u.Reasoning, Incomplete: true,
 		}); err != nil {

@@ -310,7 +310,7 @@ func TestAgent_LiveChunkIsInTheFileBeforeItIsShown(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read the shown journal while showing: %v", err)
 			}
-			u2, _ := session.UnfinishedShown(ld.Events, journal)
+			u2, _ := session.UnfinishedShown(ld.Events, s.SessionID, journal)
 			if !strings.Contains(u2.Text, u.Content.Text) {
 				t.Errorf("the editor was shown %q, the files have only %q", u.Content.Text, u2.Text)
 			}

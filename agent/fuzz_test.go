@@ -36,11 +36,20 @@ func FuzzTurnAfterLoad(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := session.Parse(bytes.NewReader(data), "f.jsonl"); err != nil {
+		ld, err := session.Parse(bytes.NewReader(data), "f.jsonl")
+		if err != nil {
 			return
 		}
+		// A log is opened only under the id its session/start names (the
+		// checker makes it the first record): one that names another is a
+		// copy of that session's log, refused by design.
+		var start session.SessionStart
+		if len(ld.Events) == 0 || session.Unmarshal(ld.Events[0].Data, &start) != nil || session.CheckSessionID(start.SessionID) != nil {
+			return
+		}
+		id := start.SessionID
 		dir := t.TempDir()
-		path := session.Path(dir, "sess_f")
+		path := session.Path(dir, id)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -49,14 +58,14 @@ func FuzzTurnAfterLoad(f *testing.F) {
 		}
 		p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("ok")}}
 		a := testAgent(t, Config{StateDir: dir, Provider: p})
-		if _, err := a.LoadSession(t.Context(), acp.LoadSessionRequest{SessionID: "sess_f", Cwd: dir}, &editor{}); err != nil {
+		if _, err := a.LoadSession(t.Context(), acp.LoadSessionRequest{SessionID: id, Cwd: dir}, &editor{}); err != nil {
 			t.Fatalf("LoadSession of a log the loader accepts: %v", err)
 		}
-		if resp, err := ask(t.Context(), a, "sess_f", "hi"); err != nil || resp.StopReason != acp.StopEndTurn {
+		if resp, err := ask(t.Context(), a, id, "hi"); err != nil || resp.StopReason != acp.StopEndTurn {
 			t.Fatalf("the next turn = %v, %v; want end_turn", resp, err)
 		}
 		a.Close()
-		ld, err := session.Load(path)
+		ld, err = session.Load(path)
 		if err != nil || ld.OpenTurn != 0 {
 			t.Fatalf("after the turn the log = %v, open turn %d", err, ld.OpenTurn)
 		}

@@ -251,7 +251,7 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 	t.attempts = 1
 	t.out.begin()
 	t.out.beginAttempt(t.attempts, false)
-	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.attempts})
+	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.attempts, MessageID: t.out.msgID})
 	var text string
 	if err == nil {
 		t.attemptOpen = true

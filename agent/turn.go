@@ -461,7 +461,7 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	req.Messages = alternate(req.Messages)
 	last := len(req.Messages) - 1
 	t.out.beginAttempt(n, last >= 0 && req.Messages[last].Prefix)
-	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort}); err != nil {
+	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort, MessageID: t.out.msgID}); err != nil {
 		return nil, fmt.Errorf("record step: %w", err)
 	}
 	t.attemptOpen, t.attemptUsage = true, nil

@@ -13,8 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // The credentials file holds the API keys `rebound login` stores, one line
@@ -154,40 +155,24 @@ func (e *CredentialsError) Error() string { return e.Path + ": " + e.Problem }
 // readCredentials parses the file at path: nil, nil when it does not exist.
 // private refuses a file that others may read or write.
 //
-// Only a regular file is read. Opening a FIFO blocks until something writes
-// to it, which would hang `initialize` and `rebound login`, so the type is
-// checked before opening (a stat never blocks; a symlink to the file, as
-// dotfile managers make, is fine), the open does not block in case the file
-// was swapped meanwhile, and the open file is checked again.
+// Only a regular file is read (regfile.Open): opening a FIFO blocks until
+// something writes to it, which would hang `initialize` and `rebound
+// login`. A symlink to the file, as dotfile managers make, is fine.
 func readCredentials(path string, private bool) (map[string]string, error) {
-	notRegular := &CredentialsError{Path: path, Problem: "not a regular file; remove it and run `rebound login` again"}
-	info, err := os.Stat(path)
+	f, err := regfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, notRegular
-	}
-	flag := os.O_RDONLY
-	if runtime.GOOS != "windows" { // which has no FIFOs in the file system
-		flag |= syscall.O_NONBLOCK
-	}
-	f, err := os.OpenFile(path, flag, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, &CredentialsError{Path: path, Problem: "not a regular file; remove it and run `rebound login` again"}
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if info, err = f.Stat(); err != nil {
+	info, err := f.Stat()
+	if err != nil {
 		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, notRegular
 	}
 	// On Windows the mode bits say nothing about who may read a file (its
 	// ACL does, and the profile directory is private by default).
@@ -277,7 +262,7 @@ func writeCredentials(path string, keys map[string]string) (err error) {
 	}
 	// Make the rename itself durable; not every platform can sync a
 	// directory, and the file is complete either way.
-	if d, err := os.Open(dir); err == nil {
+	if d, err := regfile.OpenDir(dir); err == nil { // never blocking on a FIFO swapped in
 		d.Sync()
 		d.Close()
 	}

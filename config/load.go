@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // Environment variables read by Load, besides the one named by
@@ -121,7 +123,7 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		return Config{}, err
 	}
 	if path != "" {
-		data, err := os.ReadFile(path)
+		data, err := readConfigFile(path, explicit != "")
 		switch {
 		case err == nil:
 			if err := decodeFile(path, data, &cfg, origin); err != nil {
@@ -269,6 +271,35 @@ func attribute(err error, origin map[string]string, file string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxConfigBytes bounds a config file: a few KiB of TOML.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads the config file at path. The default file (found,
+// not named) must be a regular file, a link to one included: a FIFO or
+// device left at the default path would otherwise block every start. A
+// file the user named is read as it is, so `--config <(…)` works.
+func readConfigFile(path string, named bool) ([]byte, error) {
+	var f *os.File
+	var err error
+	if named {
+		f, err = os.Open(path)
+	} else {
+		f, err = regfile.Open(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("%s: larger than %d KiB, which no config file is", path, maxConfigBytes>>10)
+	}
+	return data, nil
 }
 
 // decodeFile decodes data into cfg over the defaults and records the file as

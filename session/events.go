@@ -80,6 +80,11 @@ type StepStart struct {
 	Model string `json:"model,omitempty"`
 	// ReasoningEffort is the effort asked of the model, when one was.
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// MessageID is the id the attempt's reply goes under (the same for
+	// every attempt of one request): named before any of it is shown, it
+	// is what ties the shown journal's chunks to this session's open
+	// reply. Logs from before it have none.
+	MessageID string `json:"messageId,omitempty"`
 }
 
 // AssistantChunk is streamed output of a step. Chunks are a record of the

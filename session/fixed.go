@@ -79,6 +79,7 @@ func readFixed(p any, b []byte) bool {
 		r.int("step", &v.Step)
 		r.optStr("model", &v.Model)
 		r.optStr("reasoningEffort", &v.ReasoningEffort)
+		r.optStr("messageId", &v.MessageID)
 	case *StepEnd:
 		r.int("turn", &v.Turn)
 		r.int("step", &v.Step)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // IndexPath is the session index of a state directory: a file beside the
@@ -304,9 +306,15 @@ func (x *Index) logExists() func(id string) bool {
 		}
 	}
 	return func(id string) bool {
-		_, err := os.Stat(Path(x.stateDir, id))
-		return !errors.Is(err, fs.ErrNotExist)
+		return isLog(Path(x.stateDir, id))
 	}
+}
+
+// isLog reports whether a regular file is at path, as a log must be (a
+// stat, which never blocks).
+func isLog(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // maintain rewrites the index file when it is damaged or mostly outdated
@@ -341,9 +349,11 @@ func listOrder(a, b Summary) int {
 }
 
 // logIDs returns the ids of the session logs in dir, unordered, and dir as
-// it was before they were read; none when dir does not exist.
+// it was before they were read; none when dir does not exist. A log is a
+// regular file: anything else named like one (a FIFO, which would block
+// the read of its summary, a link, a directory) is no session.
 func logIDs(dir string) ([]string, os.FileInfo, error) {
-	d, err := os.Open(dir)
+	d, err := regfile.OpenDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -355,13 +365,14 @@ func logIDs(dir string) ([]string, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions in %s: %w", dir, err)
 	}
-	names, err := d.Readdirnames(-1)
+	// The type comes with each name (no stat per entry on most systems).
+	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list sessions in %s: %w", dir, err)
 	}
-	ids := names[:0]
-	for _, name := range names {
-		if id, ok := strings.CutSuffix(name, ".jsonl"); ok && CheckSessionID(id) == nil {
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && e.Type().IsRegular() && CheckSessionID(id) == nil {
 			ids = append(ids, id)
 		}
 	}
@@ -377,7 +388,7 @@ func (x *Index) reset(fi os.FileInfo) {
 // refresh reads what was appended to the index file since the last read,
 // or all of it if it was replaced. Called under x.mu.
 func (x *Index) refresh() error {
-	f, err := os.Open(x.path)
+	f, err := regfile.OpenFile(x.path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		x.reset(nil)
 		return nil
@@ -558,7 +569,23 @@ func (x *Index) withLock(fn func(f *os.File, fi os.FileInfo) error) error {
 		return err
 	}
 	for range 10 {
-		f, err := os.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := regfile.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if err == nil {
+			if err = regfile.Sole(f, x.path); err != nil {
+				f.Close()
+			}
+		}
+		if errors.Is(err, regfile.ErrNotRegular) {
+			// The index is a cache under a name Rebound owns: a stray entry
+			// there (a FIFO, a link, a second name of another file) is
+			// removed, never followed, and the index made anew from the
+			// logs.
+			if rerr := os.Remove(x.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				return errors.Join(err, rerr)
+			}
+			x.warn(fmt.Errorf("removed the session index (%w); it is rebuilt from the session logs", err))
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -606,7 +633,7 @@ func (x *Index) compact() error {
 		}
 		ids := make([]string, 0, len(x.entries))
 		for id := range x.entries {
-			if _, err := os.Stat(Path(x.stateDir, id)); errors.Is(err, fs.ErrNotExist) {
+			if !isLog(Path(x.stateDir, id)) {
 				delete(x.entries, id)
 				x.sorted = nil
 				continue

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // Loaded is a log as read back.
@@ -48,9 +49,11 @@ type Loaded struct {
 	Tail bool
 }
 
-// Load reads and checks the log at path. It does not modify the file.
+// Load reads and checks the log at path. It does not modify the file. Only
+// a regular file is read (a link to one is followed): a FIFO or a device is
+// refused at once.
 func Load(path string) (*Loaded, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, openError(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 var (
@@ -144,7 +146,7 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &WriteError{Op: "create", Path: path, Err: err}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := regfile.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR|os.O_APPEND, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("create session log: %w", err)
 	}
@@ -176,7 +178,7 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := regfile.OpenDir(dir)
 	if err != nil {
 		return err
 	}
@@ -254,8 +256,9 @@ func openLog(stateDir, sessionID string) (*Log, error) {
 	}
 	path := Path(stateDir, sessionID)
 	// One descriptor for reading and appending: what is checked is what is
-	// repaired and appended to.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	// repaired and appended to. Only a regular file with one name: a FIFO
+	// would block, a link would take this session's records elsewhere.
+	f, err := regfile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open session log: %w", openError(err))
 	}
@@ -391,6 +394,7 @@ func (l *Log) catchUp() (*Loaded, error) {
 		l.restart()
 	}
 	ld := &Loaded{Tail: l.size > 0, ValidSize: l.size}
+	whole := l.size == 0
 	if fi.Size() > l.size {
 		r := io.NewSectionReader(l.f, l.size, fi.Size()-l.size)
 		n, err := scan(r, l.path, l.check, l.lines+1, true, l.locked, ld)
@@ -410,6 +414,12 @@ func (l *Log) catchUp() (*Loaded, error) {
 		l.restart()
 		return nil, err
 	}
+	if whole {
+		if err := l.ownLog(ld); err != nil {
+			l.restart()
+			return nil, err
+		}
+	}
 	if l.locked {
 		if err := repair(l.f, ld); err != nil {
 			l.restart()
@@ -426,6 +436,23 @@ func (l *Log) catchUp() (*Loaded, error) {
 	return ld, nil
 }
 
+// ownLog refuses a log that begins another session's (a copy, or a second
+// name, of its log): this session's records would go into that session's
+// file, or its history be taken for this one's.
+func (l *Log) ownLog(ld *Loaded) error {
+	if len(ld.Events) == 0 || ld.Events[0].Type != TypeSessionStart {
+		return nil // the checker holds the log to its first record
+	}
+	var d SessionStart
+	if err := Unmarshal(ld.Events[0].Data, &d); err != nil {
+		return fmt.Errorf("read %s: %w", l.path, err)
+	}
+	if d.SessionID != l.id {
+		return fmt.Errorf("%s is the log of session %s, not of %s (a copy or a link of another session's log): Rebound neither reads it as %s's nor writes it", l.path, d.SessionID, l.id, l.id)
+	}
+	return nil
+}
+
 // restart forgets what was read, so the next read takes the whole file.
 func (l *Log) restart() {
 	l.size, l.lines, l.tail, l.check = 0, 0, nil, newChecker(l.path)
@@ -435,7 +462,7 @@ func (l *Log) restart() {
 // (which was replaced), locked if the Log holds the lock, and reads it
 // from the start next.
 func (l *Log) reopen() error {
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := regfile.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("open session log: %w", openError(err))
 	}
@@ -493,7 +520,7 @@ func Remove(stateDir, sessionID string) error {
 		return fmt.Errorf("remove session log: %w", err)
 	}
 	path := Path(stateDir, sessionID)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := regfile.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("remove session log: %w", openError(err))
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // The shown journal keeps what the editor was shown of a reply that is not
@@ -19,10 +21,29 @@ import (
 // in the log, the journal is emptied. A process that finds a turn left
 // open by a dead one reads the journal to commit what its user saw.
 //
-// A journal line is an AssistantChunk (with Shown set). Chunks whose
-// message the log has committed, or of another turn than the open one, are
-// stale (the process died between the commit and emptying the journal) and
-// are ignored.
+// A journal line is a ShownChunk: an AssistantChunk (with Shown set) and the
+// session it was shown in. A chunk counts only if it is this session's, of
+// the open turn, under the message the turn's last step/start names (the
+// log says which message the attempt's text goes under before any of it is
+// shown), and that message is not committed. Anything else is stale (the
+// process died between the commit and emptying the journal) or not this
+// session's (a journal copied from another one), and is ignored: it is
+// never committed as this session's reply, and never hides the session's
+// own chunks around it.
+//
+// A journal is written only by a Log that holds the log's lock, and only
+// for the turn it runs under that lock: whoever takes the lock first reads
+// the journal a dead process left (to commit what it showed), so when the
+// first chunk of a lock's hold is written, what is at the journal's path is
+// dead, and is replaced by a new file (never opened, so a link planted
+// there leads nowhere; emptying it truncates only that file).
+
+// ShownChunk is one line of the shown journal. SessionID is empty in a
+// journal written before chunks named their session (see UnfinishedShown).
+type ShownChunk struct {
+	SessionID string `json:"sessionId,omitempty"`
+	AssistantChunk
+}
 
 // ShownPath is where the shown journal of a session's log lives: beside
 // the log, under a name the session list does not read.
@@ -53,7 +74,7 @@ func (l *Log) WriteShown(chunks ...AssistantChunk) error {
 	l.shownBuf = l.shownBuf[:0]
 	for _, c := range chunks {
 		c.Shown = true
-		b, err := json.Marshal(c)
+		b, err := json.Marshal(ShownChunk{SessionID: l.id, AssistantChunk: c})
 		if err != nil {
 			return fmt.Errorf("encode shown chunk: %w", err)
 		}
@@ -63,9 +84,16 @@ func (l *Log) WriteShown(chunks ...AssistantChunk) error {
 		return nil
 	}
 	if l.shown == nil {
-		f, err := os.OpenFile(ShownPath(l.path), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// A new file: what is at the path is dead (see above), and may be
+		// anything (a link, a FIFO); removing a name never touches what it
+		// leads to, and O_EXCL never follows a link.
+		path := ShownPath(l.path)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &WriteError{Op: "replace", Path: path, Err: err}
+		}
+		f, err := regfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
-			return &WriteError{Op: "open", Path: ShownPath(l.path), Err: err}
+			return &WriteError{Op: "open", Path: path, Err: err}
 		}
 		l.shown, l.shownW = f, io.Writer(f)
 		if l.wrap != nil {
@@ -87,19 +115,19 @@ func (l *Log) ClearShown() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.shown == nil {
-		// Opened by this Log or not, a journal a dead process left may
-		// exist: empty it if so.
-		if fi, err := os.Stat(ShownPath(l.path)); err != nil || fi.Size() == 0 {
-			return nil
-		}
-		if err := os.Truncate(ShownPath(l.path), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return &WriteError{Op: "truncate", Path: ShownPath(l.path), Err: err}
+		// Not opened by this Log: a journal a dead process left may exist.
+		// It is removed, never truncated by name: whatever is at the path,
+		// a link included, only the name goes.
+		if err := os.Remove(ShownPath(l.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &WriteError{Op: "delete", Path: ShownPath(l.path), Err: err}
 		}
 		return nil
 	}
 	if l.shownSize == 0 {
 		return nil
 	}
+	// The file this Log created (O_EXCL), through its descriptor: what is
+	// at the path now does not matter.
 	if err := l.shown.Truncate(0); err != nil {
 		return &WriteError{Op: "truncate", Path: ShownPath(l.path), Err: err}
 	}
@@ -109,10 +137,12 @@ func (l *Log) ClearShown() error {
 
 // ReadShown reads the shown journal of the log at logPath: its chunks, in
 // order, without a torn last line, bounded by maxShownBytes. No journal is
-// none. Lines that are not chunks are skipped and named in warnings.
-func ReadShown(logPath string) (chunks []AssistantChunk, warnings []string, err error) {
+// none. Lines that are not chunks are skipped and named in warnings. Only
+// a regular file is read, never through a link: anything else there is an
+// error at once (a FIFO would block).
+func ReadShown(logPath string) (chunks []ShownChunk, warnings []string, err error) {
 	path := ShownPath(logPath)
-	f, err := os.Open(path)
+	f, err := regfile.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -138,7 +168,7 @@ func ReadShown(logPath string) (chunks []AssistantChunk, warnings []string, err 
 		case !terminated:
 			warnings = append(warnings, fmt.Sprintf("%s:%d: torn last line; dropped", path, n))
 		default:
-			var c AssistantChunk
+			var c ShownChunk
 			if json.Unmarshal(body, &c) != nil || !c.Shown || c.Turn < 1 || c.Text == "" && c.Reasoning == "" {
 				warnings = append(warnings, fmt.Sprintf("%s:%d: not a shown chunk; skipped", path, n))
 			} else {
@@ -151,18 +181,30 @@ func ReadShown(logPath string) (chunks []AssistantChunk, warnings []string, err 
 	}
 }
 
-// UnfinishedShown is UnfinishedReply of a log whose shown text is in its
-// journal: the chunks the log has (older logs kept them there) and then the
-// journal's, of the open turn's messages that were not committed.
-func UnfinishedShown(events []Event, journal []AssistantChunk) (u Unfinished, ok bool) {
+// UnfinishedShown is UnfinishedReply of the log of session sessionID
+// whose shown text is in its journal: the chunks the log has (older logs
+// kept them there) and then the journal's that are this session's, of the
+// open turn, under the message its last step/start names, not committed.
+//
+// A journal from before chunks named their session (no SessionID) was
+// written by a Rebound whose step/start named no message either: its
+// chunks count only when the open turn's last step/start names none (that
+// Rebound wrote it and died in it; its journal is the only record of what
+// the user saw, so it is committed as before, by turn and uncommitted
+// message). Under a step/start that names its message, this Rebound wrote
+// the turn, and an unnamed chunk cannot be its own.
+func UnfinishedShown(events []Event, sessionID string, journal []ShownChunk) (u Unfinished, ok bool) {
 	u, ok = UnfinishedReply(events)
-	open, committed := openTurnMessages(events)
-	if open == 0 {
+	open, committed, msg, stepped := openTurnMessages(events)
+	if open == 0 || !stepped {
 		return u, ok
 	}
 	text, reasoning := []byte(u.Text), []byte(u.Reasoning)
 	for _, c := range journal {
 		if c.Turn != open || committed[c.MessageID] {
+			continue
+		}
+		if msg != "" && (c.SessionID != sessionID || c.MessageID != msg) || msg == "" && c.SessionID != "" {
 			continue
 		}
 		text, reasoning = append(text, c.Text...), append(reasoning, c.Reasoning...)
@@ -173,26 +215,33 @@ func UnfinishedShown(events []Event, journal []AssistantChunk) (u Unfinished, ok
 }
 
 // openTurnMessages is the number of the log's last turn if it has no
-// turn/end (0 otherwise), and the message ids it committed.
-func openTurnMessages(events []Event) (open int, committed map[string]bool) {
+// turn/end (0 otherwise), the message ids it committed, the message its
+// last step/start names ("" when it names none), and whether it has a
+// step/start at all.
+func openTurnMessages(events []Event) (open int, committed map[string]bool, msg string, stepped bool) {
 	committed = map[string]bool{}
 	for i := len(events) - 1; i >= 0; i-- {
 		ev := events[i]
 		switch ev.Type {
 		case TypeTurnEnd:
-			return 0, nil
+			return 0, nil, "", false
 		case TypeAssistantMessage:
 			var d AssistantMessage
 			if Unmarshal(ev.Data, &d) == nil && d.MessageID != "" {
 				committed[d.MessageID] = true
 			}
+		case TypeStepStart:
+			var d StepStart
+			if !stepped && Unmarshal(ev.Data, &d) == nil {
+				msg, stepped = d.MessageID, true
+			}
 		case TypeTurnStart:
 			var d TurnStart
 			if Unmarshal(ev.Data, &d) != nil {
-				return 0, nil
+				return 0, nil, "", false
 			}
-			return d.Turn, committed
+			return d.Turn, committed, msg, stepped
 		}
 	}
-	return 0, nil
+	return 0, nil, "", false
 }

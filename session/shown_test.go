@@ -26,7 +26,7 @@ func TestShownJournal_WriteReadClear(t *testing.T) {
 	if _, err := l.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(session.TypeStepStart, session.StepStart{Turn: 1, Step: 1}); err != nil {
+	if _, err := l.Append(session.TypeStepStart, session.StepStart{Turn: 1, Step: 1, MessageID: "m1"}); err != nil {
 		t.Fatal(err)
 	}
 	writes := 0
@@ -53,7 +53,7 @@ func TestShownJournal_WriteReadClear(t *testing.T) {
 	if err != nil || len(warnings) > 0 {
 		t.Fatalf("ReadShown: %v %v", err, warnings)
 	}
-	u, ok := session.UnfinishedShown(ld.Events, chunks)
+	u, ok := session.UnfinishedShown(ld.Events, "s1", chunks)
 	if !ok || u.Text != "Hello" || u.Reasoning != "think" || u.MessageID != "m1" || u.Step != 1 {
 		t.Errorf("unfinished = %+v, %v; want Hello, think, m1, step 1", u, ok)
 	}
@@ -87,9 +87,11 @@ type countingWriter struct {
 
 func (c countingWriter) Write(p []byte) (int, error) { *c.n++; return c.w.Write(p) }
 
+// A journal from before chunks named their session, under a turn whose
+// step/start names no message (both written by that older Rebound).
 func TestShownJournal_OnlyUncommittedTextOfTheOpenTurn(t *testing.T) {
-	chunk := func(turn int, msg, text string) session.AssistantChunk {
-		return session.AssistantChunk{Turn: turn, Step: 1, MessageID: msg, Text: text, Shown: true}
+	chunk := func(turn int, msg, text string) session.ShownChunk {
+		return session.ShownChunk{AssistantChunk: session.AssistantChunk{Turn: turn, Step: 1, MessageID: msg, Text: text, Shown: true}}
 	}
 	log := func(recs ...rec) []session.Event {
 		ld, err := session.Parse(strings.NewReader(render(recs...)), "fixture")
@@ -104,19 +106,19 @@ func TestShownJournal_OnlyUncommittedTextOfTheOpenTurn(t *testing.T) {
 	tests := []struct {
 		name    string
 		events  []session.Event
-		journal []session.AssistantChunk
+		journal []session.ShownChunk
 		want    string
 		ok      bool
 	}{
-		{"the open turn's reply", open, []session.AssistantChunk{chunk(1, "m1", "Hel"), chunk(1, "m1", "lo")}, "Hello", true},
-		{"a committed message's chunks are stale", committed, []session.AssistantChunk{chunk(1, "m1", "Hello")}, "", false},
-		{"after a commit, the next message's", committed, []session.AssistantChunk{chunk(1, "m1", "Hello"), chunk(1, "m2", "Next")}, "Next", true},
-		{"an earlier turn's chunks are stale", open, []session.AssistantChunk{chunk(0, "m0", "old")}, "", false},
-		{"no open turn", closed, []session.AssistantChunk{chunk(1, "m9", "late")}, "", false},
+		{"the open turn's reply", open, []session.ShownChunk{chunk(1, "m1", "Hel"), chunk(1, "m1", "lo")}, "Hello", true},
+		{"a committed message's chunks are stale", committed, []session.ShownChunk{chunk(1, "m1", "Hello")}, "", false},
+		{"after a commit, the next message's", committed, []session.ShownChunk{chunk(1, "m1", "Hello"), chunk(1, "m2", "Next")}, "Next", true},
+		{"an earlier turn's chunks are stale", open, []session.ShownChunk{chunk(0, "m0", "old")}, "", false},
+		{"no open turn", closed, []session.ShownChunk{chunk(1, "m9", "late")}, "", false},
 		{"no journal", open, nil, "", false},
 	}
 	for _, tt := range tests {
-		u, ok := session.UnfinishedShown(tt.events, tt.journal)
+		u, ok := session.UnfinishedShown(tt.events, "s1", tt.journal)
 		if ok != tt.ok || u.Text != tt.want {
 			t.Errorf("%s: %q, %v; want %q, %v", tt.name, u.Text, ok, tt.want, tt.ok)
 		}

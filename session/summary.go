@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // Summary is what a list of sessions shows of one session. It is derived
@@ -94,8 +96,10 @@ func (f *summaryFold) summary() Summary {
 // summary, from the lines that can be read, so it can be listed (and
 // deleted). It fails only when the file can't be read or does not begin
 // with a session/start. The session id is the one the file is named after.
+// Only a regular file is read, never through a link: a FIFO named like a
+// log is refused at once instead of blocking the list.
 func ReadSummary(path string) (Summary, error) {
-	f, err := os.Open(path)
+	f, err := regfile.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Summary{}, openError(err)
 	}

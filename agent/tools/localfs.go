@@ -130,8 +130,9 @@ func (l LocalFS) WriteTextFile(ctx context.Context, path, content string) (err e
 		return err
 	}
 	// Make the rename itself durable. Best effort: some file systems do not
-	// support syncing a directory, and the file is already in place.
-	if d, derr := root.Open(dir); derr == nil {
+	// support syncing a directory, and the file is already in place. The
+	// open does not block on a FIFO swapped in for the directory.
+	if d, derr := root.OpenFile(dir, os.O_RDONLY|oNonblock|oDirectory, 0); derr == nil {
 		d.Sync()
 		d.Close()
 	}
