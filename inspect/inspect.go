@@ -111,8 +111,11 @@ const (
 // Step is one provider attempt: one request, from step/start to step/end.
 type Step struct {
 	Step int `json:"step"`
-	// Model is the model the attempt asked for. Fallback is set when it is
-	// not the session's model: the overload fallback switched models.
+	// Model is the model the attempt asked for. Fallback is set when the
+	// overload fallback chose it: an llm/retry of action fallback came
+	// earlier in the turn (the fallback lasts the rest of its turn). A
+	// model the user chose (session/config) is no fallback, whatever its
+	// name.
 	Model    string    `json:"model,omitempty"`
 	Fallback bool      `json:"fallback,omitempty"`
 	Start    time.Time `json:"start"`
@@ -337,7 +340,14 @@ type builder struct {
 	// cost is the last step usage that recorded a cumulative cost, in any
 	// turn so far: what a turn's cost is measured from.
 	cost *StepUsage
+	// fellBack: the open turn's overload fallback switched models, so its
+	// later steps run the fallback model.
+	fellBack bool
 }
+
+// actionFallback is the llm/retry action of the overload fallback
+// (recovery.ActionFallback).
+const actionFallback = "fallback"
 
 type retryKey struct {
 	id string
@@ -361,7 +371,7 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		b.turn = &Turn{Turn: d.Turn, Prompt: d.Text, Start: ev.Time, OffsetMs: ms(ev.Time.Sub(b.tl.Session.Start)), Steps: []*Step{}}
 		b.tl.Turns = append(b.tl.Turns, b.turn)
 		b.pending = map[retryKey]*Retry{}
-		b.last = ev.Time
+		b.last, b.fellBack = ev.Time, false
 		return nil
 	case session.TypeMode, session.TypeConfig:
 		// A mode or model change may come between turns or between a turn's steps;
@@ -382,14 +392,10 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		if err != nil {
 			return err
 		}
-		s := &Step{Step: d.Step, Model: d.Model, Start: ev.Time, End: ev.Time,
+		// The recorded decision says why the model is what it is: a model
+		// differing from the session's may be the user's choice.
+		s := &Step{Step: d.Step, Model: d.Model, Fallback: b.fellBack, Start: ev.Time, End: ev.Time,
 			StartMs: ms(ev.Time.Sub(t.Start)), Outcome: StepOpen}
-		// Without a session model, the first step's model is the reference.
-		ref := b.tl.Session.Model
-		if ref == "" && len(b.tl.Turns) > 0 {
-			ref = firstModel(b.tl.Turns)
-		}
-		s.Fallback = d.Model != "" && ref != "" && d.Model != ref
 		t.Steps = append(t.Steps, s)
 	case session.TypeAssistantChunk:
 		d, err := decode[session.AssistantChunk](ev)
@@ -481,6 +487,9 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		d, err := decode[session.LLMRetry](ev)
 		if err != nil {
 			return err
+		}
+		if d.Action == actionFallback {
+			b.fellBack = true
 		}
 		r := &Retry{RetryID: d.RetryID, Retry: d.Retry, MaxRetries: d.MaxRetries, Policy: d.Policy, PolicyRetry: d.PolicyRetry, Action: d.Action,
 			DelayMs: d.DelayMs, At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start))}
@@ -724,17 +733,6 @@ func (t *Turn) step(n int) *Step {
 		}
 	}
 	return nil
-}
-
-func firstModel(turns []*Turn) string {
-	for _, t := range turns {
-		for _, s := range t.Steps {
-			if s.Model != "" {
-				return s.Model
-			}
-		}
-	}
-	return ""
 }
 
 func decode[T any](ev session.Event) (T, error) {
