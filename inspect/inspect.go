@@ -226,20 +226,21 @@ type Tool struct {
 	Plan string `json:"plan,omitempty"`
 }
 
-// How a retry's wait ended (Retry.Wait).
+// How a retry's wait ended (Retry.Wait), as session.RetryWaits derives it
+// (the derivation /status reads too).
 const (
 	// WaitDone: llm/retry-started was written; WaitedMs is the real wait.
-	WaitDone = "done"
+	WaitDone = session.WaitEndDone
 	// WaitCancelled: the turn was cancelled during the wait; WaitedMs is
 	// how long it had waited.
-	WaitCancelled = "cancelled"
+	WaitCancelled = session.WaitEndCancelled
 	// WaitFailed: the turn ended with an error during the wait.
-	WaitFailed = "failed"
+	WaitFailed = session.WaitEndFailed
 	// WaitInterrupted: the process died during the wait; the chain goes on
 	// in the session's next request. WaitedMs is unknown.
-	WaitInterrupted = "interrupted"
+	WaitInterrupted = session.WaitEndInterrupted
 	// WaitOpen: the log ends during the wait. WaitedMs is unknown.
-	WaitOpen = "open"
+	WaitOpen = session.WaitEndOpen
 )
 
 // Retry is an llm/retry: the decision, made after a failed attempt, to try
@@ -307,7 +308,10 @@ func Build(events []session.Event) (*Timeline, error) {
 	if _, err := session.Conversation(events); err != nil {
 		return nil, err
 	}
-	b := &builder{tl: &Timeline{Turns: []*Turn{}}}
+	b := &builder{tl: &Timeline{Turns: []*Turn{}}, waits: map[int64]session.RetryWait{}}
+	for _, w := range session.RetryWaits(events) {
+		b.waits[w.Seq] = w
+	}
 	for i, ev := range events {
 		if err := b.add(events, i, ev); err != nil {
 			return nil, &session.InvariantError{Line: i + 1, Seq: ev.Seq, Msg: fmt.Sprintf("%s: %v", ev.Type, err)}
@@ -335,8 +339,8 @@ type builder struct {
 	// last is the time of the last event of the open turn, which ends an
 	// interrupted or open turn.
 	last time.Time
-	// pending are the open turn's retries whose wait has no end yet.
-	pending map[retryKey]*Retry
+	// waits are how the retries' waits went, by their llm/retry's seq.
+	waits map[int64]session.RetryWait
 	// cost is the last step usage that recorded a cumulative cost, in any
 	// turn so far: what a turn's cost is measured from.
 	cost *StepUsage
@@ -348,11 +352,6 @@ type builder struct {
 // actionFallback is the llm/retry action of the overload fallback
 // (recovery.ActionFallback).
 const actionFallback = "fallback"
-
-type retryKey struct {
-	id string
-	n  int
-}
 
 func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 	switch ev.Type {
@@ -370,7 +369,6 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		}
 		b.turn = &Turn{Turn: d.Turn, Prompt: d.Text, Start: ev.Time, OffsetMs: ms(ev.Time.Sub(b.tl.Session.Start)), Steps: []*Step{}}
 		b.tl.Turns = append(b.tl.Turns, b.turn)
-		b.pending = map[retryKey]*Retry{}
 		b.last, b.fellBack = ev.Time, false
 		return nil
 	case session.TypeMode, session.TypeConfig:
@@ -510,18 +508,11 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		default:
 			return fmt.Errorf("retry %d of chain %q follows no step", d.Retry, d.RetryID)
 		}
-		b.pending[retryKey{d.RetryID, d.Retry}] = r
-	case session.TypeLLMRetryStarted:
-		d, err := decode[session.LLMRetryStarted](ev)
-		if err != nil {
-			return err
-		}
-		k := retryKey{d.RetryID, d.Retry}
-		if r := b.pending[k]; r != nil {
-			r.Wait = WaitDone
-			w := ms(ev.Time.Sub(r.At))
-			r.WaitedMs = &w
-			delete(b.pending, k)
+		w := b.waits[ev.Seq]
+		r.Wait = w.End
+		if w.Known {
+			waited := ms(w.Waited)
+			r.WaitedMs = &waited
 		}
 	case session.TypeCompaction:
 		d, err := decode[session.Compaction](ev)
@@ -603,12 +594,12 @@ func (b *builder) finish(end time.Time, o Outcome) {
 		if s.Outcome == session.OutcomeFailed {
 			t.Totals.Failed++
 		}
-		t.Totals.finishRetry(s.Retry, end, o)
+		t.Totals.finishRetry(s.Retry)
 	}
-	t.Totals.finishRetry(t.Wait, end, o)
+	t.Totals.finishRetry(t.Wait)
 	t.Totals.ElapsedMs = ms(t.End.Sub(t.Start))
 	t.Usage = b.turnUsage(t)
-	b.turn, b.pending = nil, nil
+	b.turn = nil
 }
 
 // turnUsage sums the usage the turn's steps recorded, and measures its cost
@@ -700,26 +691,12 @@ func roundCost(v float64) float64 {
 	return math.Round(v*1e10) / 1e10
 }
 
-// finishRetry counts retry r (none if nil) of a turn that ended at end
-// with o, and gives a wait the log left without an end the turn's.
-func (tt *Totals) finishRetry(r *Retry, end time.Time, o Outcome) {
+// finishRetry counts retry r (none if nil) of a turn.
+func (tt *Totals) finishRetry(r *Retry) {
 	if r == nil {
 		return
 	}
 	tt.Retries++
-	if r.Wait == "" {
-		r.Wait = map[string]string{TurnCancelled: WaitCancelled, TurnInterrupted: WaitInterrupted,
-			TurnOpen: WaitOpen}[o.Status]
-		if r.Wait == "" {
-			r.Wait = WaitFailed
-		}
-		// A cancel or a failure ends the wait when the turn ends; a
-		// dead process gives no such time.
-		if r.Wait == WaitCancelled || r.Wait == WaitFailed {
-			w := max(ms(end.Sub(r.At)), 0)
-			r.WaitedMs = &w
-		}
-	}
 	if r.WaitedMs != nil {
 		tt.WaitedMs += *r.WaitedMs
 	}
