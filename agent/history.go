@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -46,7 +47,7 @@ func toLLM(msgs []session.Message) []llm.Message {
 			}
 		case session.RoleTool:
 			if !local {
-				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: cmp.Or(m.ProviderCallID, m.ToolCallID), Content: m.Text})
 			}
 		}
 	}
@@ -72,7 +73,7 @@ func assistantMessage(m session.Message, outcome string) llm.Message {
 		am.Content = incompleteContent(m.Text, outcome)
 	}
 	for _, tc := range m.ToolCalls {
-		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ModelID(), Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return am
 }
@@ -160,7 +161,7 @@ func (h *history) add(ev session.Event, data any) error {
 			h.out = append(h.out, assistantMessage(m, ""))
 		case session.RoleTool:
 			if !h.local {
-				h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+				h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: cmp.Or(m.ProviderCallID, m.ToolCallID), Content: m.Text})
 			}
 		}
 	}

@@ -40,8 +40,9 @@ var WaitStatuses = []string{WaitStatusAuto, WaitStatusNotice, WaitStatusToolCall
 // messageId.
 
 // statusIDPrefix starts the toolCallId of a status tool call, so a client
-// (or a test) can tell them from the model's calls.
-const statusIDPrefix = "rebound_status_"
+// (or a test) can tell them from the model's calls: it is in Rebound's
+// namespace, which no call of the model's has (reboundIDPrefix).
+const statusIDPrefix = reboundIDPrefix + "status_"
 
 // maxStatusTitle bounds a status title: a provider's reason can be long.
 const maxStatusTitle = 200

@@ -217,7 +217,7 @@ type turn struct {
 	history   []llm.Message   // system prompt and the session's history, as the model gets it
 	prompt    llm.Message     // this turn's user message
 	exchange  []llm.Message   // this turn's committed replies and tool results so far
-	pending   map[string]bool // tool calls of the last committed reply without a result
+	pending   map[string]string // tool calls of the last committed reply without a result: id → the provider's id (ModelID)
 	requests  int             // logical requests (rounds of the agent loop) made
 	reqStart  time.Time       // when the current logical request began
 	reqFirst  int             // its first attempt's number (t.attempts counts attempts)
@@ -510,9 +510,9 @@ func (t *turn) commit(ctx context.Context, last *llm.Reply, calls []session.Mess
 		return err
 	}
 	t.exchange = append(t.exchange, am)
-	t.pending = map[string]bool{}
+	t.pending = map[string]string{}
 	for _, c := range calls {
-		t.pending[c.ID] = true
+		t.pending[c.ID] = c.ModelID()
 	}
 	if err := t.endAttempt(session.OutcomeOK); err != nil {
 		return err

@@ -108,11 +108,24 @@ type AssistantMessage struct {
 }
 
 // MessageToolCall is one tool call of a committed reply, as the model wrote
-// it (Arguments may not be valid JSON).
+// it (Arguments may not be valid JSON). ID is the call's id in the session:
+// unique in it, the key of its tool/call, tool/result and permission, and
+// what the editor is shown. ProviderID is the id the provider gave the
+// call when that could not be ID (empty when it is ID, or the provider
+// gave none): the model's history sends it back as the provider wrote it.
 type MessageToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Arguments  string `json:"arguments"`
+	ProviderID string `json:"providerId,omitempty"`
+}
+
+// ModelID is the call's id as the provider knows it.
+func (c MessageToolCall) ModelID() string {
+	if c.ProviderID != "" {
+		return c.ProviderID
+	}
+	return c.ID
 }
 
 // Step outcomes.
