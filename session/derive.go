@@ -233,6 +233,8 @@ func eventData(ev Event) any {
 		return decodeObject[Config](ev)
 	case TypePlan:
 		return decodeObject[Plan](ev)
+	case TypeStatus:
+		return decodeObject[Status](ev)
 	}
 	return messageData(ev, nil)
 }

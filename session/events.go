@@ -47,6 +47,7 @@ const (
 	TypeConfig           = "session/config"
 	TypeTurnEnd          = "turn/end"
 	TypePlan             = "plan"
+	TypeStatus           = "status"
 )
 
 // SessionStart opens every log.
@@ -318,6 +319,32 @@ type Plan struct {
 	ToolCallID string      `json:"toolCallId"`
 	Entries    []PlanEntry `json:"entries"`
 }
+
+// Status records a status of Rebound's own as the editor is shown it (a
+// wait and its retry, a compaction, the fallback, MCP servers starting or
+// not available, a give-up, a refusal: the agent's status tool call), at
+// each change, before it is shown, whichever way the editor shows it: a
+// load shows each status as it was last shown, where it was first shown,
+// under the same id (WaitStatuses). It is no tool call and never in the
+// model's history. Detail is the content shown; a record without one
+// leaves the last one shown, as an update without content does.
+type Status struct {
+	Turn     int    `json:"turn"`
+	StatusID string `json:"statusId"`
+	Title    string `json:"title"`
+	Detail   string `json:"detail,omitempty"`
+	State    string `json:"state"` // StatusInProgress, StatusCompleted or StatusFailed
+}
+
+// States of a Status (ACP's tool call statuses).
+const (
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+)
+
+// MaxStatusBytes bounds a status's title and its detail each.
+const MaxStatusBytes = 16 << 10
 
 // PlanEntry is one task of a Plan.
 type PlanEntry struct {
