@@ -343,7 +343,13 @@ func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits [
 // were recorded, rebuilt from the wait's records.
 func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 	if sh := w.Shown; sh != nil {
-		u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: sh.StatusID, Kind: acp.ToolKindOther,
+		id := sh.StatusID
+		if !strings.HasPrefix(id, statusIDPrefix) {
+			// Not Rebound's (a hand-edited log): it must not pass for a
+			// call of the model's.
+			id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
+		}
+		u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: id, Kind: acp.ToolKindOther,
 			Title: statusTitle(sh.Title), Status: sh.State}
 		if sh.Detail != "" {
 			u.ToolContent = []acp.ToolCallContent{acp.ContentText(sh.Detail)}

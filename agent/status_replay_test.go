@@ -263,3 +263,12 @@ func TestReplayedStatus_LeftInProgress(t *testing.T) {
 		t.Errorf("replayed %+v", u)
 	}
 }
+
+// A recorded status id outside Rebound's namespace (a hand-edited log) is
+// not shown as it is: it could pass for a call of the model's.
+func TestReplayedStatus_IDStaysRebounds(t *testing.T) {
+	w := session.WaitStatus{Seq: 9, Shown: &session.Status{StatusID: "call_0", Title: "t", State: session.StatusCompleted}}
+	if u := replayedStatus(w); u.ToolCallID != statusIDPrefix+"replay_9" {
+		t.Errorf("replayed id %q", u.ToolCallID)
+	}
+}

@@ -575,6 +575,9 @@ func (c *checker) plan(ev Event) error {
 	return nil
 }
 
+// maxStatusIDBytes bounds a status's id.
+const maxStatusIDBytes = 256
+
 // status must belong to the open turn, name its status and one of the
 // states, and stay bounded.
 func (c *checker) status(ev Event) error {
@@ -586,8 +589,8 @@ func (c *checker) status(ev Event) error {
 		return err
 	}
 	switch {
-	case d.StatusID == "":
-		return c.errorf(ev.Seq, "status: statusId is empty")
+	case d.StatusID == "" || len(d.StatusID) > maxStatusIDBytes:
+		return c.errorf(ev.Seq, "status: statusId is empty or longer than %d bytes", maxStatusIDBytes)
 	case d.State != StatusInProgress && d.State != StatusCompleted && d.State != StatusFailed:
 		return c.errorf(ev.Seq, "status %q: state %q: want in_progress, completed or failed", d.StatusID, d.State)
 	case len(d.Title) > MaxStatusBytes || len(d.Detail) > MaxStatusBytes:
