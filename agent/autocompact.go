@@ -126,22 +126,15 @@ func (t *turn) compactIfFull(ctx context.Context) {
 		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "info", Title: subject,
 			Description: "Summarising older messages before the next request"})
 	}
-	var st *waitStatus
-	if t.statusCalls() {
-		st = &waitStatus{subject: subject}
-		t.showStatus(ctx, st, subject+", summarising older messages", "", acp.ToolStatusInProgress)
-	}
+	st := &waitStatus{subject: subject}
+	t.showStatus(ctx, st, subject+", summarising older messages", "", acp.ToolStatusInProgress)
 	t.reqStart = time.Now() // summaryLimit counts request_deadline from here
 	err = t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact})
 	switch {
 	case err == nil:
-		if st != nil {
-			t.showStatus(ctx, st, subject+", summarised", "", acp.ToolStatusCompleted)
-		}
+		t.showStatus(ctx, st, subject+", summarised", "", acp.ToolStatusCompleted)
 	case isCancelled(ctx):
-		if st != nil {
-			t.showStatus(ctx, st, subject+", cancelled", "", acp.ToolStatusFailed)
-		}
+		t.showStatus(ctx, st, subject+", cancelled", "", acp.ToolStatusFailed)
 	default:
 		if recorded(err) {
 			// The log took no compaction: the request goes on, and
@@ -154,9 +147,7 @@ func (t *turn) compactIfFull(ctx context.Context) {
 		if errors.Is(err, ErrCompactionNotSmaller) || errors.Is(err, ErrPromptTooLong) {
 			why, severity = "nothing to summarise, sending it as it is", "info"
 		}
-		if st != nil {
-			t.showStatus(ctx, st, subject+", "+why, err.Error(), acp.ToolStatusFailed)
-		}
+		t.showStatus(ctx, st, subject+", "+why, err.Error(), acp.ToolStatusFailed)
 		if t.statusNotices() {
 			// The info notice said a summary was being made: this one says
 			// none replaced the history, and why (a summary cut at the

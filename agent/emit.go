@@ -232,7 +232,7 @@ func (e *emitter) commit(last *llm.Reply, calls []session.MessageToolCall) (llm.
 	e.clearShown()
 	am := llm.Message{Role: llm.RoleAssistant, Content: text, Reasoning: reasoning}
 	for _, c := range calls {
-		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: c.ModelID(), Name: c.Name, Arguments: c.Arguments})
 	}
 	return am, nil
 }

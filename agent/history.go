@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func toLLM(msgs []session.Message) []llm.Message {
 			}
 		case session.RoleTool:
 			if !local {
-				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: cmp.Or(m.ProviderCallID, m.ToolCallID), Content: m.Text})
 			}
 		}
 	}
@@ -104,7 +105,7 @@ func assistantMessage(m session.Message, outcome string) llm.Message {
 		am.Content = incompleteContent(m.Text, outcome)
 	}
 	for _, tc := range m.ToolCalls {
-		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		am.ToolCalls = append(am.ToolCalls, llm.ToolCall{ID: tc.ModelID(), Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return am
 }
@@ -195,7 +196,7 @@ func (h *history) add(ev session.Event, data any) error {
 			h.out = append(h.out, assistantMessage(m, ""))
 		case session.RoleTool:
 			if !h.local {
-				h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Content: m.Text})
+				h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: cmp.Or(m.ProviderCallID, m.ToolCallID), Content: m.Text})
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 // title and kind, its final status, and what it showed (a command's output
 // as text, since its terminal is gone).
 func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate {
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: m.ToolCallID, Title: m.ToolName, Name: m.ToolName,
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: shownCallID(m.ToolCallID), Title: m.ToolName, Name: m.ToolName,
 		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}
 	if m.Status == session.ToolCompleted {
 		u.Status = acp.ToolStatusCompleted

@@ -370,3 +370,32 @@ func TestStatus_NamesThePendingWait(t *testing.T) {
 		}
 	})
 }
+
+// TestStatus_ReportsWaitsAsTheyHappened: a /retry wait of 40 minutes
+// cancelled after one second waited one second, and /status says so,
+// from the log's times, not the 40 minutes planned (issue 29).
+func TestStatus_ReportsWaitsAsTheyHappened(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, _ := waitAgent(t, t.TempDir())
+		id := newSession(t, a)
+		if _, err := prompt1(t.Context(), a, id, "Hello", &editor{}); err == nil {
+			t.Fatal("the first turn did not fail")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			_, err := prompt1(ctx, a, id, "/retry wait", &editor{})
+			done <- err
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		_, got := slashPrompt(t, a, id, "/status")
+		if want := "Rebound retried 1 time (RATE_LIMIT ×1), waiting 1s in all."; !strings.Contains(got, want) {
+			t.Errorf("/status = %q\nwant it to contain %q", got, want)
+		}
+	})
+}

@@ -71,19 +71,20 @@ func TestAgent_ToolCallIDsAreUniqueInTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	unique("replay", replayed.updates)
-	// The model's history keeps each call paired with its own result.
+	// The model's history sends the provider back the ids it wrote
+	// (call_0 each time), each call followed by its own result.
 	last := p.reqs[len(p.reqs)-1]
-	calls, results := map[string]bool{}, map[string]bool{}
+	var calls, results []string
 	for _, m := range last.Messages {
 		for _, c := range m.ToolCalls {
-			calls[c.ID] = true
+			calls = append(calls, c.ID)
 		}
 		if m.Role == llm.RoleTool {
-			results[m.ToolCallID] = true
+			results = append(results, m.ToolCallID)
 		}
 	}
-	if len(calls) != 4 || len(results) != 4 {
-		t.Errorf("the last request has %d call ids and %d result ids, want 4 each", len(calls), len(results))
+	if want := "call_0 call_0 call_0 call_0"; strings.Join(calls, " ") != want || strings.Join(results, " ") != want {
+		t.Errorf("the last request has calls %q and results %q, want the provider's %q each", calls, results, want)
 	}
 }
 

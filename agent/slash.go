@@ -411,22 +411,32 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 // maxStatusFailure bounds the failure message /status repeats.
 const maxStatusFailure = 300
 
-// turnFailure is what the log says the turn's failure was, "" if none.
 // turnRecovery says what Rebound did about failures in a turn, from its
 // llm/retry records: how many retries, for which failures, the time waited
-// and any change a retry made (compact, fallback, ...).
+// as it happened (session.RetryWaits, which inspect reads too: a wait
+// cancelled early counts what it waited, not what was planned) and any
+// change a retry made (compact, fallback, ...).
 func turnRecovery(events []session.Event, turn int) string {
 	var codes, actions []string
 	count := map[string]int{}
 	retries := 0
 	var waited time.Duration
+	unknown := 0 // waits a stop of Rebound cut short: their end is not known
+	for _, w := range session.RetryWaits(events) {
+		switch {
+		case w.Turn != turn:
+		case w.Known:
+			waited += w.Waited
+		default:
+			unknown++
+		}
+	}
 	for _, ev := range events {
 		var r session.LLMRetry
 		if ev.Type != session.TypeLLMRetry || session.Unmarshal(ev.Data, &r) != nil || r.Turn != turn {
 			continue
 		}
 		retries++
-		waited += time.Duration(max(r.DelayMs, 0)) * time.Millisecond
 		var f struct {
 			Code string `json:"code"`
 		}
@@ -448,12 +458,16 @@ func turnRecovery(events []session.Event, turn int) string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", c, count[c]))
 	}
 	out := fmt.Sprintf("Rebound retried %d %s (%s), waiting %s in all", retries, plural(retries, "time"), strings.Join(parts, ", "), waited.Round(100*time.Millisecond))
+	if unknown > 0 {
+		out += fmt.Sprintf(" (and %d %s cut short when Rebound stopped)", unknown, plural(unknown, "wait"))
+	}
 	if len(actions) > 0 {
 		out += "; what it changed: " + strings.Join(actions, ", ")
 	}
 	return out + "."
 }
 
+// turnFailure is what the log says the turn's failure was, "" if none.
 func turnFailure(events []session.Event, turn int) string {
 	for i := len(events) - 1; i >= 0; i-- {
 		var end session.TurnEnd

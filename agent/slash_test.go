@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -185,23 +186,45 @@ func TestSlashCompact(t *testing.T) {
 }
 
 func TestTurnRecovery(t *testing.T) {
-	retry := func(turn int, code, action string, delayMs int64) session.Event {
-		fail, _ := json.Marshal(map[string]any{"code": code})
-		d, _ := json.Marshal(session.LLMRetry{Turn: turn, Retry: 1, DelayMs: delayMs, Action: action, Failure: fail})
-		return session.Event{Type: session.TypeLLMRetry, Data: d}
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	seq := int64(0)
+	ev := func(at time.Duration, typ string, data any) session.Event {
+		d, _ := json.Marshal(data)
+		seq++
+		return session.Event{Seq: seq, Time: start.Add(at), Type: typ, Data: d}
 	}
+	retry := func(at time.Duration, turn, n int, code, action string, delayMs int64) session.Event {
+		fail, _ := json.Marshal(map[string]any{"code": code})
+		return ev(at, session.TypeLLMRetry, session.LLMRetry{Turn: turn, RetryID: fmt.Sprint("r", turn), Retry: n, DelayMs: delayMs, Action: action, Failure: fail})
+	}
+	started := func(at time.Duration, turn, n int) session.Event {
+		return ev(at, session.TypeLLMRetryStarted, session.LLMRetryStarted{Turn: turn, RetryID: fmt.Sprint("r", turn), Retry: n})
+	}
+	s := time.Second
 	events := []session.Event{
-		retry(1, "OVERLOADED", "", 9000), // another turn's
-		retry(2, "RATE_LIMIT", "", 2000),
-		retry(2, "RATE_LIMIT", "", 1500),
-		retry(2, "CONTEXT_OVERFLOW", "compact", 0),
+		ev(0, session.TypeTurnStart, session.TurnStart{Turn: 1}),
+		retry(0, 1, 1, "OVERLOADED", "", 9000), started(9*s, 1, 1), // another turn's
+		ev(10*s, session.TypeTurnEnd, session.TurnEnd{Turn: 1}),
+		ev(20*s, session.TypeTurnStart, session.TurnStart{Turn: 2}),
+		retry(20*s, 2, 1, "RATE_LIMIT", "", 2000), started(22*s, 2, 1),
+		retry(23*s, 2, 2, "RATE_LIMIT", "", 1500), started(24500*time.Millisecond, 2, 2),
+		retry(25*s, 2, 3, "CONTEXT_OVERFLOW", "compact", 0), started(25*s, 2, 3),
+		// Planned for 20 hours, cancelled after one second: one second.
+		retry(26*s, 2, 4, "RATE_LIMIT", "", (20 * time.Hour).Milliseconds()),
+		ev(27*s, session.TypeTurnEnd, session.TurnEnd{Turn: 2, StopReason: "cancelled"}),
+		ev(30*s, session.TypeTurnStart, session.TurnStart{Turn: 3}),
+		retry(30*s, 3, 1, "SERVER", "", 5000), // Rebound stopped during the wait
+		ev(90*s, session.TypeTurnEnd, session.TurnEnd{Turn: 3, Interrupted: true}),
 	}
 	got := turnRecovery(events, 2)
-	want := "Rebound retried 3 times (RATE_LIMIT ×2, CONTEXT_OVERFLOW ×1), waiting 3.5s in all; what it changed: compact."
+	want := "Rebound retried 4 times (RATE_LIMIT ×3, CONTEXT_OVERFLOW ×1), waiting 4.5s in all; what it changed: compact."
 	if got != want {
 		t.Errorf("turnRecovery = %q\nwant %q", got, want)
 	}
-	if got := turnRecovery(events, 3); got != "" {
+	if got, want := turnRecovery(events, 3), "Rebound retried 1 time (SERVER ×1), waiting 0s in all (and 1 wait cut short when Rebound stopped)."; got != want {
+		t.Errorf("an interrupted wait: %q\nwant %q", got, want)
+	}
+	if got := turnRecovery(events, 4); got != "" {
 		t.Errorf("a turn without retries: %q, want nothing", got)
 	}
 }

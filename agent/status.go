@@ -35,13 +35,15 @@ var WaitStatuses = []string{WaitStatusAuto, WaitStatusNotice, WaitStatusToolCall
 // Most editors show nothing for a notice they were not offered, so a wait
 // would look like a hang. Every ACP v1 client renders a tool call with a
 // title and a status, so that is the status's carrier there: a tool call of
-// Rebound's own, never recorded as one (it is not in the model's history,
-// and replay rebuilds it from llm/retry), never part of the reply's text or
-// messageId.
+// Rebound's own, never recorded as one (it is not in the model's history),
+// never part of the reply's text or messageId. Each change of a status is
+// recorded (a status event) before it is shown, whatever the client's
+// carrier, so a load shows every status as it was last shown, under its id.
 
 // statusIDPrefix starts the toolCallId of a status tool call, so a client
-// (or a test) can tell them from the model's calls.
-const statusIDPrefix = "rebound_status_"
+// (or a test) can tell them from the model's calls: it is in Rebound's
+// namespace, which no call of the model's has (reboundIDPrefix).
+const statusIDPrefix = reboundIDPrefix + "status_"
 
 // maxStatusTitle bounds a status title: a provider's reason can be long.
 const maxStatusTitle = 200
@@ -79,23 +81,45 @@ type waitStatus struct {
 // statuses are a turn's status tool calls, by retry chain id.
 type statuses map[string]*waitStatus
 
-// showStatus sends a status tool call, or updates the one already shown.
-// A status opened again after it was closed is a new tool call: an editor
-// would fold two into one under one id.
+// showStatus records a status, then sends it as a status tool call, or
+// updates the one already shown, where statuses are shown so. A status
+// opened again after it was closed is a new tool call: an editor would
+// fold two into one under one id.
 func (t *turn) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
 	first := st.id == "" || !st.open && status == acp.ToolStatusInProgress
 	if first {
 		st.id = newID(statusIDPrefix)
 	}
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: st.id, Title: statusTitle(title), Status: string(status)}
+	st.open = status == acp.ToolStatusInProgress
+	title = statusTitle(title)
+	if _, err := t.s.append(session.TypeStatus, session.Status{Turn: t.number, StatusID: st.id, Title: title,
+		Detail: clipBytes(detail, session.MaxStatusBytes), State: string(status)}); err != nil {
+		// Shown all the same: a wait left unshown looks like a hang, and a
+		// log that cannot be written fails the turn at its next record.
+		t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record a status")
+	}
+	if !t.statusCalls() {
+		return
+	}
+	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: st.id, Title: title, Status: string(status)}
 	if first {
 		u.SessionUpdate, u.Kind = acp.UpdateToolCall, acp.ToolKindOther
 	}
 	if detail != "" {
 		u.ToolContent = []acp.ToolCallContent{acp.ContentText(detail)}
 	}
-	st.open = status == acp.ToolStatusInProgress
 	t.notify(ctx, u)
+}
+
+// clipBytes cuts s to at most n bytes, at a rune boundary.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // chainStatus is the status of the retry chain id, made on first use.
@@ -114,9 +138,6 @@ func (t *turn) chainStatus(id string) *waitStatus {
 // statusScheduled shows a retry about to wait: why, for how long, which
 // retry of how many.
 func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
-	if !t.statusCalls() {
-		return
-	}
 	subject, desc := t.noticeText(r)
 	st := t.chainStatus(r.ID)
 	st.subject, st.done = subject, doneText(r)
@@ -130,7 +151,7 @@ func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
 // statusStarted shows that the wait is over and the retry runs.
 func (t *turn) statusStarted(ctx context.Context, r recovery.Retry) {
 	st := t.status[r.ID]
-	if !t.statusCalls() || st == nil || !st.open || r.Delay == 0 {
+	if st == nil || !st.open || r.Delay == 0 {
 		return // nothing was waited for: the next word is the outcome
 	}
 	t.showStatus(ctx, st, st.subject+", retrying now", "", acp.ToolStatusInProgress)
@@ -150,9 +171,6 @@ func (t *turn) statusRecovered(ctx context.Context) {
 // reason is in the thread (a reopened one too) and not only in the
 // prompt's error.
 func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
-	if !t.statusCalls() {
-		return
-	}
 	shown := false
 	for _, st := range t.status {
 		if !st.open {
@@ -186,9 +204,6 @@ func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
 	if t.statusNotices() {
 		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: f.Summary(), Description: reason,
 			Meta: acp.Meta{RefusalMetaKey: f}})
-	}
-	if !t.statusCalls() {
-		return
 	}
 	// The title says what happened (see waitText); the reason is the
 	// content.
@@ -289,7 +304,7 @@ func lowerFirst(s string) string {
 // are still starting (a server has up to mcp's start timeout).
 func (t *turn) waitMCP(ctx context.Context) *mcp.Set {
 	m := t.s.mcp
-	if !m.starting() || !t.statusCalls() {
+	if !m.starting() {
 		return m.wait(ctx)
 	}
 	st := &waitStatus{subject: "MCP servers"}
@@ -304,11 +319,8 @@ func (t *turn) waitMCP(ctx context.Context) *mcp.Set {
 }
 
 // statusMCPFailure shows an MCP server that is not available, where
-// notices are not shown.
+// notices are not shown (and records it in every client).
 func (t *turn) statusMCPFailure(ctx context.Context, f mcp.Failure) {
-	if !t.statusCalls() {
-		return
-	}
 	why := fmt.Sprintf("MCP server %q is not available: %v. The session goes on without its tools.", f.Server, f.Err)
 	t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
 }
@@ -326,8 +338,32 @@ func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits [
 	return waits, nil
 }
 
-// replayedStatus is a recorded wait as the editor saw it last.
+// replayedStatus is a recorded status as the editor saw it last: as
+// recorded, under the id it had live, or in a log written before statuses
+// were recorded, rebuilt from the wait's records.
 func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
+	if sh := w.Shown; sh != nil {
+		id := sh.StatusID
+		if !strings.HasPrefix(id, statusIDPrefix) {
+			// Not Rebound's (a hand-edited log): it must not pass for a
+			// call of the model's.
+			id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
+		}
+		u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: id, Kind: acp.ToolKindOther,
+			Title: statusTitle(sh.Title), Status: sh.State}
+		if sh.Detail != "" {
+			u.ToolContent = []acp.ToolCallContent{acp.ContentText(sh.Detail)}
+		}
+		if sh.State == string(acp.ToolStatusInProgress) {
+			// The turn ended while it was shown in progress: only a stop
+			// of Rebound leaves one so.
+			u.Status = string(acp.ToolStatusFailed)
+			if w.Outcome == session.WaitInterrupted {
+				u.Title = statusTitle(sh.Title + ", interrupted (Rebound stopped)")
+			}
+		}
+		return u
+	}
 	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq),
 		Kind: acp.ToolKindOther, Status: string(acp.ToolStatusFailed)}
 	var failed recovery.Failure

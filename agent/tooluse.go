@@ -34,28 +34,81 @@ const (
 const scopeEdits = "edits"
 
 // toolCalls turns a finished reply's tool calls into the calls committed
-// with it: every call gets a non-empty id that no other call of the session
-// has (providers have sent none, and some send call_0 at every step, which an
-// editor would merge into one call), and the number is bounded. used is the
-// session's ids so far; the new ones are added to it.
+// with it: every call gets an id of the session's (ID) that no other call
+// of the session has (providers have sent none, and some send call_0 at
+// every step, which an editor would merge into one call), that is in the
+// provider's namespace, never Rebound's (providerCallID), and the number
+// is bounded. A call whose provider id cannot be its ID keeps that id as
+// ProviderID, which the model's history sends back. used is the session's
+// ids so far; the new ones are added to it.
 func toolCalls(calls []llm.ToolCall, used map[string]bool) []session.MessageToolCall {
 	out := make([]session.MessageToolCall, 0, len(calls))
 	for _, c := range calls {
 		if len(out) == maxToolCallsPerReply {
 			break
 		}
-		id := c.ID
-		if id == "" || used[id] {
-			id = newID("call_")
+		id, provider := c.ID, ""
+		if !providerCallID(id) || used[id] {
+			id, provider = newID("call_"), c.ID
+			for used[id] { // 128 random bits: never, but cheap to be sure
+				id = newID("call_")
+			}
 		}
 		used[id] = true
 		name := c.Name
 		if name == "" {
 			name = "unnamed_tool"
 		}
-		out = append(out, session.MessageToolCall{ID: id, Name: name, Arguments: c.Arguments})
+		out = append(out, session.MessageToolCall{ID: id, Name: name, Arguments: c.Arguments, ProviderID: provider})
 	}
 	return out
+}
+
+// Ids that reach the editor come from two sources: Rebound mints some (its
+// status tool calls), the provider names the model's tool calls. The
+// namespaces are disjoint by construction: every toolCallId Rebound mints
+// starts with reboundIDPrefix, and a provider's id is a call's id (and
+// so the editor's) only when providerCallID accepts it, which it never
+// does for one starting so. The same holds after a load: replay shows
+// a call under its logged id (shownCallID).
+const reboundIDPrefix = "rebound_"
+
+// maxCallIDBytes bounds a provider's id used as the call's id: a longer
+// one is kept only for the provider (ProviderID).
+const maxCallIDBytes = 128
+
+// providerCallID reports whether a provider's tool call id can be the
+// call's id in the session and the editor: not empty, bounded, printable
+// ASCII with no space (it is shown and logged), and outside Rebound's
+// namespace (reservedCallID).
+func providerCallID(id string) bool {
+	if id == "" || len(id) > maxCallIDBytes || reservedCallID(id) {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// reservedCallID: ids of this form are never a call's: Rebound's own, and
+// the escaped form shownCallID gives one an older log holds.
+func reservedCallID(id string) bool {
+	return strings.HasPrefix(id, reboundIDPrefix) || strings.HasPrefix(id, "~")
+}
+
+// shownCallID is the toolCallId the editor is shown for a logged call id:
+// the id itself, which is every id toolCalls makes, so a replay shows a
+// call under the id it had live. A log written before toolCalls kept
+// provider ids out of Rebound's namespace may hold one in it; that id is
+// escaped with a "~", which is injective and never gives Rebound's prefix.
+func shownCallID(id string) string {
+	if reservedCallID(id) {
+		return "~" + id
+	}
+	return id
 }
 
 // toolCallIDs returns the ids of every tool call the session's log holds,
@@ -203,8 +256,9 @@ func (t *turn) recordResult(id string, out toolOutcome) error {
 	if _, err := t.s.appendSync(session.TypeToolResult, res); err != nil {
 		return fmt.Errorf("record tool result: %w", err)
 	}
+	modelID := cmp.Or(t.pending[id], id)
 	delete(t.pending, id)
-	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: res.Output})
+	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleTool, ToolCallID: modelID, Content: res.Output})
 	return nil
 }
 

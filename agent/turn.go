@@ -217,19 +217,19 @@ type turn struct {
 	ws        *tools.Workspace
 	number    int
 	start     time.Time
-	history   []llm.Message   // system prompt and the session's history, as the model gets it
-	prompt    llm.Message     // this turn's user message
-	exchange  []llm.Message   // this turn's committed replies and tool results so far
-	pending   map[string]bool // tool calls of the last committed reply without a result
-	requests  int             // logical requests (rounds of the agent loop) made
-	reqStart  time.Time       // when the current logical request began
-	reqFirst  int             // its first attempt's number (t.attempts counts attempts)
-	model     string          // the session's, as of the current request's start, unless the fallback policy switched it
-	fellBack  bool            // the fallback policy switched the model for the rest of the turn
-	effort    string          // the reasoning effort asked of the model, if any
-	mcp       *mcp.Set        // the session's MCP servers, nil when it has none
-	maxTokens int             // the truncation policy may raise it for this turn
-	mode      string          // the session's mode, as of the current request's start
+	history   []llm.Message     // system prompt and the session's history, as the model gets it
+	prompt    llm.Message       // this turn's user message
+	exchange  []llm.Message     // this turn's committed replies and tool results so far
+	pending   map[string]string // tool calls of the last committed reply without a result: id → the provider's id (ModelID)
+	requests  int               // logical requests (rounds of the agent loop) made
+	reqStart  time.Time         // when the current logical request began
+	reqFirst  int               // its first attempt's number (t.attempts counts attempts)
+	model     string            // the session's, as of the current request's start, unless the fallback policy switched it
+	fellBack  bool              // the fallback policy switched the model for the rest of the turn
+	effort    string            // the reasoning effort asked of the model, if any
+	mcp       *mcp.Set          // the session's MCP servers, nil when it has none
+	maxTokens int               // the truncation policy may raise it for this turn
+	mode      string            // the session's mode, as of the current request's start
 	// out records and shows the reply text (emit.go): the one place that
 	// decides what of an attempt the editor sees.
 	out           *emitter
@@ -513,9 +513,9 @@ func (t *turn) commit(ctx context.Context, last *llm.Reply, calls []session.Mess
 		return err
 	}
 	t.exchange = append(t.exchange, am)
-	t.pending = map[string]bool{}
+	t.pending = map[string]string{}
 	for _, c := range calls {
-		t.pending[c.ID] = true
+		t.pending[c.ID] = c.ModelID()
 	}
 	if err := t.endAttempt(session.OutcomeOK); err != nil {
 		return err

@@ -111,8 +111,11 @@ const (
 // Step is one provider attempt: one request, from step/start to step/end.
 type Step struct {
 	Step int `json:"step"`
-	// Model is the model the attempt asked for. Fallback is set when it is
-	// not the session's model: the overload fallback switched models.
+	// Model is the model the attempt asked for. Fallback is set when the
+	// overload fallback chose it: an llm/retry of action fallback came
+	// earlier in the turn (the fallback lasts the rest of its turn). A
+	// model the user chose (session/config) is no fallback, whatever its
+	// name.
 	Model    string    `json:"model,omitempty"`
 	Fallback bool      `json:"fallback,omitempty"`
 	Start    time.Time `json:"start"`
@@ -223,20 +226,21 @@ type Tool struct {
 	Plan string `json:"plan,omitempty"`
 }
 
-// How a retry's wait ended (Retry.Wait).
+// How a retry's wait ended (Retry.Wait), as session.RetryWaits derives it
+// (the derivation /status reads too).
 const (
 	// WaitDone: llm/retry-started was written; WaitedMs is the real wait.
-	WaitDone = "done"
+	WaitDone = session.WaitEndDone
 	// WaitCancelled: the turn was cancelled during the wait; WaitedMs is
 	// how long it had waited.
-	WaitCancelled = "cancelled"
+	WaitCancelled = session.WaitEndCancelled
 	// WaitFailed: the turn ended with an error during the wait.
-	WaitFailed = "failed"
+	WaitFailed = session.WaitEndFailed
 	// WaitInterrupted: the process died during the wait; the chain goes on
 	// in the session's next request. WaitedMs is unknown.
-	WaitInterrupted = "interrupted"
+	WaitInterrupted = session.WaitEndInterrupted
 	// WaitOpen: the log ends during the wait. WaitedMs is unknown.
-	WaitOpen = "open"
+	WaitOpen = session.WaitEndOpen
 )
 
 // Retry is an llm/retry: the decision, made after a failed attempt, to try
@@ -307,7 +311,10 @@ func Build(events []session.Event) (*Timeline, error) {
 	if _, err := session.Conversation(events); err != nil {
 		return nil, err
 	}
-	b := &builder{tl: &Timeline{Turns: []*Turn{}}}
+	b := &builder{tl: &Timeline{Turns: []*Turn{}}, waits: map[int64]session.RetryWait{}}
+	for _, w := range session.RetryWaits(events) {
+		b.waits[w.Seq] = w
+	}
 	for i, ev := range events {
 		if err := b.add(events, i, ev); err != nil {
 			return nil, &session.InvariantError{Line: i + 1, Seq: ev.Seq, Msg: fmt.Sprintf("%s: %v", ev.Type, err)}
@@ -335,17 +342,19 @@ type builder struct {
 	// last is the time of the last event of the open turn, which ends an
 	// interrupted or open turn.
 	last time.Time
-	// pending are the open turn's retries whose wait has no end yet.
-	pending map[retryKey]*Retry
+	// waits are how the retries' waits went, by their llm/retry's seq.
+	waits map[int64]session.RetryWait
 	// cost is the last step usage that recorded a cumulative cost, in any
 	// turn so far: what a turn's cost is measured from.
 	cost *StepUsage
+	// fellBack: the open turn's overload fallback switched models, so its
+	// later steps run the fallback model.
+	fellBack bool
 }
 
-type retryKey struct {
-	id string
-	n  int
-}
+// actionFallback is the llm/retry action of the overload fallback
+// (recovery.ActionFallback).
+const actionFallback = "fallback"
 
 func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 	switch ev.Type {
@@ -363,8 +372,7 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		}
 		b.turn = &Turn{Turn: d.Turn, Prompt: d.Text, Start: ev.Time, OffsetMs: ms(ev.Time.Sub(b.tl.Session.Start)), Steps: []*Step{}}
 		b.tl.Turns = append(b.tl.Turns, b.turn)
-		b.pending = map[retryKey]*Retry{}
-		b.last = ev.Time
+		b.last, b.fellBack = ev.Time, false
 		return nil
 	case session.TypeMode, session.TypeConfig:
 		// A mode or model change may come between turns or between a turn's steps;
@@ -385,14 +393,10 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		if err != nil {
 			return err
 		}
-		s := &Step{Step: d.Step, Model: d.Model, Start: ev.Time, End: ev.Time,
+		// The recorded decision says why the model is what it is: a model
+		// differing from the session's may be the user's choice.
+		s := &Step{Step: d.Step, Model: d.Model, Fallback: b.fellBack, Start: ev.Time, End: ev.Time,
 			StartMs: ms(ev.Time.Sub(t.Start)), Outcome: StepOpen}
-		// Without a session model, the first step's model is the reference.
-		ref := b.tl.Session.Model
-		if ref == "" && len(b.tl.Turns) > 0 {
-			ref = firstModel(b.tl.Turns)
-		}
-		s.Fallback = d.Model != "" && ref != "" && d.Model != ref
 		t.Steps = append(t.Steps, s)
 	case session.TypeAssistantChunk:
 		d, err := decode[session.AssistantChunk](ev)
@@ -485,6 +489,9 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		if err != nil {
 			return err
 		}
+		if d.Action == actionFallback {
+			b.fellBack = true
+		}
 		r := &Retry{RetryID: d.RetryID, Retry: d.Retry, MaxRetries: d.MaxRetries, Policy: d.Policy, PolicyRetry: d.PolicyRetry, Action: d.Action,
 			DelayMs: d.DelayMs, At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start))}
 		// The retry belongs to the step that failed; the log does not check
@@ -504,18 +511,11 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 		default:
 			return fmt.Errorf("retry %d of chain %q follows no step", d.Retry, d.RetryID)
 		}
-		b.pending[retryKey{d.RetryID, d.Retry}] = r
-	case session.TypeLLMRetryStarted:
-		d, err := decode[session.LLMRetryStarted](ev)
-		if err != nil {
-			return err
-		}
-		k := retryKey{d.RetryID, d.Retry}
-		if r := b.pending[k]; r != nil {
-			r.Wait = WaitDone
-			w := ms(ev.Time.Sub(r.At))
-			r.WaitedMs = &w
-			delete(b.pending, k)
+		w := b.waits[ev.Seq]
+		r.Wait = w.End
+		if w.Known {
+			waited := ms(w.Waited)
+			r.WaitedMs = &waited
 		}
 	case session.TypeCompaction:
 		d, err := decode[session.Compaction](ev)
@@ -597,12 +597,12 @@ func (b *builder) finish(end time.Time, o Outcome) {
 		if s.Outcome == session.OutcomeFailed {
 			t.Totals.Failed++
 		}
-		t.Totals.finishRetry(s.Retry, end, o)
+		t.Totals.finishRetry(s.Retry)
 	}
-	t.Totals.finishRetry(t.Wait, end, o)
+	t.Totals.finishRetry(t.Wait)
 	t.Totals.ElapsedMs = ms(t.End.Sub(t.Start))
 	t.Usage = b.turnUsage(t)
-	b.turn, b.pending = nil, nil
+	b.turn = nil
 }
 
 // turnUsage sums the usage the turn's steps recorded, and measures its cost
@@ -694,26 +694,12 @@ func roundCost(v float64) float64 {
 	return math.Round(v*1e10) / 1e10
 }
 
-// finishRetry counts retry r (none if nil) of a turn that ended at end
-// with o, and gives a wait the log left without an end the turn's.
-func (tt *Totals) finishRetry(r *Retry, end time.Time, o Outcome) {
+// finishRetry counts retry r (none if nil) of a turn.
+func (tt *Totals) finishRetry(r *Retry) {
 	if r == nil {
 		return
 	}
 	tt.Retries++
-	if r.Wait == "" {
-		r.Wait = map[string]string{TurnCancelled: WaitCancelled, TurnInterrupted: WaitInterrupted,
-			TurnOpen: WaitOpen}[o.Status]
-		if r.Wait == "" {
-			r.Wait = WaitFailed
-		}
-		// A cancel or a failure ends the wait when the turn ends; a
-		// dead process gives no such time.
-		if r.Wait == WaitCancelled || r.Wait == WaitFailed {
-			w := max(ms(end.Sub(r.At)), 0)
-			r.WaitedMs = &w
-		}
-	}
 	if r.WaitedMs != nil {
 		tt.WaitedMs += *r.WaitedMs
 	}
@@ -727,17 +713,6 @@ func (t *Turn) step(n int) *Step {
 		}
 	}
 	return nil
-}
-
-func firstModel(turns []*Turn) string {
-	for _, t := range turns {
-		for _, s := range t.Steps {
-			if s.Model != "" {
-				return s.Model
-			}
-		}
-	}
-	return ""
 }
 
 func decode[T any](ev session.Event) (T, error) {

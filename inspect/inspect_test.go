@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -391,6 +392,79 @@ func TestText_NoControlCharactersFromTheLog(t *testing.T) {
 	for _, r := range out.String() {
 		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) {
 			t.Fatalf("control character %U in the output:\n%q", r, out.String())
+		}
+	}
+}
+
+// events builds a log from (type, data) pairs, one second apart.
+func events(t *testing.T, pairs ...any) []session.Event {
+	t.Helper()
+	start := time.Date(2024, 5, 6, 10, 0, 0, 0, time.UTC)
+	var out []session.Event
+	for i := 0; i < len(pairs); i += 2 {
+		data, err := json.Marshal(pairs[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, session.Event{Seq: int64(len(out) + 1), V: 1, Time: start.Add(time.Duration(i/2) * time.Second),
+			Type: pairs[i].(string), Data: data})
+	}
+	return out
+}
+
+// A model the user chose in the picker (session/config) is not the
+// overload fallback, though it differs from the session's first model;
+// only the recorded fallback decision (an llm/retry of action fallback)
+// makes a step's model the fallback, for the rest of that turn.
+func TestInspect_FallbackIsTheRecordedDecision(t *testing.T) {
+	overloaded := json.RawMessage(`{"code":"OVERLOADED","status":529}`)
+	for _, sessionModel := range []string{"big", ""} { // old logs recorded no session model
+		evs := events(t,
+			session.TypeSessionStart, session.SessionStart{SessionID: "s", Cwd: "/", Model: sessionModel},
+			session.TypeTurnStart, session.TurnStart{Turn: 1, Prompt: json.RawMessage(`[]`), Text: "a"},
+			session.TypeStepStart, session.StepStart{Turn: 1, Step: 1, Model: "big"},
+			session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1, MessageID: "m1", Text: "x"},
+			session.TypeStepEnd, session.StepEnd{Turn: 1, Step: 1, Outcome: session.OutcomeOK},
+			session.TypeTurnEnd, session.TurnEnd{Turn: 1, StopReason: "end_turn"},
+			session.TypeConfig, session.Config{ConfigID: "model", Value: "picked"},
+			session.TypeTurnStart, session.TurnStart{Turn: 2, Prompt: json.RawMessage(`[]`), Text: "b"},
+			session.TypeStepStart, session.StepStart{Turn: 2, Step: 1, Model: "picked"},
+			session.TypeStepEnd, session.StepEnd{Turn: 2, Step: 1, Outcome: session.OutcomeFailed, Failure: overloaded},
+			session.TypeLLMRetry, session.LLMRetry{Turn: 2, Step: 1, RetryID: "r", Retry: 1, MaxRetries: 1, Policy: "fallback", PolicyRetry: 1,
+				Action: "fallback", Model: "small", Failure: overloaded},
+			session.TypeLLMRetryStarted, session.LLMRetryStarted{Turn: 2, RetryID: "r", Retry: 1},
+			session.TypeStepStart, session.StepStart{Turn: 2, Step: 2, Model: "small"},
+			session.TypeAssistantMessage, session.AssistantMessage{Turn: 2, Step: 2, MessageID: "m2", Text: "y"},
+			session.TypeStepEnd, session.StepEnd{Turn: 2, Step: 2, Outcome: session.OutcomeOK},
+			session.TypeTurnEnd, session.TurnEnd{Turn: 2, StopReason: "end_turn"},
+			session.TypeTurnStart, session.TurnStart{Turn: 3, Prompt: json.RawMessage(`[]`), Text: "c"},
+			session.TypeStepStart, session.StepStart{Turn: 3, Step: 1, Model: "picked"},
+			session.TypeAssistantMessage, session.AssistantMessage{Turn: 3, Step: 1, MessageID: "m3", Text: "z"},
+			session.TypeStepEnd, session.StepEnd{Turn: 3, Step: 1, Outcome: session.OutcomeOK},
+			session.TypeTurnEnd, session.TurnEnd{Turn: 3, StopReason: "end_turn"},
+		)
+		tl, err := inspect.Build(evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]bool
+		for _, turn := range tl.Turns {
+			var steps []bool
+			for _, s := range turn.Steps {
+				steps = append(steps, s.Fallback)
+			}
+			got = append(got, steps)
+		}
+		want := [][]bool{{false}, {false, true}, {false}} // the picked model, then the fallback; a new turn starts on the picked model
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("session model %q: fallback per step (-want +got):\n%s", sessionModel, diff)
+		}
+		var text bytes.Buffer
+		if err := tl.Text(&text); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(text.String(), "fallback: model"); n != 1 {
+			t.Errorf("session model %q: the text notes a fallback %d times, want once:\n%s", sessionModel, n, text.String())
 		}
 	}
 }

@@ -92,6 +92,7 @@ var rules = map[string]rule{
 	TypeConfig:           (*checker).config,
 	TypeTurnEnd:          (*checker).turnEnd,
 	TypePlan:             (*checker).plan,
+	TypeStatus:           (*checker).status,
 }
 
 func newChecker(path string) *checker {
@@ -572,6 +573,30 @@ func (c *checker) plan(ev Event) error {
 		case e.Priority != "high" && e.Priority != "medium" && e.Priority != "low":
 			return c.errorf(ev.Seq, "plan entry %d: priority %q: want high, medium or low", i+1, e.Priority)
 		}
+	}
+	return nil
+}
+
+// maxStatusIDBytes bounds a status's id.
+const maxStatusIDBytes = 256
+
+// status must belong to the open turn, name its status and one of the
+// states, and stay bounded.
+func (c *checker) status(ev Event) error {
+	d, err := decode[Status](c, ev)
+	if err != nil {
+		return err
+	}
+	if _, err := c.inTurn(ev, d.Turn); err != nil {
+		return err
+	}
+	switch {
+	case d.StatusID == "" || len(d.StatusID) > maxStatusIDBytes:
+		return c.errorf(ev.Seq, "status: statusId is empty or longer than %d bytes", maxStatusIDBytes)
+	case d.State != StatusInProgress && d.State != StatusCompleted && d.State != StatusFailed:
+		return c.errorf(ev.Seq, "status %q: state %q: want in_progress, completed or failed", d.StatusID, d.State)
+	case len(d.Title) > MaxStatusBytes || len(d.Detail) > MaxStatusBytes:
+		return c.errorf(ev.Seq, "status %q: title or detail longer than %d bytes", d.StatusID, MaxStatusBytes)
 	}
 	return nil
 }

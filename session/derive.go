@@ -65,11 +65,15 @@ type Message struct {
 	// (Text is the output the model reads). Call is the tool/call record,
 	// nil when the call was never dispatched.
 	ToolCallID string
-	ToolName   string
-	Arguments  string // as the model wrote them
-	Status     string
-	Content    json.RawMessage
-	Call       *ToolCall
+	// ProviderCallID is the provider's id for the call when it is not
+	// ToolCallID (MessageToolCall.ProviderID): what the model's history
+	// sends back.
+	ProviderCallID string
+	ToolName       string
+	Arguments      string // as the model wrote them
+	Status         string
+	Content        json.RawMessage
+	Call           *ToolCall
 }
 
 // Conversation derives the committed conversation: a user message for each
@@ -172,7 +176,7 @@ func (h *History) Add(ev Event, data any) error {
 	case *ToolCall:
 		h.calls[d.ToolCallID] = d
 	case *ToolResult:
-		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ToolName: h.asked[d.ToolCallID].Name, Arguments: h.asked[d.ToolCallID].Arguments,
+		h.msgs = append(h.msgs, Message{Seq: ev.Seq, Turn: d.Turn, Role: RoleTool, ToolCallID: d.ToolCallID, ProviderCallID: h.asked[d.ToolCallID].ProviderID, ToolName: h.asked[d.ToolCallID].Name, Arguments: h.asked[d.ToolCallID].Arguments,
 			Text: d.Output, Status: d.Status, Content: d.Content, Call: h.calls[d.ToolCallID]})
 		delete(h.calls, d.ToolCallID)
 	case *TurnEnd:
@@ -237,6 +241,8 @@ func eventData(ev Event) any {
 		return decodeObject[Config](ev)
 	case TypePlan:
 		return decodeObject[Plan](ev)
+	case TypeStatus:
+		return decodeObject[Status](ev)
 	}
 	return messageData(ev, nil)
 }

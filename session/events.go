@@ -47,6 +47,7 @@ const (
 	TypeConfig           = "session/config"
 	TypeTurnEnd          = "turn/end"
 	TypePlan             = "plan"
+	TypeStatus           = "status"
 )
 
 // SessionStart opens every log.
@@ -121,11 +122,24 @@ type AssistantMessage struct {
 }
 
 // MessageToolCall is one tool call of a committed reply, as the model wrote
-// it (Arguments may not be valid JSON).
+// it (Arguments may not be valid JSON). ID is the call's id in the session:
+// unique in it, the key of its tool/call, tool/result and permission, and
+// what the editor is shown. ProviderID is the id the provider gave the
+// call when that could not be ID (empty when it is ID, or the provider
+// gave none): the model's history sends it back as the provider wrote it.
 type MessageToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Arguments  string `json:"arguments"`
+	ProviderID string `json:"providerId,omitempty"`
+}
+
+// ModelID is the call's id as the provider knows it.
+func (c MessageToolCall) ModelID() string {
+	if c.ProviderID != "" {
+		return c.ProviderID
+	}
+	return c.ID
 }
 
 // Step outcomes.
@@ -324,6 +338,32 @@ type Plan struct {
 	ToolCallID string      `json:"toolCallId"`
 	Entries    []PlanEntry `json:"entries"`
 }
+
+// Status records a status of Rebound's own as the editor is shown it (a
+// wait and its retry, a compaction, the fallback, MCP servers starting or
+// not available, a give-up, a refusal: the agent's status tool call), at
+// each change, before it is shown, whichever way the editor shows it: a
+// load shows each status as it was last shown, where it was first shown,
+// under the same id (WaitStatuses). It is no tool call and never in the
+// model's history. Detail is the content shown; a record without one
+// leaves the last one shown, as an update without content does.
+type Status struct {
+	Turn     int    `json:"turn"`
+	StatusID string `json:"statusId"`
+	Title    string `json:"title"`
+	Detail   string `json:"detail,omitempty"`
+	State    string `json:"state"` // StatusInProgress, StatusCompleted or StatusFailed
+}
+
+// States of a Status (ACP's tool call statuses).
+const (
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+)
+
+// MaxStatusBytes bounds a status's title and its detail each.
+const MaxStatusBytes = 16 << 10
 
 // PlanEntry is one task of a Plan.
 type PlanEntry struct {

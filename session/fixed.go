@@ -53,6 +53,7 @@ func readFixed(p any, b []byte) bool {
 					r.str("id", &c.ID)
 					r.str("name", &c.Name)
 					r.str("arguments", &c.Arguments)
+					r.optStr("providerId", &c.ProviderID)
 					r.close()
 				}
 				v.ToolCalls = append(v.ToolCalls, c)

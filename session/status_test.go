@@ -1,6 +1,8 @@
 package session_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rebound-agent/rebound/session"
@@ -70,3 +72,69 @@ func TestWaitStatuses(t *testing.T) {
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
+
+// A turn's recorded statuses stand for it as they were last shown (its
+// llm/retry records are not rebuilt into a second one); a status a stop
+// of Rebound left in progress says so; a turn with no records (an older
+// log) is still rebuilt from its retries.
+func TestWaitStatuses_Recorded(t *testing.T) {
+	status := func(turn int, id, title, state string) rec {
+		return rec{session.TypeStatus, `{"turn":` + itoa(turn) + `,"statusId":"` + id + `","title":"` + title + `","detail":"d","state":"` + state + `"}`}
+	}
+	log := render(rStart,
+		// Turn 1: a wait, recorded, then a nearly-full compaction.
+		rTurn1, rStep1, rStepFail1,
+		rec{session.TypeLLMRetry, `{"turn":1,"step":1,"retryId":"r1","retry":1,"maxRetries":2,"delayMs":500}`},
+		status(1, "s1", "waiting", "in_progress"), status(1, "s1", "recovered", "completed"),
+		status(1, "s2", "nearly full", "in_progress"), status(1, "s2", "summarised", "completed"),
+		rec{session.TypeStepStart, `{"turn":1,"step":2}`},
+		rec{session.TypeAssistantMessage, `{"turn":1,"step":2,"messageId":"m1","text":"Hello"}`},
+		rec{session.TypeStepEnd, `{"turn":1,"step":2,"outcome":"ok"}`},
+		rTurnEnd1,
+		// Turn 2: Rebound stopped while a status was in progress.
+		rec{session.TypeTurnStart, `{"turn":2,"text":"again"}`},
+		status(2, "s3", "waiting for MCP", "in_progress"),
+		rec{session.TypeTurnEnd, `{"turn":2,"interrupted":true}`},
+		// Turn 3: no records: rebuilt.
+		rec{session.TypeTurnStart, `{"turn":3,"text":"bad"}`},
+		rec{session.TypeTurnEnd, `{"turn":3,"error":{"code":"INVALID_REQUEST","message":"no"}}`},
+	)
+	got := session.WaitStatuses(events(t, log))
+	type st struct {
+		id, title, state, outcome string
+		retry                     bool
+	}
+	var short []st
+	for _, g := range got {
+		s := st{outcome: g.Outcome, retry: g.Retry != nil}
+		if g.Shown != nil {
+			s.id, s.title, s.state = g.Shown.StatusID, g.Shown.Title, g.Shown.State
+		}
+		short = append(short, s)
+	}
+	want := []st{
+		{id: "s1", title: "recovered", state: "completed"},
+		{id: "s2", title: "summarised", state: "completed"},
+		{id: "s3", title: "waiting for MCP", state: "in_progress", outcome: session.WaitInterrupted},
+		{outcome: session.WaitFailed},
+	}
+	if fmt.Sprint(short) != fmt.Sprint(want) {
+		t.Errorf("statuses\n%+v\nwant\n%+v", short, want)
+	}
+}
+
+// A status record belongs to the open turn, names its status and a state.
+func TestCheck_Status(t *testing.T) {
+	for _, tc := range []struct{ name, data string }{
+		{"outside a turn", `{"turn":2,"statusId":"s","title":"t","state":"completed"}`},
+		{"no id", `{"turn":1,"statusId":"","title":"t","state":"completed"}`},
+		{"no such state", `{"turn":1,"statusId":"s","title":"t","state":"pending"}`},
+	} {
+		if _, err := session.Parse(strings.NewReader(render(rStart, rTurn1, rec{session.TypeStatus, tc.data})), "f.jsonl"); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	if _, err := session.Parse(strings.NewReader(render(rStart, rTurn1, rec{session.TypeStatus, `{"turn":1,"statusId":"s","title":"t","state":"in_progress"}`})), "f.jsonl"); err != nil {
+		t.Errorf("a good status refused: %v", err)
+	}
+}

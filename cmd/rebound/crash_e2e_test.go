@@ -292,7 +292,9 @@ max_retry_after = "60s"
 	}
 	var types []string
 	for _, ev := range final.Events {
-		if ev.Type != session.TypeAssistantChunk { // how many chunks is the mock's business
+		// How many chunks is the mock's business; whether A recorded its
+		// status before the kill is the race's.
+		if ev.Type != session.TypeAssistantChunk && ev.Type != session.TypeStatus {
 			types = append(types, ev.Type)
 		}
 	}

@@ -95,6 +95,7 @@ var eventData = []struct {
 	{session.TypeConfig, session.Config{}},
 	{session.TypeTurnEnd, session.TurnEnd{}},
 	{session.TypePlan, session.Plan{}},
+	{session.TypeStatus, session.Status{}},
 }
 
 // SessionEvent describes one line of a session log: the envelope, with the

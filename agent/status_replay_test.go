@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// shownStatus is a status tool call as the editor last shows it.
+type shownStatus struct {
+	ID, Title, Status, Content string
+}
+
+// statusesShown folds e's updates of status tool calls into their last
+// state, in the order they were first shown: an update leaves out what
+// does not change (a title, the content).
+func statusesShown(e *editor) []shownStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []shownStatus
+	at := map[string]int{}
+	for _, u := range e.updates {
+		if !strings.HasPrefix(u.ToolCallID, statusIDPrefix) {
+			continue
+		}
+		i, ok := at[u.ToolCallID]
+		if !ok {
+			i = len(out)
+			at[u.ToolCallID] = i
+			out = append(out, shownStatus{ID: u.ToolCallID})
+		}
+		s := &out[i]
+		if u.Title != "" {
+			s.Title = u.Title
+		}
+		if u.Status != "" {
+			s.Status = string(u.Status)
+		}
+		if u.ToolContent != nil {
+			var texts []string
+			for _, c := range u.ToolContent {
+				if c.Content != nil {
+					texts = append(texts, c.Content.Text)
+				}
+			}
+			s.Content = strings.Join(texts, "\n")
+		}
+	}
+	return out
+}
+
+// statusScenario runs turns that show statuses live.
+type statusScenario struct {
+	name string
+	// covers names the functions that show statuses (call showStatus)
+	// the scenario makes show one.
+	covers []string
+	cfg    func(*Config)
+	mcp    bool // the session has an MCP server, slow to fail
+	run    func(t *testing.T, a *Agent, id string, c acp.Client)
+}
+
+func turns(texts ...string) func(t *testing.T, a *Agent, id string, c acp.Client) {
+	return func(t *testing.T, a *Agent, id string, c acp.Client) {
+		for _, text := range texts {
+			_, _ = prompt1(t.Context(), a, id, text, c) // some fail: that is what is shown
+		}
+	}
+}
+
+func answers(fs ...func(context.Context, llm.Request) (llm.Stream, error)) func(*Config) {
+	return func(c *Config) { c.Provider = &script{answers: fs} }
+}
+
+func overloaded(context.Context, llm.Request) (llm.Stream, error) {
+	return nil, &llm.Error{Status: 529, Type: "overloaded_error", Message: "Overloaded"}
+}
+
+func unauthorized(context.Context, llm.Request) (llm.Stream, error) {
+	return nil, &llm.Error{Status: 401, Message: "Incorrect API key provided"}
+}
+
+var statusScenarios = []statusScenario{
+	{name: "a wait, recovered", covers: []string{"statusScheduled", "statusStarted", "statusRecovered"},
+		cfg: answers(limited, text("ok")), run: turns("hi")},
+	{name: "waits, given up", covers: []string{"statusEnded"},
+		cfg: answers(limited), run: turns("hi")},
+	{name: "failed at once", covers: []string{"statusEnded"},
+		cfg: answers(unauthorized), run: turns("hi")},
+	{name: "cancelled during the wait", covers: []string{"statusEnded"},
+		cfg: answers(limited, text("ok")), run: func(t *testing.T, a *Agent, id string, c acp.Client) {
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() {
+				time.Sleep(time.Second)
+				cancel()
+			}()
+			_, _ = prompt1(ctx, a, id, "hi", c)
+		}},
+	{name: "refused", covers: []string{"statusRefused"},
+		cfg: answers(limited, filtered), run: turns("hi")},
+	{name: "the fallback", covers: []string{"statusScheduled", "statusRecovered"},
+		cfg: func(c *Config) {
+			answers(overloaded, text("ok"))(c)
+			c.Recovery.FallbackModel, c.Recovery.FallbackAfter = "small", 1
+		}, run: turns("hi")},
+	{name: "a /retry wait", covers: []string{"statusScheduled", "statusStarted", "statusRecovered"},
+		cfg: answers(namedWait("2400"), text("Here it is.")), run: turns("hi", "/retry wait")},
+	{name: "nearly full, summarised", covers: []string{"compactIfFull"},
+		cfg: func(c *Config) {
+			answers(usedReply(longAnswer, 900), text("They talked."), usedReply("Use a WaitGroup.", 100))(c)
+			c.ContextWindow, c.Overflow = 1000, Overflow{KeepRecentMessages: 2, CompactAt: 0.9}
+		}, run: turns("What is a goroutine?", "How do I wait for them?")},
+	{name: "nearly full, not summarised", covers: []string{"compactIfFull"},
+		cfg: func(c *Config) {
+			answers(usedReply(longAnswer, 990), failSummary, usedReply("Use a WaitGroup.", 100))(c)
+			c.ContextWindow, c.Overflow = 1000, Overflow{KeepRecentMessages: 2, CompactAt: 0.9}
+		}, run: turns("What is a goroutine?", "How do I wait for them?")},
+	{name: "an MCP server starting, then not available", covers: []string{"waitMCP", "statusMCPFailure"},
+		cfg: answers(text("ok")), mcp: true, run: turns("hi")},
+}
+
+// TestStatuses_ReplayedAsShown: every status Rebound shows live is
+// recorded and shown again by a load as it was last shown, under the same
+// id and where it was: one scenario per way a status is shown, and every
+// function that shows one is covered by a scenario (a new one fails here
+// until it is). A session whose client was shown notices instead records
+// the same statuses, which a load in a client without notices shows.
+func TestStatuses_ReplayedAsShown(t *testing.T) {
+	covered := map[string]bool{}
+	for _, sc := range statusScenarios {
+		for _, f := range sc.covers {
+			covered[f] = true
+		}
+	}
+	for _, f := range showers(t) {
+		if !covered[f] {
+			t.Errorf("%s shows a status, and no scenario here shows it: add one", f)
+		}
+	}
+	for _, sc := range statusScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			var live, fromNotices []shownStatus
+			for _, notices := range []bool{false, true} {
+				synctest.Test(t, func(t *testing.T) {
+					dir := t.TempDir()
+					cfg := Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
+						MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
+					sc.cfg(&cfg)
+					if sc.mcp {
+						cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
+							time.Sleep(2 * time.Second)
+							return nil, errors.New("no such server")
+						}
+					}
+					a := testAgent(t, cfg)
+					req := acp.NewSessionRequest{Cwd: dir}
+					if sc.mcp {
+						req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
+					}
+					res, err := a.NewSession(t.Context(), req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					e := &editor{}
+					var c acp.Client = e
+					if notices {
+						c = &capsEditor{caps: noticesCaps}
+					}
+					sc.run(t, a, res.SessionID, c)
+					a.Close()
+
+					b := testAgent(t, cfg)
+					loaded := &editor{}
+					if _, err := b.LoadSession(t.Context(), acp.LoadSessionRequest{SessionID: res.SessionID, Cwd: dir}, loaded); err != nil {
+						t.Fatal(err)
+					}
+					replayed := statusesShown(loaded)
+					if notices {
+						fromNotices = replayed
+						return
+					}
+					live = statusesShown(e)
+					if len(live) == 0 {
+						t.Fatal("no status was shown live")
+					}
+					if diff := cmp.Diff(live, replayed); diff != "" {
+						t.Errorf("statuses replayed (+) differ from those shown live (-):\n%s", diff)
+					}
+				})
+			}
+			strip := func(s []shownStatus) []shownStatus {
+				s = slices.Clone(s)
+				for i := range s {
+					s[i].ID = ""
+				}
+				return s
+			}
+			if diff := cmp.Diff(strip(live), strip(fromNotices)); diff != "" {
+				t.Errorf("a session shown notices replays (+) other statuses than one shown status calls (-):\n%s", diff)
+			}
+		})
+	}
+}
+
+// showers are the functions of the package that show a status.
+func showers(t *testing.T) []string {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || fn.Name.Name == "showStatus" {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "showStatus" {
+					out = append(out, fn.Name.Name)
+					return false
+				}
+				return true
+			})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("found no function that shows a status")
+	}
+	return out
+}
+
+// A status a stop of Rebound left in progress is replayed as ended, and
+// says why; its id is the one it had live.
+func TestReplayedStatus_LeftInProgress(t *testing.T) {
+	w := session.WaitStatus{Outcome: session.WaitInterrupted, Shown: &session.Status{StatusID: "rebound_status_x", Title: "Waiting for the MCP servers to start", State: session.StatusInProgress}}
+	u := replayedStatus(w)
+	if u.ToolCallID != "rebound_status_x" || u.Status != string(acp.ToolStatusFailed) || u.Title != "Waiting for the MCP servers to start, interrupted (Rebound stopped)" {
+		t.Errorf("replayed %+v", u)
+	}
+}
+
+// A recorded status id outside Rebound's namespace (a hand-edited log) is
+// not shown as it is: it could pass for a call of the model's.
+func TestReplayedStatus_IDStaysRebounds(t *testing.T) {
+	w := session.WaitStatus{Seq: 9, Shown: &session.Status{StatusID: "call_0", Title: "t", State: session.StatusCompleted}}
+	if u := replayedStatus(w); u.ToolCallID != statusIDPrefix+"replay_9" {
+		t.Errorf("replayed id %q", u.ToolCallID)
+	}
+}
