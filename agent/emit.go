@@ -343,10 +343,10 @@ const maxOverlapWindow = 1 << 10
 // resumer trims, from the start of a continuation, what repeats text the
 // editor already shows: the model may repeat the end of the shown text, or
 // start the reply over from the beginning. Only what is certainly a repeat
-// is trimmed (llm.CertainRepeat): a continuation that merely starts the way
-// the shown text ends (`}`, `</div>`, a word) goes on as it came. It holds
-// back the continuation's first characters only while they could still be
-// such a repeat.
+// is trimmed (llm.CertainRepeat; llm.CertainRestart for a start over): a
+// continuation that merely starts the way the shown text ends (`}`,
+// `</div>`, a word) goes on as it came. It holds back the continuation's
+// first characters only while they could still be such a repeat.
 type resumer struct {
 	shown string
 	// apart goes before a continuation that repeats none of the shown
@@ -404,15 +404,21 @@ func (r *resumer) decide() string {
 	// longest is weighed: a shorter one is its prefix, so it is no longer
 	// and repeats any unit the longest repeats, and cannot be certain when
 	// the longest is not.
+	// A passage that is all of the shown text is a restart, anchored at
+	// the reply's first character, and weighed as one (llm.CertainRestart).
 	for o := min(len(p), len(r.shown)); o > 0; o-- {
 		if strings.HasSuffix(r.shown, p[:o]) {
-			if llm.CertainRepeat(p[:o]) {
+			certain := llm.CertainRepeat
+			if o == len(r.shown) {
+				certain = llm.CertainRestart
+			}
+			if certain(p[:o]) {
 				return p[o:]
 			}
 			break
 		}
 	}
-	if len(p) < len(r.shown) && strings.HasPrefix(r.shown, p) && llm.CertainRepeat(p) {
+	if len(p) < len(r.shown) && strings.HasPrefix(r.shown, p) && llm.CertainRestart(p) {
 		return "" // a restart that stopped short: all of it is shown already
 	}
 	if p == "" {

@@ -135,6 +135,14 @@ func TestResumer_TrimsWhatWasShown(t *testing.T) {
 		{"a run of a short unit is kept, however long", "Title\n" + strings.Repeat("=", 40), []string{strings.Repeat("=", 30), "\n"}, strings.Repeat("=", 30) + "\n"},
 		{"text found inside the shown text but not at its end", "", []string{"quick thinking"}, "quick thinking"},
 		{"rewrites after a common beginning", "", []string{"The quick red fox."}, "The quick red fox."},
+		// A start over is anchored at the reply's first character: a short
+		// reply of words begun again is trimmed (the editor trial's dropped
+		// stream, case f); one that is a closing token or a run is not.
+		{"a short reply started over", "The magic word", []string{"The magic ", "word is BANANA."}, " is BANANA."},
+		{"a short reply started over that stops short", "The magic word is", []string{"The magic word"}, ""},
+		{"a reply that is a closing tag is kept", "</div>", []string{"</div>\n</body>"}, "</div>\n</body>"},
+		{"a reply that is a run is kept", "}\n}\n}\n}\n}\n}\n}\n", []string{"}\n}\n}\n}\n}\n}\n}\n}\n"}, "}\n}\n}\n}\n}\n}\n}\n}\n"},
+		{"a reply of one word is kept", "Supercalifragilistic", []string{"Supercalifragilistic!"}, "Supercalifragilistic!"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

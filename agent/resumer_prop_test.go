@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -21,7 +22,9 @@ import (
 //     period at least as long), checked by a naive oracle below; S+R+C
 //     otherwise (shown twice, never lost);
 //   - S when the continuation restarts S and stops short, by a passage
-//     certain by the same definition; S+P (P kept) otherwise.
+//     certain as a restart; S+P (P kept) otherwise. A passage anchored at
+//     S's first character (all of S, or a restart that stops short) is
+//     weighed as a restart (llm.CertainRestart), by its own naive oracle.
 //
 // The generator keeps what is certain under its control: S holds one "§"
 // within its last llm.MinRepeat runes and C never holds one, so no passage
@@ -89,6 +92,38 @@ func certainNaive(s string) bool {
 	return true
 }
 
+// certainRestartNaive is the definition of llm.CertainRestart, written
+// plainly: certain as a repeat, or at least MinRestart runes with no period
+// shorter than that and two runs of two or more letters.
+func certainRestartNaive(s string) bool {
+	if certainNaive(s) {
+		return true
+	}
+	rs := []rune(s)
+	if len(rs) < llm.MinRestart {
+		return false
+	}
+	for q := 1; q < llm.MinRestart; q++ {
+		periodic := true
+		for i := 0; i+q < len(rs); i++ {
+			if rs[i] != rs[i+q] {
+				periodic = false
+				break
+			}
+		}
+		if periodic {
+			return false
+		}
+	}
+	words := 0
+	for _, w := range strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) }) {
+		if len([]rune(w)) >= 2 {
+			words++
+		}
+	}
+	return words >= 2
+}
+
 func checkResumerCase(t *testing.T, seed uint64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -127,7 +162,11 @@ func checkResumerCase(t *testing.T, seed uint64) {
 		}
 		rep := string(sr[from:])
 		continuation = rep + cont
-		if certainNaive(rep) {
+		certain := certainNaive
+		if from == 0 {
+			certain = certainRestartNaive // all of S: a restart
+		}
+		if certain(rep) {
 			want = cont
 		} else {
 			want, kept = rep+cont, true
@@ -136,7 +175,7 @@ func checkResumerCase(t *testing.T, seed uint64) {
 		sr := []rune(shown)
 		p := string(sr[:r.IntN(len(sr))])
 		continuation = p
-		if certainNaive(p) {
+		if certainRestartNaive(p) {
 			want = ""
 		} else {
 			want, kept = p, true

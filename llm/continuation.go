@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // Continuation is how a provider is asked to go on with a reply that was
@@ -120,6 +121,51 @@ func markPrefix(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("mark the continued message: %w", err)
 	}
 	return json.Marshal(req)
+}
+
+// MinRestart is the fewest runes the whole shown text (from the reply's
+// first character) must hold for a continuation that begins with all of it
+// to count as starting over (CertainRestart).
+const MinRestart = 12
+
+// CertainRestart reports whether s, which is the beginning of the shown
+// reply (all of it, or as much of it as a continuation sent before it
+// ended) and also the beginning of the continuation, is certainly the
+// model starting its reply over. The match is anchored at the reply's
+// first character, not only at the cut, which is much stronger evidence
+// than a passage that merely ends the shown text: genuine text does not
+// begin again with its own opening words. It still can with a closing
+// token or a run ("}", "</div>", "===="), so a restart is certain when it
+// is certain as a repeat (CertainRepeat), or when it holds at least
+// MinRestart runes, no unit shorter than MinRestart repeats through it,
+// and it has at least two words (runs of two or more letters): "The magic
+// word" starting over is trimmed, a reply that so far is "}\n}\n" or
+// "</div>" is not.
+func CertainRestart(s string) bool {
+	if CertainRepeat(s) {
+		return true
+	}
+	rs := []rune(s)
+	if len(rs) < MinRestart {
+		return false
+	}
+	for q := 1; q < MinRestart; q++ {
+		if string(rs[q:]) == string(rs[:len(rs)-q]) {
+			return false
+		}
+	}
+	words, run := 0, 0
+	for _, c := range rs {
+		if unicode.IsLetter(c) {
+			run++
+			if run == 2 {
+				words++
+			}
+			continue
+		}
+		run = 0
+	}
+	return words >= 2
 }
 
 // MinRepeat is the fewest runes a passage must hold, without repeating a

@@ -194,9 +194,21 @@ func TestRun_Cancel(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
-	stop := time.AfterFunc(150*time.Millisecond, cancel)
-	defer stop.Stop()
-	got, err := shell.Run(ctx, shell.Options{Command: "sleep 30 & echo $! > pid; echo before; sleep 30", Dir: dir})
+	defer cancel()
+	// The cancel comes once the command has printed and started its child,
+	// which it says through a FIFO (the open blocks until the shell writes
+	// it): a fixed delay cancelled before that on a loaded machine.
+	ready := filepath.Join(dir, "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if b, err := os.ReadFile(ready); err != nil || len(b) == 0 {
+			t.Errorf("reading the ready FIFO: %q, %v", b, err)
+		}
+		cancel()
+	}()
+	got, err := shell.Run(ctx, shell.Options{Command: "echo before; sleep 30 & echo $! > pid; echo go > ready; sleep 30", Dir: dir})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
