@@ -815,8 +815,13 @@ def mcp_call_ok(r, tc, title, asked_before_run=True):
     calls = r.started(tc)
     p = r.permissions(tc)
     runs = [i for i, u in r.tool(tc) if u.get("status") == "in_progress"]
+    # The permission request's title says what runs whole: the tool, its
+    # server and its arguments (issue 29 item 1), not the card's short title.
+    server, _, tool = title.partition(": ")
+    asked = f"Call `{tool}` of the MCP server `{server}` with "
     return (len(calls) == 1 and calls[0].get("title") == title and len(p) == 1
-            and p[0][1]["params"]["toolCall"].get("title") == title and p[0][2].get("optionId") == "allow_once"
+            and p[0][1]["params"]["toolCall"].get("title", "").startswith(asked)
+            and p[0][2].get("optionId") == "allow_once"
             and bool(runs) and p[0][0] < runs[0])
 
 
