@@ -142,11 +142,24 @@ func (s *scrubber) toolCall(c *Chunk, d ToolCallDelta) {
 		}
 		s.args[slot(d)] = h
 	}
-	if _, goesOn := s.calls.callOf(d); !goesOn && h.held != "" {
+	if _, goesOn := s.calls.callOf(d); !goesOn && h.held != "" && s.seen(d) {
 		s.emit(c, ToolCallDelta{Index: d.Index, Unindexed: d.Unindexed, Arguments: h.flush()})
 	}
 	d.Arguments = h.feed(r, d.Arguments)
 	s.emit(c, d)
+}
+
+// seen reports whether the caller has a call where d goes: one at its
+// index, or any for a fragment without one. A fragment whose text was all
+// held back (no id, no name, arguments that may be the key's start) made
+// none, so what it held is of the call d goes on with, not a call of its
+// own to release before d.
+func (s *scrubber) seen(d ToolCallDelta) bool {
+	if d.Unindexed {
+		return len(s.calls.ToolCalls) > 0
+	}
+	_, ok := s.calls.slots[d.Index]
+	return ok
 }
 
 // emit adds d to c and to the calls as the caller assembles them.
