@@ -38,6 +38,7 @@ func TestDecodeChunk_Dialects(t *testing.T) {
 			decoded{Chunk: Chunk{Content: "a"}, dropped: []string{"usage.prompt_tokens: not a token count from 0 to 2^40 (-1)"}}, false},
 		{"error object", `{"error":{"message":"busy","code":429}}`, decoded{providerError: true}, false},
 		{"anthropic error", `{"type":"error","error":{"type":"overloaded_error"}}`, decoded{providerError: true}, false},
+		{"type error only", `{"type":"error","message":"m"}`, decoded{providerError: true}, false},
 		{"null error", `{"error":null,"choices":[{"delta":{"content":"a"}}]}`, decoded{Chunk: Chunk{Content: "a"}}, false},
 		{"another type", `{"type":7,"choices":[{"delta":{"content":"a"}}]}`, decoded{Chunk: Chunk{Content: "a"}}, false},
 		{"not json", `{"choices":` + key, decoded{}, true},

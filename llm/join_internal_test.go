@@ -145,8 +145,8 @@ func containsChunk(all []Chunk, c Chunk) bool {
 	return false
 }
 
-// A joined chunk stops at maxPiece bytes of text, and off returns every
-// chunk as it came.
+// A joined chunk stops at maxPiece bytes of text, or at a finish reason it
+// takes in; off returns every chunk as it came.
 func TestJoiner_BoundedAndOff(t *testing.T) {
 	big := strings.Repeat("x", 1000)
 	var g []Chunk
@@ -157,6 +157,11 @@ func TestJoiner_BoundedAndOff(t *testing.T) {
 	c, err := j.next()
 	if err != nil || len(c.Content) < maxPiece || len(c.Content) > maxPiece+len(big) {
 		t.Fatalf("joined %d bytes (%v), want about maxPiece %d", len(c.Content), err, maxPiece)
+	}
+	u := &Usage{PromptTokens: 1}
+	j = joiner{src: &arrivals{groups: [][]Chunk{{{Content: "a"}, {Content: "b"}, {FinishReason: FinishStop}, {Usage: u}}}}}
+	if c, _ := j.next(); !cmp.Equal(c, Chunk{Content: "ab", FinishReason: FinishStop}) {
+		t.Fatalf("deltas then a finish joined to %+v, want one chunk that ends at the finish", c)
 	}
 	j = joiner{src: &arrivals{groups: [][]Chunk{g}}, off: true}
 	if c, _ := j.next(); c.Content != big {

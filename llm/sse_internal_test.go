@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,29 +46,41 @@ var errorLine = regexp.MustCompile(`^data:\s*{"error":`)
 
 // tapModel is the tap's filter and watch written plainly, a line at a
 // time: data lines (after leading blanks) pass, every run of other ended
-// lines becomes one newline, and the watch sees each ended line.
+// lines becomes one newline; of the data lines, [DONE] is noted, error
+// events kept, the rest with a payload counted; other lines that are not
+// SSE are kept as junk.
 func tapModel(body string) (out string, w sseWatch) {
 	var b strings.Builder
 	gap := false
-	lines := strings.SplitAfter(body, "\n")
-	for _, l := range lines {
-		if l == "" {
-			continue
-		}
+	for l := range strings.SplitAfterSeq(body, "\n") {
 		ended := strings.HasSuffix(l, "\n")
-		l = strings.TrimLeftFunc(l, func(r rune) bool { return r < 0x80 && isBlank(byte(r)) })
-		line := bytes.TrimSpace([]byte(l))
+		l = strings.TrimLeft(l, " \t\r\v\f")
+		line := strings.TrimSpace(l)
 		if strings.HasPrefix(l, "data:") {
 			b.WriteString(l)
 			gap = false
-			w.data(line)
+			switch payload := strings.TrimSpace(line[5:]); {
+			case payload == "":
+			case payload == "[DONE]":
+				w.sawDone = true
+			case errorLine.MatchString(line):
+				w.intercept = append(w.intercept, []byte(payload))
+			default:
+				w.events++
+			}
 			continue
 		}
 		if ended && !gap {
 			b.WriteByte('\n')
 			gap = true
 		}
-		w.other(line)
+		sse := line == "" || line[0] == ':'
+		for _, f := range []string{"event:", "id:", "retry:"} {
+			sse = sse || strings.HasPrefix(line, f)
+		}
+		if !sse {
+			w.junk = append(w.junk, line...)
+		}
 	}
 	return b.String(), w
 }
@@ -99,7 +112,7 @@ func TestTap_FilterAndWatchModel(t *testing.T) {
 		}
 		w := tap.watch
 		if got != wantOut || w.sawDone != want.sawDone || w.events != want.events ||
-			string(w.junk) != string(want.junk) || len(w.intercept) != len(want.intercept) {
+			string(w.junk) != string(want.junk) || !slices.EqualFunc(w.intercept, want.intercept, bytes.Equal) {
 			t.Fatalf("case %d (reads of %d, %d) %q:\n got %q %+v\nwant %q %+v", i, chunk, out, body, got, w, wantOut, want)
 		}
 	}
