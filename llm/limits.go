@@ -44,6 +44,40 @@ func (l limits) withDefaults() limits {
 	return l
 }
 
+// tapBudget counts the bytes a response sent without progress (see
+// OpenAIConfig.MaxBytesWithoutProgress) and keeps the limit that ended it,
+// once one did. The tap adds what it drops, the stream the data events that
+// carried no delta; a delta resets the count.
+type tapBudget struct {
+	lim     limits
+	idle    int64
+	limited *LimitError
+}
+
+// progress is the stream's report of a delta: what came before was not
+// without progress after all.
+func (b *tapBudget) progress() { b.idle = 0 }
+
+// noProgress adds n bytes received without progress and reports the limit
+// error once they pass the limit.
+func (b *tapBudget) noProgress(n int64) *LimitError {
+	b.idle += n
+	if b.idle > b.lim.idle && b.limited == nil {
+		b.limited = &LimitError{Kind: LimitIdle, Limit: b.lim.idle}
+	}
+	return b.limited
+}
+
+// eventTooLong reports, and records, a data line of n bytes so far that
+// passed the one-event cap.
+func (b *tapBudget) eventTooLong(n int64) bool {
+	if n <= b.lim.event {
+		return false
+	}
+	b.limited = &LimitError{Kind: LimitEvent, Limit: b.lim.event}
+	return true
+}
+
 // LimitKind says which cap a response passed.
 type LimitKind uint8
 

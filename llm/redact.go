@@ -1,6 +1,17 @@
 package llm
 
+// Stage 4 of a stream, the secret scrubber (see stream): the API key out
+// of every text a chunk carries, before anyone sees it. A key split across
+// deltas is caught by holding back the end of a text that may be its start
+// (holdback); what it lets through is final.
+//
+// It takes nothing from go-openai: the key is the one given to go-openai's
+// client config, and what a provider echoes of it arrives in the chunks the
+// decoding stage made.
+
 import (
+	"errors"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -103,32 +114,52 @@ func (s *scrubber) chunk(c *Chunk) {
 		in := c.ToolCalls
 		c.ToolCalls = make([]ToolCallDelta, 0, len(in))
 		for _, d := range in {
-			d.ID, d.Name = r.str(d.ID), r.str(d.Name)
-			if !d.Unindexed && (d.Index < 0 || d.Index >= MaxToolCalls) {
-				// Reply.Add refuses the stream; redact what it may quote.
-				d.Arguments = r.str(d.Arguments)
-				c.ToolCalls = append(c.ToolCalls, d)
-				continue
-			}
-			h := s.args[slot(d)]
-			if h == nil {
-				h = &holdback{}
-				if s.args == nil {
-					s.args = map[int]*holdback{}
-				}
-				s.args[slot(d)] = h
-			}
-			if _, goesOn := s.calls.callOf(d); !goesOn && h.held != "" {
-				s.emit(c, ToolCallDelta{Index: d.Index, Unindexed: d.Unindexed, Arguments: h.flush()})
-			}
-			d.Arguments = h.feed(r, d.Arguments)
-			s.emit(c, d)
+			s.toolCall(c, d)
 		}
 	}
 	c.FinishReason = r.str(c.FinishReason)
 	if c.FinishReason != "" {
 		s.flush(c)
 	}
+}
+
+// toolCall redacts fragment d and adds it to c, after what its slot's
+// previous call held when d starts a new call.
+func (s *scrubber) toolCall(c *Chunk, d ToolCallDelta) {
+	r := s.r
+	d.ID, d.Name = r.str(d.ID), r.str(d.Name)
+	if !d.Unindexed && (d.Index < 0 || d.Index >= MaxToolCalls) {
+		// Reply.Add refuses the stream; redact what it may quote.
+		d.Arguments = r.str(d.Arguments)
+		c.ToolCalls = append(c.ToolCalls, d)
+		return
+	}
+	h := s.args[slot(d)]
+	if h == nil {
+		h = &holdback{}
+		if s.args == nil {
+			s.args = map[int]*holdback{}
+		}
+		s.args[slot(d)] = h
+	}
+	if _, goesOn := s.calls.callOf(d); !goesOn && h.held != "" && s.seen(d) {
+		s.emit(c, ToolCallDelta{Index: d.Index, Unindexed: d.Unindexed, Arguments: h.flush()})
+	}
+	d.Arguments = h.feed(r, d.Arguments)
+	s.emit(c, d)
+}
+
+// seen reports whether the caller has a call where d goes: one at its
+// index, or any for a fragment without one. A fragment whose text was all
+// held back (no id, no name, arguments that may be the key's start) made
+// none, so what it held is of the call d goes on with, not a call of its
+// own to release before d.
+func (s *scrubber) seen(d ToolCallDelta) bool {
+	if d.Unindexed {
+		return len(s.calls.ToolCalls) > 0
+	}
+	_, ok := s.calls.slots[d.Index]
+	return ok
 }
 
 // emit adds d to c and to the calls as the caller assembles them.
@@ -161,6 +192,24 @@ func (s *scrubber) cut(c *Chunk) {
 		}
 		return ""
 	})
+}
+
+// end is what is held when the stream ended with err: released whole at
+// the body's end (io.EOF), since what ended is not the key; cut as cut does
+// after a failure. Nothing held, nothing added.
+func (s *scrubber) end(err error) Chunk {
+	var rest Chunk
+	if !s.holding() {
+		return rest
+	}
+	if errors.Is(err, io.EOF) {
+		s.flush(&rest) // text after the finish: it ended, so it is not the key
+	} else {
+		// Cut short: what may be the key, cut, is never sent. It was not
+		// shown either, so live mode continues without it.
+		s.cut(&rest)
+	}
+	return rest
 }
 
 // holding reports whether any text is held back.

@@ -135,6 +135,19 @@ func TestOpenAI_KeyNotInToolCalls(t *testing.T) {
 				argDeltas(``, `{"k":"`+testKey+`"}`)),
 			want: []llm.ToolCall{{ID: "a", Name: "find", Arguments: `{"q":"sk-t`}, {ID: "b", Name: "read", Arguments: `{"k":"[redacted]"}`}},
 		},
+		{
+			// The first fragment is all a start of the key, so none of it
+			// goes out yet and the caller has no call: the next fragment
+			// goes on with that call, it does not start one.
+			name:   "first fragment held, indexed",
+			deltas: argDeltas(`"index":0,`, testKey+`"}`),
+			want:   []llm.ToolCall{{Arguments: `[redacted]"}`}},
+		},
+		{
+			name:   "first fragment held, no index",
+			deltas: append(argDeltas(``, testKey), `{"tool_calls":[{"function":{"arguments":"x"}}]}`),
+			want:   []llm.ToolCall{{Arguments: `[redacted]x`}},
+		},
 	}
 	for _, tt := range tests {
 		for _, pace := range []string{"together", "one by one"} {
