@@ -74,10 +74,13 @@ func runeSuffix(s string, n int) string {
 // at least MinRepeat runes, and no period (in runes) shorter than that.
 func certainNaive(s string) bool {
 	rs := []rune(s)
-	if len(rs) < llm.MinRepeat {
-		return false
-	}
-	for q := 1; q < llm.MinRepeat; q++ {
+	return len(rs) >= llm.MinRepeat && !periodBelow(rs, llm.MinRepeat)
+}
+
+// periodBelow reports whether some unit of fewer than n runes repeats
+// through all of rs.
+func periodBelow(rs []rune, n int) bool {
+	for q := 1; q < n; q++ {
 		periodic := true
 		for i := 0; i+q < len(rs); i++ {
 			if rs[i] != rs[i+q] {
@@ -86,10 +89,10 @@ func certainNaive(s string) bool {
 			}
 		}
 		if periodic {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // certainRestartNaive is the definition of llm.CertainRestart, written
@@ -100,20 +103,8 @@ func certainRestartNaive(s string) bool {
 		return true
 	}
 	rs := []rune(s)
-	if len(rs) < llm.MinRestart {
+	if len(rs) < llm.MinRestart || periodBelow(rs, llm.MinRestart) {
 		return false
-	}
-	for q := 1; q < llm.MinRestart; q++ {
-		periodic := true
-		for i := 0; i+q < len(rs); i++ {
-			if rs[i] != rs[i+q] {
-				periodic = false
-				break
-			}
-		}
-		if periodic {
-			return false
-		}
 	}
 	words := 0
 	for _, w := range strings.FieldsFunc(s, func(c rune) bool { return !unicode.IsLetter(c) }) {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // MaxReadFileBytes is the largest file LocalFS reads; larger ones are refused
@@ -92,7 +94,7 @@ func (l LocalFS) WriteTextFile(ctx context.Context, path, content string) (err e
 		// It was not a link when path was resolved, a moment ago.
 		return fmt.Errorf("%s changed while it was being written (it is now a symbolic link); nothing was written, try again", path)
 	case serr == nil && !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is %s, not a regular file; write_file writes text files only", path, describeMode(fi.Mode()))
+		return fmt.Errorf("%s is %s, not a regular file; write_file writes text files only", path, regfile.Describe(fi.Mode()))
 	case serr == nil:
 		mode = fi.Mode().Perm()
 	case !errors.Is(serr, fs.ErrNotExist):
@@ -169,7 +171,7 @@ func (w *Workspace) ReadRegularFile(path string, limit int64) (data []byte, trun
 	f, _, err := openRegular(root, name)
 	if err != nil {
 		if nr, ok := errors.AsType[*notRegularError](err); ok {
-			return nil, false, fmt.Errorf("%s is %s, not a regular file", path, describeMode(nr.mode))
+			return nil, false, fmt.Errorf("%s is %s, not a regular file", path, regfile.Describe(nr.mode))
 		}
 		return nil, false, err
 	}
@@ -223,7 +225,7 @@ type notRegularError struct {
 }
 
 func (e *notRegularError) Error() string {
-	return e.name + " is " + describeMode(e.mode) + ", not a regular file"
+	return e.name + " is " + regfile.Describe(e.mode) + ", not a regular file"
 }
 
 // openRegular opens name in root for reading if it is a regular file, and
@@ -255,26 +257,6 @@ func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
-// describeMode names a file type for a person: "a directory", "a named pipe
-// (FIFO)" and so on.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsRegular():
-		return "a regular file"
-	}
-	return "a special file"
-}
-
 // describeOpenErr turns the common open failures into sentences for the
 // model; only says what the tool does accept, for a file that is not
 // regular.
@@ -290,9 +272,9 @@ func describeOpenErr(path string, err error, only string) error {
 			return fmt.Errorf("%s changed while it was being opened (it is now a symbolic link); try again", path)
 		}
 		if only == "" {
-			return fmt.Errorf("%s is %s, not a regular file", path, describeMode(nr.mode))
+			return fmt.Errorf("%s is %s, not a regular file", path, regfile.Describe(nr.mode))
 		}
-		return fmt.Errorf("%s is %s, not a regular file; %s", path, describeMode(nr.mode), only)
+		return fmt.Errorf("%s is %s, not a regular file; %s", path, regfile.Describe(nr.mode), only)
 	}
 	return err
 }

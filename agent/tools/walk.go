@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // Defaults and bounds for find_files and search_files.
@@ -121,7 +122,7 @@ func Search(ctx context.Context, root string, re *regexp.Regexp, glob string, li
 			return visit(f)
 		})
 	case !fi.Mode().IsRegular():
-		return nil, false, fmt.Errorf("%s is %s, not a regular file; search_files searches directories and regular files", root, describeMode(fi.Mode()))
+		return nil, false, fmt.Errorf("%s is %s, not a regular file; search_files searches directories and regular files", root, regfile.Describe(fi.Mode()))
 	default:
 		err = searchOne(root, visit)
 	}

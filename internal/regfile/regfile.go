@@ -71,7 +71,7 @@ func Describe(m fs.FileMode) string {
 	case m.IsRegular():
 		return "a regular file"
 	default:
-		return "not a regular file"
+		return "a special file"
 	}
 }
 
