@@ -63,10 +63,8 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	t.statusScheduled(ctx, r)
 	if t.statusNotices() {
 		title, desc := t.noticeText(r)
-		t.notify(ctx, acp.SessionUpdate{
-			SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: title, Description: desc,
-			Meta: acp.Meta{RetryMetaKey: p},
-		})
+		t.notify(ctx, acp.Notice("warning", title, desc).
+			WithMeta(acp.Meta{RetryMetaKey: p}))
 	}
 	return nil
 }
@@ -136,7 +134,7 @@ func (t *turn) Cancelled(r recovery.Retry) {
 // progress sends retry progress as a session_info_update, which every v1
 // client accepts; the payload rides in _meta.
 func (t *turn) progress(ctx context.Context, p recovery.RetryProgress) {
-	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateSessionInfo, Meta: acp.Meta{RetryMetaKey: p}})
+	t.notify(ctx, acp.SessionInfoUpdate("", "").WithMeta(acp.Meta{RetryMetaKey: p}))
 }
 
 // notify sends a best-effort status update: a client that went away must not
