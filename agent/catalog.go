@@ -163,9 +163,7 @@ var _ acp.SessionAnswerer = (*Agent)(nil)
 func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
 	// The slash commands (slash.go): clients drop them before the answer.
 	// Update only queues the message.
-	if err := c.Update(ctx, sessionID, commandsUpdate()); err != nil {
-		a.cfg.Logger.Debug().Err(err).Str("session", sessionID).Msg("the slash commands were not sent")
-	}
+	a.notify(ctx, c, sessionID, commandsUpdate(), "the slash commands were not sent")
 	cat := &a.catalog
 	cat.mu.Lock()
 	o, ok := cat.owed[sessionID]

@@ -320,7 +320,5 @@ func listSome(vals []string, n int) string {
 }
 
 func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u acp.SessionUpdate) {
-	if err := c.Update(context.WithoutCancel(ctx), id, u); err != nil {
-		a.cfg.Logger.Debug().Err(err).Str("session", id).Msg("could not send the session's configuration")
-	}
+	a.notify(ctx, c, id, u, "could not send the session's configuration")
 }
