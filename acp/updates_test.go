@@ -2,6 +2,12 @@ package acp_test
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -110,5 +116,51 @@ func TestUpdateConstructors(t *testing.T) {
 			}
 			validate(t, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":`+tt.want+`}}`)
 		})
+	}
+}
+
+// TestNoSessionUpdateLiteralsOutsideACP keeps what the editor is shown in
+// one vocabulary: outside this package an update is made by its kind's
+// constructor, never as a SessionUpdate literal (tests building hostile
+// input may).
+func TestNoSessionUpdateLiteralsOutsideACP(t *testing.T) {
+	root := ".."
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "testdata", "vendor", "acp":
+				if path != root {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			if sel, ok := lit.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "SessionUpdate" {
+				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "acp" {
+					t.Errorf("%s: an acp.SessionUpdate literal; use the constructor of its kind (acp/updates.go)", fset.Position(lit.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
