@@ -227,8 +227,7 @@ func cancel(sessionID string) string {
 }
 
 func textUpdate(s string) acp.SessionUpdate {
-	b := acp.TextBlock(s)
-	return acp.SessionUpdate{SessionUpdate: acp.UpdateAgentMessageChunk, Content: &b}
+	return acp.AgentMessageChunk("", acp.TextBlock(s))
 }
 
 func TestServer_Initialize(t *testing.T) {
@@ -641,8 +640,7 @@ func TestServer_LoadSession(t *testing.T) {
 		var got acp.LoadSessionRequest
 		agent := &fakeAgent{LoadSessionFunc: func(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
 			got = req
-			user := acp.TextBlock("hi")
-			if err := c.Update(ctx, req.SessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &user}); err != nil {
+			if err := c.Update(ctx, req.SessionID, acp.UserMessageChunk(acp.TextBlock("hi"))); err != nil {
 				return acp.LoadSessionResponse{}, err
 			}
 			return acp.LoadSessionResponse{}, c.Update(ctx, req.SessionID, textUpdate("hello"))

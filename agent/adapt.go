@@ -68,7 +68,7 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 		return ErrPromptTooLong
 	}
 	id := newID("cmp_")
-	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "in_progress"})
+	t.compactionUpdate(ctx, acp.CompactionStarted(id))
 	summary, err := t.summarise(ctx, old)
 	if err != nil {
 		err = fmt.Errorf(compactErrPrefix+"%w", err)
@@ -89,11 +89,11 @@ func (t *turn) compact(ctx context.Context, r recovery.Retry) error {
 		Turn: t.number, Step: t.attempts, CompactionID: id, Summary: summary, Replaced: len(old), BeforeChars: b, AfterChars: a,
 	}); err != nil {
 		// The editor was told it began: it is told it ended.
-		t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: "Rebound could not record the summary in its session log"})
+		t.compactionUpdate(ctx, acp.CompactionFailed(id, "Rebound could not record the summary in its session log"))
 		return fmt.Errorf("record compaction: %w", err)
 	}
 	t.history = history
-	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(summary)}})
+	t.compactionUpdate(ctx, acp.CompactionCompleted(id, []acp.ContentBlock{acp.TextBlock(summary)}))
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (t *turn) compactionFailed(ctx context.Context, id string, before, after in
 	}); err != nil {
 		t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record the failed compaction")
 	}
-	t.compactionUpdate(ctx, acp.SessionUpdate{CompactionID: id, Status: "failed", Error: why.Error()})
+	t.compactionUpdate(ctx, acp.CompactionFailed(id, why.Error()))
 }
 
 // maxCompactionFailed bounds the reason a failed compaction records.
@@ -291,6 +291,5 @@ func (t *turn) compactionUpdate(ctx context.Context, u acp.SessionUpdate) {
 	if !t.c.Capabilities().Compaction() {
 		return
 	}
-	u.SessionUpdate = acp.UpdateCompaction
 	t.notify(ctx, u)
 }

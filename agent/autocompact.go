@@ -123,8 +123,8 @@ func (t *turn) compactIfFull(ctx context.Context) {
 
 	subject := fmt.Sprintf("The conversation is nearly full (%d%% of the model's context)", pct)
 	if t.statusNotices() {
-		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "info", Title: subject,
-			Description: "Summarising older messages before the next request"})
+		t.notify(ctx, acp.Notice("info", subject,
+			"Summarising older messages before the next request"))
 	}
 	st := &waitStatus{subject: subject}
 	t.showStatus(ctx, st, subject+", summarising older messages", "", acp.ToolStatusInProgress)
@@ -152,8 +152,8 @@ func (t *turn) compactIfFull(ctx context.Context) {
 			// The info notice said a summary was being made: this one says
 			// none replaced the history, and why (a summary cut at the
 			// output limit is never used).
-			t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: severity, Title: subject + ", " + why,
-				Description: err.Error()})
+			t.notify(ctx, acp.Notice(severity, subject+", "+why,
+				err.Error()))
 		}
 	}
 }

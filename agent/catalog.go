@@ -163,9 +163,7 @@ var _ acp.SessionAnswerer = (*Agent)(nil)
 func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
 	// The slash commands (slash.go): clients drop them before the answer.
 	// Update only queues the message.
-	if err := c.Update(ctx, sessionID, commandsUpdate()); err != nil {
-		a.cfg.Logger.Debug().Err(err).Str("session", sessionID).Msg("the slash commands were not sent")
-	}
+	a.notify(ctx, c, sessionID, commandsUpdate(), "the slash commands were not sent")
 	cat := &a.catalog
 	cat.mu.Lock()
 	o, ok := cat.owed[sessionID]
@@ -205,7 +203,7 @@ func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []strin
 	if a.closed || a.sessions[s.id] != s {
 		return
 	}
-	a.notifyOptions(ctx, c, s.id, acp.SessionUpdate{SessionUpdate: acp.UpdateConfigOption, ConfigOptions: a.optionsWith(o, choices)})
+	a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.optionsWith(o, choices)))
 }
 
 // listModels asks lister within ModelListTimeout; a panic in it is an

@@ -294,7 +294,7 @@ func (e *emitter) flush(ctx context.Context) error {
 
 func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text string) error {
 	block := acp.TextBlock(text)
-	return c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: kind, Content: &block, MessageID: msgID})
+	return c.Update(ctx, sessionID, acp.Chunk(kind, msgID, block))
 }
 
 // heldPieceBytes is the most text one held-mode update carries.

@@ -268,10 +268,7 @@ func (a *Agent) putSummary(sum session.Summary) {
 func (a *Agent) noteTurn(ctx context.Context, t *turn) {
 	s := t.s
 	if !t.titledAt.IsZero() {
-		u := acp.SessionUpdate{SessionUpdate: acp.UpdateSessionInfo, Title: s.title, UpdatedAt: isoTime(t.titledAt)}
-		if err := t.c.Update(context.WithoutCancel(ctx), s.id, u); err != nil {
-			a.cfg.Logger.Debug().Err(err).Str("session", s.id).Msg("could not send the session's title")
-		}
+		a.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(t.titledAt)), "could not send the session's title")
 	}
 	a.putSummary(s.summary())
 }

@@ -70,7 +70,7 @@ func TestAgent_TitleAfterFirstTurn(t *testing.T) {
 				infos = append(infos, u)
 			}
 		}
-		want := []acp.SessionUpdate{{SessionUpdate: acp.UpdateSessionInfo, Title: title, UpdatedAt: "2000-01-01T00:00:02.000Z"}}
+		want := []acp.SessionUpdate{acp.SessionInfoUpdate(title, "2000-01-01T00:00:02.000Z")}
 		if diff := cmp.Diff(want, infos); diff != "" {
 			t.Errorf("session_info_update (-want +got):\n%s", diff)
 		}

@@ -81,16 +81,15 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 					// shows nothing, and ACP's text block needs text.
 					continue
 				}
-				if err := c.Update(ctx, sessionID, acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &blocks[i]}); err != nil {
+				if err := c.Update(ctx, sessionID, acp.UserMessageChunk(blocks[i])); err != nil {
 					return err
 				}
 			}
 		case session.RoleCompaction:
 			if c.Capabilities().Compaction() {
-				u := acp.SessionUpdate{SessionUpdate: acp.UpdateCompaction, CompactionID: m.CompactionID,
-					Status: "completed", Summary: []acp.ContentBlock{acp.TextBlock(m.Text)}}
+				u := acp.CompactionCompleted(m.CompactionID, []acp.ContentBlock{acp.TextBlock(m.Text)})
 				if m.Failed != "" { // as the editor was told when it failed
-					u.Status, u.Summary, u.Error = "failed", nil, m.Failed
+					u = acp.CompactionFailed(m.CompactionID, m.Failed)
 				}
 				if err := c.Update(ctx, sessionID, u); err != nil {
 					return err
@@ -123,8 +122,8 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 // title and kind, its final status, and what it showed (a command's output
 // as text, since its terminal is gone).
 func replayedToolCall(m session.Message, ws *tools.Workspace) acp.SessionUpdate {
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: shownCallID(m.ToolCallID), Title: m.ToolName, Name: m.ToolName,
-		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}
+	u := acp.ToolCallUpdate{ToolCallID: shownCallID(m.ToolCallID), Title: m.ToolName, Name: m.ToolName,
+		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}.AsStart()
 	if m.Status == session.ToolCompleted {
 		u.Status = acp.ToolStatusCompleted
 	}

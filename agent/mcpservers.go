@@ -171,11 +171,10 @@ func (t *turn) reportMCP(ctx context.Context) {
 		if !t.statusNotices() {
 			continue
 		}
-		t.notify(ctx, acp.SessionUpdate{
-			SessionUpdate: acp.UpdateNotice, Severity: "warning",
-			Title:       fmt.Sprintf("MCP server %q is not available", f.Server),
-			Description: fmt.Sprintf("%v. The session goes on without its tools.", f.Err),
-		})
+		t.notify(ctx, acp.Notice("warning",
+			fmt.Sprintf("MCP server %q is not available", f.Server),
+			fmt.Sprintf("%v. The session goes on without its tools.", f.Err),
+		))
 	}
 }
 

@@ -273,7 +273,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeReques
 		return acp.SetSessionModeResponse{}, err
 	}
 	if changed {
-		a.notifyOptions(ctx, c, s.id, acp.SessionUpdate{SessionUpdate: acp.UpdateConfigOption, ConfigOptions: a.configOptions(ctx, s.current())})
+		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.configOptions(ctx, s.current())))
 	}
 	return acp.SetSessionModeResponse{}, nil
 }
@@ -306,7 +306,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 		return acp.SetSessionConfigOptionResponse{}, err
 	}
 	if changed && req.ConfigID == ModeConfigID {
-		a.notifyOptions(ctx, c, s.id, acp.SessionUpdate{SessionUpdate: acp.UpdateCurrentMode, CurrentModeID: value})
+		a.notifyOptions(ctx, c, s.id, acp.CurrentModeUpdate(value))
 	}
 	return acp.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(ctx, s.current())}, nil
 }
@@ -320,7 +320,5 @@ func listSome(vals []string, n int) string {
 }
 
 func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u acp.SessionUpdate) {
-	if err := c.Update(context.WithoutCancel(ctx), id, u); err != nil {
-		a.cfg.Logger.Debug().Err(err).Str("session", id).Msg("could not send the session's configuration")
-	}
+	a.notify(ctx, c, id, u, "could not send the session's configuration")
 }

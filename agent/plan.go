@@ -47,7 +47,7 @@ func (t *turn) usePlan(ctx context.Context, step int, call session.MessageToolCa
 // planUpdate is the plan session update for entries: always a list, since
 // an empty one clears the panel.
 func planUpdate(entries []session.PlanEntry) acp.SessionUpdate {
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdatePlan, Entries: make([]acp.PlanEntry, len(entries))}
+	u := acp.PlanUpdate(make([]acp.PlanEntry, len(entries)))
 	for i, e := range entries {
 		u.Entries[i] = acp.PlanEntry{Content: e.Content, Priority: e.Priority, Status: e.Status}
 	}

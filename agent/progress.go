@@ -63,10 +63,8 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	t.statusScheduled(ctx, r)
 	if t.statusNotices() {
 		title, desc := t.noticeText(r)
-		t.notify(ctx, acp.SessionUpdate{
-			SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: title, Description: desc,
-			Meta: acp.Meta{RetryMetaKey: p},
-		})
+		t.notify(ctx, acp.Notice("warning", title, desc).
+			WithMeta(acp.Meta{RetryMetaKey: p}))
 	}
 	return nil
 }
@@ -136,13 +134,21 @@ func (t *turn) Cancelled(r recovery.Retry) {
 // progress sends retry progress as a session_info_update, which every v1
 // client accepts; the payload rides in _meta.
 func (t *turn) progress(ctx context.Context, p recovery.RetryProgress) {
-	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateSessionInfo, Meta: acp.Meta{RetryMetaKey: p}})
+	t.notify(ctx, acp.SessionInfoUpdate("", "").WithMeta(acp.Meta{RetryMetaKey: p}))
 }
 
 // notify sends a best-effort status update: a client that went away must not
 // turn a recovering request into a failed one.
 func (t *turn) notify(ctx context.Context, u acp.SessionUpdate) {
-	if err := t.c.Update(context.WithoutCancel(ctx), t.s.id, u); err != nil {
-		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("could not send a status update")
+	t.agent.notify(ctx, t.c, t.s.id, u, "could not send a status update")
+}
+
+// notify is the one best-effort send of an update: one the editor misses
+// (it went away, or its output is stuck) fails nothing, so the error is
+// only logged, as failed. A cancelled ctx still sends: the spec lets a
+// cancelled turn send its last updates.
+func (a *Agent) notify(ctx context.Context, c acp.Client, sessionID string, u acp.SessionUpdate, failed string) {
+	if err := c.Update(context.WithoutCancel(ctx), sessionID, u); err != nil {
+		a.cfg.Logger.Debug().Err(err).Str("session", sessionID).Msg(failed)
 	}
 }

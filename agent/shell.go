@@ -140,8 +140,8 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		// The user sees the terminal; say how it ended beside it, while the
 		// terminal is still there to be shown (it is released next).
 		status := out.output[strings.LastIndex(strings.TrimRight(out.output, "\n"), "\n")+1:]
-		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: call.ID,
-			ToolContent: append(slices.Clip(live), acp.ContentText(status))})
+		t.notify(ctx, acp.ToolCallUpdate{ToolCallID: call.ID,
+			Content: append(slices.Clip(live), acp.ContentText(status))}.AsUpdate())
 	}
 	if cancelled {
 		t.cancelled = true

@@ -83,7 +83,7 @@ const nothingToRetry = "Nothing to retry: the last turn did not fail and was not
 
 // commandsUpdate is the update that offers the slash commands.
 func commandsUpdate() acp.SessionUpdate {
-	return acp.SessionUpdate{SessionUpdate: acp.UpdateAvailableCommands, AvailableCommands: slashCommands}
+	return acp.AvailableCommandsUpdate(slashCommands)
 }
 
 // slashCommand splits a prompt whose first block that is not blank text

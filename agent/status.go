@@ -101,12 +101,14 @@ func (t *turn) showStatus(ctx context.Context, st *waitStatus, title, detail str
 	if !t.statusCalls() {
 		return
 	}
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: st.id, Title: title, Status: string(status)}
-	if first {
-		u.SessionUpdate, u.Kind = acp.UpdateToolCall, acp.ToolKindOther
-	}
+	tc := acp.ToolCallUpdate{ToolCallID: st.id, Title: title, Status: status}
 	if detail != "" {
-		u.ToolContent = []acp.ToolCallContent{acp.ContentText(detail)}
+		tc.Content = []acp.ToolCallContent{acp.ContentText(detail)}
+	}
+	u := tc.AsUpdate()
+	if first {
+		tc.Kind = acp.ToolKindOther
+		u = tc.AsStart()
 	}
 	t.notify(ctx, u)
 }
@@ -202,8 +204,8 @@ func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
 		reason = strings.TrimSpace(reason + " " + advice)
 	}
 	if t.statusNotices() {
-		t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateNotice, Severity: "warning", Title: f.Summary(), Description: reason,
-			Meta: acp.Meta{RefusalMetaKey: f}})
+		t.notify(ctx, acp.Notice("warning", f.Summary(), reason).
+			WithMeta(acp.Meta{RefusalMetaKey: f}))
 	}
 	// The title says what happened (see waitText); the reason is the
 	// content.
@@ -349,8 +351,8 @@ func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 			// call of the model's.
 			id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
 		}
-		u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: id, Kind: acp.ToolKindOther,
-			Title: statusTitle(sh.Title), Status: sh.State}
+		u := acp.ToolCallUpdate{ToolCallID: id, Kind: acp.ToolKindOther,
+			Title: statusTitle(sh.Title), Status: acp.ToolCallStatus(sh.State)}.AsStart()
 		if sh.Detail != "" {
 			u.ToolContent = []acp.ToolCallContent{acp.ContentText(sh.Detail)}
 		}
@@ -364,8 +366,8 @@ func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 		}
 		return u
 	}
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateToolCall, ToolCallID: fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq),
-		Kind: acp.ToolKindOther, Status: string(acp.ToolStatusFailed)}
+	u := acp.ToolCallUpdate{ToolCallID: fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq),
+		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}.AsStart()
 	var failed recovery.Failure
 	gaveUp := ""
 	if json.Unmarshal(w.Error, &failed) == nil && failed.Code != "" {

@@ -207,10 +207,10 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	}); err != nil {
 		return fmt.Errorf("record tool call: %w", err)
 	}
-	t.notify(ctx, acp.SessionUpdate{
-		SessionUpdate: acp.UpdateToolCall, ToolCallID: call.ID, Title: info.Title, Name: call.Name,
+	t.notify(ctx, acp.ToolCallUpdate{
+		ToolCallID: call.ID, Title: info.Title, Name: call.Name,
 		Kind: acp.ToolKind(info.Kind), Status: acp.ToolStatusPending, Locations: locations(info.Locations), RawInput: input,
-	})
+	}.AsStart())
 	var out toolOutcome
 	var runErr error // the user cancelled during the call
 	if perr != nil {
@@ -238,7 +238,7 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	if out.status != session.ToolCompleted {
 		status = acp.ToolStatusFailed
 	}
-	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: call.ID, Status: status, ToolContent: shown})
+	t.notify(ctx, acp.ToolCallUpdate{ToolCallID: call.ID, Status: acp.ToolCallStatus(status), Content: shown}.AsUpdate())
 	if runErr != nil {
 		return runErr
 	}
@@ -526,7 +526,7 @@ func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info to
 var errCancelledDuringTool = errors.New("the user cancelled the turn during a tool call")
 
 func (t *turn) inProgress(ctx context.Context, id string, content []acp.ToolCallContent) {
-	t.notify(ctx, acp.SessionUpdate{SessionUpdate: acp.UpdateToolCallUpdate, ToolCallID: id, Status: acp.ToolStatusInProgress, ToolContent: content})
+	t.notify(ctx, acp.ToolCallUpdate{ToolCallID: id, Status: acp.ToolStatusInProgress, Content: content}.AsUpdate())
 }
 
 // runCommand asks permission, then runs the command in the editor's terminal

@@ -215,7 +215,7 @@ func replayUsage(ctx context.Context, c acp.Client, sessionID string, h *history
 	if u == nil || u.Size == 0 {
 		return nil
 	}
-	up := acp.SessionUpdate{SessionUpdate: acp.UpdateUsage, Used: u.Used, Size: u.Size}
+	up := acp.UsageUpdate(u.Used, u.Size, nil)
 	if u.Cost != nil {
 		up.Cost = &acp.Cost{Amount: *u.Cost, Currency: u.Currency}
 	}
@@ -231,7 +231,7 @@ func replayUsage(ctx context.Context, c acp.Client, sessionID string, h *history
 // made-up one would draw a wrong fill bar), so no update is sent; the cost
 // is still counted, so a later update shows the whole session's.
 func usageUpdate(req llm.Request, reply *llm.Reply, configured uint64, prices Prices, su sessionUsage) (acp.SessionUpdate, sessionUsage, bool) {
-	u := acp.SessionUpdate{SessionUpdate: acp.UpdateUsage}
+	u := acp.UsageUpdate(0, 0, nil)
 	if reply.Usage != nil {
 		u.Used = uint64(max(reply.Usage.PromptTokens, 0)) + uint64(max(reply.Usage.CompletionTokens, 0))
 		if c, ok := stepCost(*reply.Usage, prices); ok {
