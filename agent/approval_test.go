@@ -192,7 +192,7 @@ func FuzzPermissionShowsWhatRuns(f *testing.F) {
 			}
 			return r
 		}, strings.ToValidUTF8(cwd, ""))
-		if len(cwd) > 100 || strings.Trim(cwd, ". ") == "" { // "", ".", "..", blank: not a new directory
+		if len(cwd) > 100 || strings.Trim(cwd, ". ") == "" || strings.TrimSpace(cwd) == "" { // "", ".", "..", blank ("\r" too): not a new directory, refused before anything is asked
 			cwd = ""
 		}
 		req, dir := askRun(t, command, cwd)
