@@ -116,8 +116,8 @@ func spell(root, entry string, ops []byte, mklink func(target string) string) st
 			}
 		case 2: // nested in an ordinary subdirectory, as in a monorepo
 			comps = append([]string{"packages", fmt.Sprint("app", op)}, comps...)
-		case 3:
-			prefix = "./" + prefix
+		case 3: // after the root when the path is already absolute
+			prefix += "./"
 		case 4: // through a detour that cleans away
 			comps = append([]string{"src", ".."}, comps...)
 		case 5:
