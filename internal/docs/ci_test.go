@@ -69,3 +69,19 @@ func TestCIRun_RunsEveryBenchmarkOnce(t *testing.T) {
 		t.Errorf(".ci/run does not run every benchmark once (go test -run '^$' -bench . -benchtime 1x ./...)")
 	}
 }
+
+// CI runs every test once without -race too: the allocation bounds are
+// skipped under it (raceEnabled), where sync.Pool drops what it holds.
+func TestCIRun_RunsTheTestsWithoutRace(t *testing.T) {
+	for line := range strings.Lines(string(readFile(t, ciRun))) {
+		i := strings.Index(line, "go test ")
+		// A command, not a comment or a message quoting one.
+		if i < 0 || strings.HasPrefix(strings.TrimSpace(line), "#") || strings.Count(line[:i], `"`)%2 == 1 {
+			continue
+		}
+		if cmd := line[i:]; strings.Contains(cmd, " ./...") && !strings.Contains(cmd, "-race") && !strings.Contains(cmd, "-run") {
+			return
+		}
+	}
+	t.Error(".ci/run has no `go test ./...` without -race: the allocation bounds would never run")
+}
