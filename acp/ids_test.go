@@ -182,7 +182,7 @@ func TestServer_UnreadableResponseIsNotAnswered(t *testing.T) {
 // reaches the agent, and the message quotes only a short prefix of it; the
 // agent's own internal errors are clipped too.
 func TestServer_MalformedSessionIDs(t *testing.T) {
-	huge := strings.Repeat("z", 1<<20)
+	huge := strings.Repeat("z", 64<<10) // far past every limit; 1 MiB took seconds under -race
 	loadParams := func(sid any) map[string]any {
 		return map[string]any{"sessionId": sid, "cwd": "/w", "mcpServers": []any{}}
 	}
@@ -190,12 +190,12 @@ func TestServer_MalformedSessionIDs(t *testing.T) {
 		name, line, wantMsg string
 		wantCode            int
 	}{
-		{"load: long", request(1, acp.MethodSessionLoad, loadParams(huge)), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (1048576 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
+		{"load: long", request(1, acp.MethodSessionLoad, loadParams(huge)), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (65536 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
 		{"load: path", request(1, acp.MethodSessionLoad, loadParams("../../etc/passwd")), `Invalid params: sessionId "../../etc/passwd" is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
 		{"load: object", request(1, acp.MethodSessionLoad, loadParams(map[string]any{"a": huge})), "Invalid params: sessionId must be a string, not object", acp.CodeInvalidParams},
-		{"prompt: long", prompt(1, huge, "hi"), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (1048576 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
-		{"cancel request: long", request(1, acp.MethodSessionCancel, map[string]any{"sessionId": huge}), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (1048576 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
-		{"cwd: long", request(1, acp.MethodSessionNew, map[string]any{"cwd": huge, "mcpServers": []any{}}), `Invalid params: cwd must be an absolute path, got "` + strings.Repeat("z", 64) + `…" (1048576 bytes)`, acp.CodeInvalidParams},
+		{"prompt: long", prompt(1, huge, "hi"), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (65536 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
+		{"cancel request: long", request(1, acp.MethodSessionCancel, map[string]any{"sessionId": huge}), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (65536 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
+		{"cwd: long", request(1, acp.MethodSessionNew, map[string]any{"cwd": huge, "mcpServers": []any{}}), `Invalid params: cwd must be an absolute path, got "` + strings.Repeat("z", 64) + `…" (65536 bytes)`, acp.CodeInvalidParams},
 		{"agent error: long", request(1, acp.MethodSessionLoad, loadParams("s")), "load failed: " + strings.Repeat("z", 1024-len("load failed: ")) + "…", acp.CodeInternalError},
 	}
 	for _, tt := range tests {

@@ -294,14 +294,6 @@ func statusTitle(s string) string {
 	return s
 }
 
-func lowerFirst(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if r >= 'A' && r <= 'Z' {
-		return string(r+'a'-'A') + s[n:]
-	}
-	return s
-}
-
 // waitMCP waits for the session's MCP servers, showing the wait while they
 // are still starting (a server has up to mcp's start timeout).
 func (t *turn) waitMCP(ctx context.Context) *mcp.Set {

@@ -257,65 +257,100 @@ func (e *FieldError) Error() string {
 // a *FieldError. It does not look at APIKey: a missing key is reported when a
 // prompt needs it, naming Provider.APIKeyEnv.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, &FieldError{Key: key, Problem: fmt.Sprintf(format, args...)})
+	var ps problems
+	ps.checkProvider(c.Provider)
+	ps.checkProviderLimits(c.Provider)
+	ps.checkProviderPrices(c.Provider)
+	ps.checkRetries(c.Recovery)
+	ps.checkRecoveries(c.Recovery)
+	ps.checkRules(c.Recovery.Rules)
+	ps.checkAgent(c.Agent)
+	ps.checkTools(c.Tools)
+	if !slices.Contains(logLevels, c.LogLevel) {
+		ps.bad("log_level", "must be one of %s, got %q", strings.Join(logLevels, ", "), c.LogLevel)
 	}
+	// An editor starts the agent in an arbitrary working directory, so a
+	// relative state directory would land somewhere unpredictable.
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		ps.bad("state_dir", "must be an absolute path, got %q", c.StateDir)
+	}
+	return errors.Join(ps...)
+}
 
-	p := c.Provider
+// problems are what Validate found, in the order found.
+type problems []error
+
+func (ps *problems) bad(key, format string, args ...any) {
+	*ps = append(*ps, &FieldError{Key: key, Problem: fmt.Sprintf(format, args...)})
+}
+
+// checkProvider checks where requests go and what they ask for.
+func (ps *problems) checkProvider(p Provider) {
 	if err := checkBaseURL(p.BaseURL); err != "" {
-		bad("provider.base_url", "%s", err)
+		ps.bad("provider.base_url", "%s", err)
 	}
 	if !envName.MatchString(p.APIKeyEnv) {
 		// The value is not echoed: a common mistake is to paste the key
 		// itself here.
-		bad("provider.api_key_env", "must be the name of an environment variable (letters, digits and _, not starting with a digit), not the key itself")
+		ps.bad("provider.api_key_env", "must be the name of an environment variable (letters, digits and _, not starting with a digit), not the key itself")
 	}
 	if strings.TrimSpace(p.Model) == "" {
-		bad("provider.model", "must not be empty")
+		ps.bad("provider.model", "must not be empty")
 	}
 	for i, m := range p.Models {
 		if m == "" || len(m) > 200 || strings.ContainsFunc(m, unicode.IsSpace) {
-			bad(fmt.Sprintf("provider.models[%d]", i), "must be a model name: 1 to 200 characters without spaces, got %q", m)
+			ps.bad(fmt.Sprintf("provider.models[%d]", i), "must be a model name: 1 to 200 characters without spaces, got %q", m)
 		}
 	}
 	if p.ReasoningEffort != "" && !slices.Contains(agent.ReasoningEfforts, p.ReasoningEffort) {
-		bad("provider.reasoning_effort", "must be one of %s, or empty, got %q", strings.Join(agent.ReasoningEfforts, ", "), p.ReasoningEffort)
+		ps.bad("provider.reasoning_effort", "must be one of %s, or empty, got %q", strings.Join(agent.ReasoningEfforts, ", "), p.ReasoningEffort)
 	}
+}
+
+// checkProviderLimits checks how replies are continued, sized and counted.
+func (ps *problems) checkProviderLimits(p Provider) {
 	switch llm.Continuation(p.Continuation) {
 	case llm.ContinueAuto, llm.ContinuePrefix, llm.ContinuePrompt:
 	default:
-		bad("provider.continuation", "must be auto, prefix or prompt, got %q", p.Continuation)
+		ps.bad("provider.continuation", "must be auto, prefix or prompt, got %q", p.Continuation)
 	}
 	if p.ContextWindow < 0 || p.ContextWindow > maxContextWindow {
-		bad("provider.context_window", "must be between 0 and %d tokens, got %d", maxContextWindow, p.ContextWindow)
+		ps.bad("provider.context_window", "must be between 0 and %d tokens, got %d", maxContextWindow, p.ContextWindow)
 	}
 	switch llm.StreamUsage(p.StreamUsage) {
 	case llm.StreamUsageAuto, llm.StreamUsageOn, llm.StreamUsageOff:
 	default:
-		bad("provider.stream_usage", "must be auto, on or off, got %q", p.StreamUsage)
+		ps.bad("provider.stream_usage", "must be auto, on or off, got %q", p.StreamUsage)
 	}
+}
+
+// checkProviderPrices checks the prices the cost is reckoned from, and
+// max_tokens.
+func (ps *problems) checkProviderPrices(p Provider) {
 	for _, pr := range []struct {
 		key string
 		v   float64
 	}{{"provider.price_input", p.PriceInput}, {"provider.price_cached_input", p.PriceCachedInput}, {"provider.price_output", p.PriceOutput}} {
 		if !(pr.v >= 0 && pr.v <= maxPrice) { // also NaN
-			bad(pr.key, "must be a price per million tokens between 0 and %d, got %v", maxPrice, pr.v)
+			ps.bad(pr.key, "must be a price per million tokens between 0 and %d, got %v", maxPrice, pr.v)
 		}
 	}
 	if !currency.MatchString(p.Currency) {
-		bad("provider.currency", "must be an ISO 4217 code of three capital letters (USD, EUR), got %q", p.Currency)
+		ps.bad("provider.currency", "must be an ISO 4217 code of three capital letters (USD, EUR), got %q", p.Currency)
 	}
 	switch {
 	case p.MaxTokens <= 0:
-		bad("provider.max_tokens", "must be a positive integer, got %d", p.MaxTokens)
+		ps.bad("provider.max_tokens", "must be a positive integer, got %d", p.MaxTokens)
 	case p.MaxTokens > maxMaxTokens:
-		bad("provider.max_tokens", "must be at most %d, got %d", maxMaxTokens, p.MaxTokens)
+		ps.bad("provider.max_tokens", "must be at most %d, got %d", maxMaxTokens, p.MaxTokens)
 	}
+}
 
-	r := c.Recovery
+// checkRetries checks the retry budget, its delays and timeouts, and the
+// codes retried.
+func (ps *problems) checkRetries(r Recovery) {
 	if r.MaxRetries < 0 {
-		bad("recovery.max_retries", "must be zero or a positive integer, got %d", r.MaxRetries)
+		ps.bad("recovery.max_retries", "must be zero or a positive integer, got %d", r.MaxRetries)
 	}
 	for _, d := range []struct {
 		key       string
@@ -332,93 +367,96 @@ func (c Config) Validate() error {
 	} {
 		switch {
 		case d.v < 0 && d.zeroMeans != "":
-			bad(d.key, "must not be negative (0 means %s), got %s", d.zeroMeans, d.v)
+			ps.bad(d.key, "must not be negative (0 means %s), got %s", d.zeroMeans, d.v)
 		case d.v <= 0 && d.zeroMeans == "":
-			bad(d.key, "must be a positive duration, got %s", d.v)
+			ps.bad(d.key, "must be a positive duration, got %s", d.v)
 		}
 	}
 	if r.InitialDelay > 0 && r.MaxDelay > 0 && r.InitialDelay > r.MaxDelay {
-		bad("recovery.initial_delay", "must not exceed recovery.max_delay (%s), got %s", r.MaxDelay, r.InitialDelay)
+		ps.bad("recovery.initial_delay", "must not exceed recovery.max_delay (%s), got %s", r.MaxDelay, r.InitialDelay)
 	}
 	if r.Jitter < 0 || r.Jitter > 1 || r.Jitter != r.Jitter {
-		bad("recovery.jitter", "must be between 0 and 1, got %v", r.Jitter)
+		ps.bad("recovery.jitter", "must be between 0 and 1, got %v", r.Jitter)
 	}
 	seen := map[string]bool{}
 	for _, code := range r.RetryableCodes {
 		switch {
 		case !slices.Contains(recovery.Codes, recovery.Code(code)):
-			bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, recovery.KnownCodes())
+			ps.bad("recovery.retryable_codes", "unknown code %q; known codes are %s", code, recovery.KnownCodes())
 		case seen[code]:
-			bad("recovery.retryable_codes", "code %q is listed more than once", code)
+			ps.bad("recovery.retryable_codes", "code %q is listed more than once", code)
 		}
 		seen[code] = true
 	}
+}
 
+// checkRecoveries checks the recoveries other than a retry: fallback,
+// compaction and continuation.
+func (ps *problems) checkRecoveries(r Recovery) {
 	if r.OverloadFallbackAfter < 1 {
-		bad("recovery.overload_fallback_after", "must be a positive integer, got %d", r.OverloadFallbackAfter)
+		ps.bad("recovery.overload_fallback_after", "must be a positive integer, got %d", r.OverloadFallbackAfter)
 	}
 	if r.Overflow.KeepRecentMessages < 0 {
-		bad("recovery.overflow.keep_recent_messages", "must be zero or a positive integer, got %d", r.Overflow.KeepRecentMessages)
+		ps.bad("recovery.overflow.keep_recent_messages", "must be zero or a positive integer, got %d", r.Overflow.KeepRecentMessages)
 	}
 	if f := r.Overflow.CompactAt; f < 0 || f > 1 || f != f {
-		bad("recovery.overflow.compact_at", "must be a fraction of the context window above 0 and at most 1 (0.9 is 90%%), or 0 to turn it off, got %v", f)
+		ps.bad("recovery.overflow.compact_at", "must be a fraction of the context window above 0 and at most 1 (0.9 is 90%%), or 0 to turn it off, got %v", f)
 	}
 	if t := r.Truncation.EscalatedMaxTokens; t < 1 || t > maxMaxTokens {
-		bad("recovery.truncation.escalated_max_tokens", "must be between 1 and %d, got %d", maxMaxTokens, t)
+		ps.bad("recovery.truncation.escalated_max_tokens", "must be between 1 and %d, got %d", maxMaxTokens, t)
 	}
 	if n := r.Truncation.MaxContinuations; n < 0 || n > 20 {
-		bad("recovery.truncation.max_continuations", "must be between 0 and 20, got %d", n)
+		ps.bad("recovery.truncation.max_continuations", "must be between 0 and 20, got %d", n)
 	}
-	for i, rule := range r.Rules {
+}
+
+// checkRules checks the user's recovery rules.
+func (ps *problems) checkRules(rules []Rule) {
+	for i, rule := range rules {
 		key := fmt.Sprintf("recovery.rules[%d]", i)
 		if err := recovery.CheckMatch(rule.Match); err != nil {
-			bad(key+".match", "%v", err)
+			ps.bad(key+".match", "%v", err)
 		}
 		if d := time.Duration(rule.Delay); d < 100*time.Millisecond || d > time.Hour {
-			bad(key+".delay", "must be between 100ms and 1h, got %s", rule.Delay)
+			ps.bad(key+".delay", "must be between 100ms and 1h, got %s", rule.Delay)
 		}
 		if rule.MaxRetries < 0 || rule.MaxRetries > 1000 {
-			bad(key+".max_retries", "must be between 0 and 1000, got %d", rule.MaxRetries)
+			ps.bad(key+".max_retries", "must be between 0 and 1000, got %d", rule.MaxRetries)
 		}
 		if rule.Action != "" && rule.Action != "retry" && rule.Action != "strip_images" {
-			bad(key+".action", "must be retry or strip_images, got %q", rule.Action)
+			ps.bad(key+".action", "must be retry or strip_images, got %q", rule.Action)
 		}
 	}
+}
 
-	if c.Agent.Streaming != StreamingLive && c.Agent.Streaming != StreamingHeld {
-		bad("agent.streaming", "must be live or held, got %q", c.Agent.Streaming)
+func (ps *problems) checkAgent(a Agent) {
+	if a.Streaming != StreamingLive && a.Streaming != StreamingHeld {
+		ps.bad("agent.streaming", "must be live or held, got %q", a.Streaming)
 	}
-	if !slices.Contains(agent.WaitStatuses, c.Agent.WaitStatus) {
-		bad("agent.wait_status", "must be one of %s, got %q", strings.Join(agent.WaitStatuses, ", "), c.Agent.WaitStatus)
+	if !slices.Contains(agent.WaitStatuses, a.WaitStatus) {
+		ps.bad("agent.wait_status", "must be one of %s, got %q", strings.Join(agent.WaitStatuses, ", "), a.WaitStatus)
 	}
-	if !agent.ValidMode(c.Agent.DefaultMode) {
-		bad("agent.default_mode", "must be one of %s, got %q", agent.ModeIDs(), c.Agent.DefaultMode)
+	if !agent.ValidMode(a.DefaultMode) {
+		ps.bad("agent.default_mode", "must be one of %s, got %q", agent.ModeIDs(), a.DefaultMode)
 	}
-	if n := c.Agent.MaxSteps; n < 1 || n > 1000 {
-		bad("agent.max_steps", "must be between 1 and 1000, got %d", n)
+	if n := a.MaxSteps; n < 1 || n > 1000 {
+		ps.bad("agent.max_steps", "must be between 1 and 1000, got %d", n)
 	}
-	if c.Tools.CommandTimeout <= 0 {
-		bad("tools.command_timeout", "must be a positive duration, got %s", c.Tools.CommandTimeout)
+}
+
+func (ps *problems) checkTools(t Tools) {
+	if t.CommandTimeout <= 0 {
+		ps.bad("tools.command_timeout", "must be a positive duration, got %s", t.CommandTimeout)
 	}
 	switch {
-	case c.Tools.MaxCommandTimeout <= 0:
-		bad("tools.max_command_timeout", "must be a positive duration, got %s", c.Tools.MaxCommandTimeout)
-	case c.Tools.MaxCommandTimeout < c.Tools.CommandTimeout:
-		bad("tools.max_command_timeout", "must be at least tools.command_timeout (%s), got %s", c.Tools.CommandTimeout, c.Tools.MaxCommandTimeout)
+	case t.MaxCommandTimeout <= 0:
+		ps.bad("tools.max_command_timeout", "must be a positive duration, got %s", t.MaxCommandTimeout)
+	case t.MaxCommandTimeout < t.CommandTimeout:
+		ps.bad("tools.max_command_timeout", "must be at least tools.command_timeout (%s), got %s", t.CommandTimeout, t.MaxCommandTimeout)
 	}
-	if n := c.Tools.OutputLimit; n < 1024 || n > 16<<20 {
-		bad("tools.output_limit", "must be between 1024 and 16777216 bytes, got %d", n)
+	if n := t.OutputLimit; n < 1024 || n > 16<<20 {
+		ps.bad("tools.output_limit", "must be between 1024 and 16777216 bytes, got %d", n)
 	}
-
-	if !slices.Contains(logLevels, c.LogLevel) {
-		bad("log_level", "must be one of %s, got %q", strings.Join(logLevels, ", "), c.LogLevel)
-	}
-	// An editor starts the agent in an arbitrary working directory, so a
-	// relative state directory would land somewhere unpredictable.
-	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
-		bad("state_dir", "must be an absolute path, got %q", c.StateDir)
-	}
-	return errors.Join(errs...)
 }
 
 // envName is what POSIX shells accept as a variable name.

@@ -296,11 +296,11 @@ func BenchmarkRetryAfterLateness(b *testing.B) {
 		srv := httptest.NewServer(mock)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		p := spawn(b, ctx, "OPENAI_BASE_URL="+srv.URL+"/v1", "OPENAI_API_KEY=sk-bench", "REBOUND_STATE_DIR="+b.TempDir())
-		p.send(b, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
-		_, resp := p.until(b, 1)
-		sid := resp["result"].(map[string]any)["sessionId"].(string)
+		sid := p.newSession(b, b.TempDir())
 		p.send(b, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"hi"}]}}`)
-		p.until(b, 2)
+		if _, resp := p.until(b, 2); resp["result"] == nil {
+			b.Fatalf("session/prompt answered %v", resp)
+		}
 		p.stdin.Close()
 		p.cmd.Wait()
 		cancel()

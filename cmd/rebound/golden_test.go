@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,6 +75,37 @@ func TestGolden(t *testing.T) {
 			})
 			compareGolden(t, filepath.Join("..", "..", "snapshots", name+".jsonl"), got)
 		})
+	}
+}
+
+// TestGolden_EverySnapshotHasItsScenario: a snapshot whose scenario was
+// renamed or removed pins nothing (TestGolden never reads it) yet still
+// reads as a pinned transcript. -update removes it.
+func TestGolden_EverySnapshotHasItsScenario(t *testing.T) {
+	snaps, err := filepath.Glob(filepath.Join("..", "..", "snapshots", "*"))
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no snapshots found: %v", err)
+	}
+	for _, snap := range snaps {
+		name, ok := strings.CutSuffix(filepath.Base(snap), ".jsonl")
+		if ok {
+			if _, err := os.Stat(filepath.Join("..", "..", "testdata", "scenarios", name+".txtar")); err == nil {
+				continue
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+		if *update {
+			if err := os.Remove(snap); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("%s is not a scenario's snapshot (<scenario>.jsonl); remove it", snap)
+			continue
+		}
+		t.Errorf("%s has no scenario testdata/scenarios/%s.txtar: restore the scenario, or remove the snapshot (go test ./cmd/rebound -run TestGolden -update)", snap, name)
 	}
 }
 

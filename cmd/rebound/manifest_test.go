@@ -55,7 +55,7 @@ func TestAgentManifest(t *testing.T) {
 			continue
 		}
 		if want := m.Repository + "/releases/download/v" + release + "/" + target.Archive(release); b.Archive != want {
-			t.Errorf("%s: archive = %s, want %s (what tools/release builds)", target.Platform, b.Archive, want)
+			t.Errorf("%s: archive = %s, want %s (what scripts/release builds)", target.Platform, b.Archive, want)
 		}
 		if b.Cmd != target.Cmd() {
 			t.Errorf("%s: cmd = %q, want %q", target.Platform, b.Cmd, target.Cmd())
@@ -68,7 +68,7 @@ func TestAgentManifest(t *testing.T) {
 		// The checked-in manifest has no sums: the release writes them into
 		// the copy it publishes, from the archives it built.
 		if b.SHA256 != "" {
-			t.Errorf("%s: sha256 in the checked-in agent.json; tools/release writes it into the published copy", target.Platform)
+			t.Errorf("%s: sha256 in the checked-in agent.json; scripts/release writes it into the published copy", target.Platform)
 		}
 	}
 }

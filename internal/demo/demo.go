@@ -80,45 +80,22 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	var def *definition
-	var err error
-	source := "built-in demo"
-	if opts.Script == "" {
-		def, err = parseDefinition(defaultJSON)
-	} else {
-		var data []byte
-		if data, err = os.ReadFile(opts.Script); err == nil {
-			def, err = parseFile(data)
-		}
-		if err != nil {
-			err = fmt.Errorf("%s: %w", opts.Script, err)
-		}
-		source = opts.Script
-	}
+	def, source, err := loadDefinition(opts)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if opts.Fast {
-		def.scale(fastScale)
-	}
-
-	child := getenv("REBOUND_DEMO_CHILD")
-	if child == "" {
-		if child, err = os.Executable(); err != nil {
-			return fail("cannot find the rebound binary to run as the agent: %v (set REBOUND_DEMO_CHILD)", err)
-		}
-		if strings.HasSuffix(strings.TrimSuffix(filepath.Base(child), ".exe"), ".test") {
-			return fail("running inside a test binary (%s); set REBOUND_DEMO_CHILD to a rebound binary", child)
-		}
+	child, err := childBinary(getenv)
+	if err != nil {
+		return fail("%v", err)
 	}
 
 	// The state directory is kept: the summary points at the session log.
-	state := opts.StateDir
+	state, temp, err := stateDir(opts.StateDir)
+	if err != nil {
+		return fail("%v", err)
+	}
 	var sessionID string
-	if state == "" {
-		if state, err = os.MkdirTemp("", "rebound-demo-"); err != nil {
-			return fail("%v", err)
-		}
+	if temp {
 		// Kept once a session has started; a demo that failed before
 		// leaves nothing behind.
 		defer func() {
@@ -126,13 +103,6 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 				os.RemoveAll(state)
 			}
 		}()
-	} else {
-		if state, err = filepath.Abs(state); err == nil {
-			err = os.MkdirAll(state, 0o700)
-		}
-		if err != nil {
-			return fail("--state-dir: %v", err)
-		}
 	}
 	cfgDir, err := os.MkdirTemp("", "rebound-demo-config-")
 	if err != nil {
@@ -147,18 +117,12 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	if err := os.WriteFile(cfgPath, cfgText, 0o600); err != nil {
 		return fail("%v", err)
 	}
-
-	// The session works in a project of its own, so that a script's edits
-	// and commands never touch the directory the demo was started in.
 	project, err := os.MkdirTemp("", "rebound-demo-project-")
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(project)
-	if real, err := filepath.EvalSymlinks(project); err == nil {
-		project = real
-	}
-	if err := def.writeProject(project); err != nil {
+	if project, err = fillProject(def, project); err != nil {
 		return fail("writing the demo project: %v", err)
 	}
 
@@ -205,40 +169,156 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 		clientVersion: opts.ClientVersion,
 		shown:         map[string]string{}, shownThought: map[string]string{}}
 
-	agentFailed := func(err error) int {
-		out.clearLive()
-		out.endReply()
-		if ctx.Err() != nil {
-			// Interrupted or out of time: the agent's exit, if any, is ours
-			// (a terminal's Ctrl-C reaches it too).
-			if cause := context.Cause(ctx); errors.Is(cause, context.Canceled) {
-				fmt.Fprintln(stderr, "rebound demo: interrupted")
-			} else {
-				fmt.Fprintf(stderr, "rebound demo: %v\n", cause)
-			}
-			return 1
-		}
-		if errors.Is(err, errAgentExited) {
-			proc.stop(cancelGrace)
-			fmt.Fprintf(stderr, "rebound demo: the agent exited unexpectedly (%v)\n", proc.waitErr)
-		} else {
-			fmt.Fprintf(stderr, "rebound demo: %v\n", err)
-		}
-		if tail := proc.stderr.lastLines(15); tail != "" {
-			fmt.Fprintf(stderr, "the agent's last log lines:\n%s\n", tail)
-		}
-		return 1
-	}
-
 	info, err := d.open(ctx)
 	if err != nil {
-		return agentFailed(err)
+		return agentFailed(ctx, stderr, out, proc, err)
 	}
 	sessionID = d.sessionID
 
-	scenes := count(len(def.Scenes), "scene")
-	if def.plain {
-		scenes = fmt.Sprintf("a mock script of %d steps", len(script.Steps))
+	d.header(info, proc, banner{source: source, steps: len(script.Steps), provider: srv.BaseURL(), model: cfg.Provider.Model, fast: opts.Fast})
+	ok, err := d.play(ctx)
+	if err != nil {
+		return agentFailed(ctx, stderr, out, proc, err)
+	}
+	proc.stop(cancelGrace)
+	out.clearLive()
+
+	if err := d.summarise(opts.InspectHint); err != nil {
+		return fail("%v", err)
+	}
+	if out.err != nil {
+		return fail("writing to stdout: %v", out.err)
+	}
+	if !ok {
+		return fail("not every scene ended as expected (see above)")
+	}
+	return 0
+}
+
+// summarise prints the summary read from the session log.
+func (d *driver) summarise(inspectHint bool) error {
+	logPath := d.logPath()
+	ld, err := session.Load(logPath)
+	if err != nil {
+		return fmt.Errorf("reading the session log: %v", err)
+	}
+	stats, err := analyse(ld.Events)
+	if err != nil {
+		return fmt.Errorf("reading the session log %s: %v", logPath, err)
+	}
+	d.summary(stats, logPath, inspectHint)
+	return nil
+}
+
+// stateDir is the agent's state directory: dir made absolute and created,
+// or a new temporary one (temp).
+func stateDir(dir string) (state string, temp bool, err error) {
+	if dir == "" {
+		state, err = os.MkdirTemp("", "rebound-demo-")
+		return state, true, err
+	}
+	if state, err = filepath.Abs(dir); err == nil {
+		err = os.MkdirAll(state, 0o700)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("--state-dir: %v", err)
+	}
+	return state, false, nil
+}
+
+// loadDefinition reads the demo to play, scaled for --fast, and names where
+// it came from.
+func loadDefinition(opts Options) (def *definition, source string, err error) {
+	source = "built-in demo"
+	if opts.Script == "" {
+		def, err = parseDefinition(defaultJSON)
+	} else {
+		var data []byte
+		if data, err = os.ReadFile(opts.Script); err == nil {
+			def, err = parseFile(data)
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %w", opts.Script, err)
+		}
+		source = opts.Script
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if opts.Fast {
+		def.scale(fastScale)
+	}
+	return def, source, nil
+}
+
+// fillProject writes the script's project into dir, a new directory, and
+// returns its path with links resolved. The session works in a project of
+// its own, so that a script's edits and commands never touch the directory
+// the demo was started in.
+func fillProject(def *definition, dir string) (string, error) {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir, def.writeProject(dir)
+}
+
+// childBinary is the rebound binary to run as the agent.
+func childBinary(getenv func(string) string) (string, error) {
+	if child := getenv("REBOUND_DEMO_CHILD"); child != "" {
+		return child, nil
+	}
+	child, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the rebound binary to run as the agent: %v (set REBOUND_DEMO_CHILD)", err)
+	}
+	if strings.HasSuffix(strings.TrimSuffix(filepath.Base(child), ".exe"), ".test") {
+		return "", fmt.Errorf("running inside a test binary (%s); set REBOUND_DEMO_CHILD to a rebound binary", child)
+	}
+	return child, nil
+}
+
+// agentFailed reports an agent that could not be talked to, and returns
+// the demo's exit status.
+func agentFailed(ctx context.Context, stderr io.Writer, out *screen, proc *process, err error) int {
+	out.clearLive()
+	out.endReply()
+	if ctx.Err() != nil {
+		// Interrupted or out of time: the agent's exit, if any, is ours
+		// (a terminal's Ctrl-C reaches it too).
+		if cause := context.Cause(ctx); errors.Is(cause, context.Canceled) {
+			fmt.Fprintln(stderr, "rebound demo: interrupted")
+		} else {
+			fmt.Fprintf(stderr, "rebound demo: %v\n", cause)
+		}
+		return 1
+	}
+	if errors.Is(err, errAgentExited) {
+		proc.stop(cancelGrace)
+		fmt.Fprintf(stderr, "rebound demo: the agent exited unexpectedly (%v)\n", proc.waitErr)
+	} else {
+		fmt.Fprintf(stderr, "rebound demo: %v\n", err)
+	}
+	if tail := proc.stderr.lastLines(15); tail != "" {
+		fmt.Fprintf(stderr, "the agent's last log lines:\n%s\n", tail)
+	}
+	return 1
+}
+
+// banner is what the demo's header says besides the agent.
+type banner struct {
+	source          string // the script's path, or "built-in demo"
+	steps           int    // the mock script's, for a plain script
+	provider, model string
+	fast            bool
+}
+
+// header prints what is playing: the agent, the provider, the streaming
+// mode, the script and the project.
+func (d *driver) header(info acp.InitializeResponse, proc *process, b banner) {
+	out := d.out
+	scenes := count(len(d.def.Scenes), "scene")
+	if d.def.plain {
+		scenes = fmt.Sprintf("a mock script of %d steps", b.steps)
 	}
 	var agentInfo acp.Implementation
 	if info.AgentInfo != nil {
@@ -246,44 +326,17 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	}
 	out.line("%s %s against the fault-injecting mock provider, offline.", out.c(bold, "Rebound demo:"), scenes)
 	out.line(out.c(dim, "  agent     %s %s (pid %d), spawned over pipes as an editor would"), agentInfo.Name, agentInfo.Version, proc.cmd.Process.Pid)
-	out.line(out.c(dim, "  provider  %s (mock, in this process) · model %s"), srv.BaseURL(), cfg.Provider.Model)
-	if streaming == config.StreamingLive {
+	out.line(out.c(dim, "  provider  %s (mock, in this process) · model %s"), b.provider, b.model)
+	if d.streaming == config.StreamingLive {
 		out.line("%s", out.c(dim, "  streaming live: replies show as they stream (--streaming held: once finished)"))
 	} else {
 		out.line("%s", out.c(dim, "  streaming held: a reply shows once it has finished (--streaming live: as it streams)"))
 	}
-	if opts.Fast {
+	if b.fast {
 		out.line(out.c(dim, "  waits     scaled by %g (--fast)"), fastScale)
 	}
-	out.line(out.c(dim, "  script    %s"), source)
-	out.line(out.c(dim, "  project   %s (%s), the session's cwd; removed at the end"), project, fileList(def.Project))
-
-	ok, err := d.play(ctx)
-	if err != nil {
-		return agentFailed(err)
-	}
-	proc.stop(cancelGrace)
-	out.clearLive()
-
-	logPath := d.logPath()
-	ld, err := session.Load(logPath)
-	if err != nil {
-		return fail("reading the session log: %v", err)
-	}
-	stats, err := analyse(ld.Events)
-	if err != nil {
-		return fail("reading the session log %s: %v", logPath, err)
-	}
-	d.summary(stats, logPath, opts.InspectHint)
-	if out.err != nil {
-		fmt.Fprintf(stderr, "rebound demo: writing to stdout: %v\n", out.err)
-		return 1
-	}
-	if !ok {
-		fmt.Fprintln(stderr, "rebound demo: not every scene ended as expected (see above)")
-		return 1
-	}
-	return 0
+	out.line(out.c(dim, "  script    %s"), b.source)
+	out.line(out.c(dim, "  project   %s (%s), the session's cwd; removed at the end"), d.cwd, fileList(d.def.Project))
 }
 
 // driver is the editor side of the demo.
@@ -392,56 +445,27 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 	d.prompts++
 	o.line("%s %s", o.c(boldCyan, "› you:"), sc.Prompt)
 
-	var (
-		wait       *retryWait
-		busySince  = start // the spinner counts from here when no wait is live
-		cancelC    <-chan time.Time
-		cancelSent bool
-		tick       <-chan time.Time
-		tools      = map[string]*shownTool{}
-		toolOrder  []string
-		running    *shownTool // the tool call in flight, for the live line
-	)
+	sv := &sceneView{d: d, o: o, sc: sc, busySince: start, tools: map[string]*shownTool{}}
+	var tick <-chan time.Time
 	if o.tty {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		tick = t.C
 	}
-	render := func(now time.Time) {
-		if wait != nil {
-			o.setLive(yellow, "  ↻ "+wait.text(wait.scheduledTiming(now)))
-			return
-		}
-		if running != nil {
-			o.setLive(dim, "  ⚙ "+running.title+" · "+strings.ReplaceAll(running.status, "_", " ")+" · "+seconds(now.Sub(running.at)))
-			return
-		}
-		o.setLive(dim, "  … waiting for the provider · "+seconds(now.Sub(busySince)))
-	}
-	tool := func(id string, now time.Time) *shownTool {
-		t := tools[id]
-		if t == nil {
-			t = &shownTool{title: "a tool call", status: acp.ToolStatusPending, at: now}
-			tools[id] = t
-			toolOrder = append(toolOrder, id)
-		}
-		return t
-	}
-
 	for {
 		var ev event
 		select {
 		case <-ctx.Done():
 			return false, context.Cause(ctx)
 		case now := <-tick:
-			render(now)
+			sv.render(now)
 			continue
-		case <-cancelC:
-			cancelC = nil
+		case <-sv.cancelC:
+			sv.cancelC = nil
 			if err := d.client.notify(acp.MethodSessionCancel, acp.CancelNotification{SessionID: d.sessionID}); err != nil {
 				return false, err
 			}
-			cancelSent = true
+			sv.cancelSent = true
 			o.line("%s %s", o.c(boldCyan, "› you:"), o.c(cyan, "■ stop (session/cancel)"))
 			continue
 		case ev = <-d.client.events:
@@ -454,118 +478,173 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 				return false, d.client.exitErr()
 			}
 			// A tool call the agent never finished still gets its line.
-			for _, tid := range toolOrder {
-				if t := tools[tid]; !t.done {
+			for _, tid := range sv.toolOrder {
+				if t := sv.tools[tid]; !t.done {
 					o.line("%s", d.toolLine(t))
 				}
 			}
-			return d.finish(sc, ev.answer.result, rerr, before, len(toolOrder), now.Sub(start)), nil
+			return d.finish(sc, ev.answer.result, rerr, before, len(sv.toolOrder), now.Sub(start)), nil
 		case ev.permission != nil:
 			p := ev.permission
 			title := p.ToolCall.Title
-			if t := tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
+			if t := sv.tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
 				title = t.title
 			}
 			// A title may hold a whole command in a block: keep it under its line.
 			title = strings.ReplaceAll(title, "\n", "\n    ")
 			o.line("  %s %s · permission asked · %s", o.c(cyan, "?"), title, o.c(cyan, fmt.Sprintf("the demo answers %q for you", ev.chosen.Name)))
 		case ev.update != nil:
-			u := ev.update
-			switch u.SessionUpdate {
-			case acp.UpdateAgentMessageChunk:
-				if c := u.Content; c != nil && c.Type == "text" {
-					d.received(u.MessageID, c.Text, "")
-					o.replyText(u.MessageID, c.Text)
-				}
-			case acp.UpdateAgentThoughtChunk:
-				// Not printed, but counted: the editor was shown it.
-				if c := u.Content; c != nil && c.Type == "text" {
-					d.received(u.MessageID, "", c.Text)
-				}
-			case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
-				if u.ToolCallID == "" {
-					continue
-				}
-				t := tool(u.ToolCallID, now)
-				if u.Title != "" {
-					t.title = u.Title
-				}
-				if u.Status != "" {
-					t.status = u.Status
-				}
-				if u.ToolContent != nil {
-					t.content = toolContent(d.cwd, u.ToolContent)
-				}
-				if t.done {
-					continue
-				}
-				switch t.status {
-				case acp.ToolStatusCompleted, acp.ToolStatusFailed:
-					t.done = true
-					o.line("%s", d.toolLine(t))
-					if running == t {
-						running = nil
-					}
-					busySince = now
-				default:
-					running = t
-					if o.tty {
-						render(now)
-					}
-				}
-			case acp.UpdateSessionInfo:
-				r, ok := retryProgress(u.Meta)
-				if !ok {
-					continue
-				}
-				switch r.Phase {
-				case recovery.PhaseScheduled:
-					wait = &retryWait{p: r, failure: failureWords(r), at: now}
-					o.interrupt() // a reply being printed goes on after the retry
-					if o.tty {
-						render(now)
-					} else {
-						o.line("%s", "  ↻ "+wait.text(wait.scheduledTiming(now)))
-					}
-					if sc.cancelAfter > 0 && !cancelSent && cancelC == nil {
-						cancelC = time.After(sc.cancelAfter)
-					}
-				case recovery.PhaseStarted:
-					if wait != nil {
-						waited := now.Sub(wait.at)
-						timing := ""
-						if wait.p.DelayMs > 0 {
-							timing = "retried after " + seconds(waited)
-						}
-						switch {
-						case o.tty && o.note(wait.text(timing)):
-							// Printed under the reply once it has gone on.
-						case o.tty:
-							o.line("%s", o.c(yellow, "  ↻ "+wait.text(timing)))
-						case wait.p.DelayMs > 0 && o.cut:
-							o.line("  ↻ waited %s, retrying from where the reply stopped", seconds(waited))
-						case wait.p.DelayMs > 0:
-							o.line("  ↻ waited %s, retrying", seconds(waited))
-						}
-					}
-					wait, busySince = nil, now
-				case recovery.PhaseCancelled:
-					if wait != nil {
-						o.line("%s", o.c(red, fmt.Sprintf("  ✗ %s · wait cancelled after %s · no further request", wait.failure, seconds(now.Sub(wait.at)))))
-					} else {
-						o.line("%s", o.c(red, "  ✗ retry cancelled; no further request"))
-					}
-					wait = nil
-				case recovery.PhaseExhausted:
-					msg := "recovery gave up"
-					if r.Failure != nil {
-						msg += ": " + failureWords(r)
-					}
-					o.line("%s", o.c(red, "  ✗ "+msg))
-					wait = nil
-				}
-			}
+			sv.update(ev.update, now)
 		}
+	}
+}
+
+// sceneView is what a scene shows while its prompt runs: the retry wait,
+// the tool calls, and the live line that counts either.
+type sceneView struct {
+	d  *driver
+	o  *screen
+	sc scene
+
+	wait       *retryWait
+	busySince  time.Time // the spinner counts from here when no wait is live
+	cancelC    <-chan time.Time
+	cancelSent bool
+	tools      map[string]*shownTool
+	toolOrder  []string
+	running    *shownTool // the tool call in flight, for the live line
+}
+
+// render redraws the live line.
+func (v *sceneView) render(now time.Time) {
+	o := v.o
+	if v.wait != nil {
+		o.setLive(yellow, "  ↻ "+v.wait.text(v.wait.scheduledTiming(now)))
+		return
+	}
+	if v.running != nil {
+		o.setLive(dim, "  ⚙ "+v.running.title+" · "+strings.ReplaceAll(v.running.status, "_", " ")+" · "+seconds(now.Sub(v.running.at)))
+		return
+	}
+	o.setLive(dim, "  … waiting for the provider · "+seconds(now.Sub(v.busySince)))
+}
+
+// update shows one session update.
+func (v *sceneView) update(u *acp.SessionUpdate, now time.Time) {
+	switch u.SessionUpdate {
+	case acp.UpdateAgentMessageChunk:
+		if c := u.Content; c != nil && c.Type == "text" {
+			v.d.received(u.MessageID, c.Text, "")
+			v.o.replyText(u.MessageID, c.Text)
+		}
+	case acp.UpdateAgentThoughtChunk:
+		// Not printed, but counted: the editor was shown it.
+		if c := u.Content; c != nil && c.Type == "text" {
+			v.d.received(u.MessageID, "", c.Text)
+		}
+	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+		if u.ToolCallID != "" {
+			v.toolCall(u, now)
+		}
+	case acp.UpdateSessionInfo:
+		if r, ok := retryProgress(u.Meta); ok {
+			v.retry(r, now)
+		}
+	}
+}
+
+// toolCall shows a tool call once it has finished, and keeps the one in
+// flight on the live line.
+func (v *sceneView) toolCall(u *acp.SessionUpdate, now time.Time) {
+	t := v.tools[u.ToolCallID]
+	if t == nil {
+		t = &shownTool{title: "a tool call", status: acp.ToolStatusPending, at: now}
+		v.tools[u.ToolCallID] = t
+		v.toolOrder = append(v.toolOrder, u.ToolCallID)
+	}
+	if u.Title != "" {
+		t.title = u.Title
+	}
+	if u.Status != "" {
+		t.status = u.Status
+	}
+	if u.ToolContent != nil {
+		t.content = toolContent(v.d.cwd, u.ToolContent)
+	}
+	if t.done {
+		return
+	}
+	switch t.status {
+	case acp.ToolStatusCompleted, acp.ToolStatusFailed:
+		t.done = true
+		v.o.line("%s", v.d.toolLine(t))
+		if v.running == t {
+			v.running = nil
+		}
+		v.busySince = now
+	default:
+		v.running = t
+		if v.o.tty {
+			v.render(now)
+		}
+	}
+}
+
+// retry shows a retry's progress: the wait while it is scheduled, what it
+// came to once it has started, been cancelled or given up.
+func (v *sceneView) retry(r recovery.RetryProgress, now time.Time) {
+	o := v.o
+	switch r.Phase {
+	case recovery.PhaseScheduled:
+		v.wait = &retryWait{p: r, failure: failureWords(r), at: now}
+		o.interrupt() // a reply being printed goes on after the retry
+		if o.tty {
+			v.render(now)
+		} else {
+			o.line("%s", "  ↻ "+v.wait.text(v.wait.scheduledTiming(now)))
+		}
+		if v.sc.cancelAfter > 0 && !v.cancelSent && v.cancelC == nil {
+			v.cancelC = time.After(v.sc.cancelAfter)
+		}
+	case recovery.PhaseStarted:
+		if v.wait != nil {
+			v.retried(now)
+		}
+		v.wait, v.busySince = nil, now
+	case recovery.PhaseCancelled:
+		if v.wait != nil {
+			o.line("%s", o.c(red, fmt.Sprintf("  ✗ %s · wait cancelled after %s · no further request", v.wait.failure, seconds(now.Sub(v.wait.at)))))
+		} else {
+			o.line("%s", o.c(red, "  ✗ retry cancelled; no further request"))
+		}
+		v.wait = nil
+	case recovery.PhaseExhausted:
+		msg := "recovery gave up"
+		if r.Failure != nil {
+			msg += ": " + failureWords(r)
+		}
+		o.line("%s", o.c(red, "  ✗ "+msg))
+		v.wait = nil
+	}
+}
+
+// retried shows how long the wait for a retry that has started was.
+func (v *sceneView) retried(now time.Time) {
+	o, wait := v.o, v.wait
+	waited := now.Sub(wait.at)
+	timing := ""
+	if wait.p.DelayMs > 0 {
+		timing = "retried after " + seconds(waited)
+	}
+	switch {
+	case o.tty && o.note(wait.text(timing)):
+		// Printed under the reply once it has gone on.
+	case o.tty:
+		o.line("%s", o.c(yellow, "  ↻ "+wait.text(timing)))
+	case wait.p.DelayMs > 0 && o.cut:
+		o.line("  ↻ waited %s, retrying from where the reply stopped", seconds(waited))
+	case wait.p.DelayMs > 0:
+		o.line("  ↻ waited %s, retrying", seconds(waited))
 	}
 }
 

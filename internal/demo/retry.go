@@ -76,13 +76,6 @@ func failureWords(p recovery.RetryProgress) string {
 	return "request failed" + status
 }
 
-// timedOut reports whether p's failure is a TIMEOUT without an HTTP status,
-// whose words need to know which limit fired.
-func timedOut(p recovery.RetryProgress) bool {
-	return p.Failure != nil && p.Failure.Code == recovery.Timeout && p.Failure.Status == 0 &&
-		p.Action != string(recovery.ActionEscalate) && p.Action != string(recovery.ActionContinue) && p.Action != string(recovery.ActionStripImages)
-}
-
 // text is the wait's status line. timing is "retrying in 1.0s", "retried
 // after 1.0s" and the like; "" leaves it out.
 func (w *retryWait) text(timing string) string {

@@ -25,8 +25,6 @@ const (
 	// LaunchTimeout is how long the launch check lets the agent run with
 	// stdin closed.
 	LaunchTimeout = 10 * time.Second
-	// ValidatorName is the clientInfo.name the registry's CI sends.
-	ValidatorName = "ACP Registry Validator"
 	// terminateGrace is how long a terminated agent gets before it is killed.
 	terminateGrace = 2 * time.Second
 )

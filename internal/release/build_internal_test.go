@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // unstripped finds the symbol table and DWARF in a binary linked plainly,
@@ -37,5 +38,50 @@ func TestUnstripped(t *testing.T) {
 	}
 	if got := unstripped(build("stripped", "-ldflags", LDFlags), runtime.GOOS); len(got) != 0 {
 		t.Errorf("unstripped(build with %s) = %q, want nothing", LDFlags, got)
+	}
+}
+
+// The same files make the same archive, whatever their dates and modes on
+// disk and whenever it is written: the sha256 in the registry entry is of
+// the sources, not of the build machine's clock.
+func TestWriteArchive_Reproducible(t *testing.T) {
+	dir := t.TempDir()
+	bin, doc := filepath.Join(dir, "bin"), filepath.Join(dir, "doc")
+	for p, data := range map[string]string{bin: "\x7fELF binary", doc: "the licence"} {
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := []archiveFile{{name: "rebound", path: bin, mode: 0o755}, {name: "LICENSE", path: doc, mode: 0o644}}
+	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, ext := range []string{".tar.gz", ".zip"} {
+		t.Run(ext, func(t *testing.T) {
+			first := filepath.Join(dir, "first"+ext)
+			if err := writeArchive(first, files, stamp); err != nil {
+				t.Fatal(err)
+			}
+			// Another checkout of the same files: other dates, other modes.
+			later := time.Now().Add(time.Hour)
+			for _, p := range []string{bin, doc} {
+				if err := os.Chtimes(p, later, later); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(p, 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second := filepath.Join(dir, "second"+ext)
+			if err := writeArchive(second, files, stamp); err != nil {
+				t.Fatal(err)
+			}
+			a, errA := fileSHA256(first)
+			b, errB := fileSHA256(second)
+			if errA != nil || errB != nil {
+				t.Fatal(errA, errB)
+			}
+			if a != b {
+				t.Errorf("the same files make archives with sha256 %s and %s", a, b)
+			}
+		})
 	}
 }

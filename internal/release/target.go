@@ -1,7 +1,7 @@
 // Package release builds Rebound's release archives and checks its entry
 // for the ACP agent registry (agent.json and icon.svg) as the registry's CI
 // does, except that nothing is fetched: the archives checked are the ones
-// built here. tools/release is its command line; .ci/run and the release
+// built here. scripts/release is its command line; .ci/run and the release
 // workflow run it.
 package release
 

@@ -2,8 +2,8 @@
 // agent registry entry the way the registry's CI does, without fetching
 // anything. Run it from the repository:
 //
-//	go run ./tools/release build [-out DIR] [-targets all|host|PLATFORM,...] [-tag vX.Y.Z]
-//	go run ./tools/release check [-out DIR]
+//	go run ./scripts/release build [-out DIR] [-targets all|host|PLATFORM,...] [-tag vX.Y.Z]
+//	go run ./scripts/release check [-out DIR]
 //
 // build writes the archives, SHA256SUMS and the entry (rebound/agent.json
 // with each archive's sha256, rebound/icon.svg) into DIR, outside the
@@ -32,8 +32,8 @@ func main() {
 }
 
 const usage = `Usage:
-  go run ./tools/release build [-out DIR] [-targets all|host|PLATFORM,...] [-tag vX.Y.Z]
-  go run ./tools/release check [-out DIR]
+  go run ./scripts/release build [-out DIR] [-targets all|host|PLATFORM,...] [-tag vX.Y.Z]
+  go run ./scripts/release check [-out DIR]
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
