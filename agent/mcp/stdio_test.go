@@ -215,19 +215,21 @@ func TestStdio_StartTimeoutKillsServer(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	opts := testOptions(t)
-	// Long enough for the server to start and write its pid on a loaded
-	// machine (at 300 ms it was sometimes killed before it wrote it, and
-	// the test could not tell whether it was gone).
-	opts.StartTimeout = 2 * time.Second
+	opts.StartTimeout = 300 * time.Millisecond
+	// The pid is written by a shell that then becomes the server (exec):
+	// the shell starts in a millisecond, while the race-built test binary
+	// that serves may take longer than the timeout to start on a loaded
+	// machine and so never write it itself.
+	sp := mockSpec(t, "silent", mcpmock.EnvSilent+"=1", mcpmock.EnvLinger+"=1", "PIDFILE="+pidFile)
+	sp.Args = []string{"-c", `echo $$ > "$PIDFILE"; exec "$0"`, sp.Command}
+	sp.Command = "/bin/sh"
 	begin := time.Now()
-	set, failures := mcp.Start(t.Context(), []mcp.Spec{
-		mockSpec(t, "silent", mcpmock.EnvSilent+"=1", mcpmock.EnvPIDFile+"="+pidFile, mcpmock.EnvLinger+"=1"),
-	}, opts)
+	set, failures := mcp.Start(t.Context(), []mcp.Spec{sp}, opts)
 	defer set.Close()
 	if took := time.Since(begin); took > opts.StartTimeout+prompt {
 		t.Errorf("Start() took %v", took)
 	}
-	want := `MCP server "silent" did not answer initialize within 2s`
+	want := `MCP server "silent" did not answer initialize within 300ms`
 	if len(failures) != 1 || failures[0].Error() != want {
 		t.Fatalf("failures = %v, want %s", failures, want)
 	}
