@@ -29,11 +29,13 @@ import (
 // The turn decides what happens to an attempt (retry, continue, commit);
 // the emitter decides what of it the editor sees, and when.
 type emitter struct {
-	s      *sessionState
-	c      acp.Client
-	logger *zerolog.Logger
-	live   bool
-	turn   int
+	rec     recorder
+	journal journal
+	c       updater
+	session string // the session's id, which every update names
+	logger  *zerolog.Logger
+	live    bool
+	turn    int
 
 	attempt int    // the attempt whose output comes (the log's step number)
 	msgID   string // the id of the message the current logical request makes
@@ -64,9 +66,46 @@ type part struct {
 	out   output
 }
 
-func newEmitter(s *sessionState, c acp.Client, logger *zerolog.Logger, live bool, turn int) *emitter {
-	return &emitter{s: s, c: c, logger: logger, live: live, turn: turn}
+// recorder appends the reply's message to the session log, synced: a
+// commit is on disk before anything of it is sent.
+type recorder interface {
+	recordMessage(session.AssistantMessage) error
 }
+
+// journal is the session's shown journal: what the editor was shown live
+// of a reply not yet committed (session.Log).
+type journal interface {
+	WriteShown(chunks ...session.AssistantChunk) error
+	ClearShown() error
+}
+
+// updater sends the editor a session update (acp.Client).
+type updater interface {
+	Update(ctx context.Context, sessionID string, u acp.SessionUpdate) error
+}
+
+func newEmitter(rec recorder, j journal, c updater, sessionID string, logger *zerolog.Logger, live bool, turn int) *emitter {
+	return &emitter{rec: rec, journal: j, c: c, session: sessionID, logger: logger, live: live, turn: turn}
+}
+
+// sessionRecorder records through the session (sessionState.appendSync),
+// so the message joins the session's events too.
+type sessionRecorder struct{ s *sessionState }
+
+func (r sessionRecorder) recordMessage(m session.AssistantMessage) error {
+	_, err := r.s.appendSync(session.TypeAssistantMessage, m)
+	return err
+}
+
+// sessionJournal is the session log's shown journal, the log looked up at
+// each use, as the session holds it then.
+type sessionJournal struct{ s *sessionState }
+
+func (j sessionJournal) WriteShown(chunks ...session.AssistantChunk) error {
+	return j.s.log.WriteShown(chunks...)
+}
+
+func (j sessionJournal) ClearShown() error { return j.s.log.ClearShown() }
 
 // begin starts the output of a new logical request, under a new message id.
 func (e *emitter) begin() {
@@ -163,16 +202,16 @@ func (e *emitter) show(ctx context.Context, thought, text string) error {
 		chunks[n] = ch
 		n++
 	}
-	if err := e.s.log.WriteShown(chunks[:n]...); err != nil {
+	if err := e.journal.WriteShown(chunks[:n]...); err != nil {
 		return fmt.Errorf("record chunk: %w", &recordError{err})
 	}
 	for _, p := range parts {
 		if p.text == "" {
 			continue
 		}
-		if err := sendChunk(ctx, e.c, e.s.id, p.kind, e.msgID, p.text); err != nil {
+		if err := sendChunk(ctx, e.c, e.session, p.kind, e.msgID, p.text); err != nil {
 			// The editor went away; the reply is recorded and goes on.
-			e.logger.Debug().Err(err).Str("session", e.s.id).Msg("could not send a chunk")
+			e.logger.Debug().Err(err).Str("session", e.session).Msg("could not send a chunk")
 		}
 	}
 	return nil
@@ -222,7 +261,7 @@ func (e *emitter) commit(last *llm.Reply, calls []session.MessageToolCall) (llm.
 		}
 		text, reasoning = t.String(), r.String()
 	}
-	if _, err := e.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+	if err := e.rec.recordMessage(session.AssistantMessage{
 		Turn: e.turn, Step: e.attempt, MessageID: e.msgID, Text: text, Reasoning: reasoning, FinishReason: last.FinishReason,
 		ToolCalls: calls,
 	}); err != nil {
@@ -241,12 +280,15 @@ func (e *emitter) commit(last *llm.Reply, calls []session.MessageToolCall) (llm.
 // recovery failed or was cancelled: the user saw it, so it stays, marked
 // incomplete, and the next turn's history holds it. Nothing is sent.
 func (e *emitter) commitIncomplete() (llm.Message, error) {
-	if _, err := e.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+	if err := e.rec.recordMessage(session.AssistantMessage{
 		Turn: e.turn, Step: e.attempt, MessageID: e.msgID, Text: e.shown.String(), Reasoning: e.shownThought.String(), Incomplete: true,
 	}); err != nil {
 		return llm.Message{}, fmt.Errorf("commit the reply shown so far: %w", err)
 	}
 	e.committed = true
+	// Held parts kept before the failure were never shown and are not in
+	// the record: a flush must not send them now.
+	e.held, e.parts = nil, nil
 	e.clearShown()
 	return llm.Message{Role: llm.RoleAssistant, Content: e.shown.String(), Reasoning: e.shownThought.String()}, nil
 }
@@ -254,7 +296,7 @@ func (e *emitter) commitIncomplete() (llm.Message, error) {
 // commitAnswer records a reply Rebound made itself (a slash command's
 // answer) as the request's message; flush then sends it, live or held.
 func (e *emitter) commitAnswer(text string) error {
-	if _, err := e.s.appendSync(session.TypeAssistantMessage, session.AssistantMessage{
+	if err := e.rec.recordMessage(session.AssistantMessage{
 		Turn: e.turn, Step: e.attempt, MessageID: e.msgID, Text: text, FinishReason: llm.FinishStop,
 	}); err != nil {
 		return err
@@ -269,9 +311,9 @@ func (e *emitter) clearShown() {
 	if !e.live {
 		return // held output never reaches the journal
 	}
-	if err := e.s.log.ClearShown(); err != nil {
+	if err := e.journal.ClearShown(); err != nil {
 		// Harmless: its chunks are stale now that the message is in the log.
-		e.logger.Warn().Err(err).Str("session", e.s.id).Msg("could not empty the shown journal")
+		e.logger.Warn().Err(err).Str("session", e.session).Msg("could not empty the shown journal")
 	}
 }
 
@@ -285,14 +327,14 @@ func (e *emitter) flush(ctx context.Context) error {
 	parts := e.parts
 	e.parts = nil
 	for _, p := range parts {
-		if err := p.out.send(ctx, e.c, e.s.id, e.msgID); err != nil {
+		if err := p.out.send(ctx, e.c, e.session, e.msgID); err != nil {
 			return fmt.Errorf("send reply: %w", err)
 		}
 	}
 	return nil
 }
 
-func sendChunk(ctx context.Context, c acp.Client, sessionID, kind, msgID, text string) error {
+func sendChunk(ctx context.Context, c updater, sessionID, kind, msgID, text string) error {
 	block := acp.TextBlock(text)
 	return c.Update(ctx, sessionID, acp.Chunk(kind, msgID, block))
 }
@@ -323,7 +365,7 @@ func (o *output) add(kind, text string) {
 
 // send sends held output in order, in pieces of at most heldPieceBytes cut
 // at rune boundaries, all under the message's id.
-func (o output) send(ctx context.Context, c acp.Client, sessionID, msgID string) error {
+func (o output) send(ctx context.Context, c updater, sessionID, msgID string) error {
 	for _, seg := range o {
 		for rest := string(seg.text); len(rest) > 0; {
 			piece := clip.Prefix(rest, heldPieceBytes)

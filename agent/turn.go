@@ -79,7 +79,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		start:  time.Now(),
 		ws:     tools.NewWorkspace(s.cwd, s.additionalDirs...),
 	}
-	t.out = newEmitter(s, c, &a.cfg.Logger, a.cfg.Live, t.number)
+	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
 	text := renderPrompt(req.Prompt)
 	// Whether the model will see this prompt is decided here, once, and
 	// recorded: the history reads it (answeredLocally).

@@ -3,7 +3,9 @@
 # named test must then fail. Run it in review: scripts/mutations.sh
 # (about a minute; it works on a copy of HEAD and changes nothing here).
 # A mutation whose test still passes is a promise no test protects.
+# scripts/mutations.sh WORD runs only the mutations whose description holds WORD.
 set -u
+only=${1:-}
 root=$(git rev-parse --show-toplevel)
 work=$(mktemp -d)
 trap 'git -C "$root" worktree remove --force "$work" >/dev/null 2>&1; rm -rf "$work"' EXIT
@@ -14,6 +16,7 @@ survived=0
 # mutate FILE SED-EXPRESSION PACKAGE TEST-REGEXP DESCRIPTION
 mutate() {
 	local file=$1 expr=$2 pkg=$3 test=$4 what=$5
+	[[ $what == *"$only"* ]] || return 0
 	cp "$file" "$file.orig"
 	sed -i "$expr" "$file"
 	if cmp -s "$file" "$file.orig"; then
@@ -30,9 +33,14 @@ mutate() {
 
 mutate agent/progress.go 's/t.s.appendSync(session.TypeLLMRetry, ev)/t.s.append(session.TypeLLMRetry, ev)/' \
 	./agent TestAgent_RetryIsOnDiskBeforeTheWait "llm/retry is synced before the wait"
-mutate agent/emit.go 's|if err := e.s.log.WriteShown(chunks\[:n\]...); err != nil {|if err := error(nil); err != nil {|' \
+mutate agent/emit.go 's|if err := e.journal.WriteShown(chunks\[:n\]...); err != nil {|if err := error(nil); err != nil {|' \
 	./agent TestAgent_LiveChunkIsInTheFileBeforeItIsShown "a live chunk is written to the file before the editor is sent it"
-mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t_ = sendChunk(ctx, e.c, e.s.id, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
+# The emitter alone: its live path sends each chunk first, then journals it.
+mutate agent/emit.go 's|^\tif err := e.journal.WriteShown(chunks\[:n\]...); err != nil {$|\tfor _, p := range parts {\n\t\tif p.text != "" {\n\t\t\t_ = sendChunk(ctx, e.c, e.session, p.kind, e.msgID, p.text)\n\t\t}\n\t}\n\tparts = [2]struct{ kind, text string }{}\n&|' \
+	./agent TestEmitter_Live "the emitter journals a live chunk before it sends it"
+mutate agent/emit.go 's|^\tif !e.committed {$|\tif false {|' \
+	./agent TestEmitter_ "the emitter's flush sends nothing uncommitted"
+mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t_ = sendChunk(ctx, e.c, e.session, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
@@ -40,7 +48,7 @@ mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
 mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
 	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"
-mutate agent/emit.go 's|return p\[o:\] // repeated the end of the shown text|return p|' \
+mutate agent/emit.go 's|^\t\t\t\treturn p\[o:\]$|\t\t\t\treturn p|' \
 	./agent TestResumer "a continuation's repeat of the shown text is trimmed"
 mutate agent/tooluse.go '0,/t.s.rules\[scope\] = outcome/s//_ = outcome/' \
 	./cmd/rebound 'TestGolden/tool_permission_always' "an always-allow answer holds for the session"
