@@ -196,25 +196,25 @@ func (m *mcpServers) note() string {
 // callMCP runs a call to an MCP server's tool: permission as for a
 // command, unless the mode says otherwise, then the call, bounded by the
 // command timeout.
-func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
-	if t.mode == ModeReadOnly {
+func (r *toolRunner) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
+	if r.mode() == ModeReadOnly {
 		return readOnlyOutput(call.Name), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
+	ok, out, err := r.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
 		title: tools.MCPTitle(server, tool, input)})
 	if !ok || err != nil {
 		return out, err
 	}
-	t.inProgress(ctx, call.ID, nil)
-	cctx, cancel := context.WithTimeout(ctx, t.agent.cfg.Tools.CommandTimeout)
+	r.inProgress(ctx, call.ID, nil)
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CommandTimeout)
 	defer cancel()
-	res, err := t.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
+	res, err := r.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",
 			content: []acp.ToolCallContent{acp.ContentText("Cancelled")}}, errCancelledDuringTool
 	case err != nil && cctx.Err() != nil:
-		return failed("%s did not answer within %v; it was given up.", info.Title, t.agent.cfg.Tools.CommandTimeout), nil
+		return failed("%s did not answer within %v; it was given up.", info.Title, r.cfg.CommandTimeout), nil
 	case err != nil:
 		return failed("%v", err), nil
 	}

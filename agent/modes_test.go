@@ -67,8 +67,7 @@ func TestPermit_PerMode(t *testing.T) {
 			if rules == nil {
 				rules = map[string]string{}
 			}
-			a := New(Config{})
-			tr := &turn{agent: a, s: &sessionState{id: "sess_test", rules: rules}, c: c, mode: tt.mode}
+			tr, _ := testRunner(c, nil, tt.mode, rules)
 			ok, out, err := tr.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, approval{scope: tt.scope, protected: tt.protect})
 			if err != nil {
 				t.Fatal(err)
@@ -128,8 +127,7 @@ func TestToolsFor_ReadOnlyOffersOnlyReading(t *testing.T) {
 }
 
 func TestReadOnlyDispatch_RefusesMutatingCalls(t *testing.T) {
-	tr := &turn{agent: New(Config{}), s: &sessionState{id: "sess_test", rules: map[string]string{}}, c: &askingClient{}, mode: ModeReadOnly,
-		ws: tools.NewWorkspace(t.TempDir())}
+	tr, _ := testRunner(&askingClient{}, tools.NewWorkspace(t.TempDir()), ModeReadOnly, nil)
 	for _, call := range []session.MessageToolCall{
 		{ID: "1", Name: tools.WriteFile, Arguments: `{"path":"a.txt","content":"x"}`},
 		{ID: "2", Name: tools.EditFile, Arguments: `{"path":"a.txt","old_text":"x","new_text":"y"}`},

@@ -20,9 +20,9 @@ import (
 // usePlan runs a valid update_plan call: it records the call, the plan and
 // the result, and sends the whole plan, which the editor shows in place of
 // the last one. It never asks permission: it changes nothing but the panel.
-func (t *turn) usePlan(ctx context.Context, step int, call session.MessageToolCall, a *tools.UpdatePlanArgs) error {
-	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
-		Turn: t.number, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
+func (r *toolRunner) usePlan(ctx context.Context, step int, call session.MessageToolCall, a *tools.UpdatePlanArgs) error {
+	if err := r.record(session.TypeToolCall, session.ToolCall{
+		Turn: r.turn, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
 		Title: "Update plan", Kind: string(acp.ToolKindOther),
 	}); err != nil {
 		return fmt.Errorf("record tool call: %w", err)
@@ -31,11 +31,11 @@ func (t *turn) usePlan(ctx context.Context, step int, call session.MessageToolCa
 	for i, e := range a.Entries {
 		entries[i] = session.PlanEntry(e)
 	}
-	if _, err := t.s.appendSync(session.TypePlan, session.Plan{Turn: t.number, ToolCallID: call.ID, Entries: entries}); err != nil {
+	if err := r.record(session.TypePlan, session.Plan{Turn: r.turn, ToolCallID: call.ID, Entries: entries}); err != nil {
 		return fmt.Errorf("record plan: %w", err)
 	}
-	t.notify(ctx, planUpdate(entries))
-	if err := t.recordResult(call.ID, toolOutcome{status: session.ToolCompleted, output: planSummary(entries)}); err != nil {
+	r.notify(ctx, planUpdate(entries))
+	if err := r.recordResult(call.ID, toolOutcome{status: session.ToolCompleted, output: planSummary(entries)}); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
