@@ -262,6 +262,65 @@ func (r *toolRunner) recordResult(id string, out toolOutcome) error {
 	return nil
 }
 
+// usePlan runs a valid update_plan call: it records the call, the plan and
+// the result, and sends the whole plan, which the editor shows in place of
+// the last one. It never asks permission: it changes nothing but the panel.
+func (r *toolRunner) usePlan(ctx context.Context, step int, call session.MessageToolCall, a *tools.UpdatePlanArgs) error {
+	if err := r.record(session.TypeToolCall, session.ToolCall{
+		Turn: r.turn, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
+		Title: "Update plan", Kind: string(acp.ToolKindOther),
+	}); err != nil {
+		return fmt.Errorf("record tool call: %w", err)
+	}
+	entries := make([]session.PlanEntry, len(a.Entries))
+	for i, e := range a.Entries {
+		entries[i] = session.PlanEntry(e)
+	}
+	if err := r.record(session.TypePlan, session.Plan{Turn: r.turn, ToolCallID: call.ID, Entries: entries}); err != nil {
+		return fmt.Errorf("record plan: %w", err)
+	}
+	r.notify(ctx, planUpdate(entries))
+	if err := r.recordResult(call.ID, toolOutcome{status: session.ToolCompleted, output: planSummary(entries)}); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// callMCP runs a call to an MCP server's tool: permission as for a
+// command, unless the mode says otherwise, then the call, bounded by the
+// command timeout.
+func (r *toolRunner) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
+	if r.mode() == ModeReadOnly {
+		return readOnlyOutput(call.Name), nil
+	}
+	ok, out, err := r.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
+		title: tools.MCPTitle(server, tool, input)})
+	if !ok || err != nil {
+		return out, err
+	}
+	r.inProgress(ctx, call.ID, nil)
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CommandTimeout)
+	defer cancel()
+	res, err := r.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",
+			content: []acp.ToolCallContent{acp.ContentText("Cancelled")}}, errCancelledDuringTool
+	case err != nil && cctx.Err() != nil:
+		return failed("%s did not answer within %v; it was given up.", info.Title, r.cfg.CommandTimeout), nil
+	case err != nil:
+		return failed("%v", err), nil
+	}
+	if res.IsError { // the model must tell a failed call from an answer
+		return toolOutcome{status: session.ToolFailed, output: "The tool reported an error: " + res.Text,
+			content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
+	}
+	return toolOutcome{status: session.ToolCompleted, output: res.Text, content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
+}
+
 // dispatch prepares the call (resolving paths, computing an edit), asks for
 // permission when it changes something, and carries it out.
 func (r *toolRunner) dispatch(ctx context.Context, call session.MessageToolCall, info tools.Info, args any) (toolOutcome, error) {
