@@ -10,6 +10,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/session"
+	"github.com/rs/zerolog"
 )
 
 // askingClient counts permission requests and fails them, so permit never
@@ -67,8 +68,11 @@ func TestPermit_PerMode(t *testing.T) {
 			if rules == nil {
 				rules = map[string]string{}
 			}
-			tr, _ := testRunner(c, nil, tt.mode, rules)
-			ok, out, err := tr.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, approval{scope: tt.scope, protected: tt.protect})
+			nop := zerolog.Nop()
+			gate := &permissionGate{asker: c, sessionID: "sess_test", turn: 1, mode: func() string { return tt.mode },
+				rules: func() map[string]string { return rules }, log: &nop,
+				record: func(string, any) error { panic("a failed request is not recorded") }}
+			ok, out, err := gate.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, approval{scope: tt.scope, protected: tt.protect})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 
 // toolRunner runs the tool calls of a turn's committed replies, with the
 // permission gate in front of every call that changes something
-// (tooluse.go, shell.go, plan.go, callMCP). It knows the editor only
+// (tooluse.go, shell.go). It knows the editor only
 // through the calls it makes, and the turn only through the functions it
 // is given, so it can be tested with fakes.
 type toolRunner struct {
@@ -30,10 +30,9 @@ type toolRunner struct {
 	answered func(llm.Message)
 	// mode is the session's mode as the turn last read it.
 	mode func() string
-	// rules gives the session's standing permission answers by scope (read
-	// each time: the session may reload them); the runner adds to them once
-	// an answer is recorded.
-	rules   func() map[string]string
+	// gate asks, or decides, before a call that changes something runs
+	// (approval.go).
+	gate    *permissionGate
 	mcp     mcpCaller
 	pending map[string]string // tool calls of the last committed reply without a result: id → the provider's id (ModelID)
 	cfg     Tools
@@ -81,19 +80,23 @@ type mcpCaller interface {
 // turn has waited for them.
 func (t *turn) newToolRunner() *toolRunner {
 	a := t.agent
+	record := func(typ string, data any) error {
+		_, err := t.s.appendSync(typ, data)
+		return err
+	}
+	mode := func() string { return t.mode }
 	return &toolRunner{
 		ed: t.c, ws: t.ws, sessionID: t.s.id, turn: t.number,
-		record: func(typ string, data any) error {
-			_, err := t.s.appendSync(typ, data)
-			return err
-		},
+		record:   record,
 		notify:   t.notify,
 		answered: func(m llm.Message) { t.exchange = append(t.exchange, m) },
-		mode:     func() string { return t.mode },
-		rules:    func() map[string]string { return t.s.rules },
-		mcp:      (*mcp.Set)(nil),
-		cfg:      a.cfg.Tools,
-		secrets:  a.childSecrets,
-		log:      &a.cfg.Logger,
+		mode:     mode,
+		// Read each time: the session may reload its rules from the log.
+		gate: &permissionGate{asker: t.c, sessionID: t.s.id, turn: t.number, record: record, mode: mode,
+			rules: func() map[string]string { return t.s.rules }, log: &a.cfg.Logger},
+		mcp:     (*mcp.Set)(nil),
+		cfg:     a.cfg.Tools,
+		secrets: a.childSecrets,
+		log:     &a.cfg.Logger,
 	}
 }

@@ -42,24 +42,26 @@ func testRunner(ed toolEditor, ws *tools.Workspace, mode string, rules map[strin
 	}
 	log := &runnerLog{}
 	nop := zerolog.Nop()
+	record := func(typ string, data any) error {
+		if typ == log.failOn {
+			return errors.New("the disk is full")
+		}
+		log.steps = append(log.steps, "record "+typ)
+		log.events = append(log.events, data)
+		return nil
+	}
 	r := &toolRunner{
 		ed: ed, ws: ws, sessionID: "sess_test", turn: 1,
-		record: func(typ string, data any) error {
-			if typ == log.failOn {
-				return errors.New("the disk is full")
-			}
-			log.steps = append(log.steps, "record "+typ)
-			log.events = append(log.events, data)
-			return nil
-		},
+		record:   record,
 		notify:   func(context.Context, acp.SessionUpdate) {},
 		answered: func(llm.Message) {},
 		mode:     func() string { return mode },
-		rules:    func() map[string]string { return rules },
-		mcp:      (*mcp.Set)(nil),
-		cfg:      Tools{CommandTimeout: 10 * time.Second, MaxCommandTimeout: 10 * time.Second, OutputLimit: 1 << 10},
-		secrets:  func() proc.Secrets { return proc.Secrets{} },
-		log:      &nop,
+		gate: &permissionGate{asker: ed, sessionID: "sess_test", turn: 1, record: record,
+			mode: func() string { return mode }, rules: func() map[string]string { return rules }, log: &nop},
+		mcp:     (*mcp.Set)(nil),
+		cfg:     Tools{CommandTimeout: 10 * time.Second, MaxCommandTimeout: 10 * time.Second, OutputLimit: 1 << 10},
+		secrets: func() proc.Secrets { return proc.Secrets{} },
+		log:     &nop,
 	}
 	return r, log
 }
@@ -194,18 +196,19 @@ func TestToolRunner_RejectedNeverRuns(t *testing.T) {
 // could not keep allows nothing.
 func TestToolRunner_AllowAlwaysRecordedFirst(t *testing.T) {
 	r, ed, log := newFakeRunner(t, ModeAsk, session.AllowAlways)
-	record := r.record
-	r.record = func(typ string, data any) error {
-		if typ == session.TypePermission && r.rules()[scopeEdits] != "" {
-			t.Errorf("the rule for edits was %q before its answer was recorded", r.rules()[scopeEdits])
+	rules := r.gate.rules
+	record := r.gate.record
+	r.gate.record = func(typ string, data any) error {
+		if typ == session.TypePermission && rules()[scopeEdits] != "" {
+			t.Errorf("the rule for edits was %q before its answer was recorded", rules()[scopeEdits])
 		}
 		return record(typ, data)
 	}
 	if err := r.useTools(t.Context(), 1, []session.MessageToolCall{writeCall("c1", "a.txt"), writeCall("c2", "b.txt")}); err != nil {
 		t.Fatal(err)
 	}
-	if len(ed.asked) != 1 || r.rules()[scopeEdits] != session.AllowAlways {
-		t.Fatalf("asked %d times, rule %q; want once, allow_always", len(ed.asked), r.rules()[scopeEdits])
+	if len(ed.asked) != 1 || r.gate.rules()[scopeEdits] != session.AllowAlways {
+		t.Fatalf("asked %d times, rule %q; want once, allow_always", len(ed.asked), r.gate.rules()[scopeEdits])
 	}
 	if got := log.permissions(); len(got) != 1 || got[0].Outcome != session.AllowAlways || got[0].Scope != scopeEdits {
 		t.Errorf("permissions recorded %+v", got)
@@ -221,8 +224,8 @@ func TestToolRunner_AllowAlwaysRecordedFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "record permission") {
 		t.Fatalf("err = %v, want the log's failure", err)
 	}
-	if r.rules()[scopeEdits] != "" || slices.Contains(log.steps, "write a.txt") {
-		t.Errorf("rule %q, steps %q: an unrecorded answer took effect", r.rules()[scopeEdits], log.steps)
+	if r.gate.rules()[scopeEdits] != "" || slices.Contains(log.steps, "write a.txt") {
+		t.Errorf("rule %q, steps %q: an unrecorded answer took effect", r.gate.rules()[scopeEdits], log.steps)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -296,7 +295,7 @@ func (r *toolRunner) callMCP(ctx context.Context, call session.MessageToolCall, 
 	if r.mode() == ModeReadOnly {
 		return readOnlyOutput(call.Name), nil
 	}
-	ok, out, err := r.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
+	ok, out, err := r.gate.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
 		title: tools.MCPTitle(server, tool, input)})
 	if !ok || err != nil {
 		return out, err
@@ -428,7 +427,7 @@ func (r *toolRunner) change(ctx context.Context, call session.MessageToolCall, i
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	ok, out, err := r.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: r.ws.ProtectedWrite(path, old, updated),
+	ok, out, err := r.gate.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: r.ws.ProtectedWrite(path, old, updated),
 		title: changeTitle(info.Title, r.rel(target), r.ws.LinkTarget(path) != "")})
 	if !ok || err != nil {
 		return out, err
@@ -489,98 +488,6 @@ func (r *toolRunner) search(ctx context.Context, a *tools.SearchFilesArgs) toolO
 		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("%d %s", len(matches), plural(len(matches), "match")))}}
 }
 
-// permit asks the user, unless the session's mode or a standing answer
-// decides: read_only refuses, a standing rejection holds in every other
-// mode, accept_edits allows edits and full_access everything, a standing
-// allowance allows. A protected write asks in every mode but full_access
-// and offers no standing answer. ok reports whether the call may go ahead;
-// when it may not, out is its result, and err is set when the user
-// cancelled the turn instead of answering.
-func (r *toolRunner) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, ap approval) (ok bool, out toolOutcome, err error) {
-	scope := ap.scope
-	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
-		"The user declined this change.", "The user has declined all edits for this session."
-	switch {
-	case strings.HasPrefix(scope, "mcp:"):
-		always, never, declinedText, declinedAlways = "Always allow this tool", "Always reject this tool",
-			"The user declined this tool call.", "The user has declined this tool for this session."
-	case scope != scopeEdits:
-		always, never, declinedText, declinedAlways = "Always allow this command in this directory", "Always reject this command in this directory",
-			"The user declined to run this command.", "The user has declined this command for this session."
-	}
-	d := modeDecision(r.mode(), scope)
-	if d == refuse {
-		return false, readOnlyOutput(call.Name), nil
-	}
-	switch r.rules()[scope] {
-	case session.AllowAlways:
-		if ap.protected == "" || r.mode() == ModeFullAccess {
-			return true, toolOutcome{}, nil
-		}
-	case session.RejectAlways:
-		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
-	}
-	if d == allow && (ap.protected == "" || r.mode() == ModeFullAccess) {
-		return true, toolOutcome{}, nil
-	}
-	preview := ap.preview
-	options := []acp.PermissionOption{
-		{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
-		{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
-		{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
-		{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
-	}
-	title := cmp.Or(ap.title, info.Title)
-	if ap.protected != "" {
-		// After the diff: a client that shows one diff looks only at the
-		// first content (codecompanion.nvim); the title says it too.
-		note := protectedNote(ap.protected)
-		preview = append(slices.Clip(preview), note)
-		title += ". " + note.Content.Text // the same words, which agent-shell shows once
-		options = []acp.PermissionOption{options[0], options[2]}
-	}
-	res, rerr := r.ed.RequestPermission(ctx, acp.RequestPermissionRequest{
-		SessionID: r.sessionID,
-		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: title, Kind: acp.ToolKind(info.Kind),
-			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations), RawInput: ap.input},
-		Options: options,
-	})
-	outcome := session.PermissionCancelled
-	if id, selected := res.Selected(); rerr == nil && selected {
-		outcome = id
-	}
-	if ap.protected != "" && (outcome == session.AllowAlways || outcome == session.RejectAlways) {
-		// Not offered: an editor that answers with it anyway gets it once.
-		outcome = map[string]string{session.AllowAlways: session.AllowOnce, session.RejectAlways: session.RejectOnce}[outcome]
-	}
-	if rerr != nil && ctx.Err() == nil {
-		// The editor could not ask: nothing is done without an answer.
-		r.log.Warn().Err(rerr).Str("session", r.sessionID).Msg("permission request failed")
-		return false, failed("Permission could not be asked (%v), so the tool was not run.", rerr), nil
-	}
-	if lerr := r.record(session.TypePermission, session.Permission{Turn: r.turn, ToolCallID: call.ID, Scope: scope, Outcome: outcome}); lerr != nil {
-		return false, toolOutcome{}, fmt.Errorf("record permission: %w", lerr)
-	}
-	switch outcome {
-	case session.AllowOnce, session.AllowAlways:
-		if outcome == session.AllowAlways {
-			r.rules()[scope] = outcome
-		}
-		return true, toolOutcome{}, nil
-	case session.RejectOnce, session.RejectAlways:
-		if outcome == session.RejectAlways {
-			r.rules()[scope] = outcome
-		}
-		forUser := "Rejected"
-		if outcome == session.RejectAlways {
-			forUser = "Rejected, and will be for the rest of this session"
-		}
-		return false, declined(declinedText+" Do not retry it; continue without it or ask the user what to do.", forUser), nil
-	}
-	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
-		content: []acp.ToolCallContent{acp.ContentText("Cancelled before permission was given")}}, errCancelledDuringTool
-}
-
 var errCancelledDuringTool = errors.New("the user cancelled the turn during a tool call")
 
 func (r *toolRunner) inProgress(ctx context.Context, id string, content []acp.ToolCallContent) {
@@ -600,7 +507,7 @@ func (r *toolRunner) runCommand(ctx context.Context, call session.MessageToolCal
 		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, r.cfg.MaxCommandTimeout)
 	}
 	runs := tools.RunCommandArgs{Command: a.Command, Cwd: dir, TimeoutSeconds: int((timeout + time.Second - 1) / time.Second)}
-	ok, out, err := r.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs),
+	ok, out, err := r.gate.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs),
 		title: tools.CommandTitle(a.Command, dir)})
 	if !ok || err != nil {
 		return out, err
