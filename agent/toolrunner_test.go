@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -278,5 +279,62 @@ func TestToolRunner_ProtectedAsksInAcceptEdits(t *testing.T) {
 	}
 	if i, j := slices.Index(log.steps, "ask"), slices.Index(log.steps, "write pre-commit"); i < 0 || j < i {
 		t.Errorf("steps %q: want the write after the request", log.steps)
+	}
+}
+
+// TestToolRunner_GateProperties runs a write through the runner in every
+// mode, standing answer, protection and answer, and checks what must
+// hold whatever the combination: nothing is written unless allowed, an
+// answer is recorded before it takes effect, read_only never asks or
+// writes, a protected write asks unless full_access or a standing
+// rejection decides, and a cancel stops the turn.
+func TestToolRunner_GateProperties(t *testing.T) {
+	answers := []string{session.AllowOnce, session.AllowAlways, session.RejectOnce, session.RejectAlways, ""}
+	for _, m := range Modes {
+		for _, rule := range []string{"", session.AllowAlways, session.RejectAlways} {
+			for _, protected := range []bool{false, true} {
+				for _, answer := range answers {
+					name := fmt.Sprintf("%s/rule=%q/protected=%v/answer=%q", m.ID, rule, protected, answer)
+					r, ed, log := newFakeRunner(t, m.ID, answer)
+					if rule != "" {
+						r.gate.rules()[scopeEdits] = rule
+					}
+					path, file := "a.txt", "write a.txt"
+					if protected {
+						path, file = ".git/hooks/pre-commit", "write pre-commit"
+					}
+					err := r.useTools(t.Context(), 1, []session.MessageToolCall{writeCall("c1", path)})
+					asked := len(ed.asked) > 0
+					want := cmp.Or(answer, session.PermissionCancelled)
+					if protected { // no standing answer is offered, nor taken
+						want = cmp.Or(map[string]string{session.AllowAlways: session.AllowOnce, session.RejectAlways: session.RejectOnce}[want], want)
+					}
+					wrote := slices.Index(log.steps, file)
+					perms := log.permissions()
+					switch {
+					case m.ID == ModeReadOnly && (asked || wrote >= 0):
+						t.Errorf("%s: read_only asked or wrote: %q", name, log.steps)
+					case rule == session.RejectAlways && (asked || wrote >= 0):
+						t.Errorf("%s: a standing rejection asked or wrote: %q", name, log.steps)
+					case protected && m.ID != ModeFullAccess && m.ID != ModeReadOnly && rule != session.RejectAlways && !asked:
+						t.Errorf("%s: a protected write was not asked about: %q", name, log.steps)
+					case !asked && wrote >= 0 && m.ID != ModeAcceptEdits && m.ID != ModeFullAccess && rule != session.AllowAlways:
+						t.Errorf("%s: wrote without asking: %q", name, log.steps)
+					case asked && (len(perms) != 1 || perms[0].Outcome != want):
+						t.Errorf("%s: asked, recorded %+v", name, perms)
+					case asked && wrote >= 0 && (answer != session.AllowOnce && answer != session.AllowAlways ||
+						wrote < slices.Index(log.steps, "record "+session.TypePermission)):
+						t.Errorf("%s: wrote without a recorded allowance: %q", name, log.steps)
+					case asked && answer == "" && !errors.Is(err, errCancelledDuringTool):
+						t.Errorf("%s: a cancelled request gave %v", name, err)
+					case err != nil && answer != "":
+						t.Errorf("%s: %v", name, err)
+					}
+					if protected && asked && r.gate.rules()[scopeEdits] != rule {
+						t.Errorf("%s: a protected write changed the standing answer to %q", name, r.gate.rules()[scopeEdits])
+					}
+				}
+			}
+		}
 	}
 }
