@@ -2,15 +2,20 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/session"
+	"github.com/rs/zerolog"
 )
 
 // What a person approves must be exactly what runs: a permission request
@@ -36,6 +41,111 @@ type approval struct {
 	// full_access, whatever was answered before: it writes where a program
 	// could be made to run. No standing answer is offered for it.
 	protected string
+}
+
+// permissionGate decides whether a tool call that changes something may
+// run: by the session's mode, a standing answer, or the user's answer to a
+// request, which is recorded before it takes effect.
+type permissionGate struct {
+	asker     permissionAsker
+	sessionID string
+	turn      int
+	record    func(typ string, data any) error // appends to the session log, synced
+	mode      func() string
+	rules     func() map[string]string // standing answers by scope
+	log       *zerolog.Logger
+}
+
+// permit asks the user, unless the session's mode or a standing answer
+// decides: read_only refuses, a standing rejection holds in every other
+// mode, accept_edits allows edits and full_access everything, a standing
+// allowance allows. A protected write asks in every mode but full_access
+// and offers no standing answer. ok reports whether the call may go ahead;
+// when it may not, out is its result, and err is set when the user
+// cancelled the turn instead of answering.
+func (g *permissionGate) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, ap approval) (ok bool, out toolOutcome, err error) {
+	scope := ap.scope
+	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
+		"The user declined this change.", "The user has declined all edits for this session."
+	switch {
+	case strings.HasPrefix(scope, "mcp:"):
+		always, never, declinedText, declinedAlways = "Always allow this tool", "Always reject this tool",
+			"The user declined this tool call.", "The user has declined this tool for this session."
+	case scope != scopeEdits:
+		always, never, declinedText, declinedAlways = "Always allow this command in this directory", "Always reject this command in this directory",
+			"The user declined to run this command.", "The user has declined this command for this session."
+	}
+	d := modeDecision(g.mode(), scope)
+	if d == refuse {
+		return false, readOnlyOutput(call.Name), nil
+	}
+	switch g.rules()[scope] {
+	case session.AllowAlways:
+		if ap.protected == "" || g.mode() == ModeFullAccess {
+			return true, toolOutcome{}, nil
+		}
+	case session.RejectAlways:
+		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
+	}
+	if d == allow && (ap.protected == "" || g.mode() == ModeFullAccess) {
+		return true, toolOutcome{}, nil
+	}
+	preview := ap.preview
+	options := []acp.PermissionOption{
+		{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
+		{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
+		{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
+		{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
+	}
+	title := cmp.Or(ap.title, info.Title)
+	if ap.protected != "" {
+		// After the diff: a client that shows one diff looks only at the
+		// first content (codecompanion.nvim); the title says it too.
+		note := protectedNote(ap.protected)
+		preview = append(slices.Clip(preview), note)
+		title += ". " + note.Content.Text // the same words, which agent-shell shows once
+		options = []acp.PermissionOption{options[0], options[2]}
+	}
+	res, rerr := g.asker.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionID: g.sessionID,
+		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: title, Kind: acp.ToolKind(info.Kind),
+			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations), RawInput: ap.input},
+		Options: options,
+	})
+	outcome := session.PermissionCancelled
+	if id, selected := res.Selected(); rerr == nil && selected {
+		outcome = id
+	}
+	if ap.protected != "" && (outcome == session.AllowAlways || outcome == session.RejectAlways) {
+		// Not offered: an editor that answers with it anyway gets it once.
+		outcome = map[string]string{session.AllowAlways: session.AllowOnce, session.RejectAlways: session.RejectOnce}[outcome]
+	}
+	if rerr != nil && ctx.Err() == nil {
+		// The editor could not ask: nothing is done without an answer.
+		g.log.Warn().Err(rerr).Str("session", g.sessionID).Msg("permission request failed")
+		return false, failed("Permission could not be asked (%v), so the tool was not run.", rerr), nil
+	}
+	if lerr := g.record(session.TypePermission, session.Permission{Turn: g.turn, ToolCallID: call.ID, Scope: scope, Outcome: outcome}); lerr != nil {
+		return false, toolOutcome{}, fmt.Errorf("record permission: %w", lerr)
+	}
+	switch outcome {
+	case session.AllowOnce, session.AllowAlways:
+		if outcome == session.AllowAlways {
+			g.rules()[scope] = outcome
+		}
+		return true, toolOutcome{}, nil
+	case session.RejectOnce, session.RejectAlways:
+		if outcome == session.RejectAlways {
+			g.rules()[scope] = outcome
+		}
+		forUser := "Rejected"
+		if outcome == session.RejectAlways {
+			forUser = "Rejected, and will be for the rest of this session"
+		}
+		return false, declined(declinedText+" Do not retry it; continue without it or ask the user what to do.", forUser), nil
+	}
+	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
+		content: []acp.ToolCallContent{acp.ContentText("Cancelled before permission was given")}}, errCancelledDuringTool
 }
 
 // commandScope is what "always allow this command" covers: the command line

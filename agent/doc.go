@@ -22,9 +22,13 @@
 //     carries out).
 //   - progress.go, status.go: how a wait is shown (_meta, notices, the
 //     status tool call) and recorded.
-//   - tooluse.go, approval.go, shell.go, plan.go, mcpservers.go: tool
-//     calls, permission, shell commands (local or in the editor's terminal),
-//     the plan tool, the session's MCP servers.
+//   - toolrunner.go: the tool runner a turn builds and calls, and the
+//     narrow interfaces it depends on (the editor's permission, fs and
+//     terminal calls, the MCP servers).
+//   - tooluse.go, shell.go: the runner's methods: tool calls, the
+//     permission gate, the plan tool, MCP calls, shell commands (local or in
+//     the editor's terminal). approval.go: what a permission request shows.
+//   - plan.go, mcpservers.go: the plan panel, the session's MCP servers.
 //   - history.go: the model's view of the session log, kept incrementally.
 //   - load.go: session/load and the replay of a session to the editor.
 //   - lifecycle.go: session/list, resume, close, delete, titles.

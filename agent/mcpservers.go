@@ -2,15 +2,12 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
-	"github.com/rebound-agent/rebound/agent/tools"
-	"github.com/rebound-agent/rebound/session"
 )
 
 // mcpServers are the MCP servers the editor gave a session. They start in
@@ -191,38 +188,6 @@ func (m *mcpServers) note() string {
 		return ""
 	}
 	return "These MCP servers the user configured are not available (they failed to start or stopped), so their tools cannot be used: " + strings.Join(m.missing, ", ") + "."
-}
-
-// callMCP runs a call to an MCP server's tool: permission as for a
-// command, unless the mode says otherwise, then the call, bounded by the
-// command timeout.
-func (t *turn) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
-	if t.mode == ModeReadOnly {
-		return readOnlyOutput(call.Name), nil
-	}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
-		title: tools.MCPTitle(server, tool, input)})
-	if !ok || err != nil {
-		return out, err
-	}
-	t.inProgress(ctx, call.ID, nil)
-	cctx, cancel := context.WithTimeout(ctx, t.agent.cfg.Tools.CommandTimeout)
-	defer cancel()
-	res, err := t.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",
-			content: []acp.ToolCallContent{acp.ContentText("Cancelled")}}, errCancelledDuringTool
-	case err != nil && cctx.Err() != nil:
-		return failed("%s did not answer within %v; it was given up.", info.Title, t.agent.cfg.Tools.CommandTimeout), nil
-	case err != nil:
-		return failed("%v", err), nil
-	}
-	if res.IsError { // the model must tell a failed call from an answer
-		return toolOutcome{status: session.ToolFailed, output: "The tool reported an error: " + res.Text,
-			content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
-	}
-	return toolOutcome{status: session.ToolCompleted, output: res.Text, content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
 }
 
 func mcpScope(name string) string { return "mcp:" + name }

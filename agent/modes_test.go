@@ -10,6 +10,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/session"
+	"github.com/rs/zerolog"
 )
 
 // askingClient counts permission requests and fails them, so permit never
@@ -67,9 +68,11 @@ func TestPermit_PerMode(t *testing.T) {
 			if rules == nil {
 				rules = map[string]string{}
 			}
-			a := New(Config{})
-			tr := &turn{agent: a, s: &sessionState{id: "sess_test", rules: rules}, c: c, mode: tt.mode}
-			ok, out, err := tr.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, approval{scope: tt.scope, protected: tt.protect})
+			nop := zerolog.Nop()
+			gate := &permissionGate{asker: c, sessionID: "sess_test", turn: 1, mode: func() string { return tt.mode },
+				rules: func() map[string]string { return rules }, log: &nop,
+				record: func(string, any) error { panic("a failed request is not recorded") }}
+			ok, out, err := gate.permit(context.Background(), tt.call, tools.Info{Title: "t", Kind: "edit"}, approval{scope: tt.scope, protected: tt.protect})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,8 +131,7 @@ func TestToolsFor_ReadOnlyOffersOnlyReading(t *testing.T) {
 }
 
 func TestReadOnlyDispatch_RefusesMutatingCalls(t *testing.T) {
-	tr := &turn{agent: New(Config{}), s: &sessionState{id: "sess_test", rules: map[string]string{}}, c: &askingClient{}, mode: ModeReadOnly,
-		ws: tools.NewWorkspace(t.TempDir())}
+	tr, _ := testRunner(&askingClient{}, tools.NewWorkspace(t.TempDir()), ModeReadOnly, nil)
 	for _, call := range []session.MessageToolCall{
 		{ID: "1", Name: tools.WriteFile, Arguments: `{"path":"a.txt","content":"x"}`},
 		{ID: "2", Name: tools.EditFile, Arguments: `{"path":"a.txt","old_text":"x","new_text":"y"}`},

@@ -17,33 +17,6 @@ import (
 // arguments is not a plan change: it goes the usual way and shows as a
 // failed tool call, so nothing the model did is hidden.
 
-// usePlan runs a valid update_plan call: it records the call, the plan and
-// the result, and sends the whole plan, which the editor shows in place of
-// the last one. It never asks permission: it changes nothing but the panel.
-func (t *turn) usePlan(ctx context.Context, step int, call session.MessageToolCall, a *tools.UpdatePlanArgs) error {
-	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
-		Turn: t.number, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
-		Title: "Update plan", Kind: string(acp.ToolKindOther),
-	}); err != nil {
-		return fmt.Errorf("record tool call: %w", err)
-	}
-	entries := make([]session.PlanEntry, len(a.Entries))
-	for i, e := range a.Entries {
-		entries[i] = session.PlanEntry(e)
-	}
-	if _, err := t.s.appendSync(session.TypePlan, session.Plan{Turn: t.number, ToolCallID: call.ID, Entries: entries}); err != nil {
-		return fmt.Errorf("record plan: %w", err)
-	}
-	t.notify(ctx, planUpdate(entries))
-	if err := t.recordResult(call.ID, toolOutcome{status: session.ToolCompleted, output: planSummary(entries)}); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return nil
-}
-
 // planUpdate is the plan session update for entries: always a list, since
 // an empty one clears the panel.
 func planUpdate(entries []session.PlanEntry) acp.SessionUpdate {

@@ -18,9 +18,9 @@ import (
 // runLocally runs a command on this machine, in its own process group, with
 // the timeout and output cap, and without Rebound's credentials in its
 // environment; a cancel kills what it started and keeps the output so far.
-func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time.Duration) (toolOutcome, error) {
-	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: t.agent.cfg.Tools.OutputLimit,
-		Secrets: t.agent.childSecrets()})
+func (r *toolRunner) runLocally(ctx context.Context, command, dir string, timeout time.Duration) (toolOutcome, error) {
+	res, err := shell.Run(ctx, shell.Options{Command: command, Dir: dir, Timeout: timeout, OutputLimit: r.cfg.OutputLimit,
+		Secrets: r.secrets()})
 	if err != nil {
 		return failed("The command could not be started: %v", err), nil
 	}
@@ -31,7 +31,6 @@ func (t *turn) runLocally(ctx context.Context, command, dir string, timeout time
 	out.content = []acp.ToolCallContent{acp.ContentText(tools.CodeBlock("", out.output))}
 	if res.Cancelled {
 		out.status = session.ToolAborted
-		t.cancelled = true
 		return out, errCancelledDuringTool
 	}
 	return out, nil
@@ -54,19 +53,18 @@ func (a *Agent) childSecrets() proc.Secrets {
 // runInTerminal runs a command in a terminal of the editor's, shown live in
 // the tool call. The terminal is released in every outcome; a timeout or a
 // cancel kills the command first and keeps its output so far.
-func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, command, dir string, timeout time.Duration) (toolOutcome, error) {
-	limit := int64(t.agent.cfg.Tools.OutputLimit)
-	created, err := t.c.CreateTerminal(ctx, acp.CreateTerminalRequest{
-		SessionID: t.s.id, Command: "/bin/sh", Args: []string{"-c", command}, Cwd: dir, OutputByteLimit: &limit,
+func (r *toolRunner) runInTerminal(ctx context.Context, call session.MessageToolCall, command, dir string, timeout time.Duration) (toolOutcome, error) {
+	limit := int64(r.cfg.OutputLimit)
+	created, err := r.ed.CreateTerminal(ctx, acp.CreateTerminalRequest{
+		SessionID: r.sessionID, Command: "/bin/sh", Args: []string{"-c", command}, Cwd: dir, OutputByteLimit: &limit,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			t.cancelled = true
 			return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before the command started."}, errCancelledDuringTool
 		}
 		return failed("The editor could not start the command: %v", err), nil
 	}
-	term := acp.TerminalRequest{SessionID: t.s.id, TerminalID: created.TerminalID}
+	term := acp.TerminalRequest{SessionID: r.sessionID, TerminalID: created.TerminalID}
 	// Clean-up must happen even when the turn's context is cancelled, and
 	// must not wait for an editor that never answers: a cancelled prompt
 	// is answered within a few of these bounds whatever the editor does.
@@ -76,27 +74,27 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 	defer func() {
 		bg, stop := bg()
 		defer stop()
-		if err := t.c.ReleaseTerminal(bg, term); err != nil {
-			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not release the terminal")
+		if err := r.ed.ReleaseTerminal(bg, term); err != nil {
+			r.log.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not release the terminal")
 		}
 	}()
 	live := []acp.ToolCallContent{acp.ContentTerminal(created.TerminalID)}
-	t.inProgress(ctx, call.ID, live)
+	r.inProgress(ctx, call.ID, live)
 
 	waitCtx, stop := context.WithTimeout(ctx, timeout)
-	exit, werr := t.c.WaitForTerminalExit(waitCtx, term)
+	exit, werr := r.ed.WaitForTerminalExit(waitCtx, term)
 	stop()
 	timedOut := werr != nil && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded)
 	cancelled := werr != nil && ctx.Err() != nil
 	if werr != nil && (timedOut || cancelled) {
 		bg, stop := bg()
-		if err := t.c.KillTerminal(bg, term); err != nil {
-			t.agent.cfg.Logger.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not kill the terminal")
+		if err := r.ed.KillTerminal(bg, term); err != nil {
+			r.log.Debug().Err(err).Str("terminal", term.TerminalID).Msg("could not kill the terminal")
 		}
 		stop()
 	}
 	octx, stop := bg()
-	output, oerr := t.c.TerminalOutput(octx, term)
+	output, oerr := r.ed.TerminalOutput(octx, term)
 	stop()
 	if oerr == nil && output.ExitStatus != nil && werr != nil {
 		exit, werr = *output.ExitStatus, nil
@@ -140,11 +138,10 @@ func (t *turn) runInTerminal(ctx context.Context, call session.MessageToolCall, 
 		// The user sees the terminal; say how it ended beside it, while the
 		// terminal is still there to be shown (it is released next).
 		status := out.output[strings.LastIndex(strings.TrimRight(out.output, "\n"), "\n")+1:]
-		t.notify(ctx, acp.ToolCallUpdate{ToolCallID: call.ID,
+		r.notify(ctx, acp.ToolCallUpdate{ToolCallID: call.ID,
 			Content: append(slices.Clip(live), acp.ContentText(status))}.AsUpdate())
 	}
 	if cancelled {
-		t.cancelled = true
 		return out, errCancelledDuringTool
 	}
 	return out, nil

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -156,22 +155,22 @@ func declined(forModel, forUser string) toolOutcome {
 // useTools runs the calls of a committed reply one by one, in order. Every
 // call ends with a result in the log and in the model's next request; a
 // cancelled turn gives the calls it did not reach a result saying so.
-func (t *turn) useTools(ctx context.Context, step int, calls []session.MessageToolCall) error {
+func (r *toolRunner) useTools(ctx context.Context, step int, calls []session.MessageToolCall) error {
 	for i, call := range calls {
 		if ctx.Err() != nil {
-			return t.abortCalls(calls[i:], "This tool call was not run: the user cancelled the turn.")
+			return r.abortCalls(calls[i:], "This tool call was not run: the user cancelled the turn.")
 		}
-		if err := t.useTool(ctx, step, call); err != nil {
-			return errors.Join(err, t.abortCalls(calls[i+1:], "This tool call was not run: the user cancelled the turn."))
+		if err := r.useTool(ctx, step, call); err != nil {
+			return errors.Join(err, r.abortCalls(calls[i+1:], "This tool call was not run: the user cancelled the turn."))
 		}
 	}
 	return nil
 }
 
 // abortCalls gives calls that never ran their result.
-func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
+func (r *toolRunner) abortCalls(calls []session.MessageToolCall, why string) error {
 	for _, c := range calls {
-		if err := t.recordResult(c.ID, toolOutcome{status: session.ToolAborted, output: why}); err != nil {
+		if err := r.recordResult(c.ID, toolOutcome{status: session.ToolAborted, output: why}); err != nil {
 			return err
 		}
 	}
@@ -181,14 +180,14 @@ func (t *turn) abortCalls(calls []session.MessageToolCall, why string) error {
 // useTool runs one call: announce it, ask permission where needed, run it,
 // record and show the result. Only the log failing, or the user cancelling,
 // is an error; everything a tool does wrong is a result for the model.
-func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCall) error {
+func (r *toolRunner) useTool(ctx context.Context, step int, call session.MessageToolCall) error {
 	args, perr := tools.Parse(call.Name, call.Arguments)
 	if a, ok := args.(*tools.UpdatePlanArgs); ok && perr == nil {
-		return t.usePlan(ctx, step, call, a)
+		return r.usePlan(ctx, step, call, a)
 	}
 	name, _ := tools.VisibleLine(call.Name) // the model's text, on one line
 	info := tools.Info{Kind: string(acp.ToolKindOther), Title: name + " (invalid call)"}
-	server, tool, isMCP := t.mcp.Lookup(call.Name)
+	server, tool, isMCP := r.mcp.Lookup(call.Name)
 	var input json.RawMessage // what runs, decoded: the editor's rawInput
 	switch {
 	case isMCP:
@@ -198,16 +197,16 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 			perr = fmt.Errorf("%s: %w", call.Name, perr)
 		}
 	case perr == nil:
-		info = tools.Describe(t.ws, args)
+		info = tools.Describe(r.ws, args)
 		input = tools.Canonical(args)
 	}
-	if _, err := t.s.appendSync(session.TypeToolCall, session.ToolCall{
-		Turn: t.number, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
+	if err := r.record(session.TypeToolCall, session.ToolCall{
+		Turn: r.turn, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
 		Title: info.Title, Kind: info.Kind, Locations: info.Locations,
 	}); err != nil {
 		return fmt.Errorf("record tool call: %w", err)
 	}
-	t.notify(ctx, acp.ToolCallUpdate{
+	r.notify(ctx, acp.ToolCallUpdate{
 		ToolCallID: call.ID, Title: info.Title, Name: call.Name,
 		Kind: acp.ToolKind(info.Kind), Status: acp.ToolStatusPending, Locations: locations(info.Locations), RawInput: input,
 	}.AsStart())
@@ -217,15 +216,15 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 		out = failed("%v", perr)
 	} else {
 		if isMCP {
-			out, runErr = t.callMCP(ctx, call, info, server, tool, input)
+			out, runErr = r.callMCP(ctx, call, info, server, tool, input)
 		} else {
-			out, runErr = t.dispatch(ctx, call, info, args)
+			out, runErr = r.dispatch(ctx, call, info, args)
 		}
 		if runErr != nil && out.status == "" {
 			return runErr // the log failed: nothing more can be recorded
 		}
 	}
-	if err := t.recordResult(call.ID, out); err != nil {
+	if err := r.recordResult(call.ID, out); err != nil {
 		return errors.Join(runErr, err)
 	}
 	// A live terminal is already embedded (and now released): leave the
@@ -238,7 +237,7 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	if out.status != session.ToolCompleted {
 		status = acp.ToolStatusFailed
 	}
-	t.notify(ctx, acp.ToolCallUpdate{ToolCallID: call.ID, Status: acp.ToolCallStatus(status), Content: shown}.AsUpdate())
+	r.notify(ctx, acp.ToolCallUpdate{ToolCallID: call.ID, Status: acp.ToolCallStatus(status), Content: shown}.AsUpdate())
 	if runErr != nil {
 		return runErr
 	}
@@ -248,52 +247,111 @@ func (t *turn) useTool(ctx context.Context, step int, call session.MessageToolCa
 	return nil
 }
 
-func (t *turn) recordResult(id string, out toolOutcome) error {
-	res := session.ToolResult{Turn: t.number, ToolCallID: id, Status: out.status, Output: capOutput(out.output)}
+func (r *toolRunner) recordResult(id string, out toolOutcome) error {
+	res := session.ToolResult{Turn: r.turn, ToolCallID: id, Status: out.status, Output: capOutput(out.output)}
 	if len(out.content) > 0 {
 		res.Content = mustJSON(out.content)
 	}
-	if _, err := t.s.appendSync(session.TypeToolResult, res); err != nil {
+	if err := r.record(session.TypeToolResult, res); err != nil {
 		return fmt.Errorf("record tool result: %w", err)
 	}
-	modelID := cmp.Or(t.pending[id], id)
-	delete(t.pending, id)
-	t.exchange = append(t.exchange, llm.Message{Role: llm.RoleTool, ToolCallID: modelID, Content: res.Output})
+	modelID := cmp.Or(r.pending[id], id)
+	delete(r.pending, id)
+	r.answered(llm.Message{Role: llm.RoleTool, ToolCallID: modelID, Content: res.Output})
 	return nil
+}
+
+// usePlan runs a valid update_plan call: it records the call, the plan and
+// the result, and sends the whole plan, which the editor shows in place of
+// the last one. It never asks permission: it changes nothing but the panel.
+func (r *toolRunner) usePlan(ctx context.Context, step int, call session.MessageToolCall, a *tools.UpdatePlanArgs) error {
+	if err := r.record(session.TypeToolCall, session.ToolCall{
+		Turn: r.turn, Step: step, ToolCallID: call.ID, Name: call.Name, Arguments: call.Arguments,
+		Title: "Update plan", Kind: string(acp.ToolKindOther),
+	}); err != nil {
+		return fmt.Errorf("record tool call: %w", err)
+	}
+	entries := make([]session.PlanEntry, len(a.Entries))
+	for i, e := range a.Entries {
+		entries[i] = session.PlanEntry(e)
+	}
+	if err := r.record(session.TypePlan, session.Plan{Turn: r.turn, ToolCallID: call.ID, Entries: entries}); err != nil {
+		return fmt.Errorf("record plan: %w", err)
+	}
+	r.notify(ctx, planUpdate(entries))
+	if err := r.recordResult(call.ID, toolOutcome{status: session.ToolCompleted, output: planSummary(entries)}); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// callMCP runs a call to an MCP server's tool: permission as for a
+// command, unless the mode says otherwise, then the call, bounded by the
+// command timeout.
+func (r *toolRunner) callMCP(ctx context.Context, call session.MessageToolCall, info tools.Info, server, tool string, input json.RawMessage) (toolOutcome, error) {
+	if r.mode() == ModeReadOnly {
+		return readOnlyOutput(call.Name), nil
+	}
+	ok, out, err := r.gate.permit(ctx, call, info, approval{scope: mcpScope(call.Name), preview: mcpPreview(server, tool, input), input: input,
+		title: tools.MCPTitle(server, tool, input)})
+	if !ok || err != nil {
+		return out, err
+	}
+	r.inProgress(ctx, call.ID, nil)
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CommandTimeout)
+	defer cancel()
+	res, err := r.mcp.Call(cctx, call.Name, string(input)) // what was shown, decoded
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn while the tool ran; its result is unknown.",
+			content: []acp.ToolCallContent{acp.ContentText("Cancelled")}}, errCancelledDuringTool
+	case err != nil && cctx.Err() != nil:
+		return failed("%s did not answer within %v; it was given up.", info.Title, r.cfg.CommandTimeout), nil
+	case err != nil:
+		return failed("%v", err), nil
+	}
+	if res.IsError { // the model must tell a failed call from an answer
+		return toolOutcome{status: session.ToolFailed, output: "The tool reported an error: " + res.Text,
+			content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
+	}
+	return toolOutcome{status: session.ToolCompleted, output: res.Text, content: []acp.ToolCallContent{acp.ContentText(res.Text)}}, nil
 }
 
 // dispatch prepares the call (resolving paths, computing an edit), asks for
 // permission when it changes something, and carries it out.
-func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info tools.Info, args any) (toolOutcome, error) {
+func (r *toolRunner) dispatch(ctx context.Context, call session.MessageToolCall, info tools.Info, args any) (toolOutcome, error) {
 	switch a := args.(type) {
 	case *tools.ReadFileArgs:
-		return t.readFile(ctx, a), nil
+		return r.readFile(ctx, a), nil
 	case *tools.FindFilesArgs:
-		return t.find(ctx, a), nil
+		return r.find(ctx, a), nil
 	case *tools.SearchFilesArgs:
-		return t.search(ctx, a), nil
+		return r.search(ctx, a), nil
 	}
-	if t.mode == ModeReadOnly {
+	if r.mode() == ModeReadOnly {
 		// Not offered, but the model may call it anyway.
 		return readOnlyOutput(call.Name), nil
 	}
 	switch a := args.(type) {
 	case *tools.WriteFileArgs:
-		path, err := t.ws.Resolve(a.Path)
+		path, err := r.ws.Resolve(a.Path)
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		old, err := t.readForChange(ctx, path, true)
+		old, err := r.readForChange(ctx, path, true)
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		return t.change(ctx, call, info, tools.Canonical(a), path, old, a.Content)
+		return r.change(ctx, call, info, tools.Canonical(a), path, old, a.Content)
 	case *tools.EditFileArgs:
-		path, err := t.ws.Resolve(a.Path)
+		path, err := r.ws.Resolve(a.Path)
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		old, err := t.readForChange(ctx, path, false)
+		old, err := r.readForChange(ctx, path, false)
 		if err != nil {
 			return failed("%v", err), nil
 		}
@@ -301,59 +359,59 @@ func (t *turn) dispatch(ctx context.Context, call session.MessageToolCall, info 
 		if err != nil {
 			return failed("%v", err), nil
 		}
-		return t.change(ctx, call, info, tools.Canonical(a), path, old, updated)
+		return r.change(ctx, call, info, tools.Canonical(a), path, old, updated)
 	case *tools.RunCommandArgs:
-		return t.runCommand(ctx, call, info, a)
+		return r.runCommand(ctx, call, info, a)
 	}
 	return failed("%s is not a tool Rebound can run", call.Name), nil
 }
 
-func (t *turn) readFile(ctx context.Context, a *tools.ReadFileArgs) toolOutcome {
-	path, err := t.ws.Resolve(a.Path)
+func (r *toolRunner) readFile(ctx context.Context, a *tools.ReadFileArgs) toolOutcome {
+	path, err := r.ws.Resolve(a.Path)
 	if err != nil {
 		return failed("%v", err)
 	}
-	text, err := t.readText(ctx, path)
+	text, err := r.readText(ctx, path)
 	if err != nil {
 		return failed("%v", err)
 	}
 	out := tools.FormatRead(text, a.Offset, a.Limit)
 	return toolOutcome{status: session.ToolCompleted, output: out,
-		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("Read %s (%d bytes)", t.rel(path), len(text)))}}
+		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("Read %s (%d bytes)", r.rel(path), len(text)))}}
 }
 
 // readText reads through the editor when it offers to (it has the unsaved
 // buffers), else from disk.
-func (t *turn) readText(ctx context.Context, path string) (string, error) {
-	if !t.c.Capabilities().FS.ReadTextFile {
-		return tools.LocalFS{WS: t.ws}.ReadTextFile(ctx, path)
+func (r *toolRunner) readText(ctx context.Context, path string) (string, error) {
+	if !r.ed.Capabilities().FS.ReadTextFile {
+		return tools.LocalFS{WS: r.ws}.ReadTextFile(ctx, path)
 	}
 	switch fi, err := os.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%s does not exist", t.rel(path))
+		return "", fmt.Errorf("%s does not exist", r.rel(path))
 	case err == nil && fi.IsDir():
-		return "", fmt.Errorf("%s is a directory, not a file; use find_files to list its files", t.rel(path))
+		return "", fmt.Errorf("%s is a directory, not a file; use find_files to list its files", r.rel(path))
 	case err == nil && !fi.Mode().IsRegular():
 		// A FIFO or a device would block the editor's read, or never end.
-		return "", fmt.Errorf("%s is not a regular file; only text files can be read", t.rel(path))
+		return "", fmt.Errorf("%s is not a regular file; only text files can be read", r.rel(path))
 	}
-	res, err := t.c.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionID: t.s.id, Path: path})
+	res, err := r.ed.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionID: r.sessionID, Path: path})
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", t.rel(path), err)
+		return "", fmt.Errorf("read %s: %w", r.rel(path), err)
 	}
 	return res.Content, nil
 }
 
 // readForChange reads the file a change replaces: nil for a file that does
 // not exist yet, which only a write may create.
-func (t *turn) readForChange(ctx context.Context, path string, mayCreate bool) (*string, error) {
+func (r *toolRunner) readForChange(ctx context.Context, path string, mayCreate bool) (*string, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if mayCreate {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s does not exist; use write_file to create a file", t.rel(path))
+		return nil, fmt.Errorf("%s does not exist; use write_file to create a file", r.rel(path))
 	}
-	text, err := t.readText(ctx, path)
+	text, err := r.readText(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -361,45 +419,45 @@ func (t *turn) readForChange(ctx context.Context, path string, mayCreate bool) (
 }
 
 // change asks permission for a write or edit, showing the diff, and writes.
-func (t *turn) change(ctx context.Context, call session.MessageToolCall, info tools.Info, input json.RawMessage, path string, old *string, updated string) (toolOutcome, error) {
+func (r *toolRunner) change(ctx context.Context, call session.MessageToolCall, info tools.Info, input json.RawMessage, path string, old *string, updated string) (toolOutcome, error) {
 	diff := []acp.ToolCallContent{acp.ContentDiff(path, old, updated)}
 	// Where the write lands, links followed, as the user is asked: the
 	// target must be the same when it is written.
-	target, err := t.ws.Target(path)
+	target, err := r.ws.Target(path)
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: t.ws.ProtectedWrite(path, old, updated),
-		title: changeTitle(info.Title, t.rel(target), t.ws.LinkTarget(path) != "")})
+	ok, out, err := r.gate.permit(ctx, call, info, approval{scope: scopeEdits, preview: diff, input: input, protected: r.ws.ProtectedWrite(path, old, updated),
+		title: changeTitle(info.Title, r.rel(target), r.ws.LinkTarget(path) != "")})
 	if !ok || err != nil {
 		return out, err
 	}
-	if now, err := t.ws.Target(path); err != nil || now != target {
-		return failed("Nothing was written: %s changed while permission was asked (it led to %s, and now %s). Look at what changed before trying again.", t.rel(path), target, cmp.Or(now, fmt.Sprint(err))), nil
+	if now, err := r.ws.Target(path); err != nil || now != target {
+		return failed("Nothing was written: %s changed while permission was asked (it led to %s, and now %s). Look at what changed before trying again.", r.rel(path), target, cmp.Or(now, fmt.Sprint(err))), nil
 	}
-	t.inProgress(ctx, call.ID, nil)
-	if err := t.writeText(ctx, path, updated); err != nil {
+	r.inProgress(ctx, call.ID, nil)
+	if err := r.writeText(ctx, path, updated); err != nil {
 		return failed("%v", err), nil
 	}
 	verb := "Edited"
 	if old == nil {
 		verb = "Created"
 	}
-	return toolOutcome{status: session.ToolCompleted, output: fmt.Sprintf("%s %s (%d bytes).", verb, t.rel(path), len(updated)), content: diff}, nil
+	return toolOutcome{status: session.ToolCompleted, output: fmt.Sprintf("%s %s (%d bytes).", verb, r.rel(path), len(updated)), content: diff}, nil
 }
 
-func (t *turn) writeText(ctx context.Context, path, content string) error {
-	if !t.c.Capabilities().FS.WriteTextFile {
-		return tools.LocalFS{WS: t.ws}.WriteTextFile(ctx, path, content)
+func (r *toolRunner) writeText(ctx context.Context, path, content string) error {
+	if !r.ed.Capabilities().FS.WriteTextFile {
+		return tools.LocalFS{WS: r.ws}.WriteTextFile(ctx, path, content)
 	}
-	if err := t.c.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionID: t.s.id, Path: path, Content: content}); err != nil {
-		return fmt.Errorf("write %s: %w", t.rel(path), err)
+	if err := r.ed.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionID: r.sessionID, Path: path, Content: content}); err != nil {
+		return fmt.Errorf("write %s: %w", r.rel(path), err)
 	}
 	return nil
 }
 
-func (t *turn) find(ctx context.Context, a *tools.FindFilesArgs) toolOutcome {
-	root, err := t.ws.Resolve(cmp.Or(a.Path, "."))
+func (r *toolRunner) find(ctx context.Context, a *tools.FindFilesArgs) toolOutcome {
+	root, err := r.ws.Resolve(cmp.Or(a.Path, "."))
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -407,13 +465,13 @@ func (t *turn) find(ctx context.Context, a *tools.FindFilesArgs) toolOutcome {
 	if err != nil {
 		return failed("%v", err)
 	}
-	out := tools.FormatFind(t.ws, paths, truncated)
+	out := tools.FormatFind(r.ws, paths, truncated)
 	return toolOutcome{status: session.ToolCompleted, output: out,
 		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("%d %s", len(paths), plural(len(paths), "file")))}}
 }
 
-func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome {
-	root, err := t.ws.Resolve(cmp.Or(a.Path, "."))
+func (r *toolRunner) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome {
+	root, err := r.ws.Resolve(cmp.Or(a.Path, "."))
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -425,143 +483,50 @@ func (t *turn) search(ctx context.Context, a *tools.SearchFilesArgs) toolOutcome
 	if err != nil {
 		return failed("%v", err)
 	}
-	out := tools.FormatSearch(t.ws, matches, truncated)
+	out := tools.FormatSearch(r.ws, matches, truncated)
 	return toolOutcome{status: session.ToolCompleted, output: out,
 		content: []acp.ToolCallContent{acp.ContentText(fmt.Sprintf("%d %s", len(matches), plural(len(matches), "match")))}}
 }
 
-// permit asks the user, unless the session's mode or a standing answer
-// decides: read_only refuses, a standing rejection holds in every other
-// mode, accept_edits allows edits and full_access everything, a standing
-// allowance allows. A protected write asks in every mode but full_access
-// and offers no standing answer. ok reports whether the call may go ahead;
-// when it may not, out is its result, and err is set when the user
-// cancelled the turn instead of answering.
-func (t *turn) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, ap approval) (ok bool, out toolOutcome, err error) {
-	scope := ap.scope
-	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
-		"The user declined this change.", "The user has declined all edits for this session."
-	switch {
-	case strings.HasPrefix(scope, "mcp:"):
-		always, never, declinedText, declinedAlways = "Always allow this tool", "Always reject this tool",
-			"The user declined this tool call.", "The user has declined this tool for this session."
-	case scope != scopeEdits:
-		always, never, declinedText, declinedAlways = "Always allow this command in this directory", "Always reject this command in this directory",
-			"The user declined to run this command.", "The user has declined this command for this session."
-	}
-	d := modeDecision(t.mode, scope)
-	if d == refuse {
-		return false, readOnlyOutput(call.Name), nil
-	}
-	switch t.s.rules[scope] {
-	case session.AllowAlways:
-		if ap.protected == "" || t.mode == ModeFullAccess {
-			return true, toolOutcome{}, nil
-		}
-	case session.RejectAlways:
-		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
-	}
-	if d == allow && (ap.protected == "" || t.mode == ModeFullAccess) {
-		return true, toolOutcome{}, nil
-	}
-	preview := ap.preview
-	options := []acp.PermissionOption{
-		{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
-		{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
-		{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
-		{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
-	}
-	title := cmp.Or(ap.title, info.Title)
-	if ap.protected != "" {
-		// After the diff: a client that shows one diff looks only at the
-		// first content (codecompanion.nvim); the title says it too.
-		note := protectedNote(ap.protected)
-		preview = append(slices.Clip(preview), note)
-		title += ". " + note.Content.Text // the same words, which agent-shell shows once
-		options = []acp.PermissionOption{options[0], options[2]}
-	}
-	res, rerr := t.c.RequestPermission(ctx, acp.RequestPermissionRequest{
-		SessionID: t.s.id,
-		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: title, Kind: acp.ToolKind(info.Kind),
-			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations), RawInput: ap.input},
-		Options: options,
-	})
-	outcome := session.PermissionCancelled
-	if id, selected := res.Selected(); rerr == nil && selected {
-		outcome = id
-	}
-	if ap.protected != "" && (outcome == session.AllowAlways || outcome == session.RejectAlways) {
-		// Not offered: an editor that answers with it anyway gets it once.
-		outcome = map[string]string{session.AllowAlways: session.AllowOnce, session.RejectAlways: session.RejectOnce}[outcome]
-	}
-	if rerr != nil && ctx.Err() == nil {
-		// The editor could not ask: nothing is done without an answer.
-		t.agent.cfg.Logger.Warn().Err(rerr).Str("session", t.s.id).Msg("permission request failed")
-		return false, failed("Permission could not be asked (%v), so the tool was not run.", rerr), nil
-	}
-	if _, lerr := t.s.appendSync(session.TypePermission, session.Permission{Turn: t.number, ToolCallID: call.ID, Scope: scope, Outcome: outcome}); lerr != nil {
-		return false, toolOutcome{}, fmt.Errorf("record permission: %w", lerr)
-	}
-	switch outcome {
-	case session.AllowOnce, session.AllowAlways:
-		if outcome == session.AllowAlways {
-			t.s.rules[scope] = outcome
-		}
-		return true, toolOutcome{}, nil
-	case session.RejectOnce, session.RejectAlways:
-		if outcome == session.RejectAlways {
-			t.s.rules[scope] = outcome
-		}
-		forUser := "Rejected"
-		if outcome == session.RejectAlways {
-			forUser = "Rejected, and will be for the rest of this session"
-		}
-		return false, declined(declinedText+" Do not retry it; continue without it or ask the user what to do.", forUser), nil
-	}
-	t.cancelled = true
-	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
-		content: []acp.ToolCallContent{acp.ContentText("Cancelled before permission was given")}}, errCancelledDuringTool
-}
-
 var errCancelledDuringTool = errors.New("the user cancelled the turn during a tool call")
 
-func (t *turn) inProgress(ctx context.Context, id string, content []acp.ToolCallContent) {
-	t.notify(ctx, acp.ToolCallUpdate{ToolCallID: id, Status: acp.ToolStatusInProgress, Content: content}.AsUpdate())
+func (r *toolRunner) inProgress(ctx context.Context, id string, content []acp.ToolCallContent) {
+	r.notify(ctx, acp.ToolCallUpdate{ToolCallID: id, Status: acp.ToolStatusInProgress, Content: content}.AsUpdate())
 }
 
 // runCommand asks permission, then runs the command in the editor's terminal
 // when it offers one (the user watches it live), else locally.
-func (t *turn) runCommand(ctx context.Context, call session.MessageToolCall, info tools.Info, a *tools.RunCommandArgs) (toolOutcome, error) {
+func (r *toolRunner) runCommand(ctx context.Context, call session.MessageToolCall, info tools.Info, a *tools.RunCommandArgs) (toolOutcome, error) {
 	// It runs where the links lead now, and what is asked names that.
-	dir, err := t.ws.Target(cmp.Or(a.Cwd, "."))
+	dir, err := r.ws.Target(cmp.Or(a.Cwd, "."))
 	if err != nil {
 		return failed("%v", err), nil
 	}
-	timeout := t.agent.cfg.Tools.CommandTimeout
+	timeout := r.cfg.CommandTimeout
 	if a.TimeoutSeconds > 0 {
-		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, t.agent.cfg.Tools.MaxCommandTimeout)
+		timeout = min(time.Duration(a.TimeoutSeconds)*time.Second, r.cfg.MaxCommandTimeout)
 	}
 	runs := tools.RunCommandArgs{Command: a.Command, Cwd: dir, TimeoutSeconds: int((timeout + time.Second - 1) / time.Second)}
-	ok, out, err := t.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs),
+	ok, out, err := r.gate.permit(ctx, call, info, approval{scope: commandScope(a.Command, dir), preview: commandPreview(a.Command, dir), input: tools.Canonical(runs),
 		title: tools.CommandTitle(a.Command, dir)})
 	if !ok || err != nil {
 		return out, err
 	}
 	// The directory may have been swapped for a link while the user
 	// decided: it runs only where it was approved to.
-	if now, err := t.ws.Target(dir); err != nil || now != dir {
+	if now, err := r.ws.Target(dir); err != nil || now != dir {
 		return failed("The command was not run: its directory %s changed while permission was asked. Look at what changed before trying again.", dir), nil
 	}
-	if t.c.Capabilities().Terminal {
-		return t.runInTerminal(ctx, call, a.Command, dir, timeout)
+	if r.ed.Capabilities().Terminal {
+		return r.runInTerminal(ctx, call, a.Command, dir, timeout)
 	}
-	t.inProgress(ctx, call.ID, nil)
-	return t.runLocally(ctx, a.Command, dir, timeout)
+	r.inProgress(ctx, call.ID, nil)
+	return r.runLocally(ctx, a.Command, dir, timeout)
 }
 
-func (t *turn) rel(path string) string {
-	if r, err := filepath.Rel(t.ws.Cwd(), path); err == nil && !strings.HasPrefix(r, "..") {
-		return r
+func (r *toolRunner) rel(path string) string {
+	if rel, err := filepath.Rel(r.ws.Cwd(), path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
 	}
 	return path
 }

@@ -80,6 +80,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		ws:     tools.NewWorkspace(s.cwd, s.additionalDirs...),
 	}
 	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
+	t.runner = t.newToolRunner()
 	text := renderPrompt(req.Prompt)
 	// Whether the model will see this prompt is decided here, once, and
 	// recorded: the history reads it (answeredLocally).
@@ -98,6 +99,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	// The session's MCP servers may still be starting; their tools and
 	// what failed belong in the first request.
 	t.mcp = t.waitMCP(ctx)
+	t.runner.mcp = t.mcp
 	t.mode = s.currentMode()
 	history[0] = a.systemMessages(s, t.ws, t.mode, t.mcp != nil, t.start)[0]
 	t.history = history
@@ -176,8 +178,8 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 // turn/start has one.
 func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
 	// Whatever ended the turn early, every call gets its result first.
-	for id := range t.pending {
-		if err := t.recordResult(id, toolOutcome{status: session.ToolAborted, output: notRunOutput}); err != nil {
+	for id := range t.runner.pending {
+		if err := t.runner.recordResult(id, toolOutcome{status: session.ToolAborted, output: notRunOutput}); err != nil {
 			a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Str("toolCall", id).Msg("could not record a tool result")
 		}
 	}
@@ -211,25 +213,27 @@ func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
 }
 
 type turn struct {
-	agent     *Agent
-	s         *sessionState
-	c         acp.Client
-	ws        *tools.Workspace
-	number    int
-	start     time.Time
-	history   []llm.Message     // system prompt and the session's history, as the model gets it
-	prompt    llm.Message       // this turn's user message
-	exchange  []llm.Message     // this turn's committed replies and tool results so far
-	pending   map[string]string // tool calls of the last committed reply without a result: id → the provider's id (ModelID)
-	requests  int               // logical requests (rounds of the agent loop) made
-	reqStart  time.Time         // when the current logical request began
-	reqFirst  int               // its first attempt's number (t.attempts counts attempts)
-	model     string            // the session's, as of the current request's start, unless the fallback policy switched it
-	fellBack  bool              // the fallback policy switched the model for the rest of the turn
-	effort    string            // the reasoning effort asked of the model, if any
-	mcp       *mcp.Set          // the session's MCP servers, nil when it has none
-	maxTokens int               // the truncation policy may raise it for this turn
-	mode      string            // the session's mode, as of the current request's start
+	agent    *Agent
+	s        *sessionState
+	c        acp.Client
+	ws       *tools.Workspace
+	number   int
+	start    time.Time
+	history  []llm.Message // system prompt and the session's history, as the model gets it
+	prompt   llm.Message   // this turn's user message
+	exchange []llm.Message // this turn's committed replies and tool results so far
+	requests int           // logical requests (rounds of the agent loop) made
+	reqStart time.Time     // when the current logical request began
+	reqFirst int           // its first attempt's number (t.attempts counts attempts)
+	model    string        // the session's, as of the current request's start, unless the fallback policy switched it
+	fellBack bool          // the fallback policy switched the model for the rest of the turn
+	effort   string        // the reasoning effort asked of the model, if any
+	mcp      *mcp.Set      // the session's MCP servers, nil when it has none
+	// runner runs the committed replies' tool calls, and holds those
+	// without a result yet (toolrunner.go).
+	runner    *toolRunner
+	maxTokens int    // the truncation policy may raise it for this turn
+	mode      string // the session's mode, as of the current request's start
 	// out records and shows the reply text (emit.go): the one place that
 	// decides what of an attempt the editor sees.
 	out           *emitter
@@ -329,7 +333,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
 			return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
 		}
-		if err := t.useTools(ctx, t.attempts, calls); err != nil {
+		if err := t.runner.useTools(ctx, t.attempts, calls); err != nil {
 			if isCancelled(ctx) || errors.Is(err, errCancelledDuringTool) {
 				t.cancelled = true
 				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
@@ -513,9 +517,9 @@ func (t *turn) commit(ctx context.Context, last *llm.Reply, calls []session.Mess
 		return err
 	}
 	t.exchange = append(t.exchange, am)
-	t.pending = map[string]string{}
+	t.runner.pending = map[string]string{}
 	for _, c := range calls {
-		t.pending[c.ID] = c.ModelID()
+		t.runner.pending[c.ID] = c.ModelID()
 	}
 	if err := t.endAttempt(session.OutcomeOK); err != nil {
 		return err
