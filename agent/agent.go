@@ -212,8 +212,8 @@ type sessionState struct {
 	// nearly full, or tried to (autocompact.go). Used under turnMu.
 	fullTurn int
 
-	// log is nil while closed; set and cleared under Agent.mu, which
-	// Agent.logs keeps open while in use.
+	// log is nil while closed: set and cleared under Agent.mu, closed
+	// when idle as Agent.logs decides.
 	log *session.Log
 }
 
@@ -250,7 +250,7 @@ func New(cfg Config) *Agent {
 	cfg.MaxOpenLogs = max(cmp.Or(cfg.MaxOpenLogs, DefaultMaxOpenLogs), 1)
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
 	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
-	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLog)
+	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLocked)
 	a.index = session.NewIndex(cfg.StateDir, func(err error) {
 		a.cfg.Logger.Warn().Err(err).Msg("session index")
 	})
@@ -585,23 +585,25 @@ func (a *Agent) forget(s *sessionState) {
 }
 
 // closeLocked closes s's log and forgets its events until the next acquire
-// reads them again. Called under a.mu.
+// reads them again. Called under a.mu; a.logs calls it for a session not
+// in use, once it has let go of it.
 func (a *Agent) closeLocked(s *sessionState) {
 	a.logs.closed(s)
-	a.closeLog(s)
-}
-
-// closeLog closes s's log and forgets its events: a.logs's drop, for a
-// session not in use. Called under a.mu.
-func (a *Agent) closeLog(s *sessionState) {
-	if s.log == nil {
-		return
-	}
-	if err := s.log.Close(); err != nil {
+	if err := s.closeLog(); err != nil {
 		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("closing a session log failed")
 	}
+}
+
+// closeLog closes s's log, if open, and forgets its events. Under
+// Agent.mu.
+func (s *sessionState) closeLog() error {
+	if s.log == nil {
+		return nil
+	}
+	err := s.log.Close()
 	s.log = nil
 	s.events, s.rules, s.toolIDs, s.hist, s.reqBuf = nil, nil, nil, nil, nil
+	return err
 }
 
 // release ends a use that acquire began: what was appended is written and

@@ -14,8 +14,9 @@ import (
 // in use at once.
 //
 // Its methods are called under mu, the owner's lock, which its idle timers
-// take too; drop is called under it, for a key not in use, after the cache
-// has let go of it.
+// take too; drop, the owner's close of a log, is called under it, for a
+// key not in use, after the cache has let go of it (a call of closed by
+// drop does nothing).
 type logCache[K comparable] struct {
 	mu   sync.Locker
 	max  int
