@@ -2,7 +2,6 @@ package agent
 
 import (
 	"cmp"
-	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -130,8 +129,8 @@ type Agent struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
-	// open holds the sessions whose log is open, most recently used first.
-	open   *list.List
+	// logs bounds the sessions' open logs (under mu).
+	logs   *logCache[*sessionState]
 	closed bool
 
 	catalog catalog // the provider's models
@@ -213,12 +212,9 @@ type sessionState struct {
 	// nearly full, or tried to (autocompact.go). Used under turnMu.
 	fullTurn int
 
-	// Under Agent.mu.
-	log  *session.Log  // nil while closed
-	busy bool          // acquired: the log is not closed under its user
-	elem *list.Element // in Agent.open while log is set
-	idle *time.Timer   // closes the log when it fires
-	gen  uint64        // bumped by every release, so a stale idle timer does nothing
+	// log is nil while closed: set and cleared under Agent.mu, closed
+	// when idle as Agent.logs decides.
+	log *session.Log
 }
 
 // useMutex is sessionState.turnMu. It has no Unlock of its own:
@@ -253,7 +249,8 @@ func New(cfg Config) *Agent {
 	cfg.Tools.OutputLimit = cmp.Or(cfg.Tools.OutputLimit, DefaultOutputLimit)
 	cfg.MaxOpenLogs = max(cmp.Or(cfg.MaxOpenLogs, DefaultMaxOpenLogs), 1)
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
-	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState), open: list.New()}
+	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
+	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLocked)
 	a.index = session.NewIndex(cfg.StateDir, func(err error) {
 		a.cfg.Logger.Warn().Err(err).Msg("session index")
 	})
@@ -304,8 +301,9 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	}
 	s.mcp = a.startMCP(id, req.Cwd, req.McpServers)
 	a.sessions[id] = s
-	a.opened(s, log)
-	a.releaseLocked(s)
+	s.log = log
+	a.logs.opened(s)
+	a.logs.release(s)
 	a.mu.Unlock()
 	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
@@ -344,116 +342,155 @@ func (a *Agent) state(id string) (*sessionState, error) {
 // disk) is closed and opened again, which repairs its tail: a session
 // recovers once the disk does.
 func (a *Agent) acquire(s *sessionState, write bool) (err error) {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return errAgentClosed
+	l, err := a.use(s)
+	if err != nil {
+		return err
 	}
-	s.busy = true
-	if s.idle != nil {
-		s.idle.Stop()
-		s.idle = nil
-	}
-	l := s.log
-	if l != nil {
-		a.open.MoveToFront(s.elem)
-	}
-	a.mu.Unlock()
 	defer func() {
 		if err != nil {
 			a.release(s)
 		}
 	}()
-	var why []byte // what ended a turn this process left open, if it did
-	if l != nil && (s.reload || l.Err() != nil) {
-		if werr := l.Err(); werr != nil {
-			a.cfg.Logger.Warn().Err(werr).Str("session", s.id).Msg("reopening a session log after a failed write")
-			why = mustJSON(recovery.Failure{Code: recovery.Aborted, Message: "this turn could not be recorded: " + werr.Error()})
-		} else {
-			why = panicFailure
-		}
-		a.mu.Lock()
-		a.closeLocked(s)
-		a.mu.Unlock()
-		l = nil
-	}
-	s.reload = false
+	l, why := a.dropBroken(s, l)
 	if l == nil {
-		log, loaded, err := session.OpenShared(a.cfg.StateDir, s.id)
-		if err != nil {
-			if !s.loaded {
-				a.forget(s)
-			}
-			return a.openError(s.id, err)
+		if l, err = a.reopen(s); err != nil {
+			return err
 		}
-		s.loaded = true
-		a.take(s, log, loaded)
-		a.mu.Lock()
-		if a.closed {
-			a.mu.Unlock()
-			log.Close()
-			return errAgentClosed
-		}
-		if _, ok := a.sessions[s.id]; !ok {
-			a.sessions[s.id] = s // forgotten by a load that failed meanwhile
-		}
-		a.opened(s, log)
-		a.mu.Unlock()
-		l = log
 	}
-	up, err := l.Lock()
-	s.locked = err == nil
-	if !write && errors.Is(err, session.ErrLocked) {
-		// Another process is writing (running a turn): what it has
-		// written whole is read, and nothing is written here.
-		up, err = l.Refresh()
-	}
+	up, err := a.lockLog(s, l, write)
 	if err != nil {
-		if !errors.Is(err, session.ErrLocked) {
-			// Removed by another process, or unreadable now: the next use
-			// opens it afresh, or finds it gone.
-			a.mu.Lock()
-			a.closeLocked(s)
-			a.mu.Unlock()
-			if errors.Is(err, session.ErrNotFound) {
-				s.mcp.close()
-				a.forget(s)
-			}
-		}
-		return a.openError(s.id, err)
+		return err
 	}
-	changed := a.take(s, l, up)
+	changed := a.take(s, l, up) // what the others appended
 	if s.locked && up.OpenTurn != 0 {
-		// The process that ran this turn died mid-turn (or this one could
-		// not record its end): with the lock held, nobody else is running
-		// it. Close the turn so the log keeps its invariant and the next
-		// turn can start.
-		shown, warnings, err := session.ReadShown(l.Path())
-		for _, w := range warnings {
-			a.cfg.Logger.Warn().Str("session", s.id).Msg(w)
+		if err := a.repairInterrupted(s, l, up, why); err != nil {
+			return err
 		}
-		if err != nil {
-			// What the user saw may be lost; the turn is closed anyway.
-			a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not read the text shown of the interrupted turn")
-		}
-		if err := s.closeInterrupted(up, why, shown); err != nil {
-			return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", up.OpenTurn, s.id, err))
-		}
-		if err := l.ClearShown(); err != nil {
-			a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not empty the shown journal")
-		}
-		a.cfg.Logger.Warn().Str("session", s.id).Int("turn", up.OpenTurn).Msg("closed a turn left open")
 	}
 	if changed {
 		// The index may be behind the log: its writer may have died, or
 		// been a Rebound without an index.
 		a.putSummary(s.summary())
 	}
+	return a.becomeUser(s, l, write)
+}
+
+// use marks s in use until release, so its log is not closed under it,
+// and returns the log if it is open.
+func (a *Agent) use(s *sessionState) (*session.Log, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, errAgentClosed
+	}
+	a.logs.use(s)
+	return s.log, nil
+}
+
+// dropBroken closes s's open log l when memory may not match the file (a
+// turn panicked: s.reload) or a write failed (a full disk): reading it
+// again repairs its tail. It returns l, or nil once closed, with what ended
+// the turn this process left open when it did.
+func (a *Agent) dropBroken(s *sessionState, l *session.Log) (*session.Log, []byte) {
+	reload := s.reload
+	s.reload = false
+	if l == nil || (!reload && l.Err() == nil) {
+		return l, nil
+	}
+	why := panicFailure
+	if werr := l.Err(); werr != nil {
+		a.cfg.Logger.Warn().Err(werr).Str("session", s.id).Msg("reopening a session log after a failed write")
+		why = mustJSON(recovery.Failure{Code: recovery.Aborted, Message: "this turn could not be recorded: " + werr.Error()})
+	}
+	a.mu.Lock()
+	a.closeLocked(s)
+	a.mu.Unlock()
+	return nil, why
+}
+
+// reopen opens s's log, closed or never opened, and reads all of it.
+func (a *Agent) reopen(s *sessionState) (*session.Log, error) {
+	log, loaded, err := session.OpenShared(a.cfg.StateDir, s.id)
+	if err != nil {
+		if !s.loaded {
+			a.forget(s)
+		}
+		return nil, a.openError(s.id, err)
+	}
+	s.loaded = true
+	a.take(s, log, loaded)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		log.Close()
+		return nil, errAgentClosed
+	}
+	if _, ok := a.sessions[s.id]; !ok {
+		a.sessions[s.id] = s // forgotten by a load that failed meanwhile
+	}
+	s.log = log
+	a.logs.opened(s)
+	a.mu.Unlock()
+	return log, nil
+}
+
+// lockLog takes the lock of s's log l, so no other process writes it, and
+// reads what they appended: s.locked says whether it was taken. With write,
+// a lock held elsewhere fails the use; without, what the writer has written
+// whole is read without the lock. A log removed by another process, or
+// unreadable now, is closed: the next use opens it afresh, or finds it gone.
+func (a *Agent) lockLog(s *sessionState, l *session.Log, write bool) (*session.Loaded, error) {
+	up, err := l.Lock()
+	s.locked = err == nil
+	if !write && errors.Is(err, session.ErrLocked) {
+		up, err = l.Refresh()
+	}
+	if err == nil {
+		return up, nil
+	}
+	if !errors.Is(err, session.ErrLocked) {
+		a.mu.Lock()
+		a.closeLocked(s)
+		a.mu.Unlock()
+		if errors.Is(err, session.ErrNotFound) {
+			s.mcp.close()
+			a.forget(s)
+		}
+	}
+	return nil, a.openError(s.id, err)
+}
+
+// repairInterrupted closes the turn up found open: the process that ran it
+// died mid-turn (or this one could not record its end: why). Called with
+// the lock held, so nobody else is running it; closing it keeps the log's
+// invariant, and the next turn can start.
+func (a *Agent) repairInterrupted(s *sessionState, l *session.Log, up *session.Loaded, why []byte) error {
+	shown, warnings, err := session.ReadShown(l.Path())
+	for _, w := range warnings {
+		a.cfg.Logger.Warn().Str("session", s.id).Msg(w)
+	}
+	if err != nil {
+		// What the user saw may be lost; the turn is closed anyway.
+		a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not read the text shown of the interrupted turn")
+	}
+	if err := s.closeInterrupted(up, why, shown); err != nil {
+		return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", up.OpenTurn, s.id, err))
+	}
+	if err := l.ClearShown(); err != nil {
+		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not empty the shown journal")
+	}
+	a.cfg.Logger.Warn().Str("session", s.id).Int("turn", up.OpenTurn).Msg("closed a turn left open")
+	return nil
+}
+
+// becomeUser ends acquire. A load or resume writes nothing more: what it
+// replays is what was read under the lock (whole and repaired, no writer
+// midway), now in memory, so the lock is let go of at once, and an editor
+// slow to read the replay keeps no other process from writing the session.
+// A use that holds the lock is the writer, which a waiting setOption
+// writes through.
+func (a *Agent) becomeUser(s *sessionState, l *session.Log, write bool) error {
 	if s.locked && !write {
-		// A load or resume writes nothing more: what it replays is what
-		// was read under the lock (whole and repaired, no writer midway),
-		// now in memory. Let go at once, so an editor slow to read the
-		// replay keeps no other process from writing the session.
 		err := l.Unlock()
 		s.locked = false
 		if err != nil {
@@ -547,43 +584,26 @@ func (a *Agent) forget(s *sessionState) {
 	}
 }
 
-// opened records s's newly opened log as the most recently used, and closes
-// the least recently used idle logs beyond MaxOpenLogs. Called under a.mu.
-func (a *Agent) opened(s *sessionState, log *session.Log) {
-	s.log = log
-	s.elem = a.open.PushFront(s)
-	a.evictLocked()
-}
-
-// evictLocked closes idle logs, least recently used first, while more than
-// MaxOpenLogs are open. Logs in use are never closed, so more may stay open
-// while more sessions than that run turns at once.
-func (a *Agent) evictLocked() {
-	for e := a.open.Back(); e != nil && a.open.Len() > a.cfg.MaxOpenLogs; {
-		prev := e.Prev()
-		if s := e.Value.(*sessionState); !s.busy {
-			a.closeLocked(s)
-		}
-		e = prev
-	}
-}
-
 // closeLocked closes s's log and forgets its events until the next acquire
-// reads them again. Called under a.mu, for a session that is not in use.
+// reads them again. Called under a.mu; a.logs calls it for a session not
+// in use, once it has let go of it.
 func (a *Agent) closeLocked(s *sessionState) {
-	if s.idle != nil {
-		s.idle.Stop()
-		s.idle = nil
-	}
-	if s.log == nil {
-		return
-	}
-	if err := s.log.Close(); err != nil {
+	a.logs.closed(s)
+	if err := s.closeLog(); err != nil {
 		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("closing a session log failed")
 	}
-	a.open.Remove(s.elem)
-	s.log, s.elem = nil, nil
+}
+
+// closeLog closes s's log, if open, and forgets its events. Under
+// Agent.mu.
+func (s *sessionState) closeLog() error {
+	if s.log == nil {
+		return nil
+	}
+	err := s.log.Close()
+	s.log = nil
 	s.events, s.rules, s.toolIDs, s.hist, s.reqBuf = nil, nil, nil, nil, nil
+	return err
 }
 
 // release ends a use that acquire began: what was appended is written and
@@ -603,26 +623,7 @@ func (a *Agent) release(s *sessionState) {
 	s.locked = false
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.releaseLocked(s)
-}
-
-func (a *Agent) releaseLocked(s *sessionState) {
-	s.busy = false
-	s.gen++
-	if s.log == nil || a.closed {
-		return
-	}
-	if d := a.cfg.LogIdleTimeout; d > 0 {
-		gen := s.gen
-		s.idle = time.AfterFunc(d, func() {
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			if s.gen == gen && !s.busy {
-				a.closeLocked(s)
-			}
-		})
-	}
-	a.evictLocked()
+	a.logs.release(s)
 }
 
 // openError is what the editor is told when a session's log can't be
@@ -795,17 +796,13 @@ func (a *Agent) Close() error {
 	defer stopping.Wait() // no server process outlives the agent
 	for id, s := range a.sessions {
 		stopping.Go(s.mcp.close)
-		if s.idle != nil {
-			s.idle.Stop()
-			s.idle = nil
-		}
 		if s.log != nil {
 			errs = append(errs, s.log.Close())
-			s.log, s.elem = nil, nil
+			s.log = nil
 		}
 		delete(a.sessions, id)
 	}
-	a.open.Init()
+	a.logs.reset()
 	return errors.Join(errs...)
 }
 
