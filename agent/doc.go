@@ -11,7 +11,10 @@
 //
 // Where things are:
 //
-//   - agent.go: Config, the Agent, session state and its log; session/new.
+//   - agent.go: Config, the Agent, session state and its log; session/new;
+//     acquire, in its jobs (reopen, lockLog, take, repairInterrupted,
+//     becomeUser).
+//   - logcache.go: the open-log cache (at most 64 open, idle ones closed).
 //   - turn.go: session/prompt, the agent loop (run), one logical request
 //     recovered to its commit (complete), one attempt (runAttempt, receive).
 //   - emit.go: the emitter, the one place reply text is recorded and then
