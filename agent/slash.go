@@ -264,7 +264,7 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 		err = t.out.commitAnswer(text)
 	}
 	if err == nil {
-		err = t.endAttempt(session.OutcomeOK)
+		err = t.endAttempt(ctx, session.OutcomeOK)
 	}
 	if err != nil {
 		err = t.agent.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
@@ -287,7 +287,7 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 	if isCancelled(ctx) {
 		t.cancelled, outcome = true, session.OutcomeCancelled
 	}
-	if eerr := t.endAttempt(outcome); eerr != nil {
+	if eerr := t.endAttempt(ctx, outcome); eerr != nil {
 		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
 	}
 	t.agent.settle(t, &acp.PromptResponse{}, err)

@@ -243,8 +243,10 @@ type turn struct {
 	attempts    int
 	attemptOpen bool // the current attempt has a step/start and no step/end
 	// attemptUsage is the usage of the current attempt's finished request,
-	// for its step/end (usage.go).
+	// for its step/end (usage.go); usageShown is the usage_update that
+	// step/end holds the numbers of, sent once it is recorded.
 	attemptUsage *session.StepUsage
+	usageShown   *acp.SessionUpdate
 	// titledAt is when this turn's turn/end recorded the session's title;
 	// zero if it did not.
 	titledAt  time.Time
@@ -385,7 +387,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		if got.FinishReason == llm.FinishLength {
 			d := trunc.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.continuations, MaxTokens: t.maxTokens, Escalated: t.escalated()})
 			if d.Action != recovery.ActionNone {
-				if err := t.endAttempt(session.OutcomeTruncated); err != nil {
+				if err := t.endAttempt(ctx, session.OutcomeTruncated); err != nil {
 					return nil, nil, err
 				}
 				if d.Action == recovery.ActionContinue {
@@ -468,7 +470,7 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort, MessageID: t.out.msgID}); err != nil {
 		return nil, fmt.Errorf("record step: %w", err)
 	}
-	t.attemptOpen, t.attemptUsage = true, nil
+	t.attemptOpen, t.attemptUsage, t.usageShown = true, nil, nil
 	reply, err := t.receive(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
@@ -492,19 +494,33 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 		}
 		return nil, err
 	}
-	// The provider request is over: show the editor how full the context is.
-	t.reportUsage(ctx, req, reply)
+	// The provider request is over: ready how full the context is, for the
+	// editor once step/end records it.
+	t.reportUsage(req, reply)
 	return reply, nil
 }
 
-// endAttempt closes the current attempt (its step/end) once it finished.
-func (t *turn) endAttempt(outcome string) error {
+// endAttempt closes the current attempt (its step/end) once it finished,
+// then shows the editor the usage that step/end records: record, then send.
+func (t *turn) endAttempt(ctx context.Context, outcome string) error {
 	end := session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: outcome, Usage: t.attemptUsage,
 		StreamedChars: t.out.streamedChars, ShownChars: t.out.shownChars}
 	if _, err := t.s.append(session.TypeStepEnd, end); err != nil {
 		return fmt.Errorf("record step end: %w", err)
 	}
-	t.attemptOpen, t.attemptUsage = false, nil
+	u := t.usageShown
+	t.attemptOpen, t.attemptUsage, t.usageShown = false, nil, nil
+	if u == nil {
+		return nil
+	}
+	// step/end is appended, not yet written: the file gets it before the
+	// editor gets its numbers. A write that fails here shows no usage; the
+	// next record reports the disk's error.
+	if err := t.s.log.Flush(); err != nil {
+		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("usage not shown: the step's record was not written")
+		return nil
+	}
+	t.notify(ctx, *u)
 	return nil
 }
 
@@ -521,7 +537,7 @@ func (t *turn) commit(ctx context.Context, last *llm.Reply, calls []session.Mess
 	for _, c := range calls {
 		t.runner.pending[c.ID] = c.ModelID()
 	}
-	if err := t.endAttempt(session.OutcomeOK); err != nil {
+	if err := t.endAttempt(ctx, session.OutcomeOK); err != nil {
 		return err
 	}
 	return t.out.flush(ctx)

@@ -174,13 +174,14 @@ type sessionUsage struct {
 	costed bool // some step had a cost; until then none is shown
 }
 
-// reportUsage sends the usage_update of a step whose provider request has
+// reportUsage readies the usage_update of a step whose provider request has
 // finished: used is the provider's prompt+completion tokens (the tokens the
 // next request starts from), or an estimate marked in _meta when it
-// reported none. Best effort, like every status update. The step's
-// step/end records it, and the session's cost so far is read back from the
-// last one, so it survives a restart.
-func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Reply) {
+// reported none. The step's step/end records it, and endAttempt sends it
+// after that record (best effort, like every status update); an attempt
+// ended otherwise (failed, discarded) shows none. The session's cost so far
+// is read back from the last step/end, so it survives a restart.
+func (t *turn) reportUsage(req llm.Request, reply *llm.Reply) {
 	var last *session.StepUsage
 	if h, err := t.s.history(); err == nil {
 		last = h.fill.last()
@@ -195,7 +196,7 @@ func (t *turn) reportUsage(ctx context.Context, req llm.Request, reply *llm.Repl
 	}
 	t.attemptUsage = rec
 	if ok {
-		t.notify(ctx, u)
+		t.usageShown = &u // sent by endAttempt once its step/end is written
 	}
 }
 
