@@ -27,7 +27,7 @@ func TestVisible(t *testing.T) {
 		{"a >\u0338 b", "a >⟨U+0338⟩ b"},     // a stroke drawn over >
 		{"\u200b\u0301", "⟨U+200B⟩⟨U+0301⟩"}, // over an escape's ⟩
 		{"echo \\ \nrm -rf ~", "echo \\⟨U+0020⟩\nrm -rf ~"},
-		{"echo done \t", "echo done \t"}, // at the very end it changes nothing
+		{"echo done \t", "echo done⟨U+0020⟩⟨U+0009⟩"}, // at the very end too: a code block puts a newline after it
 		{"echo ⟨U+0041⟩", "echo ⟨U+27E8⟩U+0041⟩"},
 		{"x\u2028y\ufeff\U000e0041\uf8ff\u3164", "x⟨U+2028⟩y⟨U+FEFF⟩⟨U+E0041⟩⟨U+F8FF⟩⟨U+3164⟩"},
 	} {
