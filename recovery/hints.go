@@ -228,12 +228,13 @@ func structuredReset(v string, now time.Time) (time.Duration, bool) {
 //   - a time: RFC 3339 ("2026-12-06T10:00:00Z", a space for the T, "UTC"
 //     for the zone) or an HTTP date;
 //   - a plain non-negative number (a fraction allowed), told apart by its
-//     magnitude: from 1e12 on it is epoch milliseconds (1e12 ms is
-//     2001-09-09; 1e12 seconds would be 31,000 years), from 1e9 on epoch
-//     seconds (1e9 s is 2001-09-09 as an epoch; as a wait, 31 years), and
+//     magnitude against now's Unix time N (in seconds; about 1.8e9 in 2027):
+//     from 31·N on it is epoch milliseconds, from N/2 on epoch seconds (as a
+//     wait, N/2 seconds would be some 28 years, which no provider means), and
 //     below that a wait in seconds, or in milliseconds when millis (the
-//     header or field says ms). A wait in milliseconds of a name that does
-//     not say so cannot be told from one in seconds; it is read as seconds.
+//     header or field says ms; then epoch milliseconds from 500·N on). A
+//     wait in milliseconds under a name that does not say so cannot be told
+//     from one in seconds; it is read as seconds.
 //
 // Signs, exponents, NaN, the infinities and inner spaces (outside a date)
 // are not waits. A long wait saturates at maxWait; a time past is 0.
@@ -267,31 +268,41 @@ func decimal(v string) (float64, bool) {
 	return n, true
 }
 
-// Epoch thresholds of parseWait, documented in docs/providers.md.
-const (
-	epochSeconds = 1e9
-	epochMillis  = 1e12
-)
-
+// fromNumber applies parseWait's magnitude rule.
 func fromNumber(n float64, millis bool, now time.Time) time.Duration {
+	unix := float64(max(now.Unix(), 1e8)) // a clock before 1973 is wrong; keep the rule sane
 	switch {
-	case n >= epochMillis:
-		return untilEpoch(n/1e3, now)
-	case n >= epochSeconds && !millis:
-		return untilEpoch(n, now)
+	case millis && n >= 500*unix, !millis && n >= 31*unix:
+		return untilEpoch(n, 1e3, now)
+	case !millis && n >= unix/2:
+		return untilEpoch(n, 1, now)
 	case millis:
-		return fromFloat(n * float64(time.Millisecond))
+		return fromSeconds(n / 1e3)
 	}
-	return fromFloat(n * float64(time.Second))
+	return fromSeconds(n)
 }
 
-// untilEpoch is the wait until secs seconds after the Unix epoch.
-func untilEpoch(secs float64, now time.Time) time.Duration {
-	if secs >= 1e15 { // beyond any date a Time is sure to hold: forever
+// untilEpoch is the wait until n seconds after the Unix epoch (scale 1),
+// or n milliseconds (scale 1e3), to the microsecond: a float holds an
+// epoch with a fraction to about that.
+func untilEpoch(n, scale float64, now time.Time) time.Duration {
+	if n/scale >= 1e15 { // beyond any date a Time is sure to hold: forever
 		return maxWait
 	}
-	whole, frac := math.Modf(secs)
-	return max(time.Unix(int64(whole), int64(frac*1e9)).Sub(now), 0) // Sub saturates
+	whole, frac := math.Modf(n)
+	at := time.Unix(int64(whole), 0)
+	if scale != 1 {
+		at = time.UnixMilli(int64(whole))
+	}
+	at = at.Add(fromSeconds(frac / scale))
+	return max(at.Sub(now), 0) // Sub saturates
+}
+
+// fromSeconds is a non-negative number of seconds as a Duration, rounded
+// to the microsecond (a decimal fraction is not exact in a float: 4.068 s
+// must not become 4.067999 s) and saturating at maxWait.
+func fromSeconds(x float64) time.Duration {
+	return fromFloat(math.Round(x*1e6) * 1e3)
 }
 
 // timeLayouts are the ways providers write a time to come back at; the zone
@@ -344,7 +355,7 @@ var phraseRE = sync.OnceValue(func() *regexp.Regexp {
 })
 
 var durPartRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(\d+(?:\.\d+)?|an?|one)\s*(milliseconds?|millis|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)`)
+	return regexp.MustCompile(`(?i)(?:(\d+(?:\.\d+)?)\s*|\b(?:an?|one)\s+)(milliseconds?|millis|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)`)
 })
 
 // phraseHint is the first wait the words of text give.
@@ -373,12 +384,12 @@ func phraseWait(q string, now time.Time) (time.Duration, bool) {
 	var secs float64
 	for _, p := range durPartRE().FindAllStringSubmatch(q, -1) {
 		n, err := strconv.ParseFloat(p[1], 64)
-		if err != nil {
+		if p[1] == "" || err != nil {
 			n = 1 // "a minute", "an hour", "one second"
 		}
 		secs += n * unitSeconds(strings.ToLower(p[2]))
 	}
-	return fromFloat(secs * float64(time.Second)), true
+	return fromSeconds(secs), true
 }
 
 func unitSeconds(u string) float64 {
