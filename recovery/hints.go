@@ -515,7 +515,7 @@ func (b *bodyHints) field(obj map[string]any, k, p string, depth int, now time.T
 		if d, ok := parseWait(scalar(v), millis, now); ok {
 			source := p
 			if typ, _ := obj["@type"].(string); nk == "retrydelay" && strings.HasSuffix(typ, "google.rpc.RetryInfo") {
-				source = SourceRetryInfo
+				source = strings.TrimSuffix(p, k) + "RetryInfo." + k // error.details.RetryInfo.retryDelay
 			}
 			b.retry = append(b.retry, hint{d: d, source: source, depth: depth, coarse: !millis})
 		}
@@ -589,12 +589,13 @@ func waitText(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// asked reports a wait the provider asked for in a Retry-After header (its
-// own or one a gateway forwarded), as against a limit's reset time or a
-// wait read from its body or words.
+// asked reports a wait the provider asked for (a Retry-After header, its
+// own or forwarded, a retry field, its words), as against the time a
+// limit resets (a reset header or field, the RateLimit header, and Gemini's
+// RetryInfo, which says when the quota refills).
 func asked(source string) bool {
 	last := normKey(source[strings.LastIndexByte(source, '.')+1:])
-	return source == "" || strings.HasPrefix(last, "retryafter") || strings.HasPrefix(last, "xmsretryafter")
+	return !strings.Contains(last, "reset") && last != SourceRateLimit && !strings.HasSuffix(source, "RetryInfo.retryDelay")
 }
 
 // RetryAfterText says what the provider asked, and how: "the provider asked
