@@ -138,21 +138,27 @@ func longest(hs []hint) (hint, bool) {
 
 // headerResets reads the reset headers of h whose limit is exhausted (its
 // remaining count 0, or not sent), and the structured RateLimit header.
-// prefix and names say how to name a source: a forwarded header is named by
-// its path in the body and its key as written (names: canonical → key).
+// Names are matched in lower case, whatever their casing in h. A header is
+// named by prefix and its name in lower case, or as names has it (a
+// forwarded header: lower-case name → the key as the body wrote it).
 func headerResets(h http.Header, prefix string, names map[string]string, now time.Time) []hint {
-	var out []hint
-	name := func(canon string) string {
-		if n, ok := names[canon]; ok {
+	values := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if lower := strings.ToLower(k); len(h[k]) > 0 && values[lower] == "" {
+			values[lower] = h[k][0]
+		}
+	}
+	name := func(lower string) string {
+		if n, ok := names[lower]; ok {
 			return prefix + n
 		}
-		return prefix + strings.ToLower(canon)
+		return prefix + lower
 	}
-	for _, canon := range slices.Sorted(maps.Keys(h)) {
-		lower := strings.ToLower(canon)
+	var out []hint
+	for _, lower := range slices.Sorted(maps.Keys(values)) {
 		if lower == SourceRateLimit {
-			if d, ok := structuredReset(h.Get(canon), now); ok {
-				out = append(out, hint{d: d, source: name(canon)})
+			if d, ok := structuredReset(values[lower], now); ok {
+				out = append(out, hint{d: d, source: name(lower)})
 			}
 			continue
 		}
@@ -163,12 +169,12 @@ func headerResets(h http.Header, prefix string, names map[string]string, now tim
 		}
 		rem := slices.Clone(parts)
 		rem[at] = "remaining"
-		if left, ok := parseCount(h.Get(strings.Join(rem, "-"))); ok && left > 0 {
+		if left, ok := parseCount(values[strings.Join(rem, "-")]); ok && left > 0 {
 			continue
 		}
 		millis := slices.ContainsFunc(parts, func(p string) bool { return p == "ms" || p == "millis" || p == "milliseconds" })
-		if d, ok := parseWait(h.Get(canon), millis, now); ok {
-			out = append(out, hint{d: d, source: name(canon)})
+		if d, ok := parseWait(values[lower], millis, now); ok {
+			out = append(out, hint{d: d, source: name(lower)})
 		}
 	}
 	return out
@@ -541,25 +547,26 @@ func (b *bodyHints) field(obj map[string]any, k, p string, depth int, now time.T
 // forwarded reads the headers a gateway copied into the body.
 func (b *bodyHints) forwarded(fwd map[string]any, prefix string, depth int, now time.Time) {
 	h := http.Header{}
-	names := map[string]string{}
-	for k, v := range fwd {
-		if s := scalar(v); s != "" {
-			canon := http.CanonicalHeaderKey(k)
-			h.Set(canon, s)
-			names[canon] = k
+	names := map[string]string{} // lower case → as written
+	for _, k := range slices.Sorted(maps.Keys(fwd)) {
+		lower := strings.ToLower(k)
+		if v := scalar(fwd[k]); v != "" && names[lower] == "" {
+			h.Set(lower, v)
+			names[lower] = k
 		}
 	}
 	if d, src, ok, _ := retryAfter(h, now); ok {
-		b.retry = append(b.retry, hint{d: d, source: prefix + names[http.CanonicalHeaderKey(src)], depth: depth + 1, coarse: src == SourceRetryAfter})
+		b.retry = append(b.retry, hint{d: d, source: prefix + names[src], depth: depth + 1, coarse: src == SourceRetryAfter})
 	}
 	b.resets = append(b.resets, headerResets(h, prefix, names, now)...)
 }
 
+// siblingRemaining is the remaining count beside a reset field, if any.
 func siblingRemaining(obj map[string]any) any {
-	for k, v := range obj {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		switch normKey(k) {
 		case "remaining", "ratelimitremaining", "xratelimitremaining":
-			return v
+			return obj[k]
 		}
 	}
 	return nil

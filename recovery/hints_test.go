@@ -88,6 +88,8 @@ func TestRetryHint_Forms(t *testing.T) {
 		{"structured RateLimit, older draft", limited429("", "", "RateLimit", "limit=100, remaining=0, reset=20"), 20000, "ratelimit"},
 		{"structured RateLimit, list", limited429("", "", "RateLimit", `"minute";r=0;t=30, "day";r=10;t=3600`,
 			"RateLimit-Policy", `"minute";q=60;w=60, "day";q=1000;w=86400`), 30000, "ratelimit"},
+		{"a name in any casing, as a map holds it", &llm.Error{Status: 429, Header: http.Header{"x-ratelimit-remaining-tokens": {"0"}, "x-RateLimit-Reset-Tokens": {"3s"}}},
+			3000, "x-ratelimit-reset-tokens"},
 		{"the longest of the exhausted limits", limited429("", "",
 			"x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "2s",
 			"x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "7s"), 7000, "x-ratelimit-reset-tokens"},
