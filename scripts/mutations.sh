@@ -44,7 +44,7 @@ mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
-mutate recovery/hintvalues.go 's/if left, ok := parseCount(h.Get(strings.Join(rem, "-"))); ok \&\& left > 0 {/if false {/' \
+mutate recovery/hintvalues.go 's/if left, ok := parseCount(values\[strings.Join(rem, "-")\]); ok \&\& left > 0 {/if false {/' \
 	./recovery 'TestRetryHint_(Forms|EveryForm)' "waits: a reset header of a limit with some left is not the wait"
 mutate recovery/hintvalues.go 's|^\tcase !millis \&\& n >= unix/2:$|\tcase false:|' \
 	./recovery 'TestRetryHint_(Forms|EveryForm)' "waits: a plain number as large as an epoch is a time, not seconds"
