@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode"
 
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
@@ -107,6 +108,9 @@ func FuzzRetryHint(f *testing.F) {
 			}
 			if fl.RetryAfterMs != nil && *fl.RetryAfterMs < 0 {
 				t.Fatalf("a negative wait %d from %q", *fl.RetryAfterMs, fl.RetryAfterSource)
+			}
+			if len(fl.RetryAfterSource) > 120 || strings.ContainsFunc(fl.RetryAfterSource, func(r rune) bool { return !unicode.IsPrint(r) }) {
+				t.Fatalf("source %q: not printable or longer than 120 bytes", fl.RetryAfterSource)
 			}
 			if d := pol.Decide(fl, 1); d.Retry && fl.RetryAfterMs != nil && d.Delay > pol.MaxRetryAfter {
 				t.Fatalf("sleeps %v, past max_retry_after %v", d.Delay, pol.MaxRetryAfter)

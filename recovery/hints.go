@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -60,24 +62,53 @@ func retryHint(e *llm.Error, code Code, now time.Time) (d time.Duration, source 
 	if !waitsMatter(code, e.Status) {
 		return 0, "", err
 	}
+	h, ok := bodyHint(e, now)
+	if !ok {
+		return 0, "", err
+	}
+	return h.d, shownSource(h.source), err
+}
+
+// bodyHint is retryHint past the Retry-After headers, in its order.
+func bodyHint(e *llm.Error, now time.Time) (hint, bool) {
 	b := readHints(e.Body, e.Message, now)
 	if h, ok := first(b.retry); ok {
-		return h.d, h.source, err
+		return h, true
 	}
 	if d, ok := phraseHint(e.Message, now); ok {
-		return d, SourceMessage, err // about this very refusal: more precise than a reset time
+		return hint{d: d, source: SourceMessage}, true // about this very refusal: more precise than a reset time
 	}
 	if h, ok := first(b.words); ok {
-		return h.d, h.source, err
+		return h, true
 	}
 	resets := b.resets
 	if e.Status == 429 && !e.InStream { // reset headers come on every response: only a 429's say what was hit
 		resets = append(resets, headerResets(e.Header, "", nil, now)...)
 	}
-	if h, ok := longest(resets); ok {
-		return h.d, h.source, err
+	return longest(resets)
+}
+
+// maxSourceLen bounds a source: it is made of what the provider sent (the
+// keys of its body, the names of its headers) and is shown to a person.
+const maxSourceLen = 120
+
+// shownSource is source printable and at most maxSourceLen bytes, keeping
+// its end, which names the field.
+func shownSource(source string) string {
+	source = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, source)
+	if len(source) <= maxSourceLen {
+		return source
 	}
-	return 0, "", err
+	cut := len(source) - (maxSourceLen - len("…"))
+	for cut < len(source) && !utf8.RuneStart(source[cut]) {
+		cut++
+	}
+	return "…" + source[cut:]
 }
 
 // waitsMatter: the failures whose body and reset headers are read for a

@@ -489,3 +489,16 @@ func (d *onceLimited) Do(req *http.Request) (*http.Response, error) {
 		"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
 	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(sse)), Request: req}, nil
 }
+
+// A source is made of the provider's keys and header names, and is shown to
+// a person: it is printable and bounded, keeping the field's own name.
+func TestRetryHint_SourceIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		long := strings.Repeat("k\x1b[31m", 60)
+		body, _ := json.Marshal(map[string]any{long: map[string]any{long: map[string]any{"retry_after": 3}}})
+		ms, source := waitOf(limited429(string(body), ""))
+		if ms != 3000 || len(source) > 120 || !strings.HasSuffix(source, ".retry_after") || strings.ContainsAny(source, "\x1b\n") {
+			t.Errorf("wait %d ms from %q (%d bytes), want 3000 ms from a printable source of at most 120 bytes ending in .retry_after", ms, source, len(source))
+		}
+	})
+}
