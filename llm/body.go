@@ -202,11 +202,11 @@ func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
 func (r *partsReader) Close() error { return nil }
 
 // Limits of the encoded-message cache: a generation ends after this many
-// requests, or once it holds this many bytes, and what the one before it
-// held but no request since used is dropped. An encoding no request uses
-// lives two generations at most: a message a compaction dropped, a
-// session no longer prompted, a merged message that is made anew for each
-// request (agent's alternate).
+// requests, or at the first request once the cache holds this many bytes,
+// and then whatever no request of it or of the generation before used is
+// dropped. So an encoding no request uses lives two generations at most: a
+// message a compaction dropped, a session no longer prompted, a merged
+// message that is made anew for each request (agent's alternate).
 const (
 	bodyGenRequests = 16
 	bodyGenBytes    = 64 << 20
@@ -225,41 +225,50 @@ const (
 // is encoded again, never sent stale; one equal to an encoded one but
 // built anew (a session loaded again) is encoded once more.
 type bodyCache struct {
-	mu sync.Mutex
-	// cur holds what this generation's requests used; prev the
-	// generation before's, not yet used again.
-	cur, prev map[msgKey]*encodedMessage
-	curBytes  int
-	requests  int // in this generation
+	mu       sync.Mutex
+	entries  map[msgKey]*encodedMessage
+	bytes    int // encoded bytes in entries
+	gen      int // the generation's number
+	requests int // in this generation
+	// last is the entries of the last request, by position: the next
+	// request of the same session finds its history there, message i at
+	// i, for a compare and no lookup. A request takes it while it works
+	// (nil meanwhile: another session's request looks its messages up).
+	last []*encodedMessage
 }
 
 type encodedMessage struct {
-	msg Message // what b encodes; Reasoning and Prefix are not encoded and not kept
-	b   []byte
+	msg  Message // what b encodes; Reasoning and Prefix are not encoded and not kept
+	b    []byte
+	used int // the last generation a request used it in
 }
 
-// msgKey is the address and length of a message's first non-empty string,
-// a cheap key that two live messages share only when they share that
-// string. Entries with the same key replace each other: correct, only
-// slower.
+// msgKey is the addresses of a message's role, content and first other
+// string (the tool call id it answers, its first tool call's id or
+// arguments, its first image), and the content's length: a cheap key that
+// two live messages share only when they share those strings. Two such
+// messages that differ (one content shared by calls with the same id)
+// replace each other's entry: correct, only slower.
 type msgKey struct {
-	p uintptr
-	n int
+	role, content, other uintptr
+	n                    int
 }
 
 func keyOf(m *Message) msgKey {
-	s := m.Content
+	other := m.ToolCallID
 	switch {
-	case s != "":
-	case m.ToolCallID != "":
-		s = m.ToolCallID
+	case other != "":
 	case len(m.ToolCalls) > 0:
-		s = cmp.Or(m.ToolCalls[0].ID, m.ToolCalls[0].Arguments)
+		other = cmp.Or(m.ToolCalls[0].ID, m.ToolCalls[0].Arguments)
 	case len(m.Images) > 0:
-		s = m.Images[0].Data
+		other = m.Images[0].Data
 	}
-	return msgKey{p: uintptr(unsafe.Pointer(unsafe.StringData(s))), n: len(s)}
+	return msgKey{role: addr(string(m.Role)), content: addr(m.Content), other: addr(other), n: len(m.Content)}
 }
+
+// addr is where s's bytes are. Strings are never written to, so while an
+// entry keeps its strings their addresses are not reused.
+func addr(s string) uintptr { return uintptr(unsafe.Pointer(unsafe.StringData(s))) }
 
 // sameMessage reports whether a and b encode the same (Reasoning and
 // Prefix are not encoded).
@@ -275,79 +284,102 @@ func (c *bodyCache) encode(msgs []Message, out [][]byte) error {
 	var miss []int
 	c.mu.Lock()
 	c.startRequest()
+	last := c.last // updated in place: entry i of this request replaces entry i of the last
+	c.last = nil
 	for i := range msgs {
-		if e := c.get(&msgs[i]); e != nil {
+		m := &msgs[i]
+		var e *encodedMessage
+		if i < len(last) && last[i] != nil && sameMessage(&last[i].msg, m) {
+			e = last[i]
+			if e.used != c.gen {
+				e.used = c.gen
+			}
+		} else {
+			e = c.get(m)
+		}
+		if i < len(last) {
+			if last[i] != e { // most are the same: no write, no write barrier
+				last[i] = e
+			}
+		} else {
+			last = append(last, e)
+		}
+		if e != nil {
 			out[i] = e.b
 		} else {
 			miss = append(miss, i)
 		}
 	}
+	clear(last[len(msgs):])
+	last = last[:len(msgs)]
 	c.mu.Unlock()
-	if len(miss) == 0 {
-		return nil
-	}
 	made := make([]*encodedMessage, 0, len(miss))
+	var err error
 	for _, i := range miss {
-		b, err := encodeMessage(msgs[i])
-		if err != nil {
-			return err
+		var b []byte
+		if b, err = encodeMessage(msgs[i]); err != nil {
+			break
 		}
 		m := msgs[i]
 		m.Reasoning, m.Prefix = "", false
 		m.ToolCalls, m.Images = slices.Clone(m.ToolCalls), slices.Clone(m.Images)
-		made = append(made, &encodedMessage{msg: m, b: b})
-		out[i] = b
+		e := &encodedMessage{msg: m, b: b}
+		made = append(made, e)
+		out[i], last[i] = b, e
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, e := range made {
 		c.put(e)
 	}
-	c.mu.Unlock()
-	return nil
+	if err == nil {
+		c.last = last
+	}
+	return err
 }
 
-// startRequest begins a generation when the current one is full.
+// startRequest starts a generation when this one is over, and drops what
+// neither used.
 func (c *bodyCache) startRequest() {
-	if c.cur == nil {
-		c.cur, c.prev = map[msgKey]*encodedMessage{}, map[msgKey]*encodedMessage{}
-	}
-	if c.requests >= bodyGenRequests || c.curBytes >= bodyGenBytes {
-		c.prev, c.cur = c.cur, make(map[msgKey]*encodedMessage, len(c.cur))
-		c.curBytes, c.requests = 0, 0
+	if c.entries == nil {
+		c.entries = map[msgKey]*encodedMessage{}
 	}
 	c.requests++
+	if c.requests <= bodyGenRequests && c.bytes < bodyGenBytes {
+		return
+	}
+	c.gen++
+	c.requests = 1
+	for k, e := range c.entries {
+		if e.used < c.gen-1 {
+			delete(c.entries, k)
+			c.bytes -= len(e.b)
+		}
+	}
 }
 
 func (c *bodyCache) get(m *Message) *encodedMessage {
-	k := keyOf(m)
-	if e := c.cur[k]; e != nil && sameMessage(&e.msg, m) {
-		return e
+	e := c.entries[keyOf(m)]
+	if e == nil || !sameMessage(&e.msg, m) {
+		return nil
 	}
-	if e := c.prev[k]; e != nil && sameMessage(&e.msg, m) {
-		delete(c.prev, k)
-		c.put(e)
-		return e
-	}
-	return nil
+	e.used = c.gen
+	return e
 }
 
 func (c *bodyCache) put(e *encodedMessage) {
 	k := keyOf(&e.msg)
-	if old := c.cur[k]; old != nil {
-		c.curBytes -= len(old.b)
+	if old := c.entries[k]; old != nil {
+		c.bytes -= len(old.b)
 	}
-	c.cur[k] = e
-	c.curBytes += len(e.b)
+	c.entries[k] = e
+	c.bytes += len(e.b)
+	e.used = c.gen
 }
 
 // size is what the cache holds: entries and encoded bytes.
 func (c *bodyCache) size() (entries, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, g := range []map[msgKey]*encodedMessage{c.cur, c.prev} {
-		for _, e := range g {
-			entries, bytes = entries+1, bytes+len(e.b)
-		}
-	}
-	return entries, bytes
+	return len(c.entries), c.bytes
 }
