@@ -24,14 +24,17 @@ import (
 //   - go-openai: the whole request handed to go-openai, which encodes every
 //     message (what the adapter did before it kept encodings);
 //   - adapter: the adapter, which encodes the new message and reuses the
-//     others' encodings.
+//     others' encodings;
+//   - adapter-first: a new adapter for each request, so every message is
+//     encoded and kept (a session's first request after a load).
 //
 // turns=N is a history of N turns as BenchmarkPromptHistory's (a prompt, a
 // reply with a tool call, its result, a reply: 4 messages a turn) after a
 // system prompt and with seven tools offered. The baseline is go-openai's
 // request at turns=0, a median of 31 timed at the start of the same run;
 // x-base is ns/op as a multiple of it. body-KB is the body's size, cache-KB
-// what the adapter's cache holds after the run.
+// what the adapter's cache holds after the run. Each way's first request is
+// not timed.
 func BenchmarkRequestBody(b *testing.B) {
 	tools := make([]llm.ToolDef, 7)
 	for i := range tools {
@@ -57,6 +60,13 @@ func BenchmarkRequestBody(b *testing.B) {
 			return err
 		},
 		"adapter": func(o *llm.OpenAI, _ *openai.Client, req llm.Request) error {
+			_, err := o.Stream(context.Background(), req)
+			return err
+		},
+		"adapter-first": func(_ *llm.OpenAI, c *openai.Client, req llm.Request) error {
+			// A new adapter each time: the first request of a session
+			// loaded, or compacted, encodes every message.
+			o := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "https://api.example.test/v1", APIKey: "sk-bench", HTTPClient: discardDoer{}})
 			_, err := o.Stream(context.Background(), req)
 			return err
 		},
@@ -92,7 +102,7 @@ func BenchmarkRequestBody(b *testing.B) {
 	slices.Sort(base)
 	baseline := base[len(base)/2]
 	for _, turns := range []int{0, 10, 100, 1000} {
-		for _, way := range []string{"go-openai", "adapter"} {
+		for _, way := range []string{"go-openai", "adapter", "adapter-first"} {
 			b.Run(fmt.Sprintf("turns=%d/%s", turns, way), func(b *testing.B) {
 				next, o, d := session(b, way, turns)
 				next() // a session loaded: its first request encodes it all
