@@ -33,7 +33,7 @@ import (
 
 // wireMessage maps a Message to go-openai's. Reasoning is not sent back:
 // DeepSeek rejects reasoning_content in requests and others ignore it. Prefix
-// is not a go-openai field; the body gets it in wireMessages.
+// is not a go-openai field; encodeMessages adds it.
 func wireMessage(m Message) openai.ChatCompletionMessage {
 	cm := openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
 	if len(m.Images) > 0 {
