@@ -65,7 +65,11 @@ func encodeMessage(m Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode a %s message: %w", m.Role, err)
 	}
-	return append(b, ','), nil
+	// Exactly as long: append would leave up to half as much again unused,
+	// for as long as the cache keeps it.
+	enc := make([]byte, len(b)+1)
+	enc[copy(enc, b)] = ','
+	return enc, nil
 }
 
 // errPrefixRole: a continued message must be the assistant's.

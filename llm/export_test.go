@@ -22,3 +22,10 @@ func BodyCacheSize(o *OpenAI) (entries, bytes int) { return o.bodies.size() }
 
 // BodyGenRequests is how many requests a generation of that cache lasts.
 const BodyGenRequests = bodyGenRequests
+
+// ResetBodyCache drops what o's cache of encoded messages holds.
+func ResetBodyCache(o *OpenAI) {
+	o.bodies.mu.Lock()
+	defer o.bodies.mu.Unlock()
+	o.bodies.entries, o.bodies.bytes, o.bodies.last = nil, 0, nil
+}
