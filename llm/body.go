@@ -57,11 +57,13 @@ func wireMessage(m Message) openai.ChatCompletionMessage {
 	return cm
 }
 
-// encodeMessage is m as go-openai writes it inside a request body (its
-// MarshalJSON, compacted by encoding/json, which json.Marshal does too),
-// followed by the comma that separates it from the next.
+// encodeMessage is m as go-openai writes it inside a request body,
+// followed by the comma that separates it from the next. There
+// encoding/json takes the message's MarshalJSON output and compacts it,
+// escaping HTML; that output is json.Marshal's already (compact,
+// escaped), so the pass would change nothing and is left out.
 func encodeMessage(m Message) ([]byte, error) {
-	b, err := json.Marshal(wireMessage(m))
+	b, err := wireMessage(m).MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode a %s message: %w", m.Role, err)
 	}
