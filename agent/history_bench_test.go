@@ -156,9 +156,10 @@ func BenchmarkPromptHistory(b *testing.B) {
 
 // BenchmarkRequestEncode measures what the go-openai adapter does with
 // each request before it is sent: map it to go-openai's types and encode
-// the whole body (go-openai takes a ChatCompletionRequest and marshals
-// all of it; a message's MarshalJSON output is compacted again). The
-// requests are the last ones of sessions like BenchmarkPromptHistory's;
+// the body (llm/body.go: go-openai writes it without the messages, whose
+// encodings the adapter keeps from request to request; each request here
+// adds one; first-ms is the first, which encodes them all). The requests
+// are the last ones of sessions like BenchmarkPromptHistory's;
 // body-MB is the body's size, x-prompt the time as a multiple of the
 // agent's own work before that request (its pre-µs, a median of 5
 // prompts in the same session, measured just before).
@@ -207,7 +208,6 @@ func BenchmarkRequestEncode(b *testing.B) {
 		p.reply = short
 		return r.SessionID
 	}
-	enc := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://encode.invalid/v1", APIKey: "sk-bench", HTTPClient: drainDoer{}})
 	for _, bb := range []struct {
 		name string
 		make func() string
@@ -225,11 +225,29 @@ func BenchmarkRequestEncode(b *testing.B) {
 				pres = append(pres, run(id))
 			}
 			pre, req := median(pres), p.last
-			for b.Loop() {
+			// An adapter of its own: nothing encoded before.
+			enc := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://encode.invalid/v1", APIKey: "sk-bench", HTTPClient: drainDoer{}})
+			n := len(req.Messages)
+			req.Messages = append(slices.Clip(req.Messages), llm.Message{})
+			send := func(i int) {
+				// Each request adds a message, as a step's tool result does
+				// (the adapter keeps encodings: the same request again would
+				// encode nothing).
+				req.Messages[n] = llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("step %d", i)}
 				if _, err := enc.Stream(ctx, req); !errors.Is(err, errDrained) {
 					b.Fatal(err)
 				}
 			}
+			// The first request after a load encodes every message.
+			start := time.Now()
+			send(0)
+			cold := time.Since(start)
+			i := 0
+			for b.Loop() {
+				i++
+				send(i)
+			}
+			b.ReportMetric(float64(cold.Microseconds())/1e3, "first-ms")
 			b.ReportMetric(float64(drained.Load())/1e6, "body-MB")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pre.Nanoseconds()), "x-prompt")
 		})

@@ -1,10 +1,6 @@
 package llm
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"unicode"
@@ -97,31 +93,6 @@ func ContinuesInPlace(p Provider) bool {
 // ContinuesInPlace reports whether the provider continues a partial reply
 // in place: a request whose last message has Prefix set.
 func (o *OpenAI) ContinuesInPlace() bool { return o.prefix != nil }
-
-// markPrefix sets "prefix": true on the last message of a chat completion
-// body as go-openai wrote it. go-openai's message type has no such field;
-// the body is the OpenAI wire format, which is stable where go-openai's
-// structs are not ours to extend, so only that one field is added and the
-// rest is passed through as it was.
-func markPrefix(body []byte) ([]byte, error) {
-	var req map[string]json.RawMessage
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, fmt.Errorf("mark the continued message: %w", err)
-	}
-	var msgs []map[string]json.RawMessage
-	if err := json.Unmarshal(req["messages"], &msgs); err != nil {
-		return nil, fmt.Errorf("mark the continued message: %w", err)
-	}
-	if len(msgs) == 0 || !bytes.Equal(msgs[len(msgs)-1]["role"], []byte(`"assistant"`)) {
-		return nil, errors.New("mark the continued message: the last message is not the assistant's")
-	}
-	msgs[len(msgs)-1]["prefix"] = json.RawMessage("true")
-	var err error
-	if req["messages"], err = json.Marshal(msgs); err != nil {
-		return nil, fmt.Errorf("mark the continued message: %w", err)
-	}
-	return json.Marshal(req)
-}
 
 // MinRestart is the fewest runes the whole shown text (from the reply's
 // first character) must hold for a continuation that begins with all of it

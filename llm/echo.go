@@ -11,7 +11,7 @@ import "strings"
 // holds back is final text.
 //
 // It takes nothing from go-openai: the prefix mark goes onto go-openai's
-// request body in the transport (markPrefix).
+// request body in the transport (encodeMessages).
 
 // echo drops the prefix from the start of a continuation whose provider
 // repeats it. Only an exact repeat of the whole prefix is dropped: always

@@ -8,6 +8,10 @@
 // joining (join.go), the secret scrubber (redact.go) and continuation
 // trimming (echo.go); stream.go joins them. A provider's dialect is read
 // in the stage its framing or field belongs to.
+//
+// A request's body is written a message at a time (body.go): each
+// message's encoding is kept from the request that first sent it, so the
+// work before a request does not grow with the history.
 package llm
 
 import (

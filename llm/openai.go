@@ -59,6 +59,8 @@ type OpenAI struct {
 	prefix *PrefixDialect
 	usage  bool // requests ask for the usage chunk
 	logger *zerolog.Logger
+	// bodies keeps the messages recent requests sent, encoded (body.go).
+	bodies bodyCache
 	// windows are the context windows the last model list gave, by id.
 	windows atomic.Pointer[map[string]uint64]
 }
@@ -90,12 +92,16 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 // *Error; transport failures keep their identity (context.Canceled,
 // *net.OpError, syscall.ECONNREFUSED, …) under a wrapping message.
 func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
+	wire, err := o.encodeMessages(req)
+	if err != nil {
+		return nil, fmt.Errorf("chat completion request: %w", err)
+	}
 	creq := o.chatRequest(req)
 	actx, cancel := context.WithCancelCause(ctx)
 	actx, c := withCapture(actx, o.limits)
+	c.wire = wire
 	var trim *echo
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Prefix {
-		c.prefix = true
 		if d := o.prefix; d == nil || d.Echoes || d.MayEcho {
 			trim = &echo{prefix: req.Messages[n-1].Content, sure: d != nil && d.Echoes}
 		}
@@ -111,35 +117,13 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	return newStream(o, ctx, cancel, st, c, trim), nil
 }
 
-// chatRequest maps a Request to go-openai's. Reasoning is not sent back:
-// DeepSeek rejects reasoning_content in requests and others ignore it.
+// chatRequest maps a Request to go-openai's, without its messages: those
+// are encoded a message at a time and spliced into go-openai's body by the
+// transport (body.go).
 func (o *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
-	msgs := make([]openai.ChatCompletionMessage, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		cm := openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
-		if len(m.Images) > 0 {
-			// Content and MultiContent are exclusive in go-openai.
-			cm.Content = ""
-			cm.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: m.Content}}
-			for _, img := range m.Images {
-				cm.MultiContent = append(cm.MultiContent, openai.ChatMessagePart{
-					Type:     openai.ChatMessagePartTypeImageURL,
-					ImageURL: &openai.ChatMessageImageURL{URL: "data:" + img.MimeType + ";base64," + img.Data},
-				})
-			}
-		}
-		for _, tc := range m.ToolCalls {
-			cm.ToolCalls = append(cm.ToolCalls, openai.ToolCall{
-				ID:       tc.ID,
-				Type:     openai.ToolTypeFunction,
-				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
-			})
-		}
-		msgs = append(msgs, cm)
-	}
 	creq := openai.ChatCompletionRequest{
 		Model:    req.Model,
-		Messages: msgs,
+		Messages: []openai.ChatCompletionMessage{}, // spliced in: withMessages
 		Stream:   true,
 		// max_tokens is what OpenAI-compatible servers (vLLM, Ollama,
 		// DeepSeek, OpenRouter, llama.cpp, …) accept most widely.

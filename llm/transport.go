@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -35,8 +34,8 @@ type capture struct {
 	body   []byte  // error body (non-2xx), capped
 	tap    *sseTap // 2xx body
 	resp   *http.Response
-	limits limits // for the tap
-	prefix bool   // mark the last message "prefix": true (markPrefix)
+	limits limits        // for the tap
+	wire   *wireMessages // the request's messages, encoded (withMessages)
 }
 
 func (c *capture) requestID() string {
@@ -57,9 +56,9 @@ type captureDoer struct{ next HTTPDoer }
 
 func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 	c, _ := req.Context().Value(captureKey{}).(*capture)
-	if c != nil && c.prefix {
+	if c != nil && c.wire != nil {
 		var err error
-		if req, err = withPrefix(req); err != nil {
+		if req, err = withMessages(req, c.wire); err != nil {
 			return nil, err
 		}
 	}
@@ -86,27 +85,6 @@ func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 	c.tap = newTap(resp.Body, c.limits)
 	resp.Body = c.tap
 	return resp, nil
-}
-
-// withPrefix returns req with its body's last message marked as the
-// prefix the provider continues.
-func withPrefix(req *http.Request) (*http.Request, error) {
-	if req.Body == nil {
-		return nil, errors.New("mark the continued message: the request has no body")
-	}
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if body, err = markPrefix(body); err != nil {
-		return nil, err
-	}
-	r := req.Clone(req.Context())
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return r, nil
 }
 
 // errorFacts are the structured fields of a provider's error JSON.

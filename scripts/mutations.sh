@@ -71,4 +71,14 @@ mutate agent/turn.go 's/^\t\t\tt.model = o.model$/\t\t\t_ = o.model/' \
 mutate agent/mcpservers.go 's/m.unsaid = append(m.unsaid, f)/_ = f/' \
 	./cmd/rebound TestE2E_MCPServerDies "a server that dies is reported to the editor"
 
+# The request body (llm/body.go): encodings kept from request to request.
+mutate llm/body.go 's/slices.Equal(a.ToolCalls, b.ToolCalls) \&\& //' \
+	./llm 'TestOpenAI_Body' "a message changed after it was encoded is encoded again"
+mutate llm/body.go 's/if i < len(last) \&\& last\[i\] != nil \&\& sameMessage(\&last\[i\].msg, m) {/if i < len(last) \&\& last[i] != nil {/' \
+	./llm 'TestOpenAI_Body' "the last request's encodings are taken only for the same messages"
+mutate llm/body.go 's/if e.used < c.gen-1 {/if false {/' \
+	./llm 'TestOpenAI_BodyCacheIsBounded' "the encoded-message cache drops what no recent request used"
+mutate llm/body.go 's/^\t\t\te = c.get(m)$/\t\t\te = nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
+	./llm 'TestOpenAI_BodyAllocationsFlat' "a request's encoding does not grow with the history"
+
 exit $survived
