@@ -359,7 +359,13 @@ func TestClassify_PlainErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := &recovery.Failure{Code: tt.want, Message: tt.err.Error(), Limit: tt.limit}
+			msg := tt.err.Error()
+			if tt.want == recovery.Protocol {
+				// "The provider sent a malformed reply: malformed stream: …"
+				// would say it twice.
+				msg = strings.TrimPrefix(msg, llm.ErrMalformedStream.Error()+": ")
+			}
+			want := &recovery.Failure{Code: tt.want, Message: msg, Limit: tt.limit}
 			if diff := cmp.Diff(want, recovery.Classify(tt.err), ignoreUnexported); diff != "" {
 				t.Errorf("Classify(%v) (-want +got):\n%s", tt.err, diff)
 			}
@@ -378,8 +384,10 @@ func TestClassify_PlainErrors(t *testing.T) {
 	})
 }
 
-// Classification reads status, code and type: the message never changes
-// the code.
+// A status decides when the provider sent no words of its own: a message
+// without a body is Rebound's (the status text), and never changes the
+// code. The words an error inside a stream carries are the provider's: an
+// overflow or an empty account said there is that, not a server error.
 func TestClassify_IgnoresMessageText(t *testing.T) {
 	messages := []string{
 		"",
@@ -408,7 +416,6 @@ func TestClassify_IgnoresMessageText(t *testing.T) {
 		{"503", llm.Error{Status: 503}, recovery.Server},
 		{"504", llm.Error{Status: 504}, recovery.Server},
 		{"529", llm.Error{Status: 529}, recovery.Overloaded},
-		{"in stream, no code", llm.Error{Status: 200, InStream: true}, recovery.Server},
 		{"no status, not in stream", llm.Error{}, recovery.Unknown},
 		{"code is case-insensitive", llm.Error{Status: 400, Code: "Context_Length_Exceeded"}, recovery.ContextOverflow},
 		{"overloaded_error as a code", llm.Error{Status: 500, Code: "overloaded_error"}, recovery.Overloaded},
@@ -422,6 +429,21 @@ func TestClassify_IgnoresMessageText(t *testing.T) {
 			if got := recovery.Classify(&e).Code; got != tt.want {
 				t.Errorf("%s with message %q: code %s, want %s", tt.name, msg, got, tt.want)
 			}
+		}
+	}
+	inStream := map[string]recovery.Code{
+		"": recovery.Server,
+		"Rate limit exceeded, please retry after 20s":        recovery.Server,
+		"The server is overloaded":                           recovery.Server,
+		"This model's maximum context length is 8192 tokens": recovery.ContextOverflow,
+		"You exceeded your current quota":                    recovery.Quota,
+		"Incorrect API key provided":                         recovery.Server,
+		"Request timed out":                                  recovery.Server,
+	}
+	for _, msg := range messages {
+		e := llm.Error{Status: 200, InStream: true, Message: msg}
+		if got := recovery.Classify(&e).Code; got != inStream[msg] {
+			t.Errorf("in stream, no code, with message %q: code %s, want %s", msg, got, inStream[msg])
 		}
 	}
 }
