@@ -431,9 +431,6 @@ func (f *Failure) Advice(apiKeyEnv string) string {
 		if f.ContentFilter {
 			return "Rephrase the prompt, or leave out what the filter objected to."
 		}
-		if f.page {
-			return pageAdvice
-		}
 		return "Check the model name and the base URL."
 	case Transport:
 		host := "the base URL"

@@ -54,12 +54,13 @@ type class struct {
 // clause break written " | ".
 var (
 	quotaWords = sync.OnceValue(func() *regexp.Regexp {
-		money := `(?:quota|quotas|budget|budgets|credit|credits|balance|billing|funds?|spend(?:ing)? limit|spend cap|prepaid|free tier|resource package|usage limit)`
+		money := `(?:account |credit |prepaid |token )?(?:quota|quotas|budget|budgets|credit|credits|balance|billing(?: hard limit)?|hard limit|funds?|spend(?:ing)? limit|spend cap|prepaid|free tier|resource package|usage limit)`
 		return regexp.MustCompile(strings.Join([]string{
 			`\b(?:exceeded|exceeds|exceed|exhausted|insufficient|not enough|ran out of|run out of|out of|used up|used all(?: available)?|depleted)(?: [a-z0-9]+){0,2} ` + money + `\b`,
 			`\bno (?:more |remaining |available )?` + money + `\b`,
 			`\b` + money + `(?: [a-z0-9]+){0,3} (?:exceeded|exhausted|depleted|insufficient|used up|too low|is low|has run out|ran out|is empty|is zero|is negative|expired|not active|inactive|overdue|reached)\b`,
-			`\b(?:arrears|arrearage|in arrear|overdue (?:payment|account|balance|bill)|account (?:is )?overdue|payment required|insufficient funds|recharge|top up|purchase more credits|add (?:more )?credits)\b`,
+			`\b(?:arrears|arrearage|in arrear|overdue (?:payment|account|balance|bill)|account (?:is )?overdue|payment required|insufficient funds|recharge|top up|purchase more credits|add (?:more )?credits|unpaid (?:invoices?|bills?|balance))\b`,
+			`\bbilling (?:is )?(?:not enabled|disabled|not active|inactive)\b|\brequires billing\b`,
 			`欠费|余额不足|余额已用完|额度(?:不足|已用完|用尽)|充值|资源包`,
 		}, "|"))
 	})
@@ -68,11 +69,12 @@ var (
 			`\bcontent (?:filter|filtered|filtering|moderation|policy|policies|management policy|safety|security|inspection|violation|risk|exists risk|blocked|flagged)\b`,
 			`\b(?:data|input|output|content) inspection\b`,
 			`\b(?:inappropriate|sensitive|unsafe|harmful|prohibited|disallowed|illegal|objectionable|offensive|nsfw|violent|risky) (?:content|words?|material|information|text|input|output|data|prompt|request|image)\b`,
-			`\b(?:input|prompt|content|output|response|image|text|message|request) (?:was|were|has been|have been|is|got) (?:flagged|blocked|censored)\b`,
+			`\b(?:input|prompt|content|output|response|image|text|message|request) (?:(?:was|were|has been|have been|is|got) )?(?:flagged|censored)\b`,
+			`\b(?:input|prompt|content|output|response|image|text|message|request) (?:was|were|has been|have been|is|got) blocked\b`,
 			`\bflagged (?:by|for|as) (?:the |our )?(?:moderation|safety|content|policy|inappropriate|harmful|unsafe)`,
 			`\b(?:blocked|filtered|refused|rejected) (?:due to|because of|for|by) (?:the |our )?(?:safety|moderation|content policy|content filter|sensitive|policy)`,
 			`\bsafety (?:system|filter|filters|policy|policies|guidelines|reasons?|check|checks|violation)\b`,
-			`\bviolat(?:e|es|ed|ing|ion|ions) (?:of )?(?:[a-z0-9]+ ){0,3}(?:polic(?:y|ies)|guidelines|terms of (?:service|use))\b`,
+			`\bviolat(?:e|es|ed|ing|ion|ions) (?:of )?(?:our |the |its |their |[a-z]+ s )?(?:usage |content |safety |acceptable use |community |moderation |guardrail )?(?:polic(?:y|ies)|guidelines|terms of (?:service|use))\b`,
 			`\bpolicy violation\b`,
 			`\b(?:requires?|failed|triggered|by) moderation\b|\bmoderation (?:blocked|failed|flagged|check|system)\b`,
 			`\b(?:high|exists) risk\b|\brisk control\b`,
@@ -86,7 +88,8 @@ var (
 		return regexp.MustCompile(strings.Join([]string{
 			`\b(?:input|inputs|prompt|context|conversation)(?: (?:text|data|length|size|window|tokens?|token count|token length))? (?:is |are |was |has |have )?` + over + `\b`,
 			`\b` + over + ` (?:the |this |your |its )?(?:models? |model s )?(?:maximum |max |allowed |available |configured |current |model )*` + limit + `\b`,
-			`\b(?:models?|endpoints?|this) (?:maximum|max) context (?:length|size|window)\b|\b(?:maximum|max) context (?:length|size|window) (?:is|of)\b`,
+			`\b(?:models?|model s|endpoints?|endpoint s|this|[0-9]+) (?:maximum|max) (?:context|prompt|input) (?:length|size|window)\b|\b(?:maximum|max) (?:context|prompt|input) (?:length|size|window) (?:is|of)\b`,
+			`\btoo (?:long|large|big) for (?:the |this )?model\b`,
 			`\b(?:tokens?|context|input|prompt)(?: window| length| size)? limit (?:reached|exceeded|hit)\b`,
 			`\b(?:context|token|tokens)(?: length| window| size)? (?:exceeded|exceeds|overflow)\b`,
 			`\btoo many (?:input |prompt |context )?tokens\b`,
@@ -95,7 +98,7 @@ var (
 			`\brange of input length\b`,
 			`\breduce the length of (?:the |your )?(?:messages|prompt|input|conversation)\b|\bcurrent length is [0-9]+ while limit is\b`,
 			`\bmodel max(?:imum)? length exceeded\b`,
-			`(?:上下文|输入|提示词?)[^|]{0,6}(?:超长|过长|超过|超出)|超过(?:了)?(?:模型)?(?:最大)?(?:上下文|长度)`,
+			`(?:上下文|输入|提示词?|prompt)[^|]{0,6}(?:超长|过长|超过|超出)|超过(?:了)?(?:模型)?(?:最大)?(?:上下文|长度)`,
 		}, "|"))
 	})
 	// rateWords: an error that speaks of a rate is a rate limit, whatever
@@ -127,9 +130,9 @@ var (
 // sentences are short; a bigger text is a page or a dump.
 const maxWordsText = 4 << 10
 
-// normalise makes text comparable: lower case, camelCase and acronyms
-// split into words ("ContextWindowExceededError" → "context window
-// exceeded error"), an apostrophe dropped ("model's" → "models"),
+// normalise makes text comparable: lower case, camelCase, acronyms and
+// numbers split into words ("ContextWindowExceededError" → "context
+// window exceeded error"), an apostrophe dropped ("model's" → "models"),
 // clause punctuation written " | ", everything else a single space. CJK
 // text is kept as it is.
 func normalise(s string) string {
@@ -163,6 +166,10 @@ func normalise(s string) string {
 		case r == utf8.RuneError:
 			sep(false)
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if i > 0 && unicode.IsDigit(r) != unicode.IsDigit(prev) && (unicode.IsLetter(prev) || unicode.IsDigit(prev)) &&
+				(unicode.IsDigit(r) || unicode.IsDigit(prev)) && r < unicode.MaxASCII && prev < unicode.MaxASCII {
+				sep(false) // Is4096Tokens → is 4096 tokens
+			}
 			if unicode.IsUpper(r) && i > 0 {
 				next := rune(0)
 				if i+1 < len(rs) {
@@ -232,25 +239,31 @@ func recognise(e *llm.Error, st int, up upstream, now time.Time) (Code, bool, st
 	}
 	for _, t := range texts {
 		for _, c := range classes {
-			if !eligible(st, c, t) {
+			if !eligible(st, c, t) || (c == &quotaClass && hinted) {
 				continue
 			}
-			switch c {
-			case &quotaClass:
-				if rate || hinted {
-					continue
-				}
-			case &overflowClass:
-				if rate || (outputWords().MatchString(t.text) && !inputWords().MatchString(t.text)) {
-					continue
-				}
-			}
-			if c.patterns().MatchString(t.text) {
+			if c.reads(t.text, rate) {
 				return c.code, c.contentFilter, t.where + ":" + c.name
 			}
 		}
 	}
 	return "", false, ""
+}
+
+// reads reports whether c's words are in n, a normalised text of an error
+// that speaks of a rate when rate is set.
+func (c *class) reads(n string, rate bool) bool {
+	switch c {
+	case &quotaClass:
+		if rate {
+			return false
+		}
+	case &overflowClass:
+		if rate || (outputWords().MatchString(n) && !inputWords().MatchString(n)) {
+			return false
+		}
+	}
+	return c.patterns().MatchString(n)
 }
 
 // messageKeys are the fields of an error body that hold the provider's
@@ -303,7 +316,8 @@ func providerTexts(e *llm.Error, up upstream) []wordText {
 }
 
 // walkTexts calls fn with every string under a message or code key of v,
-// to maxWordsDepth, skipping a gateway's metadata (read as upstream).
+// to maxWordsDepth. A gateway's metadata.raw is no such key: it is read as
+// upstream.
 func walkTexts(v any, depth int, fn func(key, s string)) {
 	if depth > maxWordsDepth {
 		return
@@ -312,9 +326,6 @@ func walkTexts(v any, depth int, fn func(key, s string)) {
 	case map[string]any:
 		for k, x := range v {
 			k = strings.ToLower(k)
-			if k == "metadata" {
-				continue
-			}
 			if s, ok := x.(string); ok {
 				if messageKeys[k] || codeKeys[k] {
 					fn(k, s)
