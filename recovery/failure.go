@@ -417,8 +417,15 @@ const pageAdvice = "The base URL answers with a web page, not an API: point it a
 // Advice says what a person can do about the failure, or "" when there is
 // nothing better than trying again later.
 func (f *Failure) Advice(apiKeyEnv string) string {
-	if f.page && f.Status >= 400 && f.Status < 500 && f.Code != Quota && f.Code != RateLimit && f.Code != Timeout {
-		return pageAdvice // a sign-in page or a website: neither the key nor the model is the question
+	switch f.Status {
+	case 400, 401, 403, 404, 405, 410:
+		if f.page && f.Code != Quota {
+			return pageAdvice // a sign-in page or a website: neither the key nor the model is the question
+		}
+	case 413:
+		if f.Code == InvalidRequest {
+			return "The request is too large for the server (or a proxy in front of it): shorten the prompt or attach less context."
+		}
 	}
 	switch f.Code {
 	case Auth:

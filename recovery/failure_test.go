@@ -626,3 +626,23 @@ func TestClassify_UpstreamReasonIsClean(t *testing.T) {
 		t.Errorf("message is %d runes long; the upstream part is bounded", n)
 	}
 }
+
+// A 413 that no class reads (a body over a proxy's limit, Anthropic's
+// request_too_large in bytes) says the request is too large, not "check the
+// model name", whether it came as JSON or as a proxy's page.
+func TestClassify_413Advice(t *testing.T) {
+	for _, c := range []struct {
+		ctype string
+		body  string
+	}{
+		{"application/json", `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`},
+		{"text/html", "<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center></body></html>"},
+	} {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://proxy.invalid/v1", APIKey: "sk-test",
+			HTTPClient: answerDoer{413, http.Header{"Content-Type": {c.ctype}}, []byte(c.body)}})
+		f := recovery.Classify(firstError(t, p))
+		if a := f.Advice("K"); f.Code != recovery.InvalidRequest || !strings.Contains(a, "too large for the server") {
+			t.Errorf("413 %s: code %s, advice %q", c.ctype, f.Code, a)
+		}
+	}
+}

@@ -231,7 +231,7 @@ func recognise(e *llm.Error, st int, up upstream, now time.Time) (Code, bool, st
 	texts := providerTexts(e, up)
 	rate, hinted := false, false
 	for _, t := range texts {
-		rate = rate || rateWords().MatchString(t.text)
+		rate = rate || speaksOfRate(t.text)
 	}
 	if st == 429 {
 		_, source, _ := retryHint(e, RateLimit, now)
@@ -248,6 +248,14 @@ func recognise(e *llm.Error, st int, up upstream, now time.Time) (Code, bool, st
 		}
 	}
 	return "", false, ""
+}
+
+// speaksOfRate reports whether normalised text n speaks of a rate. An
+// exception's class name is a gateway's mapping of the status, not the
+// provider's words: LiteLLM calls every 429 a RateLimitError, out of money
+// or not.
+func speaksOfRate(n string) bool {
+	return rateWords().MatchString(strings.ReplaceAll(n, " rate limit error ", " "))
 }
 
 // reads reports whether c's words are in n, a normalised text of an error

@@ -32,6 +32,8 @@ func TestWords_Sentences(t *testing.T) {
 		{"Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 132819. The input or output tokens must be reduced", ""},
 		{"Rate limit exceeded: this request asks for more tokens per minute than your limit allows. Reduce max_tokens.", ""},
 		{"Request exceeds the maximum allowed number of bytes.", ""},
+		{"Requested tokens (9000) exceed context window of 8192", "overflow"},
+		{"ThrottlingException: Too many tokens, please wait before trying again.", ""},
 		{"max_tokens exceeds the model's token limit of 4096", ""},
 		{"Request too large for model `llama3-70b` in organization `org_1` on tokens per minute (TPM): Limit 6000, Requested 9000, please reduce your message size", ""},
 		{"Invalid 'messages[2].content': string too long. Expected a string with maximum length 10485760", ""},
@@ -45,6 +47,10 @@ func TestWords_Sentences(t *testing.T) {
 		{"Your account is suspended due to unpaid invoices", "quota"},
 		{"Budget has been exceeded! Current cost: 10.2, Max budget: 10.0", "quota"},
 		{"您的账户已欠费，请充值后重试", "quota"},
+		{"litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current quota, please check your plan and billing details.", "quota"},
+		{"litellm.RateLimitError: VertexAIException - Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute", ""},
+		{"ServiceQuotaExceededException: You have exceeded the service quota for this account", "quota"},
+		{"Tokens per day limit exceeded - too many tokens processed.", ""},
 		{"Resource has been exhausted (e.g. check quota).", ""},
 		{"Quota exceeded for aiplatform.googleapis.com/generate_content_requests_per_minute_per_project", ""},
 		{"Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day", ""},
@@ -71,7 +77,7 @@ func TestWords_Sentences(t *testing.T) {
 		n := normalise(tt.text)
 		got := ""
 		for _, c := range classes {
-			if c.reads(n, rateWords().MatchString(n)) {
+			if c.reads(n, speaksOfRate(n)) {
 				got = c.name
 				break
 			}
