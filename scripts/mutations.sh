@@ -44,6 +44,12 @@ mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
+mutate recovery/words.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
+	./recovery TestWords_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
+mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
+	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
+mutate agent/status.go 's|^\tif f.FromProvider() {$|\tif true {|' \
+	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
 mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
 mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
