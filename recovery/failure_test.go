@@ -646,3 +646,18 @@ func TestClassify_413Advice(t *testing.T) {
 		}
 	}
 }
+
+// Our key, echoed inside a gateway's forwarded upstream body, is redacted
+// before the upstream's reason is shown.
+func TestClassify_UpstreamReasonWithoutOurKey(t *testing.T) {
+	const key = "zz-our-own-key-0123456789"
+	raw, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "key " + key + " has no credits left"}})
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "Provider returned error", "code": 402,
+		"metadata": map[string]any{"raw": string(raw), "provider_name": key}}})
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://gw.invalid/v1", APIKey: key,
+		HTTPClient: answerDoer{402, http.Header{"Content-Type": {"application/json"}}, body}})
+	f := recovery.Classify(firstError(t, p))
+	if strings.Contains(f.Message, key) || !strings.Contains(f.Message, "has no credits left") {
+		t.Errorf("message %q: want the upstream's reason without the key", f.Message)
+	}
+}
