@@ -57,7 +57,7 @@ var (
 		money := `(?:account |credit |prepaid |token )?(?:quota|quotas|budget|budgets|credit|credits|balance|billing(?: hard limit)?|hard limit|funds?|spend(?:ing)? limit|spend cap|prepaid|free tier|resource package|usage limit)`
 		return regexp.MustCompile(strings.Join([]string{
 			`\b(?:exceeded|exceeds|exceed|exhausted|insufficient|not enough|ran out of|run out of|out of|used up|used all(?: available)?|depleted)(?: [a-z0-9]+){0,2} ` + money + `\b`,
-			`\bno (?:more |remaining |available )?` + money + `\b`,
+			`\bno (?:more |remaining |available )` + money + `\b|\b(?:have|has) no ` + money + `\b|\bno ` + money + ` (?:left|remaining|available)\b`,
 			`\b` + money + `(?: [a-z0-9]+){0,3} (?:exceeded|exhausted|depleted|insufficient|used up|too low|is low|has run out|ran out|is empty|is zero|is negative|expired|not active|inactive|overdue|reached)\b`,
 			`\b(?:arrears|arrearage|in arrear|overdue (?:payment|account|balance|bill)|account (?:is )?overdue|payment required|insufficient funds|recharge|top up|purchase more credits|add (?:more )?credits|unpaid (?:invoices?|bills?|balance))\b`,
 			`\bbilling (?:is )?(?:not enabled|disabled|not active|inactive)\b|\brequires billing\b`,
@@ -117,13 +117,14 @@ var (
 	})
 )
 
-// The classes in the order they are tried on each text: quota and
-// moderation words are specific; overflow words are the broadest.
+// The classes in the order they are tried on each text: a refusal may
+// mention money ("no credits were charged") and an empty account never
+// mentions moderation; overflow words are the broadest.
 var (
 	quotaClass      = class{name: "quota", code: Quota, patterns: quotaWords}
 	moderationClass = class{name: "moderation", code: InvalidRequest, contentFilter: true, patterns: moderationWords}
 	overflowClass   = class{name: "overflow", code: ContextOverflow, patterns: overflowWords}
-	classes         = []*class{&quotaClass, &moderationClass, &overflowClass}
+	classes         = []*class{&moderationClass, &quotaClass, &overflowClass}
 )
 
 // maxWordsText bounds how much of one text the classes read: providers'

@@ -67,6 +67,8 @@ func TestWords_Sentences(t *testing.T) {
 		{"Violated guardrail policy", "moderation"},
 		{"抱歉，您的输入涉及敏感信息", "moderation"},
 		{"内容安全审核不通过", "moderation"},
+		{"openai/gpt-4o requires moderation on OpenRouter. Your input was flagged for \"harassment\". No credits were charged.", "moderation"},
+		{"You have no credits left", "quota"},
 		{"The model name is case-sensitive", ""},
 		{"This request violates the organization's access policy", ""},
 		{"The content field is required", ""},
