@@ -60,7 +60,7 @@ type Failure struct {
 	// its words were: "code:overflow", "type:quota", "words:moderation" (the
 	// message), "upstream:quota" (a gateway's forwarded upstream error).
 	// Empty when the dialect table did (Dialect) or the status or the
-	// error itself did, as before the word classes (HowRecognised).
+	// error itself did, as before the word classes (see HowRecognised).
 	RecognisedBy string `json:"recognisedBy,omitempty"`
 	// ContentFilter: the provider's content filter refused the request. The
 	// turn ends with stopReason "refusal", as it does for a filtered reply.
@@ -125,18 +125,12 @@ func (f *Failure) FromProvider() bool {
 		f.Dialect != "" || f.RecognisedBy != ""
 }
 
-// HowRecognised says what gave the failure its code, as the facts record
-// it: "dialect:<id>", the word class ("words:overflow", …),
+// HowRecognised says what gave a failure its code, from the fields the
+// facts record: "dialect:<id>", the word class ("words:overflow", …),
 // "status" (the HTTP status alone), "in-stream" (an error event inside the
 // stream, without a code that says more), or "" for a failure Rebound saw
 // itself (its identity: a timeout, a refused connection, …). Rules do not
-// change the code; the retry a rule decides is recorded as policy "rule:N".
-func (f *Failure) HowRecognised() string {
-	return HowRecognised(f.Dialect, f.RecognisedBy, f.Status, f.FromProvider())
-}
-
-// HowRecognised is Failure.HowRecognised from the recorded fields, for
-// readers of the log (inspect) that hold them without a Failure.
+// change the code; a retry a rule decides is recorded as policy "rule:N".
 func HowRecognised(dialect, recognisedBy string, status int, fromProvider bool) string {
 	switch {
 	case recognisedBy != "":

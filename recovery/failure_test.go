@@ -661,3 +661,24 @@ func TestClassify_UpstreamReasonWithoutOurKey(t *testing.T) {
 		t.Errorf("message %q: want the upstream's reason without the key", f.Message)
 	}
 }
+
+// HowRecognised names what decided the code, most specific first.
+func TestHowRecognised(t *testing.T) {
+	tests := []struct {
+		dialect, by string
+		status      int
+		provider    bool
+		want        string
+	}{
+		{"", "words:quota", 429, true, "words:quota"},
+		{"openai.insufficient_quota", "", 429, true, "dialect:openai.insufficient_quota"},
+		{"", "", 503, true, "status"},
+		{"", "", 0, true, "in-stream"},
+		{"", "", 0, false, ""},
+	}
+	for _, tt := range tests {
+		if got := recovery.HowRecognised(tt.dialect, tt.by, tt.status, tt.provider); got != tt.want {
+			t.Errorf("HowRecognised(%q, %q, %d, %v) = %q, want %q", tt.dialect, tt.by, tt.status, tt.provider, got, tt.want)
+		}
+	}
+}
