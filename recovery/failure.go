@@ -1,7 +1,7 @@
 // Package recovery owns what Rebound knows about provider failures: the
 // failure taxonomy and its classification (from the HTTP status, the
 // provider's error code and type, headers, our own watchdogs, the dialect
-// table, and the word classes of words.go for providers the table does not
+// table, and the word classes of wordclass.go for providers the table does not
 // name), and the policies that decide whether and when to try again.
 package recovery
 
@@ -169,7 +169,7 @@ func (c *classified) Unwrap() []error { return []error{c.f, c.err} }
 
 // Classify turns an attempt's error into failure facts. Structured facts
 // come first (error identity, status), then the dialect table (codes and
-// types, and phrases tied to them), then the word classes (words.go) in the
+// types, and phrases tied to them), then the word classes (wordclass.go) in the
 // provider's own texts, where the first two leave the failure open. How it
 // was recognised is recorded (Dialect, RecognisedBy).
 func Classify(err error) *Failure {
@@ -214,7 +214,7 @@ func Classify(err error) *Failure {
 			f.Message = withUpstream(pe.Message, up)
 		}
 		// In order: the status, then the dialect table, then the word
-		// classes (words.go); user rules come before all of them when a
+		// classes (wordclass.go); user rules come before all of them when a
 		// policy decides (Executor.decide).
 		d := dialectOf(pe)
 		f.Code = classifyProvider(pe, d)

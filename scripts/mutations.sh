@@ -44,8 +44,8 @@ mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
-mutate recovery/words.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
-	./recovery TestWords_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
+mutate recovery/wordclass.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
+	./recovery TestWordClass_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
 mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
 mutate agent/status.go 's|^\tif f.FromProvider() {$|\tif true {|' \

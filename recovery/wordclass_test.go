@@ -192,15 +192,15 @@ func classProperty(t *testing.T, seed uint64, class string, statuses []int, want
 	}
 }
 
-func TestWords_OverflowProperty(t *testing.T) {
+func TestWordClass_OverflowProperty(t *testing.T) {
 	classProperty(t, 1, "overflow", []int{400, 413, 422, 404, 409}, recovery.ContextOverflow, false)
 }
 
-func TestWords_QuotaProperty(t *testing.T) {
+func TestWordClass_QuotaProperty(t *testing.T) {
 	classProperty(t, 2, "quota", []int{429, 403, 400, 422}, recovery.Quota, false)
 }
 
-func TestWords_ModerationProperty(t *testing.T) {
+func TestWordClass_ModerationProperty(t *testing.T) {
 	classProperty(t, 3, "moderation", []int{400, 403, 422, 451}, recovery.InvalidRequest, true)
 }
 
@@ -229,7 +229,7 @@ var ordinary = []string{
 	"tool_choice must be one of none, auto, required",
 }
 
-func TestWords_OrdinaryInvalidRequestsStayInvalid(t *testing.T) {
+func TestWordClass_OrdinaryInvalidRequestsStayInvalid(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 31))
 	for i := range wordCases {
 		text := dress(r, ordinary[r.IntN(len(ordinary))])
@@ -245,7 +245,7 @@ func TestWords_OrdinaryInvalidRequestsStayInvalid(t *testing.T) {
 
 // A server error's message does not make it permanent: only a code or type
 // may reclassify a 5xx.
-func TestWords_ServerErrorsStayRetryable(t *testing.T) {
+func TestWordClass_ServerErrorsStayRetryable(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 31))
 	for i := range wordCases {
 		class := []string{"overflow", "quota", "moderation"}[r.IntN(3)]
@@ -265,7 +265,7 @@ func TestWords_ServerErrorsStayRetryable(t *testing.T) {
 // Words in fields that are not the provider's account of the error (the
 // parameter, the user's input echoed back, a gateway's other metadata)
 // change nothing.
-func TestWords_UnrelatedFieldsAreNotRead(t *testing.T) {
+func TestWordClass_UnrelatedFieldsAreNotRead(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 31))
 	for i := range wordCases {
 		class := []string{"overflow", "quota", "moderation"}[r.IntN(3)]
@@ -290,7 +290,7 @@ func TestWords_UnrelatedFieldsAreNotRead(t *testing.T) {
 
 // A 429 that speaks of a rate, or says when to come back, stays a rate
 // limit whatever it says of quota; a 401 and a 408 keep their meaning.
-func TestWords_GuardsKeepTheStatusMeaning(t *testing.T) {
+func TestWordClass_GuardsKeepTheStatusMeaning(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 31))
 	for i := range wordCases {
 		text := wording(r, "quota")
@@ -318,7 +318,7 @@ func TestWords_GuardsKeepTheStatusMeaning(t *testing.T) {
 }
 
 // Text made of ordinary words never matches a class.
-func TestWords_NeutralTextMatchesNothing(t *testing.T) {
+func TestWordClass_NeutralTextMatchesNothing(t *testing.T) {
 	vocab := strings.Fields("the a model request server user message tool call function parameter value field name must should " +
 		"be is was not valid invalid missing required supported format json string number array object type schema version " +
 		"please check try again later your our this that with for of in on at to from response stream image file path id")

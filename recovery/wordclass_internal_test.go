@@ -6,7 +6,7 @@ import "testing"
 // provider's documented or reported message), and sentences that must not
 // be read as one: a rate limit that mentions tokens or quota, a parameter
 // that is too large, a permission refused.
-func TestWords_Sentences(t *testing.T) {
+func TestWordClass_Sentences(t *testing.T) {
 	tests := []struct {
 		text string
 		want string // class name, or "" for none
@@ -91,7 +91,7 @@ func TestWords_Sentences(t *testing.T) {
 }
 
 // normalise splits what providers join and joins nothing it should not.
-func TestWords_Normalise(t *testing.T) {
+func TestWordClass_Normalise(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"ContextWindowExceededError", " context window exceeded error "},
 		{"context_window_exceeded", " context window exceeded "},
