@@ -38,7 +38,9 @@ import (
 //   - quota and overflow words do not count in an error that also speaks
 //     of a rate ("rate limit", "per minute", TPM, throttling): that is a
 //     rate limit whose message mentions tokens or quota. Quota words on a
-//     429 do not count when the provider said when to come back.
+//     429 do not count when the provider said when to come back
+//     (explicitWait), but reset headers, which come with every answer, do
+//     not say so.
 
 // class is one word class.
 type class struct {
@@ -235,8 +237,7 @@ func recognise(e *llm.Error, st int, up upstream, now time.Time) (Code, bool, st
 		rate = rate || speaksOfRate(t.text)
 	}
 	if st == 429 {
-		_, source, _ := retryHint(e, RateLimit, now)
-		hinted = source != ""
+		hinted = explicitWait(e, now)
 	}
 	for _, t := range texts {
 		for _, c := range classes {
@@ -257,6 +258,25 @@ func recognise(e *llm.Error, st int, up upstream, now time.Time) (Code, bool, st
 // or not.
 func speaksOfRate(n string) bool {
 	return rateWords().MatchString(strings.ReplaceAll(n, " rate limit error ", " "))
+}
+
+// explicitWait reports whether the provider said when to come back about
+// this refusal: a Retry-After header, a retry field of its body, or words
+// ("try again in 20s"). Reset headers and reset fields do not count: they
+// describe rate buckets and come with every answer, out of money or not.
+func explicitWait(e *llm.Error, now time.Time) bool {
+	if _, _, ok, _ := retryAfter(e.Header, now); ok {
+		return true
+	}
+	b := readHints(e.Body, e.Message, now)
+	if _, ok := first(b.retry); ok {
+		return true
+	}
+	if _, ok := phraseHint(e.Message, now); ok {
+		return true
+	}
+	_, ok := first(b.words)
+	return ok
 }
 
 // reads reports whether c's words are in n, a normalised text of an error

@@ -297,7 +297,13 @@ func TestWordClass_GuardsKeepTheStatusMeaning(t *testing.T) {
 		fr := framings[r.IntN(3)] // message framings
 		var f *recovery.Failure
 		var want recovery.Code
-		switch r.IntN(5) {
+		switch r.IntN(7) {
+		case 6: // words that say when to come back
+			text += fmt.Sprintf(". Please try again in %ds.", 1+r.IntN(50))
+			f, want = answer(t, 429, fr.body(429, text), false, nil), recovery.RateLimit
+		case 5: // reset headers come with every answer: they do not make an empty account a rate limit
+			reset := http.Header{"X-Ratelimit-Remaining-Requests": {"0"}, "X-Ratelimit-Reset-Requests": {"20s"}}
+			f, want = answer(t, 429, fr.body(429, text), false, reset), recovery.Quota
 		case 4: // a 429 says nothing but rate: other classes' words leave it so
 			text = wording(r, []string{"overflow", "moderation"}[r.IntN(2)])
 			f, want = answer(t, 429, fr.body(429, text), false, nil), recovery.RateLimit
