@@ -273,12 +273,17 @@ func doneText(r recovery.Retry) string {
 	return fmt.Sprintf("recovered on retry %d of %d", r.PolicyN, r.Max)
 }
 
-// retryDetail is the status's content: the provider's own words.
+// retryDetail is the status's content: the provider's own words, or what
+// Rebound saw when the provider said nothing (a refused connection, a
+// stream that ended early, a watchdog): nobody answered those.
 func retryDetail(f *recovery.Failure) string {
 	if f == nil || f.Message == "" {
 		return ""
 	}
-	d := "The provider said: " + f.Message
+	d := "What happened: " + f.Message
+	if f.FromProvider() {
+		d = "The provider said: " + f.Message
+	}
 	if f.RequestID != "" && !strings.Contains(f.Message, f.RequestID) {
 		d += " (request " + f.RequestID + ")"
 	}
