@@ -10,6 +10,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -157,9 +158,7 @@ func TestAgent_EditThroughALinkNamesItsTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cwd, "src", "main.go"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join("src", "main.go"), filepath.Join(cwd, "notes.txt")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Symlink(t, filepath.Join("src", "main.go"), filepath.Join(cwd, "notes.txt"))
 	ed := &approver{answer: session.RejectOnce}
 	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -560,9 +561,7 @@ func TestAgent_EditorIsNotAskedToReadAFIFO(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	if err := syscall.Mkfifo(filepath.Join(a.sessions[id].cwd, "pipe"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, filepath.Join(a.sessions[id].cwd, "pipe"))
 	ed := &fsSwapper{}
 	reads := 0
 	ed.readHook = func() { reads++ }

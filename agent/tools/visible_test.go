@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // Issue 29: what a person reads before allowing a call reads as what runs.
@@ -232,15 +233,11 @@ func TestCommandTitleSaysWhatItLeavesOut(t *testing.T) {
 func TestLinkTarget(t *testing.T) {
 	real := t.TempDir()
 	root := filepath.Join(t.TempDir(), "root")
-	if err := os.Symlink(real, root); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Symlink(t, real, root)
 	if err := os.MkdirAll(filepath.Join(real, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(real, "src", "main.go"), filepath.Join(real, "notes.txt")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Symlink(t, filepath.Join(real, "src", "main.go"), filepath.Join(real, "notes.txt"))
 	ws := tools.NewWorkspace(root)
 	for path, want := range map[string]string{
 		"src/main.go": "", "new.txt": "", ".": "",

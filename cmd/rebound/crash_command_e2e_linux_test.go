@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -46,9 +47,7 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 	}
 	// A FIFO: reading it blocks until the command has started, with no polling.
 	started := filepath.Join(project, "started")
-	if err := syscall.Mkfifo(started, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, started)
 	state := filepath.Join(dir, "state")
 	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-e2e-secret", "REBOUND_STATE_DIR=" + state}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard against a hang, not a wait

@@ -24,3 +24,16 @@ func TestReboundBinary(t *testing.T) {
 		t.Errorf("after RemoveBinary, stat %s = %v; want not exist", bin, err)
 	}
 }
+
+// Test helpers stay out of the shipped binary.
+func TestNotInTheShippedBinary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/rebound-agent/rebound/cmd/rebound").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		if strings.HasSuffix(strings.TrimSpace(line), "/internal/testkit") {
+			t.Errorf("cmd/rebound depends on %s", strings.TrimSpace(line))
+		}
+	}
+}
