@@ -166,6 +166,7 @@ func linker(t testing.TB, root string) func(string) string {
 // Every entry of the class is protected in every spelling, alone and in
 // pairs of rewrites; no ordinary file is, in any spelling.
 func TestWorkspace_ProtectedClass(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ws := tools.NewWorkspace(root)
 	var opsets [][]byte

@@ -164,11 +164,23 @@ func checkWholeTitle(t *testing.T, title, text string) {
 	}
 }
 
+// raceScaled is n cases, or an eighth of them under -race: the titles are
+// pure functions of one goroutine, where the detector finds nothing and
+// costs twenty times the time. The run without -race (CI has one) checks
+// all n.
+func raceScaled(n int) int {
+	if testkit.Race {
+		return n / 8
+	}
+	return n
+}
+
 // The property: whatever the command, the title shows all of it, or its
 // beginning and a plain word that the rest is not shown, and the directory.
 func TestCommandTitleShowsTheWholeCommand(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(29, 1))
-	for range 800 {
+	for range raceScaled(800) {
 		command, dir := randomText(r), "/w/"+randomText(r)
 		if len(dir) > 200 {
 			dir = dir[:200]
@@ -185,8 +197,9 @@ func TestCommandTitleShowsTheWholeCommand(t *testing.T) {
 }
 
 func TestMCPTitleShowsTheWholeArguments(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(29, 2))
-	for range 500 {
+	for range raceScaled(500) {
 		in, _ := json.Marshal(map[string]string{"query": randomText(r)})
 		title := tools.MCPTitle("db", "run_sql", in)
 		if !strings.Contains(title, "\n") {

@@ -30,6 +30,7 @@ import (
 // a new process loading the session gives the call a result saying it was
 // interrupted, so the next request is valid.
 func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -75,6 +75,7 @@ func TestDemo_Help(t *testing.T) {
 
 // --timeout ends the demo with exit 1, and the agent with it.
 func TestDemo_Timeout(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	skipShortDemo(t)
 	start := time.Now()
 	code, out, stderr := runDemoCmd(t, demoEnv(t, nil), "--timeout", "1500ms", "--state-dir", t.TempDir())
