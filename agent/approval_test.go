@@ -43,9 +43,7 @@ func askRun(t *testing.T, command, cwd string) (acp.RequestPermissionRequest, st
 		}
 	}
 	ed := &approver{answer: session.RejectOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(ed.asked))
 	}
@@ -127,9 +125,7 @@ func TestAgent_ProtectedWriteShowsItsDiffFirst(t *testing.T) {
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
 	ed := &approver{answer: session.RejectOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(ed.asked))
 	}
@@ -160,9 +156,7 @@ func TestAgent_EditThroughALinkNamesItsTarget(t *testing.T) {
 	}
 	testkit.Symlink(t, filepath.Join("src", "main.go"), filepath.Join(cwd, "notes.txt"))
 	ed := &approver{answer: session.RejectOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(ed.asked))
 	}

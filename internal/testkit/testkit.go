@@ -14,6 +14,7 @@ package testkit
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,4 +56,15 @@ func RemoveBinary() {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+}
+
+// DemoGetenv is the environment a demo played in a test reads: vars, and
+// REBOUND_DEMO_CHILD naming the binary ReboundBinary built, so that the demo's
+// agent is the real command (cmd/rebound's demo subcommand and
+// internal/demo's tests both play it).
+func DemoGetenv(tb testing.TB, vars map[string]string) func(string) string {
+	tb.Helper()
+	m := map[string]string{"REBOUND_DEMO_CHILD": ReboundBinary(tb)}
+	maps.Copy(m, vars)
+	return func(k string) string { return m[k] }
 }
