@@ -100,10 +100,13 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 		if err == nil {
 			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 			n, perr := unix.Poll(fds, 10_000)
+			for perr == unix.EINTR { // a signal to this process (the runtime's preemption, say), not an answer
+				n, perr = unix.Poll(fds, 10_000)
+			}
 			unix.Close(pidfd)
 			if perr != nil || n != 1 {
 				syscall.Kill(p.pid, syscall.SIGKILL)
-				t.Errorf("%s (pid %d) outlived the agent that was killed", p.what, p.pid)
+				t.Errorf("%s (pid %d) outlived the agent that was killed (poll: %d, %v)", p.what, p.pid, n, perr)
 			}
 		} else if !errors.Is(err, unix.ESRCH) {
 			t.Fatalf("pidfd_open(%d): %v", p.pid, err)
