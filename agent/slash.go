@@ -248,13 +248,13 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 	resp := acp.PromptResponse{StopReason: acp.StopEndTurn}
 	// A step with no model: Rebound answered, nobody was asked (a
 	// compaction's summary is its own request, counted as such).
-	t.attempts = 1
+	n := t.req.nextAttempt()
 	t.out.begin()
-	t.out.beginAttempt(t.attempts, false)
-	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.attempts, MessageID: t.out.msgID})
+	t.out.beginAttempt(n, false)
+	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, MessageID: t.out.msgID})
 	var text string
 	if err == nil {
-		t.attemptOpen = true
+		t.req.open = true
 		var perr error
 		if text, perr = produce(ctx); perr != nil {
 			return t.endUnanswered(ctx, perr)
@@ -303,11 +303,11 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 // request; the answer says how many messages the summary replaced.
 func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
 	o := t.s.current()
-	t.mode, t.model = o.mode, o.model
-	t.reqStart = time.Now() // summaryLimit counts request_deadline from here
+	t.req.mode, t.req.model = o.mode, o.model
+	t.req.start = time.Now() // summaryLimit counts request_deadline from here
 	return t.answerWith(ctx, func(ctx context.Context) (string, error) {
-		before := len(t.history)
-		if err := t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact}); err != nil {
+		before := len(t.msgs.history)
+		if err := t.compact(ctx); err != nil {
 			switch {
 			case errors.Is(err, ErrCompactionNotSmaller):
 				return "Nothing to compact: a summary would not be shorter than the conversation.", nil
@@ -318,10 +318,10 @@ func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
 			// (a summary cut at the output limit is never used).
 			return "", &acp.RequestError{Code: acp.CodeInternalError, Err: err,
 				Message: "Could not compact the conversation: " + strings.TrimRight(strings.TrimPrefix(err.Error(), compactErrPrefix), ". ") + ". It is kept as it was.",
-				Data:    FailureData{Failure: recovery.Classify(err), Attempts: t.attempts, ElapsedMs: time.Since(t.reqStart).Milliseconds()}}
+				Data:    FailureData{Failure: recovery.Classify(err), Attempts: t.req.attempts, ElapsedMs: time.Since(t.req.start).Milliseconds()}}
 		}
 		// [system, old…, kept…] became [system, summary, kept…].
-		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.history)+1), nil
+		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.msgs.history)+1), nil
 	})
 }
 

@@ -56,9 +56,9 @@ mutate session/check.go '0,/if len(t.callIDs) > 0 {/s//if false \&\& len(t.callI
 	./session TestParse_Invariants "every tool call of a reply has a result before the next step"
 mutate agent/lifecycle.go '0,/^\ts.mcp.close()$/s///' \
 	./cmd/rebound TestE2E_MCPServers "session/close stops the session's MCP servers"
-mutate agent/turn.go 's/if t.mode != ModeReadOnly { \/\/ an MCP tool may change anything/if true {/' \
+mutate agent/turn.go 's/if t.req.mode != ModeReadOnly { \/\/ an MCP tool may change anything/if true {/' \
 	./cmd/rebound 'TestGolden/mcp_read_only' "read_only offers no MCP tools"
-mutate agent/turn.go 's/^\t\t\tt.model = o.model$/\t\t\t_ = o.model/' \
+mutate agent/request.go 's/^\t\tr.model = o.model$/\t\t_ = o.model/' \
 	./cmd/rebound 'TestGolden/config_' "a model chosen in the session is the one asked"
 mutate agent/mcpservers.go 's/m.unsaid = append(m.unsaid, f)/_ = f/' \
 	./cmd/rebound TestE2E_MCPServerDies "a server that dies is reported to the editor"
