@@ -60,6 +60,11 @@ mutate agent/turn.go 's/if t.req.mode != ModeReadOnly { \/\/ an MCP tool may cha
 	./cmd/rebound 'TestGolden/mcp_read_only' "read_only offers no MCP tools"
 mutate agent/request.go 's/^\t\tr.model = o.model$/\t\t_ = o.model/' \
 	./cmd/rebound 'TestGolden/config_' "a model chosen in the session is the one asked"
+# The compactor alone (compact.go, autocompact.go), with fakes.
+mutate agent/autocompact.go 's/^\t\*c.fullTurn = c.turn$/\t_ = c.turn/' \
+	./agent TestCompactor_CompactIfFull "compact_at compacts at most once a turn"
+mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
+	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
 mutate agent/mcpservers.go 's/m.unsaid = append(m.unsaid, f)/_ = f/' \
 	./cmd/rebound TestE2E_MCPServerDies "a server that dies is reported to the editor"
 
