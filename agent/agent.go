@@ -124,8 +124,8 @@ type Agent struct {
 
 	// index lists the sessions of the state directory (session/list).
 	index *session.Index
-	// auth holds the provider made from a key found after start-up.
-	auth authState
+	// auth is the sign-in: the provider a turn uses (auth.go).
+	auth *signIn
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
@@ -250,6 +250,7 @@ func New(cfg Config) *Agent {
 	cfg.MaxOpenLogs = max(cmp.Or(cfg.MaxOpenLogs, DefaultMaxOpenLogs), 1)
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
 	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
+	a.auth = newSignIn(&a.cfg)
 	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLocked)
 	a.index = session.NewIndex(cfg.StateDir, func(err error) {
 		a.cfg.Logger.Warn().Err(err).Msg("session index")

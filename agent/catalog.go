@@ -69,7 +69,7 @@ func (a *Agent) providerModels(ctx context.Context) (models []string, ok bool) {
 // is started (unless one is in flight), and ch is closed when it ends; ch
 // is nil when the list is current or the provider has none.
 func (a *Agent) knownModels() (models []string, ch <-chan struct{}) {
-	lister, ok := a.currentProvider().(llm.ModelLister)
+	lister, ok := a.auth.current().(llm.ModelLister)
 	if !ok {
 		return nil, nil
 	}

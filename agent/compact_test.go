@@ -255,7 +255,7 @@ func TestCompactor_CompactIfFull(t *testing.T) {
 			statuses: []string{"The conversation is nearly full (95% of the model's context), summarising older messages [in_progress]",
 				"The conversation is nearly full (95% of the model's context), summarised [completed]"}},
 		{name: "summary failed, with notices", used: 950, window: 1000, compactAt: 0.9, notices: true,
-			answer: reply(llm.Chunk{Content: "They"}, llm.Chunk{FinishReason: llm.FinishLength}),
+			answer:   reply(llm.Chunk{Content: "They"}, llm.Chunk{FinishReason: llm.FinishLength}),
 			statuses: []string{subject + ", summarising older messages [in_progress]", subject + ", could not summarise, sending it as it is [failed]"},
 			notes:    []string{"info: " + subject, "warning: " + subject + ", could not summarise, sending it as it is"}},
 		{name: "not smaller", used: 950, window: 1000, compactAt: 0.9, answer: text(strings.Repeat("z", 2000)),

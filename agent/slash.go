@@ -368,7 +368,7 @@ func retryable(outcome string) bool {
 func (a *Agent) statusText(s *sessionState, h *history) string {
 	o := s.current()
 	var b strings.Builder
-	if p, ok := a.currentProvider().(interface{ Endpoint() string }); ok && p.Endpoint() != "" {
+	if p, ok := a.auth.current().(interface{ Endpoint() string }); ok && p.Endpoint() != "" {
 		fmt.Fprintf(&b, "Provider: %s\n", p.Endpoint())
 	}
 	fmt.Fprintf(&b, "Model: %s\nMode: %s\n", o.model, o.mode)

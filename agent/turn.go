@@ -39,7 +39,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, err
 	}
 	// A key stored since start-up (`rebound login`) is found here.
-	if _, err := a.provider(); err != nil {
+	if _, err := a.auth.provider(); err != nil {
 		return acp.PromptResponse{}, err
 	}
 	if !s.turnMu.TryLock() {
@@ -255,7 +255,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 	}}
 	t.compactor = &compactor{
 		overflow: a.cfg.Overflow, maxTokens: a.cfg.MaxTokens, limits: a.cfg.Recovery,
-		provider: a.currentProvider, record: record,
+		provider: a.auth.current, record: record,
 		ed: t, updates: func() bool { return c.Capabilities().Compaction() },
 		lastFill: func() (uint64, bool) {
 			h, err := s.history()
@@ -284,7 +284,7 @@ func (t *turn) request() llm.Request {
 	// The session's buffer, not a new slice: a provider keeps nothing of a
 	// request once its Stream returns (llm.Provider), and the turn uses a
 	// request only until it makes the next.
-	msgs := t.msgs.build(t.s.reqBuf[:0], t.out.prefix(), llm.ContinuesInPlace(t.agent.currentProvider()))
+	msgs := t.msgs.build(t.s.reqBuf[:0], t.out.prefix(), llm.ContinuesInPlace(t.agent.auth.current()))
 	offered := toolsFor(t.req.mode)
 	if t.req.mode != ModeReadOnly { // an MCP tool may change anything
 		offered = append(offered, t.mcp.Tools()...)
@@ -464,7 +464,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	// and the tools they ran are not part of this recovery.
 	data := FailureData{Failure: f, Attempts: t.req.ofRequest(), ElapsedMs: time.Since(t.req.start).Milliseconds()}
 	if f.Code == recovery.Auth {
-		data.AuthMethods = []acp.AuthMethod{t.agent.apiKeyMethod()}
+		data.AuthMethods = []acp.AuthMethod{t.agent.auth.apiKeyMethod()}
 	}
 	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: data}
 }
@@ -570,7 +570,7 @@ func (t *turn) commitIncomplete() error {
 // receive runs one provider request to its end, handing every chunk to the
 // emitter, which records it and, live, sends it.
 func (t *turn) receive(ctx context.Context, req llm.Request) (*llm.Reply, error) {
-	stream, err := recovery.Watch(ctx, t.agent.currentProvider(), req, t.agent.cfg.Recovery.Watchdog)
+	stream, err := recovery.Watch(ctx, t.agent.auth.current(), req, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func (a *Agent) knownWindow(model string) uint64 {
 	if a.cfg.ContextWindow > 0 {
 		return a.cfg.ContextWindow
 	}
-	if w, ok := a.currentProvider().(llm.ContextWindows); ok {
+	if w, ok := a.auth.current().(llm.ContextWindows); ok {
 		return w.ContextWindow(model)
 	}
 	return 0
