@@ -103,11 +103,14 @@ func (g *signIn) apiKeyMethod() acp.AuthMethod {
 	}
 }
 
-func (g *signIn) apiKeyEnv() string {
-	if g.keyEnv == "" {
+func (g *signIn) apiKeyEnv() string { return apiKeyEnv(g.keyEnv) }
+
+// apiKeyEnv is the variable that holds the API key, configured as name.
+func apiKeyEnv(name string) string {
+	if name == "" {
 		return "OPENAI_API_KEY"
 	}
-	return g.keyEnv
+	return name
 }
 
 // Authenticate implements acp.Authenticator. Whichever advertised method the
