@@ -133,7 +133,7 @@ type Agent struct {
 	logs   *logCache[*sessionState]
 	closed bool
 
-	catalog catalog // the provider's models
+	catalog *catalog // the provider's models
 }
 
 var _ acp.Agent = (*Agent)(nil)
@@ -251,6 +251,7 @@ func New(cfg Config) *Agent {
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
 	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
 	a.auth = newSignIn(&a.cfg)
+	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, log: &a.cfg.Logger}
 	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLocked)
 	a.index = session.NewIndex(cfg.StateDir, func(err error) {
 		a.cfg.Logger.Warn().Err(err).Msg("session index")

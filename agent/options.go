@@ -201,13 +201,13 @@ func (a *Agent) commitOptionLocked(s *sessionState, id, value string) error {
 // model list, which follows in an update if it was not current.
 func (a *Agent) sessionConfig(s *sessionState) (*acp.SessionModeState, []acp.ConfigOption) {
 	o := s.current()
-	return modeState(o.mode), a.optionsWith(o, a.answerChoices(s, o.model))
+	return modeState(o.mode), a.optionsWith(o, a.catalog.answerChoices(s, o.model))
 }
 
 // configOptions is the full list of the session's configuration options,
 // with the provider's model list (waiting for it if it is not current).
 func (a *Agent) configOptions(ctx context.Context, o options) []acp.ConfigOption {
-	return a.optionsWith(o, a.modelChoices(ctx, o.model))
+	return a.optionsWith(o, a.catalog.modelChoices(ctx, o.model))
 }
 
 // optionsWith is the full list of the session's configuration options,
@@ -252,7 +252,7 @@ func (a *Agent) choices(ctx context.Context, id string, o options) []string {
 	case ModeConfigID:
 		return modeIDs()
 	case ModelConfigID:
-		return a.modelChoices(ctx, o.model)
+		return a.catalog.modelChoices(ctx, o.model)
 	}
 	return append([]string{ThoughtDefault}, ReasoningEfforts...)
 }
