@@ -34,7 +34,7 @@ func (t *turn) Adapt(ctx context.Context, r recovery.Retry) error {
 	switch r.Action {
 	case recovery.ActionFallback:
 		model := t.agent.cfg.Recovery.FallbackModel
-		t.req.fallBack(model, t.agent.effort(model, t.s.current().thought))
+		t.req.fallBack(model, t.agent.menu.reasoningEffort(model, t.s.current().thought))
 		t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Str("model", model).Msg("switching to the fallback model for this turn")
 		return nil
 	case recovery.ActionCompact:

@@ -133,7 +133,8 @@ type Agent struct {
 	logs   *logCache[*sessionState]
 	closed bool
 
-	catalog *catalog // the provider's models
+	catalog *catalog    // the provider's models
+	menu    *configMenu // what the sessions' configuration options offer
 }
 
 var _ acp.Agent = (*Agent)(nil)
@@ -252,6 +253,7 @@ func New(cfg Config) *Agent {
 	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
 	a.auth = newSignIn(&a.cfg)
 	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, log: &a.cfg.Logger}
+	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
 	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLocked)
 	a.index = session.NewIndex(cfg.StateDir, func(err error) {
 		a.cfg.Logger.Warn().Err(err).Msg("session index")
@@ -294,7 +296,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, a.createError(err)
 	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.defaults()}
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.menu.defaults()}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -309,7 +311,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	a.mu.Unlock()
 	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	modes, opts := a.sessionConfig(s)
+	modes, opts := a.menu.sessionConfig(s)
 	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
 }
 

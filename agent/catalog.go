@@ -215,7 +215,7 @@ func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []strin
 	if a.closed || a.sessions[s.id] != s {
 		return
 	}
-	a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.optionsWith(o, choices)))
+	a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
 }
 
 // listModels asks lister within ModelListTimeout; a panic in it is an

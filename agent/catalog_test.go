@@ -119,11 +119,11 @@ func TestEffort(t *testing.T) {
 		{plain, "o3-mini", ThoughtDefault, ""},
 		{configured, "llama3", "medium", "medium"},
 	} {
-		if got := tt.a.effort(tt.model, tt.thought); got != tt.want {
+		if got := tt.a.menu.reasoningEffort(tt.model, tt.thought); got != tt.want {
 			t.Errorf("effort(%q, %q) with reasoning_effort %q = %q, want %q", tt.model, tt.thought, tt.a.cfg.ReasoningEffort, got, tt.want)
 		}
 	}
-	if got := configured.defaults().thought; got != "low" {
+	if got := configured.menu.defaults().thought; got != "low" {
 		t.Errorf("default thought level with reasoning_effort low = %q", got)
 	}
 }
@@ -214,7 +214,7 @@ func TestNewSession_AnswersBeforeTheModelList(t *testing.T) {
 		if len(got) != 1 || ids[0] != res.SessionID || got[0].SessionUpdate != acp.UpdateConfigOption {
 			t.Fatalf("updates once the list came: %v %+v, want one config_option_update for %s", ids, got, res.SessionID)
 		}
-		want := a.optionsWith(a.defaults(), []string{"a", "b", "m"})
+		want := a.menu.optionsWith(a.menu.defaults(), []string{"a", "b", "m"})
 		if diff := cmp.Diff(want, got[0].ConfigOptions); diff != "" {
 			t.Errorf("the update's options (-want +got):\n%s", diff)
 		}
@@ -322,9 +322,9 @@ func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("updates: %+v, want one", got)
 		}
-		o := a.defaults()
+		o := a.menu.defaults()
 		o.model = "o3-mini"
-		want := a.optionsWith(o, []string{"gpt-4o-mini", "m", "o3-mini"})
+		want := a.menu.optionsWith(o, []string{"gpt-4o-mini", "m", "o3-mini"})
 		if len(want) != 3 {
 			t.Fatalf("o3-mini's options: %+v, want a thought_level", want)
 		}

@@ -142,7 +142,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
-	modes, opts := a.sessionConfig(s)
+	modes, opts := a.menu.sessionConfig(s)
 	return acp.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
 

@@ -44,7 +44,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
 		waits = session.WaitStatuses(s.events)
 	}
-	modes, opts := a.sessionConfig(s)
+	modes, opts := a.menu.sessionConfig(s)
 	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 	if err == nil {
 		err = replayUsage(ctx, c, s.id, h)

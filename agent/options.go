@@ -50,9 +50,19 @@ func (o *options) field(id string) *string {
 	panic("unknown configuration option " + id)
 }
 
+// configMenu is what a session's configuration options offer, and what
+// they are when nobody chose: from the configuration, and the provider's
+// models (catalog).
+type configMenu struct {
+	mode   string // Config.DefaultMode: "" is DefaultMode
+	model  string // Config.Model
+	effort string // Config.ReasoningEffort: "" lets the provider decide
+	models *catalog
+}
+
 // defaults are the options of a session nobody configured.
-func (a *Agent) defaults() options {
-	return options{mode: a.defaultMode(), model: a.cfg.Model, thought: cmp.Or(a.cfg.ReasoningEffort, ThoughtDefault)}
+func (m *configMenu) defaults() options {
+	return options{mode: cmp.Or(m.mode, DefaultMode), model: m.model, thought: cmp.Or(m.effort, ThoughtDefault)}
 }
 
 func validThought(v string) bool { return v == ThoughtDefault || slices.Contains(ReasoningEfforts, v) }
@@ -60,13 +70,13 @@ func validThought(v string) bool { return v == ThoughtDefault || slices.Contains
 // offersThought reports whether requests to model may carry a reasoning
 // effort: go-openai knows it takes one, or the user said so by configuring
 // provider.reasoning_effort.
-func (a *Agent) offersThought(model string) bool {
-	return a.cfg.ReasoningEffort != "" || llm.TakesReasoningEffort(model)
+func (m *configMenu) offersThought(model string) bool {
+	return m.effort != "" || llm.TakesReasoningEffort(model)
 }
 
-// effort is the reasoning effort a request to model carries for thought.
-func (a *Agent) effort(model, thought string) string {
-	if thought == ThoughtDefault || !a.offersThought(model) {
+// reasoningEffort is the reasoning effort a request to model carries for thought.
+func (m *configMenu) reasoningEffort(model, thought string) string {
+	if thought == ThoughtDefault || !m.offersThought(model) {
 		return ""
 	}
 	return thought
@@ -82,23 +92,31 @@ func (s *sessionState) current() options {
 // currentMode is the session's mode now.
 func (s *sessionState) currentMode() string { return s.current().mode }
 
-// loadOptions takes the session's options from its log (the last
+// fromLog are the options a session's log records (the last
 // session/mode, the last session/config of each), else the defaults.
+func (m *configMenu) fromLog(events []session.Event) options {
+	var o options
+	d := m.defaults()
+	o.mode = session.LastMode(events)
+	if !ValidMode(o.mode) {
+		o.mode = d.mode
+	}
+	o.model, _ = session.LastConfig(events, ModelConfigID)
+	o.model = cmp.Or(o.model, d.model)
+	o.thought, _ = session.LastConfig(events, ThoughtConfigID)
+	if !validThought(o.thought) {
+		o.thought = d.thought
+	}
+	return o
+}
+
+// loadOptions takes the session's options from its log (fromLog).
 // Called with the log open, under turnMu.
 func (a *Agent) loadOptions(s *sessionState) {
+	o := a.menu.fromLog(s.events)
 	s.optMu.Lock()
 	defer s.optMu.Unlock()
-	d := a.defaults()
-	s.opts.mode = session.LastMode(s.events)
-	if !ValidMode(s.opts.mode) {
-		s.opts.mode = d.mode
-	}
-	s.opts.model, _ = session.LastConfig(s.events, ModelConfigID)
-	s.opts.model = cmp.Or(s.opts.model, d.model)
-	s.opts.thought, _ = session.LastConfig(s.events, ThoughtConfigID)
-	if !validThought(s.opts.thought) {
-		s.opts.thought = d.thought
-	}
+	s.opts = o
 }
 
 // done ends a use of s begun with turnMu and a successful acquire: the
@@ -199,28 +217,28 @@ func (a *Agent) commitOptionLocked(s *sessionState, id, value string) error {
 // session's modes and configuration options. The model choices are those
 // known now: the editor waits for this answer, not for the provider's
 // model list, which follows in an update if it was not current.
-func (a *Agent) sessionConfig(s *sessionState) (*acp.SessionModeState, []acp.ConfigOption) {
+func (m *configMenu) sessionConfig(s *sessionState) (*acp.SessionModeState, []acp.ConfigOption) {
 	o := s.current()
-	return modeState(o.mode), a.optionsWith(o, a.catalog.answerChoices(s, o.model))
+	return modeState(o.mode), m.optionsWith(o, m.models.answerChoices(s, o.model))
 }
 
 // configOptions is the full list of the session's configuration options,
 // with the provider's model list (waiting for it if it is not current).
-func (a *Agent) configOptions(ctx context.Context, o options) []acp.ConfigOption {
-	return a.optionsWith(o, a.catalog.modelChoices(ctx, o.model))
+func (m *configMenu) configOptions(ctx context.Context, o options) []acp.ConfigOption {
+	return m.optionsWith(o, m.models.modelChoices(ctx, o.model))
 }
 
 // optionsWith is the full list of the session's configuration options,
 // models offering the given choices: the mode, the model and, for a model
 // that takes one, the reasoning effort.
-func (a *Agent) optionsWith(o options, models []string) []acp.ConfigOption {
+func (m *configMenu) optionsWith(o options, models []string) []acp.ConfigOption {
 	modes := make([]acp.ConfigOptionChoice, len(Modes))
-	for i, m := range Modes {
-		modes[i] = acp.ConfigOptionChoice{Value: m.ID, Name: m.Name, Description: m.Description}
+	for i, md := range Modes {
+		modes[i] = acp.ConfigOptionChoice{Value: md.ID, Name: md.Name, Description: md.Description}
 	}
 	modelChoices := make([]acp.ConfigOptionChoice, len(models))
-	for i, m := range models {
-		modelChoices[i] = acp.ConfigOptionChoice{Value: m, Name: m}
+	for i, id := range models {
+		modelChoices[i] = acp.ConfigOptionChoice{Value: id, Name: id}
 	}
 	opts := []acp.ConfigOption{{
 		ID: ModeConfigID, Name: "Mode", Description: "What Rebound may do without asking.",
@@ -229,7 +247,7 @@ func (a *Agent) optionsWith(o options, models []string) []acp.ConfigOption {
 		ID: ModelConfigID, Name: "Model", Description: "The model Rebound asks, from the next request on.",
 		Category: "model", Type: acp.ConfigOptionSelect, CurrentValue: o.model, Options: modelChoices,
 	}}
-	if a.offersThought(o.model) {
+	if m.offersThought(o.model) {
 		opts = append(opts, acp.ConfigOption{
 			ID: ThoughtConfigID, Name: "Reasoning effort", Description: "How hard the model thinks before it answers.",
 			Category: "thought_level", Type: acp.ConfigOptionSelect, CurrentValue: o.thought, Options: thoughtChoices(),
@@ -247,12 +265,12 @@ func thoughtChoices() []acp.ConfigOptionChoice {
 }
 
 // choices are the values option id may take for a session in o.
-func (a *Agent) choices(ctx context.Context, id string, o options) []string {
+func (m *configMenu) choices(ctx context.Context, id string, o options) []string {
 	switch id {
 	case ModeConfigID:
 		return modeIDs()
 	case ModelConfigID:
-		return a.catalog.modelChoices(ctx, o.model)
+		return m.models.modelChoices(ctx, o.model)
 	}
 	return append([]string{ThoughtDefault}, ReasoningEfforts...)
 }
@@ -273,7 +291,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeReques
 		return acp.SetSessionModeResponse{}, err
 	}
 	if changed {
-		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.configOptions(ctx, s.current())))
+		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.configOptions(ctx, s.current())))
 	}
 	return acp.SetSessionModeResponse{}, nil
 }
@@ -290,10 +308,10 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 		return acp.SetSessionConfigOptionResponse{}, err
 	}
 	o := s.current()
-	if req.ConfigID == ThoughtConfigID && !a.offersThought(o.model) {
+	if req.ConfigID == ThoughtConfigID && !a.menu.offersThought(o.model) {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is not offered for model %s, which Rebound does not know to take a reasoning effort; set provider.reasoning_effort in the configuration if it does", ThoughtConfigID, quote(o.model))
 	}
-	vals := a.choices(ctx, req.ConfigID, o)
+	vals := a.menu.choices(ctx, req.ConfigID, o)
 	var value string
 	if req.Type == "boolean" || json.Unmarshal(req.Value, &value) != nil {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is a select option: its value is one of %s", req.ConfigID, listSome(vals, 20))
@@ -308,7 +326,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 	if changed && req.ConfigID == ModeConfigID {
 		a.notifyOptions(ctx, c, s.id, acp.CurrentModeUpdate(value))
 	}
-	return acp.SetSessionConfigOptionResponse{ConfigOptions: a.configOptions(ctx, s.current())}, nil
+	return acp.SetSessionConfigOptionResponse{ConfigOptions: a.menu.configOptions(ctx, s.current())}, nil
 }
 
 // listSome lists up to n of vals for a message.

@@ -326,7 +326,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		// asked and its reasoning effort. They are in the log already
 		// (setOption).
 		o := t.s.current()
-		if t.req.apply(o, t.agent.effort) { // the system prompt says what the mode allows
+		if t.req.apply(o, t.agent.menu.reasoningEffort) { // the system prompt says what the mode allows
 			t.msgs.history[0] = t.agent.systemMessages(t.s, t.runner.ws, o.mode, t.mcp != nil, t.start)[0]
 		}
 		t.reportMCP(ctx)
