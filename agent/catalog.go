@@ -200,9 +200,9 @@ func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []strin
 		return
 	}
 	// optMu keeps a change of the options from being answered between
-	// reading them and sending them; a.mu keeps the session from being
-	// closed in between, so a closed session is sent nothing. The update
-	// is only queued for the output.
+	// reading them and sending them; the store's lock keeps the session
+	// from being closed in between, so a closed session is sent nothing.
+	// The update is only queued for the output.
 	s.optMu.Lock()
 	defer s.optMu.Unlock()
 	o := s.opts
@@ -210,12 +210,9 @@ func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []strin
 	if slices.Equal(choices, offered) {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed || a.sessions[s.id] != s {
-		return
-	}
-	a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
+	a.store.whileHeld(s, func() {
+		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
+	})
 }
 
 // listModels asks lister within ModelListTimeout; a panic in it is an

@@ -267,11 +267,11 @@ func TestSessionAnswered_SendsNothing(t *testing.T) {
 				c := &sessionUpdates{}
 				a.SessionAnswered(t.Context(), res.SessionID, c)
 				if chosen {
-					s, err := a.lookup(res.SessionID)
+					s, err := a.store.lookup(res.SessionID)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := a.setOption(t.Context(), s, ModelConfigID, "other"); err != nil {
+					if _, err := a.store.setOption(t.Context(), s, ModelConfigID, "other"); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -309,11 +309,11 @@ func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
 		}
 		c := &sessionUpdates{}
 		a.SessionAnswered(t.Context(), res.SessionID, c)
-		s, err := a.lookup(res.SessionID)
+		s, err := a.store.lookup(res.SessionID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.setOption(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
+		if _, err := a.store.setOption(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)

@@ -110,109 +110,6 @@ func (m *configMenu) fromLog(events []session.Event) options {
 	return o
 }
 
-// loadOptions takes the session's options from its log (fromLog).
-// Called with the log open, under turnMu.
-func (a *Agent) loadOptions(s *sessionState) {
-	o := a.menu.fromLog(s.events)
-	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	s.opts = o
-}
-
-// done ends a use of s begun with turnMu and a successful acquire: the
-// records setOption wrote through it join events, then the log is released
-// and turnMu let go of.
-func (a *Agent) done(s *sessionState) {
-	s.optMu.Lock()
-	s.writer = false // before the lock goes: nothing is written through s now
-	written := s.written
-	s.written = nil
-	s.optMu.Unlock()
-	s.takeWritten(written)
-	a.release(s)
-	s.unlockTurn()
-}
-
-// setOption makes value the session's option id, all or nothing: its
-// record is written to the log and synced, under the log's lock, and only
-// then does the session use it. A change refused (another process is
-// writing the session: -32003) or not written changes nothing here or on
-// disk. While a turn of this process holds the log, the record is written
-// through it and applies from the turn's next model request; while a load
-// or resume of this process runs, the change waits for it to end. Other
-// processes see the change at their next use of the session.
-func (a *Agent) setOption(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
-	own := false // this call took the session and is its writer
-	s.optMu.Lock()
-	for !s.writer {
-		if s.turnMu.TryLock() {
-			s.optMu.Unlock()
-			if err := a.held(s); err != nil { // while this waited
-				s.unlockTurn()
-				return false, err
-			}
-			if err := a.acquire(s, true); err != nil {
-				s.unlockTurn()
-				return false, err
-			}
-			own = true
-			s.optMu.Lock()
-			break
-		}
-		if s.free == nil {
-			s.free = make(chan struct{})
-		}
-		free := s.free
-		s.optMu.Unlock()
-		select {
-		case <-free:
-		case <-ctx.Done():
-			return false, context.Cause(ctx)
-		}
-		s.optMu.Lock()
-	}
-	// The log was read under the lock: what another process chose is
-	// known, so a value already recorded is not written again.
-	if *s.opts.field(id) != value {
-		err = a.commitOptionLocked(s, id, value)
-		changed = err == nil
-	}
-	s.optMu.Unlock()
-	if own {
-		a.done(s)
-	}
-	if err != nil {
-		return false, a.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
-	}
-	if changed {
-		a.cfg.Logger.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
-	}
-	return changed, nil
-}
-
-// commitOptionLocked is the one change of s.opts besides reading the log:
-// it writes the option's record through the writer, syncs it, and only
-// then makes value the session's. Under optMu, with s.writer set.
-func (a *Agent) commitOptionLocked(s *sessionState, id, value string) error {
-	typ, data := session.TypeConfig, any(session.Config{ConfigID: id, Value: value})
-	if id == ModeConfigID {
-		typ, data = session.TypeMode, session.Mode{Mode: value}
-	}
-	a.mu.Lock()
-	l := s.log
-	a.mu.Unlock()
-	if l == nil {
-		return errAgentClosed
-	}
-	ev, err := l.AppendSync(typ, data)
-	if err != nil {
-		return &recordError{err}
-	}
-	s.written = append(s.written, pendingEvent{ev, data})
-	*s.opts.field(id) = value
-	return nil
-}
-
 // sessionConfig is what session/new, load and resume answer about the
 // session's modes and configuration options. The model choices are those
 // known now: the editor waits for this answer, not for the provider's
@@ -282,11 +179,11 @@ func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeReques
 	if !ValidMode(req.ModeID) {
 		return acp.SetSessionModeResponse{}, acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
 	}
-	s, err := a.lookup(req.SessionID)
+	s, err := a.store.lookup(req.SessionID)
 	if err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
-	changed, err := a.setOption(ctx, s, ModeConfigID, req.ModeID)
+	changed, err := a.store.setOption(ctx, s, ModeConfigID, req.ModeID)
 	if err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
@@ -303,7 +200,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 	if !slices.Contains(configIDs, req.ConfigID) {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
 	}
-	s, err := a.lookup(req.SessionID)
+	s, err := a.store.lookup(req.SessionID)
 	if err != nil {
 		return acp.SetSessionConfigOptionResponse{}, err
 	}
@@ -319,7 +216,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 	if !slices.Contains(vals, value) {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
 	}
-	changed, err := a.setOption(ctx, s, req.ConfigID, value)
+	changed, err := a.store.setOption(ctx, s, req.ConfigID, value)
 	if err != nil {
 		return acp.SetSessionConfigOptionResponse{}, err
 	}
@@ -339,4 +236,84 @@ func listSome(vals []string, n int) string {
 
 func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u acp.SessionUpdate) {
 	a.notify(ctx, c, id, u, "could not send the session's configuration")
+}
+
+// setOption makes value the session's option id, all or nothing: its
+// record is written to the log and synced, under the log's lock, and only
+// then does the session use it. A change refused (another process is
+// writing the session: -32003) or not written changes nothing here or on
+// disk. While a turn of this process holds the log, the record is written
+// through it and applies from the turn's next model request; while a load
+// or resume of this process runs, the change waits for it to end. Other
+// processes see the change at their next use of the session.
+func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
+	own := false // this call took the session and is its writer
+	s.optMu.Lock()
+	for !s.writer {
+		if s.turnMu.TryLock() {
+			s.optMu.Unlock()
+			if err := st.held(s); err != nil { // while this waited
+				s.unlockTurn()
+				return false, err
+			}
+			if err := st.acquire(s, true); err != nil {
+				s.unlockTurn()
+				return false, err
+			}
+			own = true
+			s.optMu.Lock()
+			break
+		}
+		if s.free == nil {
+			s.free = make(chan struct{})
+		}
+		free := s.free
+		s.optMu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+		s.optMu.Lock()
+	}
+	// The log was read under the lock: what another process chose is
+	// known, so a value already recorded is not written again.
+	if *s.opts.field(id) != value {
+		err = st.commitOptionLocked(s, id, value)
+		changed = err == nil
+	}
+	s.optMu.Unlock()
+	if own {
+		st.done(s)
+	}
+	if err != nil {
+		return false, st.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
+	}
+	if changed {
+		st.log.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
+	}
+	return changed, nil
+}
+
+// commitOptionLocked is the one change of s.opts besides reading the log:
+// it writes the option's record through the writer, syncs it, and only
+// then makes value the session's. Under optMu, with s.writer set.
+func (st *sessionStore) commitOptionLocked(s *sessionState, id, value string) error {
+	typ, data := session.TypeConfig, any(session.Config{ConfigID: id, Value: value})
+	if id == ModeConfigID {
+		typ, data = session.TypeMode, session.Mode{Mode: value}
+	}
+	st.mu.Lock()
+	l := s.log
+	st.mu.Unlock()
+	if l == nil {
+		return errAgentClosed
+	}
+	ev, err := l.AppendSync(typ, data)
+	if err != nil {
+		return &recordError{err}
+	}
+	s.written = append(s.written, pendingEvent{ev, data})
+	*s.opts.field(id) = value
+	return nil
 }

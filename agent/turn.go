@@ -34,7 +34,7 @@ type FailureData struct {
 // the log and then to the editor, and close the turn in every outcome, a
 // panic included.
 func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
-	s, err := a.lookup(req.SessionID)
+	s, err := a.store.lookup(req.SessionID)
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
@@ -45,11 +45,11 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if !s.turnMu.TryLock() {
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
-	if err := a.acquire(s, true); err != nil {
+	if err := a.store.acquire(s, true); err != nil {
 		s.unlockTurn()
 		return acp.PromptResponse{}, err
 	}
-	defer a.done(s)
+	defer a.store.done(s)
 
 	var t *turn
 	defer func() {
@@ -80,7 +80,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	local := answer != "" || compact
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text, Local: &local}); err != nil {
 		t = nil // no turn to close
-		return acp.PromptResponse{}, a.logError(s.id, fmt.Errorf("record prompt: %w", err))
+		return acp.PromptResponse{}, a.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
 	if answer != "" { // slash.go
 		return t.answer(ctx, answer)
@@ -106,7 +106,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil && recorded(err) {
 		// The log failed: Rebound's own failure, reported as such.
 		t.failed = ownFailure(err)
-		err = a.logError(s.id, err)
+		err = a.dir.logError(s.id, err)
 	}
 	a.settle(t, &resp, err)
 	a.noteTurn(ctx, t)
@@ -436,7 +436,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 func (t *turn) failure(ctx context.Context, err error) error {
 	if recorded(err) {
 		t.failed = ownFailure(err)
-		return t.agent.logError(t.s.id, err)
+		return t.agent.dir.logError(t.s.id, err)
 	}
 	f := recovery.Classify(err)
 	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."
