@@ -243,7 +243,7 @@ func New(cfg Config) *Agent {
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
 	a := &Agent{cfg: cfg}
 	a.auth = newSignIn(&a.cfg)
-	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, log: &a.cfg.Logger}
+	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
 	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
 	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
 	a.store = newSessionStore(&a.cfg, a.dir, a.menu)

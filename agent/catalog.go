@@ -29,7 +29,9 @@ type catalog struct {
 	provider func() llm.Provider // the provider in use (signIn.current)
 	model    string              // the configured model, always offered
 	fallback []string            // provider.models, offered when the provider lists none
-	log      *zerolog.Logger
+	// contextWindow is provider.context_window: 0 when not configured.
+	contextWindow uint64
+	log           *zerolog.Logger
 
 	mu sync.Mutex
 	// models is the last list the provider gave: a failed request keeps

@@ -225,18 +225,6 @@ func (s *sessionState) summary() session.Summary {
 	return sum
 }
 
-// noteTurn runs when a turn has ended and settle has recorded it: when its
-// turn/end recorded the session's title, the editor is sent it (a
-// session_info_update, so its list of threads shows it), and the index
-// learns of the turn. Called under s.turnMu with the log open.
-func (a *Agent) noteTurn(ctx context.Context, t *turn) {
-	s := t.s
-	if !t.titledAt.IsZero() {
-		a.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(t.titledAt)), "could not send the session's title")
-	}
-	a.store.putSummary(s.summary())
-}
-
 // firstPromptTitle makes a title from the session's first prompt.
 func firstPromptTitle(events []session.Event) string {
 	for _, ev := range events {

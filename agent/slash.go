@@ -182,7 +182,8 @@ func sameBlock(a, b acp.ContentBlock) bool {
 // neither leaves the prompt as it was (not a command).
 // compact says the turn compacts the conversation (compactNow) instead;
 // a non-nil wait is waited before run runs (/retry wait, retrywait.go).
-func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string, compact bool, wait *retryWait) {
+// status makes /status's answer (statusText).
+func slash(s *sessionState, h *history, prompt []acp.ContentBlock, status func() string) (run []acp.ContentBlock, answer string, compact bool, wait *retryWait) {
 	name, args, ok := slashCommand(prompt)
 	if !ok {
 		name, args, ok = resentCommand(prompt, h)
@@ -210,12 +211,12 @@ func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (r
 			return run, answer, false, wait
 		}
 	}
-	run, answer = a.slashAnswer(s, h, name, args)
+	run, answer = slashAnswer(h, name, args, status)
 	return run, answer, false, nil
 }
 
 // slashAnswer handles /retry, /init and /status.
-func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run []acp.ContentBlock, answer string) {
+func slashAnswer(h *history, name, args string, status func() string) (run []acp.ContentBlock, answer string) {
 	switch name {
 	case "retry":
 		if args != "" {
@@ -230,7 +231,7 @@ func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run
 	case "init":
 		return []acp.ContentBlock{acp.TextBlock(initPrompt)}, ""
 	default: // status
-		return nil, a.statusText(s, h)
+		return nil, status()
 	}
 }
 
@@ -269,14 +270,13 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 	if err != nil {
 		err = t.agent.dir.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
 		t.failed = ownFailure(err)
-		t.agent.settle(t, &resp, err)
+		t.settle(&resp, err)
 		return acp.PromptResponse{}, err
 	}
 	if err := t.out.flush(ctx); err != nil {
 		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("the answer to a slash command was not sent")
 	}
-	t.agent.settle(t, &resp, nil)
-	t.agent.noteTurn(ctx, t)
+	t.noteTurn(ctx, t.settle(&resp, nil))
 	return resp, nil
 }
 
@@ -290,8 +290,7 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 	if eerr := t.endAttempt(ctx, outcome); eerr != nil {
 		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
 	}
-	t.agent.settle(t, &acp.PromptResponse{}, err)
-	t.agent.noteTurn(ctx, t)
+	t.noteTurn(ctx, t.settle(&acp.PromptResponse{}, err))
 	if t.cancelled {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}

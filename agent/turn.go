@@ -62,7 +62,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	// A slash command (slash.go) names the prompt to run, or answers.
-	run, answer, compact, wait := a.slash(s, h, req.Prompt)
+	run, answer, compact, wait := slash(s, h, req.Prompt, func() string { return a.statusText(s, h) })
 	if run != nil {
 		req.Prompt = run
 	}
@@ -108,8 +108,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		t.failed = ownFailure(err)
 		err = a.dir.logError(s.id, err)
 	}
-	a.settle(t, &resp, err)
-	a.noteTurn(ctx, t)
+	t.noteTurn(ctx, t.settle(&resp, err))
 	if err != nil && isCancelled(ctx) {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
@@ -157,7 +156,7 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
 				}
 			}
-			a.settle(t, &acp.PromptResponse{}, errors.New(msg))
+			t.settle(&acp.PromptResponse{}, errors.New(msg))
 		}()
 		msg += " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
 	} else {
@@ -168,8 +167,10 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 }
 
 // settle appends turn/end whatever happened: the log's promise is that every
-// turn/start has one.
-func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
+// turn/start has one. titledAt is when that turn/end recorded the session's
+// title; zero if it did not.
+func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Time) {
+	a := t.agent
 	// Whatever ended the turn early, every call gets its result first.
 	for id := range t.runner.pending {
 		if err := t.runner.recordResult(id, toolOutcome{status: session.ToolAborted, output: notRunOutput}); err != nil {
@@ -196,13 +197,26 @@ func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
 		a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Int("turn", t.number).Msg("could not record the end of the turn")
 	} else if end.Title != "" {
 		t.s.title, t.s.titled = end.Title, true
-		t.titledAt = ev.Time
+		titledAt = ev.Time
 	}
 	ev := a.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Dur("elapsed", time.Since(t.start))
 	if runErr != nil && !t.cancelled {
 		ev = a.cfg.Logger.Warn().Err(runErr).Str("session", t.s.id).Int("turn", t.number)
 	}
 	ev.Str("stopReason", end.StopReason).Msg("turn ended")
+	return titledAt
+}
+
+// noteTurn runs when a turn has ended and settle has recorded it: when its
+// turn/end recorded the session's title (at titledAt), the editor is sent it (a
+// session_info_update, so its list of threads shows it), and the index
+// learns of the turn. Called under s.turnMu with the log open.
+func (t *turn) noteTurn(ctx context.Context, titledAt time.Time) {
+	s := t.s
+	if !titledAt.IsZero() {
+		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(titledAt)), "could not send the session's title")
+	}
+	t.agent.store.putSummary(s.summary())
 }
 
 // turn is one session/prompt: the agent loop (run) and the state it goes
@@ -227,9 +241,6 @@ type turn struct {
 	out       *emitter
 	usage     *usageMeter // the current attempt's usage (usage.go)
 	compactor *compactor  // compaction (compact.go, autocompact.go)
-	// titledAt is when this turn's turn/end recorded the session's title;
-	// zero if it did not.
-	titledAt  time.Time
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
 	chain     recovery.Chain    // the retry chain of this logical request
@@ -247,7 +258,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 		_, err := s.appendSync(typ, data)
 		return err
 	}
-	t.usage = &usageMeter{window: a.knownWindow, prices: a.cfg.Prices, last: func() *session.StepUsage {
+	t.usage = &usageMeter{window: a.catalog.knownWindow, prices: a.cfg.Prices, last: func() *session.StepUsage {
 		if h, err := s.history(); err == nil {
 			return h.fill.last()
 		}
@@ -264,7 +275,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 			}
 			return h.fill.get()
 		},
-		window: a.knownWindow, fullTurn: &s.fullTurn,
+		window: a.catalog.knownWindow, fullTurn: &s.fullTurn,
 		log: &a.cfg.Logger, sessionID: s.id, turn: number,
 	}
 	return t

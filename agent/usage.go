@@ -46,11 +46,11 @@ var windowTable = []struct {
 // knownWindow is what is known of model's context window besides the
 // table: provider.context_window, else what the provider's model list said
 // (0 when neither says).
-func (a *Agent) knownWindow(model string) uint64 {
-	if a.cfg.ContextWindow > 0 {
-		return a.cfg.ContextWindow
+func (c *catalog) knownWindow(model string) uint64 {
+	if c.contextWindow > 0 {
+		return c.contextWindow
 	}
-	if w, ok := a.auth.current().(llm.ContextWindows); ok {
+	if w, ok := c.provider().(llm.ContextWindows); ok {
 		return w.ContextWindow(model)
 	}
 	return 0
@@ -180,7 +180,7 @@ type sessionUsage struct {
 // knows the session only through the functions it is given.
 type usageMeter struct {
 	// window is what is known of a model's context window besides the
-	// table (Agent.knownWindow).
+	// table (catalog.knownWindow).
 	window func(model string) uint64
 	prices Prices
 	// last is the session's last recorded usage, nil when none: the
