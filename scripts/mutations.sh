@@ -50,7 +50,7 @@ mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
 	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"
 mutate agent/emit.go 's|^\t\t\t\treturn p\[o:\]$|\t\t\t\treturn p|' \
 	./agent TestResumer "a continuation's repeat of the shown text is trimmed"
-mutate agent/tooluse.go '0,/t.s.rules\[scope\] = outcome/s//_ = outcome/' \
+mutate agent/approval.go '0,/g.rules()\[scope\] = outcome/s//_ = outcome/' \
 	./cmd/rebound 'TestGolden/tool_permission_always' "an always-allow answer holds for the session"
 mutate session/check.go '0,/if len(t.callIDs) > 0 {/s//if false \&\& len(t.callIDs) > 0 {/' \
 	./session TestParse_Invariants "every tool call of a reply has a result before the next step"
