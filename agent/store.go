@@ -127,6 +127,8 @@ func (st *sessionStore) state(id string) (*sessionState, error) {
 	return s, nil
 }
 
+// lookup returns the session this process holds by id; not found when it
+// holds none (session/load or resume makes one, state).
 func (st *sessionStore) lookup(id string) (*sessionState, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
