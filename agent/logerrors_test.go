@@ -26,11 +26,12 @@ func TestStateDir_Errors(t *testing.T) {
 		code   int
 		reason string
 		says   []string
+		lacks  string // a message it must not hold
 	}{
 		{name: "disk full", err: write(syscall.ENOSPC), code: acp.CodeInternalError, reason: "session_log_write",
 			says: []string{"/state/s.jsonl", "free disk space and try again", "recovers with the next prompt"}},
 		{name: "not writable", err: write(fs.ErrPermission), code: acp.CodeInternalError, reason: "session_log_write",
-			says: []string{"state_dir in the config file chose /state"}},
+			says: []string{"state_dir in the config file chose /state"}, lacks: "check the disk"},
 		{name: "other write failure", err: write(errors.New("io error")), code: acp.CodeInternalError, reason: "session_log_write",
 			says: []string{"check the disk and try again; state_dir in the config file chose /state"}},
 		{name: "refused by the log's rules", err: errors.New("turn 2 has no turn/start"), code: acp.CodeInternalError, reason: "session_log",
@@ -54,6 +55,9 @@ func TestStateDir_Errors(t *testing.T) {
 			}
 			if data, _ := re.Data.(map[string]any); data["reason"] != tt.reason {
 				t.Errorf("reason %v, want %s", data["reason"], tt.reason)
+			}
+			if tt.lacks != "" && strings.Contains(re.Message, tt.lacks) {
+				t.Errorf("message %q says %q", re.Message, tt.lacks)
 			}
 			for _, s := range tt.says {
 				if !strings.Contains(re.Message, s) {
