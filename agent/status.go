@@ -147,7 +147,7 @@ func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
 	if said := retryDetail(r.Failure); said != "" {
 		detail += "\n\n" + said
 	}
-	t.showStatus(ctx, st, subject+", "+waitText(r, t.out.shownAny(), t.model), detail, acp.ToolStatusInProgress)
+	t.showStatus(ctx, st, subject+", "+waitText(r, t.out.shownAny(), t.req.model), detail, acp.ToolStatusInProgress)
 }
 
 // statusStarted shows that the wait is over and the retry runs.
