@@ -37,9 +37,13 @@ type wireChunk struct {
 	Usage json.RawMessage `json:"usage"`
 	XGroq json.RawMessage `json:"x_groq"`
 	Error json.RawMessage `json:"error"`
-	// Type is read only to recognise an error event; any other value, of
-	// any JSON type, is no error and no reason to fail.
-	Type json.RawMessage `json:"type"`
+	// Type, Object, Message and Detail are read only to recognise an error
+	// event; any other value, of any JSON type, is no error and no reason
+	// to fail.
+	Type    json.RawMessage `json:"type"`
+	Object  json.RawMessage `json:"object"`
+	Message json.RawMessage `json:"message"`
+	Detail  json.RawMessage `json:"detail"`
 }
 
 // wireToolCall is one tool-call fragment of a delta.
@@ -47,8 +51,10 @@ type wireToolCall struct {
 	Index    *int   `json:"index"`
 	ID       string `json:"id"`
 	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+		Name string `json:"name"`
+		// Arguments is a string of JSON text, as OpenAI sends it, or the
+		// JSON value itself, as some servers send it (see toolArguments).
+		Arguments json.RawMessage `json:"arguments"`
 	} `json:"function"`
 }
 
@@ -82,7 +88,9 @@ func decodeChunk(raw []byte, r redactor) (decoded, error) {
 		}
 		d.Content = text
 		d.Reasoning = cmp.Or(ch.Delta.ReasoningContent, ch.Delta.Reasoning) + thought
-		d.ToolCalls = toolCallDeltas(ch.Delta.ToolCalls)
+		if d.ToolCalls, err = toolCallDeltas(ch.Delta.ToolCalls); err != nil {
+			return decoded{}, undecodable(raw, r, err)
+		}
 		if ch.FinishReason != nil {
 			d.FinishReason = *ch.FinishReason
 		}
@@ -98,21 +106,63 @@ func undecodable(raw []byte, r redactor, err error) error {
 }
 
 // isErrorEvent reports a payload that is the provider's error rather than a
-// chunk: an "error" member that is not null, or "type": "error".
+// chunk: an "error" member that is not null; "type": "error" (Anthropic's
+// shape, through gateways); "object": "error" (vLLM); or, with no choices,
+// a message of its own ({"code":…,"message":…}, FastAPI's {"detail":…}),
+// which no chunk has.
 func isErrorEvent(w wireChunk) bool {
-	return (len(w.Error) > 0 && string(w.Error) != "null") || string(bytes.TrimSpace(w.Type)) == `"error"`
+	switch {
+	case len(w.Error) > 0 && string(w.Error) != "null",
+		string(bytes.TrimSpace(w.Type)) == `"error"`, string(bytes.TrimSpace(w.Object)) == `"error"`:
+		return true
+	case w.Choices != nil:
+		return false
+	}
+	return jsonString(w.Message) != "" || jsonString(w.Detail) != ""
 }
 
 // toolCallDeltas maps a delta's tool-call fragments; a fragment without an
 // index is Unindexed, at its position.
-func toolCallDeltas(in []wireToolCall) []ToolCallDelta {
+func toolCallDeltas(in []wireToolCall) ([]ToolCallDelta, error) {
 	var out []ToolCallDelta
 	for i, tc := range in {
-		d := ToolCallDelta{Index: i, Unindexed: true, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		args, err := toolArguments(tc.Function.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		d := ToolCallDelta{Index: i, Unindexed: true, ID: tc.ID, Name: tc.Function.Name, Arguments: args}
 		if tc.Index != nil {
 			d.Index, d.Unindexed = *tc.Index, false
 		}
 		out = append(out, d)
 	}
-	return out
+	return out, nil
+}
+
+// toolArguments reads a fragment's arguments. OpenAI sends a string of JSON
+// text, streamed in pieces to concatenate; some servers (Ollama's and
+// llama.cpp's older builds, gateways converting from Gemini or Anthropic)
+// send the arguments object itself, whole. An object or array becomes its
+// compact JSON text, which is what the string would have held; null or
+// nothing is no arguments (""): a call that never gets any is called with
+// {} by whoever runs it. Any other value (a number, true) becomes its text
+// as well: the tool's own validation says what is wrong with it, not a
+// malformed stream.
+func toolArguments(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return "", nil
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("tool call arguments: %w", err)
+		}
+		return s, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "", fmt.Errorf("tool call arguments: %w", err)
+	}
+	return b.String(), nil
 }

@@ -129,20 +129,6 @@ const (
 	FinishToolCalls     = "tool_calls"
 )
 
-// Finished reports whether reason says the model ended its reply itself:
-// "stop", or a name some gateways pass through from the model's own API for
-// the same end (Anthropic's end_turn and stop_sequence, Gemini's STOP).
-// Anything else (length, content_filter, tool_calls, a name Rebound does not
-// know, none at all) may mean the text was cut, so a reply that stands in
-// for something else (a compaction's summary) is taken only when this holds.
-func Finished(reason string) bool {
-	switch strings.ToLower(reason) {
-	case FinishStop, "end_turn", "stop_sequence":
-		return true
-	}
-	return false
-}
-
 // Stream is one in-flight attempt: one HTTP request.
 type Stream interface {
 	// Recv returns the next chunk, without waiting for more once it has

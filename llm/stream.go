@@ -35,6 +35,13 @@ type stream struct {
 	join   joiner
 	scrub  scrubber
 	echo   *echo // nil if no repeat of the prefix can come
+	// think extracts a leading think block from the content (think.go);
+	// nil for a reply continued in place, whose content starts mid-reply.
+	think *thinker
+
+	// failed is the error an attempt ends with once the deltas decoded
+	// with it are returned: a finish reason that says the attempt failed.
+	failed error
 
 	closed    atomic.Bool // Close was called
 	closeOnce sync.Once
@@ -48,6 +55,9 @@ func newStream(o *OpenAI, parent context.Context, cancel context.CancelCauseFunc
 	s := &stream{o: o, parent: parent, cancel: cancel, cap: c, events: events{st: st, tap: c.tap},
 		scrub: scrubber{r: o.redact}, echo: trim}
 	s.join = joiner{src: s, off: o.noJoin}
+	if !c.prefix {
+		s.think = &thinker{}
+	}
 	return s
 }
 
@@ -84,33 +94,52 @@ func (s *stream) Recv() (Chunk, error) {
 // ready, and reports false when it would have to wait.
 func (s *stream) read(wait bool) (Chunk, bool, error) {
 	for s.err == nil {
+		if s.failed != nil {
+			s.fail(s.failed)
+			break
+		}
 		raw, ok, err := s.events.next(wait)
 		if !ok {
 			return Chunk{}, false, nil
 		}
 		if err != nil {
-			s.fail(s.readError(err))
-			break
-		}
-		c, ok, err := s.decode(raw)
-		if err == nil {
-			err = s.account(c, len(raw))
+			err = s.readError(err)
+		} else {
+			var c Chunk
+			c, ok, err = s.decode(raw)
+			if err == nil {
+				err = s.account(c, len(raw))
+			}
+			if err == nil && ok {
+				return c, true, nil
+			}
 		}
 		if err != nil {
+			// What the thinker held came before the failure: it goes
+			// first, as the chunks before it did.
+			var rest Chunk
+			if s.think.end(&rest); rest.HasDelta() {
+				s.failed = err
+				return rest, true, nil
+			}
 			s.fail(err)
-			break
-		}
-		if ok {
-			return c, true, nil
 		}
 	}
 	return Chunk{}, true, s.err
 }
 
 // decode is stage 2 for this stream: it makes the provider's error of an
-// error event, scrubs every error, and notes the finish.
+// error event, scrubs every error, extracts a leading think block, and
+// notes the finish: a finish reason that is no end (FinishFailed, or one
+// Rebound does not know) fails the attempt once the deltas that came with
+// it are returned.
 func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 	d, err := decodeChunk(raw, s.o.redact)
+	if err != nil && s.events.errorEvent() {
+		// An event named "error" whose data is not JSON: its text is the
+		// provider's message.
+		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
+	}
 	switch {
 	case err != nil && s.finished:
 		// After the finish only usage is due, and usage is advisory: an
@@ -120,15 +149,24 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 		return Chunk{}, false, nil
 	case err != nil:
 		return Chunk{}, false, s.o.scrub(err)
-	case d.providerError:
+	case d.providerError, s.events.errorEvent():
 		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
 	}
 	if len(d.dropped) > 0 {
 		s.o.warnUsage(s.cap.requestID(), d.dropped)
 	}
 	c := d.Chunk
+	s.think.split(&c, s.events.ready)
 	if c.FinishReason != "" {
-		s.finished = true
+		switch ClassifyFinish(c.FinishReason) {
+		case FinishFailed, FinishUnknown:
+			// The deltas (and what the thinker held) go out, then the
+			// attempt fails.
+			s.failed, c.FinishReason = s.finishError(c.FinishReason), ""
+		default:
+			s.finished = true
+		}
+		s.think.end(&c)
 	}
 	return c, c.HasDelta() || c.FinishReason != "" || c.Usage != nil, nil
 }

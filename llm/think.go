@@ -1,0 +1,185 @@
+package llm
+
+import "strings"
+
+// Think extraction, part of chunk decoding (stage 2, see stream): models
+// that reason inline (DeepSeek-R1 distills, Qwen QwQ and Qwen3, MiniMax M1,
+// GLM behind some servers) put their reasoning at the start of content as
+// <think>…</think>. The block goes to the reasoning channel, as
+// reasoning_content does; the text after it is the reply.
+//
+// Only a block that starts the content counts: a tag later in a reply is
+// the reply's own text (a model explaining the tags). Some servers put the
+// opening tag into the prompt, so the content starts inside the block with
+// no opening tag. What was shown as the reply cannot be taken back, so
+// such a start could only be recognised by holding back the start of every
+// reply, and a reply must never wait on a guess: the start is held only
+// while more content has already arrived (the joiner's rule, events.ready),
+// up to maxUntaggedThink bytes, and recognised when the closing tag ends
+// within that. A body that arrives in bursts (a gateway that buffers, a
+// replay) is split; a reply streamed token by token shows such a block as
+// text. Held text goes out as the reply as soon as nothing more is there.
+//
+// It runs on content only, never on tool-call arguments, and gives the same
+// thoughts and reply however the text is split into chunks (all of which
+// arrived together, for a start without an opening tag).
+
+// maxUntaggedThink bounds the content held back while deciding whether it
+// began inside a think block without an opening tag (or, before the first
+// non-blank character, how much white space is held).
+const maxUntaggedThink = 4 << 10
+
+// thinkTags are the tag pairs recognised; <thinking> is the variant some
+// fine-tunes and prompts use.
+var thinkTags = [...]struct{ open, close string }{
+	{"<think>", "</think>"},
+	{"<thinking>", "</thinking>"},
+}
+
+type thinkState uint8
+
+const (
+	thinkStart    thinkState = iota // deciding: is there an opening tag?
+	thinkUntagged                   // no opening tag: does a closing tag come soon?
+	thinkInside                     // inside a tagged block: thoughts until its closing tag
+	thinkAfter                      // after the block: white space before the reply is dropped
+	thinkPass                       // the reply: content passes as it is
+)
+
+// thinker extracts a leading think block from a stream's content.
+type thinker struct {
+	state thinkState
+	held  []byte // content held back while deciding (thinkStart, thinkUntagged)
+	close string // the closing tag awaited (thinkInside)
+	part  string // thinkInside: the end of what came that may start close
+	begun bool   // thinkInside: thoughts began (white space before them is dropped)
+}
+
+// split moves c's content that is thought into c.Reasoning, after what c
+// already carried there, and holds back what is not decided yet. ready
+// reports whether the next event has already arrived: a start without an
+// opening tag is held only while it has.
+func (t *thinker) split(c *Chunk, ready func() bool) {
+	if t == nil || t.state == thinkPass {
+		return
+	}
+	var thought, reply strings.Builder
+	t.feed(c.Content, &thought, &reply)
+	if t.state == thinkUntagged && !ready() {
+		reply.Write(t.held) // nothing more came: what is held is the reply
+		t.held, t.state = nil, thinkPass
+	}
+	c.Reasoning += thought.String()
+	c.Content = reply.String()
+}
+
+// end releases what is held: the content is over (the finish came). A
+// start still undecided is the reply; a block never closed is all thought.
+func (t *thinker) end(c *Chunk) {
+	if t == nil {
+		return
+	}
+	switch t.state {
+	case thinkStart, thinkUntagged:
+		c.Content += string(t.held)
+	case thinkInside:
+		c.Reasoning += t.part
+	}
+	t.held, t.part, t.state = nil, "", thinkPass
+}
+
+func (t *thinker) feed(s string, thought, reply *strings.Builder) {
+	for s != "" {
+		switch t.state {
+		case thinkStart, thinkUntagged:
+			t.held = append(t.held, s...)
+			s = ""
+			t.decide(thought, reply)
+		case thinkInside:
+			s = t.inside(s, thought)
+		case thinkAfter:
+			s = strings.TrimLeft(s, " \t\r\n")
+			if s != "" {
+				t.state = thinkPass
+			}
+		case thinkPass:
+			reply.WriteString(s)
+			s = ""
+		}
+	}
+}
+
+// decide looks at the held start of the content. It may hand on to inside
+// (or after) the part of held that follows a tag.
+func (t *thinker) decide(thought, reply *strings.Builder) {
+	h := string(t.held)
+	if t.state == thinkStart {
+		rest := strings.TrimLeft(h, " \t\r\n")
+		blanks := len(h) - len(rest)
+		for _, tag := range thinkTags {
+			// A tag counts only if it ends within the bound, so the
+			// decision is the same however the text was split.
+			if strings.HasPrefix(rest, tag.open) && blanks+len(tag.open) <= maxUntaggedThink {
+				t.held, t.state, t.close = nil, thinkInside, tag.close
+				t.feed(rest[len(tag.open):], thought, reply)
+				return
+			}
+		}
+		if len(h) <= maxUntaggedThink && mayOpen(rest) {
+			return // blanks, or the start of an opening tag
+		}
+		t.state = thinkUntagged
+	}
+	// No opening tag: a closing one within the first maxUntaggedThink bytes
+	// ends a block the server opened in the prompt.
+	w := h[:min(len(h), maxUntaggedThink)]
+	at, tag := -1, ""
+	for _, tg := range thinkTags {
+		if i := strings.Index(w, tg.close); i >= 0 && (at < 0 || i < at) {
+			at, tag = i, tg.close
+		}
+	}
+	switch {
+	case at >= 0 && at+len(tag) <= maxUntaggedThink:
+		thought.WriteString(strings.TrimLeft(h[:at], " \t\r\n"))
+		t.held, t.state = nil, thinkAfter
+		t.feed(h[at+len(tag):], thought, reply)
+	case len(h) >= maxUntaggedThink:
+		reply.WriteString(h)
+		t.held, t.state = nil, thinkPass
+	}
+}
+
+// mayOpen reports whether s (the content after its leading blanks) may
+// still become an opening tag.
+func mayOpen(s string) bool {
+	for _, tag := range thinkTags {
+		if strings.HasPrefix(tag.open, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// inside takes text within a tagged block and returns what follows its
+// closing tag, if it came.
+func (t *thinker) inside(s string, thought *strings.Builder) string {
+	s = t.part + s
+	t.part = ""
+	if !t.begun {
+		s = strings.TrimLeft(s, " \t\r\n")
+		if s == "" {
+			return ""
+		}
+		t.begun = true
+	}
+	if i := strings.Index(s, t.close); i >= 0 {
+		thought.WriteString(s[:i])
+		t.state = thinkAfter
+		return s[i+len(t.close):]
+	}
+	k := partialKey(s, t.close) // the end of s that may start the tag
+	thought.WriteString(s[:len(s)-k])
+	t.part = s[len(s)-k:]
+	return ""
+}
