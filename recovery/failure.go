@@ -159,7 +159,10 @@ func Classify(err error) *Failure {
 		f.Code = Transport
 	}
 	if pe, ok := errors.AsType[*llm.Error](err); ok {
-		if !pe.InStream { // a 200 is not the status of an error sent inside the stream
+		// A 200 is not the status of an error sent inside the stream; a
+		// status the error frame carries (llm/streamerror.go) is, and the
+		// error is classified by it like an HTTP one (classifyProvider).
+		if !pe.InStream || pe.Status >= 400 {
 			f.Status = pe.Status
 		}
 		f.RequestID = pe.RequestID
