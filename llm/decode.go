@@ -91,7 +91,7 @@ func decodeChunk(raw []byte, r redactor) (decoded, error) {
 		if d.ToolCalls, err = toolCallDeltas(ch.Delta.ToolCalls); err != nil {
 			return decoded{}, undecodable(raw, r, err)
 		}
-		if ch.FinishReason != nil {
+		if ch.FinishReason != nil && !noFinish(*ch.FinishReason) {
 			d.FinishReason = *ch.FinishReason
 		}
 	}

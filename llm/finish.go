@@ -106,6 +106,15 @@ func ClassifyFinish(reason string) FinishClass {
 	return finishTable[strings.ToLower(strings.TrimSpace(reason))]
 }
 
+// noFinish reports a finish_reason that stands for none: the words some
+// servers write where JSON null belongs (DashScope's native API writes
+// "null" on every chunk before the last). Taken as a reason, it would end
+// the reply at its first chunk.
+func noFinish(reason string) bool {
+	r := strings.TrimSpace(reason)
+	return r == "" || strings.EqualFold(r, "null") || strings.EqualFold(r, "none")
+}
+
 // FinishReasons returns the table's reasons of class c, for the docs.
 func FinishReasons(c FinishClass) []string {
 	var out []string

@@ -30,10 +30,12 @@ import "strings"
 const maxUntaggedThink = 4 << 10
 
 // thinkTags are the tag pairs recognised; <thinking> is the variant some
-// fine-tunes and prompts use.
+// fine-tunes and prompts use, <mm:think> MiniMax M3's (vLLM's
+// minimax_m3 reasoning parser).
 var thinkTags = [...]struct{ open, close string }{
 	{"<think>", "</think>"},
 	{"<thinking>", "</thinking>"},
+	{"<mm:think>", "</mm:think>"},
 }
 
 type thinkState uint8

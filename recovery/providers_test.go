@@ -49,6 +49,9 @@ type caseWant struct {
 	Thoughts  string         `json:"thoughts"`
 	ToolCalls []llm.ToolCall `json:"toolCalls"`
 	Finish    string         `json:"finish"`
+	// FinishClass, when given, is the class of Finish (llm.ClassifyFinish):
+	// what the agent makes of the provider's word.
+	FinishClass string `json:"finishClass"`
 }
 
 func loadCase(t *testing.T, path string) providerCase {
@@ -164,6 +167,9 @@ func checkReply(t *testing.T, c *providerCase, p llm.Provider) {
 		}
 	}
 	got := caseWant{Text: r.Content, Thoughts: r.Reasoning, ToolCalls: r.ToolCalls, Finish: r.FinishReason}
+	if c.want.FinishClass != "" {
+		got.FinishClass = llm.ClassifyFinish(r.FinishReason).String()
+	}
 	if diff := cmp.Diff(c.want, got); diff != "" {
 		t.Errorf("reply (-want +got):\n%s", diff)
 	}
