@@ -141,6 +141,14 @@ func (t *thinker) decide(thought, reply *strings.Builder) {
 			at, tag = i, tg.close
 		}
 	}
+	if at >= 0 && hasOpenTag(h[:at]) {
+		// An opening tag before the closing one: the text speaks of tags
+		// (or holds a block of its own later), it did not start inside one.
+		at = -1
+		t.held, t.state = nil, thinkPass
+		reply.WriteString(h)
+		return
+	}
 	switch {
 	case at >= 0 && at+len(tag) <= maxUntaggedThink:
 		thought.WriteString(strings.TrimLeft(h[:at], " \t\r\n"))
@@ -150,6 +158,16 @@ func (t *thinker) decide(thought, reply *strings.Builder) {
 		reply.WriteString(h)
 		t.held, t.state = nil, thinkPass
 	}
+}
+
+// hasOpenTag reports whether s holds an opening tag.
+func hasOpenTag(s string) bool {
+	for _, tag := range thinkTags {
+		if strings.Contains(s, tag.open) {
+			return true
+		}
+	}
+	return false
 }
 
 // mayOpen reports whether s (the content after its leading blanks) may
