@@ -50,6 +50,7 @@ func TestDecodeChunk_Dialects(t *testing.T) {
 		{"arguments null", `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":null}}]}}]}`,
 			decoded{Chunk: Chunk{ToolCalls: []ToolCallDelta{{Index: 0, ID: "c", Name: "f"}}}}, false},
 		{"vllm error object", `{"object":"error","message":"bad","type":"BadRequestError","code":400}`, decoded{providerError: true}, false},
+		{"vllm error object without a message", `{"object":"error","type":"InternalServerError","code":503}`, decoded{providerError: true}, false},
 		{"flat error", `{"code":"1301","message":"m"}`, decoded{providerError: true}, false},
 		{"fastapi detail", `{"detail":"d"}`, decoded{providerError: true}, false},
 		{"a message with choices is a chunk", `{"message":"m","choices":[{"delta":{"content":"a"}}]}`, decoded{Chunk: Chunk{Content: "a"}}, false},
