@@ -65,8 +65,8 @@ var finishTable = map[string]FinishClass{
 	// stop_sequence, tool_use); TGI and Together (eos_token, eos); Gemini
 	// (STOP); Cohere (COMPLETE, TOOL_CALL); legacy function calling.
 	"stop": FinishEnd, "end_turn": FinishEnd, "stop_sequence": FinishEnd, "eos": FinishEnd,
-	"eos_token": FinishEnd, "end": FinishEnd, "complete": FinishEnd, "completed": FinishEnd,
-	"finished": FinishEnd,
+	"eos_token": FinishEnd, "end": FinishEnd, "complete": FinishEnd, "completed": FinishEnd, "finished": FinishEnd,
+
 	"tool_calls": FinishToolUse, "function_call": FinishToolUse, "tool_use": FinishToolUse, "tool_call": FinishToolUse,
 
 	// OpenAI (length), Anthropic and Gemini (max_tokens), Mistral

@@ -4,10 +4,11 @@
 // `rebound demo` and `rebound mock-provider`. It knows nothing of ACP.
 //
 // The adapter reads a response in five stages, each in its own file and
-// tested alone: SSE events (sse.go, events.go), chunk decoding (decode.go),
-// joining (join.go), the secret scrubber (redact.go) and continuation
-// trimming (echo.go); stream.go joins them. A provider's dialect is read
-// in the stage its framing or field belongs to.
+// tested alone: SSE events (sse.go, events.go), chunk decoding (decode.go,
+// with finish.go, streamerror.go and think.go), joining (join.go), the
+// secret scrubber (redact.go) and continuation trimming (echo.go);
+// stream.go joins them. A provider's dialect is read in the stage its
+// framing or field belongs to.
 package llm
 
 import (

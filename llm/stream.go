@@ -12,8 +12,10 @@ import (
 //  1. SSE events (sse.go, events.go): the body's lines, filtered and
 //     bounded beneath go-openai's reader, and the data payloads it returns,
 //     with the error events it swallows put back;
-//  2. chunk decoding (decode.go): a payload to a Chunk, the provider's
-//     error, or a malformed stream;
+//  2. chunk decoding (decode.go, finish.go, streamerror.go, think.go): a
+//     payload to a Chunk, the provider's error (in any framing, with the
+//     HTTP status it carries), or a malformed stream; a finish reason by
+//     its class; a leading think block in the content to thoughts;
 //  3. joining (join.go): deltas of one kind that arrived together, and a
 //     tool call's argument fragments, into one chunk;
 //  4. the secret scrubber (redact.go): the API key out of every text,
@@ -94,24 +96,25 @@ func (s *stream) Recv() (Chunk, error) {
 // ready, and reports false when it would have to wait.
 func (s *stream) read(wait bool) (Chunk, bool, error) {
 	for s.err == nil {
-		if s.failed != nil {
-			s.fail(s.failed)
-			break
-		}
-		raw, ok, err := s.events.next(wait)
-		if !ok {
-			return Chunk{}, false, nil
-		}
-		if err != nil {
-			err = s.readError(err)
-		} else {
-			var c Chunk
-			c, ok, err = s.decode(raw)
-			if err == nil {
-				err = s.account(c, len(raw))
+		err := s.failed
+		if err == nil {
+			raw, ok, rerr := s.events.next(wait)
+			if !ok {
+				return Chunk{}, false, nil
 			}
-			if err == nil && ok {
-				return c, true, nil
+			if rerr != nil {
+				err = s.readError(rerr)
+			} else if c, derr := s.decode(raw); derr != nil {
+				err = derr
+			} else if err = s.account(c, len(raw)); err == nil {
+				// The limits count what the provider sent; the think
+				// stage then decides what of it is thought, and may hold
+				// the start of the content back (or, on an event that
+				// carries nothing, release it: nothing more is there).
+				s.thoughts(&c)
+				if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
+					return c, true, nil
+				}
 			}
 		}
 		if err != nil {
@@ -128,17 +131,25 @@ func (s *stream) read(wait bool) (Chunk, bool, error) {
 	return Chunk{}, true, s.err
 }
 
+// thoughts is the think stage (think.go) for one chunk: at the finish, or
+// when the attempt is about to fail, what it held is released with it.
+func (s *stream) thoughts(c *Chunk) {
+	s.think.split(c, s.events.ready)
+	if c.FinishReason != "" || s.failed != nil {
+		s.think.end(c)
+	}
+}
+
 // decode is stage 2 for this stream: it makes the provider's error of an
-// error event, scrubs every error, extracts a leading think block, and
-// notes the finish: a finish reason that is no end (FinishFailed, or one
-// Rebound does not know) fails the attempt once the deltas that came with
-// it are returned.
-func (s *stream) decode(raw []byte) (Chunk, bool, error) {
+// error event, scrubs every error, and notes the finish: a finish reason
+// that is no end (FinishFailed, or one Rebound does not know) fails the
+// attempt once the deltas that came with it are returned.
+func (s *stream) decode(raw []byte) (Chunk, error) {
 	d, err := decodeChunk(raw, s.o.redact)
 	if err != nil && s.events.errorEvent() {
 		// An event named "error" whose data is not JSON: its text is the
 		// provider's message.
-		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
+		return Chunk{}, s.o.scrub(s.streamError(raw, nil))
 	}
 	switch {
 	case err != nil && s.finished:
@@ -146,17 +157,16 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 		// event too broken to read is dropped, not the reply. It still
 		// counts as bytes without progress.
 		s.o.warnDropped(s.cap.requestID(), err)
-		return Chunk{}, false, nil
+		return Chunk{}, nil
 	case err != nil:
-		return Chunk{}, false, s.o.scrub(err)
+		return Chunk{}, s.o.scrub(err)
 	case d.providerError, s.events.errorEvent():
-		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
+		return Chunk{}, s.o.scrub(s.streamError(raw, nil))
 	}
 	if len(d.dropped) > 0 {
 		s.o.warnUsage(s.cap.requestID(), d.dropped)
 	}
 	c := d.Chunk
-	s.think.split(&c, s.events.ready)
 	if c.FinishReason != "" {
 		switch ClassifyFinish(c.FinishReason) {
 		case FinishFailed, FinishUnknown:
@@ -166,9 +176,8 @@ func (s *stream) decode(raw []byte) (Chunk, bool, error) {
 		default:
 			s.finished = true
 		}
-		s.think.end(&c)
 	}
-	return c, c.HasDelta() || c.FinishReason != "" || c.Usage != nil, nil
+	return c, nil
 }
 
 // account applies the response limits to one decoded event of n bytes: a
