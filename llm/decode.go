@@ -74,6 +74,12 @@ type decoded struct {
 func decodeChunk(raw []byte, r redactor) (decoded, error) {
 	var w wireChunk
 	if err := json.Unmarshal(raw, &w); err != nil {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+			// Google's errors come in an array of one, in a stream too.
+			if _, ok := parseErrorFacts(t); ok {
+				return decoded{providerError: true}, nil
+			}
+		}
 		return decoded{}, undecodable(raw, r, err)
 	}
 	if isErrorEvent(w) {

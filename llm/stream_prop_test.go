@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -64,6 +65,9 @@ func genErrorFrame(r *rand.Rand) errorFrame {
 		code, f.wantStatus = fmt.Sprintf(`"status_code":%d,"code":"upstream_error"`, status), status
 	case 4:
 		code, f.wantStatus = fmt.Sprintf(`"http_status":"%d"`, status), status
+		if r.IntN(2) == 0 {
+			code = fmt.Sprintf(`"code":"%d %s"`, status, http.StatusText(status))
+		}
 	case 5:
 		code = `"code":"rate_limit_exceeded"`
 	case 6:
@@ -73,7 +77,9 @@ func genErrorFrame(r *rand.Rand) errorFrame {
 	}
 	msg := `"message":` + jsonString(f.message)
 	var payload string
-	switch r.IntN(6) {
+	switch r.IntN(7) {
+	case 6: // Google's array of one
+		payload = `[{"error":{` + code + "," + msg + `}}]`
 	case 0: // flat
 		payload = "{" + code + "," + msg + "}"
 	case 1: // nested

@@ -30,8 +30,16 @@ var statusKeys = [...]string{"code", "status", "status_code", "statusCode", "htt
 // frameStatus returns the HTTP status an error frame carries, from 400 to
 // 599, or 0: the nested error object's first, then the frame's own.
 func frameStatus(payload []byte) int {
+	payload = bytes.TrimSpace(payload)
+	if len(payload) > 0 && payload[0] == '[' { // Google's array of one
+		var arr []json.RawMessage
+		if json.Unmarshal(payload, &arr) != nil || len(arr) == 0 {
+			return 0
+		}
+		payload = arr[0]
+	}
 	var top map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimSpace(payload), &top) != nil {
+	if json.Unmarshal(payload, &top) != nil {
 		return 0
 	}
 	var inner map[string]json.RawMessage
@@ -52,11 +60,15 @@ func statusIn(m map[string]json.RawMessage) int {
 	return 0
 }
 
-// httpStatus reads a JSON number, or a string of digits, from 400 to 599.
+// httpStatus reads a JSON number, or a string that is a status or starts
+// with one ("429", "429 Too Many Requests"), from 400 to 599.
 func httpStatus(raw json.RawMessage) int {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 1 && raw[0] == '"' {
 		raw = raw[1 : len(raw)-1]
+		if len(raw) > 3 && raw[3] == ' ' {
+			raw = raw[:3]
+		}
 	}
 	n, err := strconv.Atoi(string(raw))
 	if err != nil || n < 400 || n > 599 {
