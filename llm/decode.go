@@ -41,9 +41,27 @@ type wireChunk struct {
 	// event; any other value, of any JSON type, is no error and no reason
 	// to fail.
 	Type    json.RawMessage `json:"type"`
-	Object  json.RawMessage `json:"object"`
-	Message json.RawMessage `json:"message"`
-	Detail  json.RawMessage `json:"detail"`
+	Object  isError         `json:"object"` // every chunk has one: read without a copy
+	Message isText          `json:"message"`
+	Detail  isText          `json:"detail"`
+}
+
+// isError records whether a member is the string "error", keeping nothing.
+type isError bool
+
+func (e *isError) UnmarshalJSON(b []byte) error {
+	*e = string(bytes.TrimSpace(b)) == `"error"`
+	return nil
+}
+
+// isText records whether a member is a string that is not empty, keeping
+// nothing.
+type isText bool
+
+func (t *isText) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	*t = len(b) > 2 && b[0] == '"'
+	return nil
 }
 
 // wireToolCall is one tool-call fragment of a delta.
@@ -118,13 +136,12 @@ func undecodable(raw []byte, r redactor, err error) error {
 // which no chunk has.
 func isErrorEvent(w wireChunk) bool {
 	switch {
-	case len(w.Error) > 0 && string(w.Error) != "null",
-		string(bytes.TrimSpace(w.Type)) == `"error"`, string(bytes.TrimSpace(w.Object)) == `"error"`:
+	case len(w.Error) > 0 && string(w.Error) != "null", string(bytes.TrimSpace(w.Type)) == `"error"`, bool(w.Object):
 		return true
 	case w.Choices != nil:
 		return false
 	}
-	return jsonString(w.Message) != "" || jsonString(w.Detail) != ""
+	return bool(w.Message || w.Detail)
 }
 
 // toolCallDeltas maps a delta's tool-call fragments; a fragment without an

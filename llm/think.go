@@ -1,6 +1,9 @@
 package llm
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // Think extraction, part of chunk decoding (stage 2, see stream): models
 // that reason inline (DeepSeek-R1 distills, Qwen QwQ and Qwen3, MiniMax M1,
@@ -55,7 +58,13 @@ type thinker struct {
 	close string // the closing tag awaited (thinkInside)
 	part  string // thinkInside: the end of what came that may start close
 	begun bool   // thinkInside: thoughts began (white space before them is dropped)
+	// scanned: thinkUntagged, the bytes of held already searched for a
+	// closing tag.
+	scanned int
 }
+
+// maxCloseTag is the longest closing tag's length.
+const maxCloseTag = len("</thinking>")
 
 // split moves c's content that is thought into c.Reasoning, after what c
 // already carried there, and holds back what is not decided yet. ready
@@ -63,6 +72,13 @@ type thinker struct {
 // opening tag is held only while it has.
 func (t *thinker) split(c *Chunk, ready func() bool) {
 	if t == nil || t.state == thinkPass {
+		return
+	}
+	if t.state == thinkInside && t.begun && t.part == "" && strings.IndexByte(c.Content, '<') < 0 {
+		// Thought that cannot hold the closing tag, nor start it: the
+		// common case, with no copy.
+		c.Reasoning += c.Content
+		c.Content = ""
 		return
 	}
 	var thought, reply strings.Builder
@@ -112,18 +128,20 @@ func (t *thinker) feed(s string, thought, reply *strings.Builder) {
 }
 
 // decide looks at the held start of the content. It may hand on to inside
-// (or after) the part of held that follows a tag.
+// (or after) the part of held that follows a tag. Each call looks only at
+// what came since the last (scanned), so holding n bytes costs O(n).
 func (t *thinker) decide(thought, reply *strings.Builder) {
-	h := string(t.held)
+	h := t.held
 	if t.state == thinkStart {
-		rest := strings.TrimLeft(h, " \t\r\n")
+		rest := bytes.TrimLeft(h, " \t\r\n")
 		blanks := len(h) - len(rest)
 		for _, tag := range thinkTags {
 			// A tag counts only if it ends within the bound, so the
 			// decision is the same however the text was split.
-			if strings.HasPrefix(rest, tag.open) && blanks+len(tag.open) <= maxUntaggedThink {
+			if bytes.HasPrefix(rest, []byte(tag.open)) && blanks+len(tag.open) <= maxUntaggedThink {
+				after := string(rest[len(tag.open):])
 				t.held, t.state, t.close = nil, thinkInside, tag.close
-				t.feed(rest[len(tag.open):], thought, reply)
+				t.feed(after, thought, reply)
 				return
 			}
 		}
@@ -133,37 +151,38 @@ func (t *thinker) decide(thought, reply *strings.Builder) {
 		t.state = thinkUntagged
 	}
 	// No opening tag: a closing one within the first maxUntaggedThink bytes
-	// ends a block the server opened in the prompt.
+	// ends a block the server opened in the prompt. What was scanned holds
+	// none, so one can only end after it.
 	w := h[:min(len(h), maxUntaggedThink)]
+	from := max(0, t.scanned-maxCloseTag+1)
 	at, tag := -1, ""
 	for _, tg := range thinkTags {
-		if i := strings.Index(w, tg.close); i >= 0 && (at < 0 || i < at) {
-			at, tag = i, tg.close
+		if i := bytes.Index(w[from:], []byte(tg.close)); i >= 0 && (at < 0 || from+i < at) {
+			at, tag = from+i, tg.close
 		}
 	}
-	if at >= 0 && hasOpenTag(h[:at]) {
+	t.scanned = len(w)
+	switch {
+	case at >= 0 && hasOpenTag(h[:at]):
 		// An opening tag before the closing one: the text speaks of tags
 		// (or holds a block of its own later), it did not start inside one.
-		at = -1
+		reply.Write(h)
 		t.held, t.state = nil, thinkPass
-		reply.WriteString(h)
-		return
-	}
-	switch {
-	case at >= 0 && at+len(tag) <= maxUntaggedThink:
-		thought.WriteString(strings.TrimLeft(h[:at], " \t\r\n"))
+	case at >= 0:
+		thought.Write(bytes.TrimLeft(h[:at], " \t\r\n"))
+		after := string(h[at+len(tag):])
 		t.held, t.state = nil, thinkAfter
-		t.feed(h[at+len(tag):], thought, reply)
+		t.feed(after, thought, reply)
 	case len(h) >= maxUntaggedThink:
-		reply.WriteString(h)
+		reply.Write(h)
 		t.held, t.state = nil, thinkPass
 	}
 }
 
 // hasOpenTag reports whether s holds an opening tag.
-func hasOpenTag(s string) bool {
+func hasOpenTag(s []byte) bool {
 	for _, tag := range thinkTags {
-		if strings.Contains(s, tag.open) {
+		if bytes.Contains(s, []byte(tag.open)) {
 			return true
 		}
 	}
@@ -172,9 +191,9 @@ func hasOpenTag(s string) bool {
 
 // mayOpen reports whether s (the content after its leading blanks) may
 // still become an opening tag.
-func mayOpen(s string) bool {
+func mayOpen(s []byte) bool {
 	for _, tag := range thinkTags {
-		if strings.HasPrefix(tag.open, s) {
+		if bytes.HasPrefix([]byte(tag.open), s) {
 			return true
 		}
 	}
