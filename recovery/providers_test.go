@@ -179,21 +179,7 @@ func checkFailure(t *testing.T, c *providerCase, p llm.Provider) {
 	pol := recovery.DefaultPolicy()
 	pol.Jitter = 0
 	exec := recovery.Executor{Config: recovery.Config{Policy: pol}, Start: time.Now()}
-	err := exec.Do(context.Background(), recovery.Chain{}, newObserver(t), func(ctx context.Context) error {
-		s, err := p.Stream(ctx, hello)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		for {
-			if _, err := s.Recv(); err != nil {
-				if errors.Is(err, io.EOF) {
-					t.Fatal("the attempt finished without an error")
-				}
-				return err
-			}
-		}
-	})
+	err := exec.Do(context.Background(), recovery.Chain{}, newObserver(t), failingAttempt(t, p))
 	g, ok := recovery.AsGiveUp(err)
 	if !ok {
 		t.Fatalf("Do() = %v, want a give-up", err)

@@ -42,26 +42,32 @@ func TestStreamFailures_UserRules(t *testing.T) {
 					cfg.Rules = []recovery.Rule{tt.rule}
 				}
 				exec := recovery.Executor{Config: cfg, Start: time.Now()}
-				err := exec.Do(context.Background(), recovery.Chain{}, newObserver(t), func(ctx context.Context) error {
-					s, err := p.Stream(ctx, hello)
-					if err != nil {
-						return err
-					}
-					defer s.Close()
-					for {
-						if _, err := s.Recv(); err != nil {
-							if errors.Is(err, io.EOF) {
-								t.Fatal("the attempt finished without an error")
-							}
-							return err
-						}
-					}
-				})
+				err := exec.Do(context.Background(), recovery.Chain{}, newObserver(t), failingAttempt(t, p))
 				g, ok := recovery.AsGiveUp(err)
 				if !ok || c.replays != tt.attempts || g.Failure.Code != tt.code || g.Failure.Status != tt.status {
 					t.Fatalf("Do() = %v after %d requests; want a give-up (%s, status %d) after %d", err, c.replays, tt.code, tt.status, tt.attempts)
 				}
 			})
 		})
+	}
+}
+
+// failingAttempt is an attempt that streams a reply from p to its end,
+// which must be an error.
+func failingAttempt(t *testing.T, p llm.Provider) func(context.Context) error {
+	return func(ctx context.Context) error {
+		s, err := p.Stream(ctx, hello)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		for {
+			if _, err := s.Recv(); err != nil {
+				if errors.Is(err, io.EOF) {
+					t.Fatal("the attempt finished without an error")
+				}
+				return err
+			}
+		}
 	}
 }
