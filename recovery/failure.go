@@ -47,7 +47,7 @@ type Failure struct {
 	Status       int    `json:"status,omitempty"`
 	RetryAfterMs *int64 `json:"retryAfterMs,omitempty"`
 	// RetryAfterSource is where the provider said how long to wait.
-	RetryAfterSource string `json:"retryAfterSource,omitempty" jsonschema:"enum=retry-after-ms,enum=retry-after,enum=error.details.RetryInfo.retryDelay,enum=x-ratelimit-reset-requests,enum=x-ratelimit-reset-tokens,enum=anthropic-ratelimit-requests-reset,enum=anthropic-ratelimit-tokens-reset,enum=anthropic-ratelimit-input-tokens-reset,enum=anthropic-ratelimit-output-tokens-reset,enum=message"`
+	RetryAfterSource string `json:"retryAfterSource,omitempty" jsonschema_description:"Where the provider said how long to wait: a header's name in lower case (retry-after, x-ratelimit-reset-tokens-minute, …), the path of a field of the error body (error.metadata.headers.X-RateLimit-Reset, …), or message."`
 	RequestID        string `json:"requestId,omitempty"`
 	ProviderCode     string `json:"providerCode,omitempty"`
 	ProviderType     string `json:"providerType,omitempty"`

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+	"unicode"
 
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
@@ -61,6 +63,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if !ok || err != nil || d != ms {
 			t.Fatalf("retry-after-ms %d = %v, %v, %v; want %v", n, d, ok, err, ms)
 		}
+		frac := strconv.FormatFloat(float64(n%(1<<40))/1000, 'f', -1, 64) // n ms as fractional seconds
+		d, ok, err = recovery.ParseRetryAfter(http.Header{"Retry-After": {frac}}, now)
+		if !ok || err != nil || d != time.Duration(n%(1<<40))*time.Millisecond {
+			t.Fatalf("Retry-After %q = %v, %v, %v; want %v", frac, d, ok, err, time.Duration(n%(1<<40))*time.Millisecond)
+		}
 		ahead := time.Duration(n%(100*365*24*3600)) * time.Second // within a century
 		date := now.Add(ahead).Format(http.TimeFormat)
 		d, ok, err = recovery.ParseRetryAfter(http.Header{"Retry-After": {date}}, now)
@@ -72,6 +79,72 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("Retry-After %q (past) = %v, %v, %v; want 0", date, d, ok, err)
 		}
 	})
+}
+
+// FuzzRetryHint: whatever header, body and message a failure carries (the
+// forms beyond Retry-After: reset headers of any name, retry fields and
+// forwarded headers in the body, words), reading its wait does not panic,
+// gives a wait that is never negative, with a source exactly when there is
+// a wait, that the policy never sleeps past max_retry_after; and a wait of
+// n ms written in each form reads back as n ms.
+func FuzzRetryHint(f *testing.F) {
+	f.Add(429, "x-ratelimit-reset-tokens-minute", "11.382867097854614", []byte(`{"error":{"message":"Rate limit exceeded","code":429,"metadata":{"headers":{"X-RateLimit-Remaining":"0","X-RateLimit-Reset":"946684805000"}}}}`), "Please try again in 1m30s.", uint32(1500))
+	f.Add(503, "RateLimit", `"minute";r=0;t=30, "day";r=10;t=3600`, []byte(`{"error":{"retry_after":"2.5"}}`), "Limit resets at: 2000-01-01 00:00:05 UTC", uint32(0))
+	f.Add(0, "anthropic-ratelimit-tokens-reset", "2000-01-01T00:00:07Z", []byte(`[{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}]`), "Please wait 46 seconds before retrying.", uint32(7200000))
+	f.Add(429, "x-ratelimit-reset", "-1e400", []byte(`{"error":{"metadata":{"raw":"{\"error\":{\"message\":\"try again in NaN s\"}}"}}}`), "retry after 99999999999999999999 hours", uint32(1<<31))
+	pol := policyNoJitter()
+	f.Fuzz(func(t *testing.T, status int, name, value string, body []byte, message string, n uint32) {
+		synctest.Test(t, func(t *testing.T) {
+			e := &llm.Error{Status: status, Header: http.Header{}, Body: body, Message: message}
+			if status == 0 {
+				e.InStream, e.Code = true, "rate_limit_exceeded"
+			}
+			if name != "" {
+				e.Header[name] = []string{value}
+			}
+			fl := recovery.Classify(e)
+			if (fl.RetryAfterMs != nil) != (fl.RetryAfterSource != "") {
+				t.Fatalf("wait %v from %q: a wait without a source or a source without one", fl.RetryAfterMs, fl.RetryAfterSource)
+			}
+			if fl.RetryAfterMs != nil && *fl.RetryAfterMs < 0 {
+				t.Fatalf("a negative wait %d from %q", *fl.RetryAfterMs, fl.RetryAfterSource)
+			}
+			if len(fl.RetryAfterSource) > 120 || strings.ContainsFunc(fl.RetryAfterSource, func(r rune) bool { return !unicode.IsPrint(r) }) {
+				t.Fatalf("source %q: not printable or longer than 120 bytes", fl.RetryAfterSource)
+			}
+			if d := pol.Decide(fl, 1); d.Retry && fl.RetryAfterMs != nil && d.Delay > pol.MaxRetryAfter {
+				t.Fatalf("sleeps %v, past max_retry_after %v", d.Delay, pol.MaxRetryAfter)
+			}
+
+			// Round trips of n ms, one form after another.
+			ms := int64(n)
+			secs := strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
+			epochMs := strconv.FormatInt(time.Now().UnixMilli()+ms, 10)
+			for _, c := range []struct {
+				e      *llm.Error
+				source string
+			}{
+				{&llm.Error{Status: 429, Header: http.Header{"Retry-After": {secs}}}, "retry-after"},
+				{&llm.Error{Status: 429, Header: http.Header{"X-Ratelimit-Reset-Tokens-Minute": {secs}}}, "x-ratelimit-reset-tokens-minute"},
+				{&llm.Error{Status: 429, Header: http.Header{"X-Ratelimit-Reset": {(time.Duration(ms) * time.Millisecond).String()}}}, "x-ratelimit-reset"},
+				{&llm.Error{Status: 429, Body: []byte(`{"error":{"metadata":{"headers":{"X-RateLimit-Reset":"` + epochMs + `"}}}}`)}, "error.metadata.headers.X-RateLimit-Reset"},
+				{&llm.Error{Status: 429, Body: []byte(`{"error":{"retry_after_ms":` + strconv.FormatInt(ms, 10) + `}}`)}, "error.retry_after_ms"},
+				{&llm.Error{Status: 429, Message: "Please try again in " + secs + "s."}, "message"},
+			} {
+				got := recovery.Classify(c.e)
+				if got.RetryAfterMs == nil || *got.RetryAfterMs != ms || got.RetryAfterSource != c.source {
+					t.Fatalf("%d ms as %v %s %q: read %v from %q", ms, c.e.Header, c.e.Body, c.e.Message, got.RetryAfterMs, got.RetryAfterSource)
+				}
+			}
+		})
+	})
+}
+
+// policyNoJitter is the default policy with its delays exact.
+func policyNoJitter() recovery.Policy {
+	p := recovery.DefaultPolicy()
+	p.Jitter = 0
+	return p
 }
 
 // answerDoer answers every request with one fixed response.

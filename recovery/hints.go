@@ -2,164 +2,155 @@ package recovery
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/llm"
 )
 
-// Where a provider's wait came from, as recorded in retryAfterSource.
+// Where a provider's wait came from, as recorded in retryAfterSource. The
+// other sources are named as found: a header in lower case
+// ("x-ratelimit-reset-tokens-minute"), or the path of a field in the error
+// body, keys joined by dots, arrays skipped ("error.metadata.retry_after_seconds",
+// "error.metadata.headers.X-RateLimit-Reset", "error.metadata.raw" for words
+// in a gateway's copy of the upstream's error).
 const (
 	SourceRetryAfterMs = "retry-after-ms"
 	SourceRetryAfter   = "retry-after"
 	SourceRetryInfo    = "error.details.RetryInfo.retryDelay" // Gemini
 	SourceMessage      = "message"                            // "Please try again in 1.2s" (OpenAI, Groq)
+	SourceBody         = "body"                               // words in a body that is not JSON
+	SourceRateLimit    = "ratelimit"                          // the IETF draft's structured RateLimit header
 )
 
-// resetHeaders are the rate-limit reset headers, with the header that says
-// how much of that limit is left. They come on every response, so they are
-// read only on a 429, and a limit with some left is not the one that was
-// hit.
-var resetHeaders = []struct{ reset, remaining string }{
-	// OpenAI, Groq: durations such as "1s", "6m0s", "20ms", "2m59.56s".
-	{"x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"},
-	{"x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"},
-	// Anthropic: RFC 3339 times.
-	{"anthropic-ratelimit-requests-reset", "anthropic-ratelimit-requests-remaining"},
-	{"anthropic-ratelimit-tokens-reset", "anthropic-ratelimit-tokens-remaining"},
-	{"anthropic-ratelimit-input-tokens-reset", "anthropic-ratelimit-input-tokens-remaining"},
-	{"anthropic-ratelimit-output-tokens-reset", "anthropic-ratelimit-output-tokens-remaining"},
+// HintSources lists every form of a wait Rebound reads, in order of
+// precedence, as docs/providers.md names them ("Waits the provider gave").
+func HintSources() []string {
+	return []string{
+		SourceRetryAfterMs, "x-ms-retry-after-ms", SourceRetryAfter,
+		SourceRetryInfo, "<body retry field>", "<body>.headers.retry-after",
+		SourceMessage, "<body text>",
+		"*ratelimit*reset* (429)", SourceRateLimit + " (429)", "<body>.headers.*ratelimit*reset*", "<body reset field>",
+	}
 }
 
-// HintSources lists every source of a wait, in the order they are tried,
-// for the docs.
-func HintSources() []string {
-	s := []string{SourceRetryAfterMs, SourceRetryAfter, SourceRetryInfo, SourceMessage}
-	for _, h := range resetHeaders {
-		s = append(s, h.reset)
-	}
-	return s
+// hint is one wait a provider gave and where.
+type hint struct {
+	d      time.Duration
+	source string
+	depth  int  // of a body field: how deep it sits
+	coarse bool // in seconds rather than milliseconds
 }
 
 // retryHint reads how long the provider asked to wait, and where it said so:
-// the Retry-After headers first (on any status), then, on a rate limit only,
-// Gemini's RetryInfo in the body, OpenAI's "Please try again in …" in the
-// message, and the reset headers of the exhausted limits. err is a Retry-After
-// header that was present but unusable.
+// the Retry-After headers first (on any status); then, on a failure a wait
+// can apply to (waitsMatter), a retry field of the error body (Gemini's
+// RetryInfo among them) or a Retry-After a gateway forwarded in the body,
+// the provider's words ("Please try again in 1.2s") in its message or
+// elsewhere in the body, and last the reset times of the exhausted limits.
+// err is a Retry-After header that was present but unusable.
 func retryHint(e *llm.Error, code Code, now time.Time) (d time.Duration, source string, err error) {
-	d, ok, err := ParseRetryAfter(e.Header, now)
+	d, source, ok, err := retryAfter(e.Header, now)
 	if ok {
-		source = SourceRetryAfter
-		if e.Header.Get("retry-after-ms") != "" && err == nil {
-			source = SourceRetryAfterMs
-		}
 		return d, source, nil
 	}
-	if code != RateLimit && e.Status != 429 {
+	if !waitsMatter(code, e.Status) {
 		return 0, "", err
 	}
-	if d, ok := retryInfo(e.Body); ok {
-		return d, SourceRetryInfo, err
+	h, ok := bodyHint(e, now)
+	if !ok {
+		return 0, "", err
 	}
-	if d, ok := messageHint(e.Message); ok {
-		return d, SourceMessage, err // about this very refusal: more precise than a reset time
-	}
-	if e.Status == 429 && !e.InStream {
-		if d, src, ok := resetHint(e, now); ok {
-			return d, src, err
-		}
-	}
-	return 0, "", err
+	return h.d, shownSource(h.source), err
 }
 
-// resetHint is the longest reset among the limits a 429 may have hit: those
-// whose remaining count is 0 or not sent. Until all of those reset, the
-// next request is refused again.
-func resetHint(e *llm.Error, now time.Time) (time.Duration, string, bool) {
-	var best time.Duration
-	src := ""
-	for _, h := range resetHeaders {
-		v := strings.TrimSpace(e.Header.Get(h.reset))
-		if v == "" {
-			continue
-		}
-		if rem := strings.TrimSpace(e.Header.Get(h.remaining)); rem != "" && rem != "0" {
-			continue
-		}
-		d, ok := parseReset(v, now)
-		if ok && (src == "" || d > best) {
-			best, src = d, h.reset
-		}
+// bodyHint is retryHint past the Retry-After headers, in its order.
+func bodyHint(e *llm.Error, now time.Time) (hint, bool) {
+	b := readHints(e.Body, e.Message, now)
+	if h, ok := first(b.retry); ok {
+		return h, true
 	}
-	return best, src, src != ""
+	if d, ok := phraseHint(e.Message, now); ok {
+		return hint{d: d, source: SourceMessage}, true // about this very refusal: more precise than a reset time
+	}
+	if h, ok := first(b.words); ok {
+		return h, true
+	}
+	resets := b.resets
+	if e.Status == 429 && !e.InStream { // reset headers come on every response: only a 429's say what was hit
+		resets = append(resets, headerResets(e.Header, "", nil, now)...)
+	}
+	return longest(resets)
 }
 
-// parseReset reads a reset header: a Go-style duration (OpenAI, Groq), an
-// RFC 3339 time (Anthropic), or plain seconds.
-func parseReset(v string, now time.Time) (time.Duration, bool) {
-	if d, err := time.ParseDuration(v); err == nil {
-		return max(d, 0), true
+// maxSourceLen bounds a source: it is made of what the provider sent (the
+// keys of its body, the names of its headers) and is shown to a person.
+const maxSourceLen = 120
+
+// shownSource is source printable and at most maxSourceLen bytes, keeping
+// its end, which names the field.
+func shownSource(source string) string {
+	source = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, source)
+	if len(source) <= maxSourceLen {
+		return source
 	}
-	if at, err := time.Parse(time.RFC3339, v); err == nil {
-		return max(at.Sub(now), 0), true
+	cut := len(source) - (maxSourceLen - len("…"))
+	for cut < len(source) && !utf8.RuneStart(source[cut]) {
+		cut++
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < float64(maxWait/time.Second) {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	return 0, false
+	return "…" + source[cut:]
 }
 
-// retryInfo reads google.rpc.RetryInfo's retryDelay ("37s", "0.5s") from the
-// details of a Google error body, which Gemini's OpenAI compatibility sends
-// as is (an object, or an array of one).
-func retryInfo(body []byte) (time.Duration, bool) {
-	if len(body) == 0 || !strings.Contains(string(body), "retryDelay") {
-		return 0, false
+// waitsMatter: the failures whose body and reset headers are read for a
+// wait. A wait read from anything but Retry-After on, say, a 400 would be a
+// number that happens to stand near "retry".
+func waitsMatter(code Code, status int) bool {
+	switch code {
+	case RateLimit, Quota, Overloaded, Server:
+		return true
 	}
-	type errBody struct {
-		Error struct {
-			Details []struct {
-				Type       string `json:"@type"`
-				RetryDelay string `json:"retryDelay"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	var one errBody
-	if json.Unmarshal(body, &one) != nil {
-		var arr []errBody
-		if json.Unmarshal(body, &arr) != nil || len(arr) == 0 {
-			return 0, false
-		}
-		one = arr[0]
-	}
-	for _, d := range one.Error.Details {
-		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") || !strings.HasSuffix(d.RetryDelay, "s") {
-			continue
-		}
-		if secs, err := strconv.ParseFloat(strings.TrimSuffix(d.RetryDelay, "s"), 64); err == nil && secs >= 0 && secs < float64(maxWait/time.Second) {
-			return time.Duration(secs * float64(time.Second)), true
-		}
-	}
-	return 0, false
+	return status == 429 || status == 503
 }
 
-// tryAgainIn is OpenAI's and Groq's phrase in a rate limit's message.
-var tryAgainIn = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)try again in ((?:[0-9]+(?:\.[0-9]+)?(?:ms|h|m|s))+)`)
-})
-
-func messageHint(msg string) (time.Duration, bool) {
-	m := tryAgainIn().FindStringSubmatch(msg)
-	if m == nil {
-		return 0, false
+// first is the hint of the shallowest field, milliseconds before seconds.
+func first(hs []hint) (hint, bool) {
+	if len(hs) == 0 {
+		return hint{}, false
 	}
-	d, err := time.ParseDuration(m[1])
-	return d, err == nil && d >= 0
+	return slices.MinFunc(hs, func(a, b hint) int {
+		return cmp.Or(cmp.Compare(a.depth, b.depth), compareBool(a.coarse, b.coarse), strings.Compare(a.source, b.source))
+	}), true
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// longest is the latest reset among exhausted limits: until all of them
+// reset, the next request is refused again.
+func longest(hs []hint) (hint, bool) {
+	if len(hs) == 0 {
+		return hint{}, false
+	}
+	return slices.MaxFunc(hs, func(a, b hint) int {
+		return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(b.source, a.source))
+	}), true
 }
 
 // waitText is a wait as a person reads it: "20 ms", "1.2 s", "37 s", "6m0s".
@@ -175,16 +166,24 @@ func waitText(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
+// asked reports a wait the provider asked for (a Retry-After header, its
+// own or forwarded, a retry field, its words), as against the time a
+// limit resets (a reset header or field, the RateLimit header, and Gemini's
+// RetryInfo, which says when the quota refills).
+func asked(source string) bool {
+	last := normKey(source[strings.LastIndexByte(source, '.')+1:])
+	return !strings.Contains(last, "reset") && last != SourceRateLimit && !strings.HasSuffix(source, "RetryInfo.retryDelay")
+}
+
 // RetryAfterText says what the provider asked, and how: "the provider asked
-// to wait 2 s (Retry-After)" or "the provider says the limit resets in 37 s
+// to wait 2 s (retry-after)" or "the provider says the limit resets in 37 s
 // (x-ratelimit-reset-tokens)"; "" when it did not say.
 func (f *Failure) RetryAfterText() string {
 	if f.RetryAfterMs == nil {
 		return ""
 	}
 	d := time.Duration(*f.RetryAfterMs) * time.Millisecond
-	switch f.RetryAfterSource {
-	case "", SourceRetryAfter, SourceRetryAfterMs:
+	if asked(f.RetryAfterSource) {
 		return "the provider asked to wait " + waitText(d) + " (" + cmp.Or(f.RetryAfterSource, SourceRetryAfter) + ")"
 	}
 	return "the provider says the limit resets in " + waitText(d) + " (" + f.RetryAfterSource + ")"

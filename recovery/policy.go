@@ -83,8 +83,11 @@ func (p Policy) Decide(f *Failure, n int) Decision {
 // max_retry_after, naming the wait and where the provider said it.
 func tooLong(f *Failure, limit time.Duration) string {
 	ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
-	if f.RetryAfterSource == "" || f.RetryAfterSource == SourceRetryAfter || f.RetryAfterSource == SourceRetryAfterMs {
+	switch {
+	case f.RetryAfterSource == "" || f.RetryAfterSource == SourceRetryAfter || f.RetryAfterSource == SourceRetryAfterMs:
 		return fmt.Sprintf("the provider asked to wait %s, longer than max_retry_after (%s)", ra, limit)
+	case asked(f.RetryAfterSource):
+		return fmt.Sprintf("the provider asked to wait %s (%s), longer than max_retry_after (%s)", ra, f.RetryAfterSource, limit)
 	}
 	return fmt.Sprintf("the provider says the limit resets in %s (%s), longer than max_retry_after (%s)", ra, f.RetryAfterSource, limit)
 }

@@ -44,6 +44,14 @@ mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
+mutate recovery/hintvalues.go 's/if left, ok := parseCount(values\[strings.Join(rem, "-")\]); ok \&\& left > 0 {/if false {/' \
+	./recovery 'TestRetryHint_(Forms|EveryForm)' "waits: a reset header of a limit with some left is not the wait"
+mutate recovery/hintvalues.go 's|^\tcase !millis \&\& n >= unix/2:$|\tcase false:|' \
+	./recovery 'TestRetryHint_(Forms|EveryForm)' "waits: a plain number as large as an epoch is a time, not seconds"
+mutate recovery/hints.go 's|^\tif d, ok := phraseHint(e.Message, now); ok {$|\tif d, ok := phraseHint("", now); ok {|' \
+	./recovery 'TestRetryHint_(Forms|EveryForm|WaitObserved)' "waits: try again in words in the message"
+mutate recovery/hints.go 's|^\tif e.Status == 429 \&\& !e.InStream {.*|\tif true {|' \
+	./recovery 'TestRetryHint_Forms|TestProviders' "waits: reset headers count on a 429 only"
 mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
 mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
