@@ -184,7 +184,14 @@ func TestAgent_StopReasons(t *testing.T) {
 		{"stop", []llm.Chunk{{Content: "a"}, {FinishReason: "stop"}}, acp.StopEndTurn, false},
 		{"length", []llm.Chunk{{Content: "a"}, {FinishReason: "length"}}, acp.StopMaxTokens, false},
 		{"content filter", []llm.Chunk{{FinishReason: "content_filter"}}, acp.StopRefusal, false},
+		// Other APIs' words, by their class (llm.ClassifyFinish), in any case.
+		{"zhipu sensitive", []llm.Chunk{{Content: "a"}, {FinishReason: "sensitive"}}, acp.StopRefusal, false},
+		{"gemini SAFETY", []llm.Chunk{{Content: "a"}, {FinishReason: "SAFETY"}}, acp.StopRefusal, false},
+		{"anthropic max_tokens", []llm.Chunk{{Content: "a"}, {FinishReason: "max_tokens"}}, acp.StopMaxTokens, false},
+		{"gemini MAX_TOKENS", []llm.Chunk{{Content: "a"}, {FinishReason: "MAX_TOKENS"}}, acp.StopMaxTokens, false},
+		{"together eos", []llm.Chunk{{Content: "a"}, {FinishReason: "eos"}}, acp.StopEndTurn, false},
 		{"empty", []llm.Chunk{{FinishReason: "stop"}}, "", true},
+		{"empty, sensitive", []llm.Chunk{{FinishReason: "sensitive"}}, acp.StopRefusal, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

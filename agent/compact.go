@@ -221,18 +221,18 @@ func (c *compactor) summarise(ctx context.Context, msgs []llm.Message, model str
 // and what would help.
 func unfinishedSummary(reason string, maxTokens int) error {
 	var why string
-	switch reason {
-	case llm.FinishLength:
+	switch c := llm.ClassifyFinish(reason); {
+	case c == llm.FinishTruncated:
 		limit := "the model's output limit"
 		if maxTokens > 0 {
 			limit = fmt.Sprintf("the output limit (provider.max_tokens = %d)", maxTokens)
 		}
 		why = fmt.Sprintf("it was cut off at %s; raise provider.max_tokens, or start a new session", limit)
-	case llm.FinishContentFilter:
+	case c == llm.FinishRefused:
 		why = "the provider's content filter stopped it; try another model, or start a new session"
-	case llm.FinishToolCalls:
+	case c == llm.FinishToolUse:
 		why = "the model asked to call a tool instead of finishing it"
-	case "":
+	case reason == "":
 		why = "the provider's stream ended without saying it had finished, so it may be cut"
 	default:
 		if len(reason) > 40 { // the provider's word, bounded (%q keeps a cut rune readable)

@@ -34,12 +34,12 @@ var unfinished = []struct{ finish, why string }{
 }
 
 func TestFinished(t *testing.T) {
-	for _, r := range []string{"stop", "STOP", "end_turn", "stop_sequence"} {
+	for _, r := range []string{"stop", "STOP", "end_turn", "stop_sequence", "eos", "eos_token", "COMPLETE"} {
 		if !llm.Finished(r) {
 			t.Errorf("Finished(%q) = false", r)
 		}
 	}
-	for _, r := range []string{"", "length", "content_filter", "tool_calls", "function_call", "max_tokens", "stopped", "error"} {
+	for _, r := range []string{"", "length", "content_filter", "tool_calls", "function_call", "max_tokens", "stopped", "error", "sensitive", "network_error", "null"} {
 		if llm.Finished(r) {
 			t.Errorf("Finished(%q) = true", r)
 		}

@@ -360,7 +360,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
 		}
-		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
+		if c := llm.ClassifyFinish(reply.FinishReason); len(calls) == 0 || c == llm.FinishTruncated || c == llm.FinishRefused {
 			return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
 		}
 		if err := t.runner.useTools(ctx, t.req.attempts, calls); err != nil {
@@ -411,7 +411,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		// A truncated reply is no success of the logical request: every
 		// policy's count stands until the reply is complete, so a logical
 		// request makes at most 1 + the sum of the budgets requests.
-		if got.FinishReason == llm.FinishLength {
+		if llm.Truncated(got.FinishReason) {
 			d := trunc.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.req.continuations, MaxTokens: t.req.maxTokens, Escalated: t.req.escalated(t.agent.cfg.MaxTokens)})
 			if d.Action != recovery.ActionNone {
 				if err := t.endAttempt(ctx, session.OutcomeTruncated); err != nil {
@@ -432,7 +432,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 			}
 		}
 		var calls []session.MessageToolCall
-		if got.FinishReason != llm.FinishLength {
+		if !llm.Truncated(got.FinishReason) {
 			calls = toolCalls(got.ToolCalls, t.s.toolCallIDs())
 		}
 		if err := t.commit(ctx, got, calls); err != nil {
@@ -496,7 +496,7 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	t.req.open = true
 	t.usage.reset()
 	reply, err := t.receive(ctx, req)
-	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
+	if err == nil && reply.Empty() && !llm.Refused(reply.FinishReason) {
 		err = recovery.ErrEmptyResponse
 	}
 	if err != nil {
@@ -611,11 +611,15 @@ func (t *turn) receive(ctx context.Context, req llm.Request) (*llm.Reply, error)
 	}
 }
 
+// stopReason is the one place a finish reason becomes an ACP stop reason,
+// by its class (llm.ClassifyFinish, whose table names every reason known):
+// a failed attempt's or an unknown reason never gets here, the stream ends
+// with an error for them.
 func stopReason(finish string) acp.StopReason {
-	switch finish {
-	case llm.FinishLength:
+	switch llm.ClassifyFinish(finish) {
+	case llm.FinishTruncated:
 		return acp.StopMaxTokens
-	case llm.FinishContentFilter:
+	case llm.FinishRefused:
 		return acp.StopRefusal
 	}
 	return acp.StopEndTurn

@@ -37,9 +37,31 @@ type wireChunk struct {
 	Usage json.RawMessage `json:"usage"`
 	XGroq json.RawMessage `json:"x_groq"`
 	Error json.RawMessage `json:"error"`
-	// Type is read only to recognise an error event; any other value, of
-	// any JSON type, is no error and no reason to fail.
-	Type json.RawMessage `json:"type"`
+	// Type, Object, Message and Detail are read only to recognise an error
+	// event; any other value, of any JSON type, is no error and no reason
+	// to fail.
+	Type    json.RawMessage `json:"type"`
+	Object  isError         `json:"object"` // every chunk has one: read without a copy
+	Message isText          `json:"message"`
+	Detail  isText          `json:"detail"`
+}
+
+// isError records whether a member is the string "error", keeping nothing.
+type isError bool
+
+func (e *isError) UnmarshalJSON(b []byte) error {
+	*e = string(bytes.TrimSpace(b)) == `"error"`
+	return nil
+}
+
+// isText records whether a member is a string that is not empty, keeping
+// nothing.
+type isText bool
+
+func (t *isText) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	*t = len(b) > 2 && b[0] == '"'
+	return nil
 }
 
 // wireToolCall is one tool-call fragment of a delta.
@@ -47,8 +69,10 @@ type wireToolCall struct {
 	Index    *int   `json:"index"`
 	ID       string `json:"id"`
 	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+		Name string `json:"name"`
+		// Arguments is a string of JSON text, as OpenAI sends it, or the
+		// JSON value itself, as some servers send it (see toolArguments).
+		Arguments json.RawMessage `json:"arguments"`
 	} `json:"function"`
 }
 
@@ -68,6 +92,12 @@ type decoded struct {
 func decodeChunk(raw []byte, r redactor) (decoded, error) {
 	var w wireChunk
 	if err := json.Unmarshal(raw, &w); err != nil {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+			// Google's errors come in an array of one, in a stream too.
+			if _, ok := parseErrorFacts(t); ok {
+				return decoded{providerError: true}, nil
+			}
+		}
 		return decoded{}, undecodable(raw, r, err)
 	}
 	if isErrorEvent(w) {
@@ -82,8 +112,10 @@ func decodeChunk(raw []byte, r redactor) (decoded, error) {
 		}
 		d.Content = text
 		d.Reasoning = cmp.Or(ch.Delta.ReasoningContent, ch.Delta.Reasoning) + thought
-		d.ToolCalls = toolCallDeltas(ch.Delta.ToolCalls)
-		if ch.FinishReason != nil {
+		if d.ToolCalls, err = toolCallDeltas(ch.Delta.ToolCalls); err != nil {
+			return decoded{}, undecodable(raw, r, err)
+		}
+		if ch.FinishReason != nil && !noFinish(*ch.FinishReason) {
 			d.FinishReason = *ch.FinishReason
 		}
 	}
@@ -98,21 +130,62 @@ func undecodable(raw []byte, r redactor, err error) error {
 }
 
 // isErrorEvent reports a payload that is the provider's error rather than a
-// chunk: an "error" member that is not null, or "type": "error".
+// chunk: an "error" member that is not null; "type": "error" (Anthropic's
+// shape, through gateways); "object": "error" (vLLM); or, with no choices,
+// a message of its own ({"code":…,"message":…}, FastAPI's {"detail":…}),
+// which no chunk has.
 func isErrorEvent(w wireChunk) bool {
-	return (len(w.Error) > 0 && string(w.Error) != "null") || string(bytes.TrimSpace(w.Type)) == `"error"`
+	switch {
+	case len(w.Error) > 0 && string(w.Error) != "null", string(bytes.TrimSpace(w.Type)) == `"error"`, bool(w.Object):
+		return true
+	case w.Choices != nil:
+		return false
+	}
+	return bool(w.Message || w.Detail)
 }
 
 // toolCallDeltas maps a delta's tool-call fragments; a fragment without an
 // index is Unindexed, at its position.
-func toolCallDeltas(in []wireToolCall) []ToolCallDelta {
+func toolCallDeltas(in []wireToolCall) ([]ToolCallDelta, error) {
 	var out []ToolCallDelta
 	for i, tc := range in {
-		d := ToolCallDelta{Index: i, Unindexed: true, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		args, err := toolArguments(tc.Function.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		d := ToolCallDelta{Index: i, Unindexed: true, ID: tc.ID, Name: tc.Function.Name, Arguments: args}
 		if tc.Index != nil {
 			d.Index, d.Unindexed = *tc.Index, false
 		}
 		out = append(out, d)
 	}
-	return out
+	return out, nil
+}
+
+// toolArguments reads a fragment's arguments. OpenAI sends a string of JSON
+// text, streamed in pieces to concatenate; some servers (Ollama's and
+// llama.cpp's older builds, gateways converting from Gemini or Anthropic)
+// send the arguments object itself, whole. An object or array becomes its
+// compact JSON text, which is what the string would have held; null or
+// nothing is no arguments (""): a call that never gets any is called with
+// {} by whoever runs it. Any other value (a number, true) becomes its text
+// as well: the tool's own validation says what is wrong with it, not a
+// malformed stream.
+func toolArguments(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return "", nil
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("tool call arguments: %w", err)
+		}
+		return s, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "", fmt.Errorf("tool call arguments: %w", err)
+	}
+	return b.String(), nil
 }

@@ -43,7 +43,18 @@ func TestDecodeChunk_Dialects(t *testing.T) {
 		{"another type", `{"type":7,"choices":[{"delta":{"content":"a"}}]}`, decoded{Chunk: Chunk{Content: "a"}}, false},
 		{"not json", `{"choices":` + key, decoded{}, true},
 		{"content of another type", `{"choices":[{"delta":{"content":{"k":"` + key + `"}}}]}`, decoded{}, true},
-		{"arguments as an object", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":{}}}]}}]}`, decoded{}, true},
+		{"arguments as an object", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":{ "a" : [1, 2] }}}]}}]}`,
+			decoded{Chunk: Chunk{ToolCalls: []ToolCallDelta{{Index: 0, Arguments: `{"a":[1,2]}`}}}}, false},
+		{"arguments as an array", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":[1]}}]}}]}`,
+			decoded{Chunk: Chunk{ToolCalls: []ToolCallDelta{{Index: 0, Arguments: `[1]`}}}}, false},
+		{"arguments null", `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":null}}]}}]}`,
+			decoded{Chunk: Chunk{ToolCalls: []ToolCallDelta{{Index: 0, ID: "c", Name: "f"}}}}, false},
+		{"vllm error object", `{"object":"error","message":"bad","type":"BadRequestError","code":400}`, decoded{providerError: true}, false},
+		{"vllm error object without a message", `{"object":"error","type":"InternalServerError","code":503}`, decoded{providerError: true}, false},
+		{"flat error", `{"code":"1301","message":"m"}`, decoded{providerError: true}, false},
+		{"fastapi detail", `{"detail":"d"}`, decoded{providerError: true}, false},
+		{"a message with choices is a chunk", `{"message":"m","choices":[{"delta":{"content":"a"}}]}`, decoded{Chunk: Chunk{Content: "a"}}, false},
+		{"a message object is no error", `{"message":{"role":"assistant"}}`, decoded{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

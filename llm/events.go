@@ -27,7 +27,15 @@ type events struct {
 	tap     *sseTap
 	pending error // a read error seen while returning an intercepted payload
 	took    int64 // events RecvRaw returned, to compare with the tap's count
+	// errEvent: the payload next returned last was sent under the event
+	// name "error" (see errorEvent).
+	errEvent bool
 }
+
+// errorEvent reports whether the payload next returned last was sent as an
+// SSE event named "error": the provider's error, whatever its shape (flat
+// JSON, or plain text).
+func (e *events) errorEvent() bool { return e.errEvent }
 
 // next returns the next data event's payload, never an empty one. Unless
 // wait, it reads only while an event is ready, and reports false when it
@@ -53,9 +61,11 @@ func (e *events) recv() ([]byte, error) {
 		e.pending = nil
 		return nil, err
 	}
+	e.errEvent = false
 	raw, err := e.st.RecvRaw()
 	if len(raw) > 0 {
 		e.took++
+		e.errEvent = e.tap != nil && e.tap.watch.isErrorEvent(e.took)
 		return raw, err
 	}
 	if e.tap == nil {

@@ -4,10 +4,11 @@
 // `rebound demo` and `rebound mock-provider`. It knows nothing of ACP.
 //
 // The adapter reads a response in five stages, each in its own file and
-// tested alone: SSE events (sse.go, events.go), chunk decoding (decode.go),
-// joining (join.go), the secret scrubber (redact.go) and continuation
-// trimming (echo.go); stream.go joins them. A provider's dialect is read
-// in the stage its framing or field belongs to.
+// tested alone: SSE events (sse.go, events.go), chunk decoding (decode.go,
+// with finish.go, streamerror.go and think.go), joining (join.go), the
+// secret scrubber (redact.go) and continuation trimming (echo.go);
+// stream.go joins them. A provider's dialect is read in the stage its
+// framing or field belongs to.
 //
 // A request's body is written a message at a time (body.go): each
 // message's encoding is kept from the request that first sent it, so the
@@ -132,20 +133,6 @@ const (
 	FinishContentFilter = "content_filter"
 	FinishToolCalls     = "tool_calls"
 )
-
-// Finished reports whether reason says the model ended its reply itself:
-// "stop", or a name some gateways pass through from the model's own API for
-// the same end (Anthropic's end_turn and stop_sequence, Gemini's STOP).
-// Anything else (length, content_filter, tool_calls, a name Rebound does not
-// know, none at all) may mean the text was cut, so a reply that stands in
-// for something else (a compaction's summary) is taken only when this holds.
-func Finished(reason string) bool {
-	switch strings.ToLower(reason) {
-	case FinishStop, "end_turn", "stop_sequence":
-		return true
-	}
-	return false
-}
 
 // Stream is one in-flight attempt: one HTTP request.
 type Stream interface {

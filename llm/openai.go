@@ -102,6 +102,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
 	c.wire = wire
 	var trim *echo
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Prefix {
+		c.prefix = true
 		if d := o.prefix; d == nil || d.Echoes || d.MayEcho {
 			trim = &echo{prefix: req.Messages[n-1].Content, sure: d != nil && d.Echoes}
 		}

@@ -315,10 +315,11 @@ func TestOpenAI_InStreamError(t *testing.T) {
 		},
 		{
 			// go-openai cannot parse this one (no "message"); the adapter
-			// reads the event verbatim.
+			// reads the event verbatim. The code is an HTTP status: the
+			// error's status.
 			name:  "numeric code without message",
 			event: `{"code":503,"type":"overloaded_error"}`,
-			want:  errFacts{Status: 200, InStream: true, Code: "503", Type: "overloaded_error", RequestID: "mock-req-1"},
+			want:  errFacts{Status: 503, InStream: true, Code: "503", Type: "overloaded_error", RequestID: "mock-req-1"},
 		},
 		{
 			name:  "bare string",

@@ -303,6 +303,16 @@ type sseWatch struct {
 	intercept [][]byte // error events go-openai swallows, verbatim, oldest first
 	junk      []byte   // non-SSE lines (a JSON error body sent with 200)
 	sawDone   bool     // data: [DONE]
+	// errEvent: the event being read was named "error" (an event: line
+	// since the last blank line); errAt are the numbers (see events) of the
+	// data events sent under that name, oldest first: their payload is the
+	// provider's error whatever its shape.
+	errEvent bool
+	errAt    []int64
+	// status is an HTTP status a comment line gave (":HTTP_STATUS/429",
+	// a gateway's word for the upstream's answer), 0 if none: the status
+	// of an error that follows it, or of a stream that ends after it.
+	status int
 	// events counts the data lines go-openai returns as events (not empty,
 	// not [DONE], not an error) that the filter has finished: handed to
 	// go-openai, or staged. The events reader compares it with the events
@@ -325,6 +335,9 @@ func (w *sseWatch) data(line []byte) (empty bool) {
 		}
 	default:
 		w.events++
+		if w.errEvent && len(w.errAt) < 16 {
+			w.errAt = append(w.errAt, w.events)
+		}
 	}
 	return false
 }
@@ -332,9 +345,16 @@ func (w *sseWatch) data(line []byte) (empty bool) {
 // other takes a whole line (trimmed) that is not data.
 func (w *sseWatch) other(line []byte) {
 	switch {
-	case len(line) == 0, line[0] == ':':
-		// blank separator or SSE comment (keep-alive)
-	case bytes.HasPrefix(line, []byte("event:")), bytes.HasPrefix(line, []byte("id:")), bytes.HasPrefix(line, []byte("retry:")):
+	case len(line) == 0:
+		w.errEvent = false // a blank line ends the event
+	case line[0] == ':':
+		// SSE comment (keep-alive), or a gateway's status
+		if st, ok := commentStatus(line); ok {
+			w.status = st
+		}
+	case bytes.HasPrefix(line, []byte("event:")):
+		w.errEvent = bytes.EqualFold(bytes.TrimSpace(line[len("event:"):]), []byte("error"))
+	case bytes.HasPrefix(line, []byte("id:")), bytes.HasPrefix(line, []byte("retry:")):
 	default:
 		if room := maxCapture - len(w.junk); room > 0 {
 			w.junk = append(w.junk, line[:min(len(line), room)]...)
@@ -350,4 +370,28 @@ func (w *sseWatch) popIntercepted() ([]byte, bool) {
 	p := w.intercept[0]
 	w.intercept = w.intercept[1:]
 	return p, true
+}
+
+// commentStatusRE is an upstream status a gateway writes as an SSE comment
+// (": HTTP_STATUS/429") before it sends the error, or instead of one.
+var commentStatusRE = regexp.MustCompile(`(?i)^:\s*HTTP[_ ]?STATUS\s*[/:= ]\s*([1-5][0-9][0-9])\b`)
+
+// commentStatus reads the status of a comment line, if it gives one from
+// 400 to 599.
+func commentStatus(line []byte) (int, bool) {
+	m := commentStatusRE.FindSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n := int(m[1][0]-'0')*100 + int(m[1][1]-'0')*10 + int(m[1][2]-'0')
+	return n, n >= 400 && n <= 599
+}
+
+// isErrorEvent reports whether data event number n (counted as events
+// does) was sent under the event name "error", forgetting those before it.
+func (w *sseWatch) isErrorEvent(n int64) bool {
+	for len(w.errAt) > 0 && w.errAt[0] < n {
+		w.errAt = w.errAt[1:]
+	}
+	return len(w.errAt) > 0 && w.errAt[0] == n
 }

@@ -12,8 +12,10 @@ import (
 //  1. SSE events (sse.go, events.go): the body's lines, filtered and
 //     bounded beneath go-openai's reader, and the data payloads it returns,
 //     with the error events it swallows put back;
-//  2. chunk decoding (decode.go): a payload to a Chunk, the provider's
-//     error, or a malformed stream;
+//  2. chunk decoding (decode.go, finish.go, streamerror.go, think.go): a
+//     payload to a Chunk, the provider's error (in any framing, with the
+//     HTTP status it carries), or a malformed stream; a finish reason by
+//     its class; a leading think block in the content to thoughts;
 //  3. joining (join.go): deltas of one kind that arrived together, and a
 //     tool call's argument fragments, into one chunk;
 //  4. the secret scrubber (redact.go): the API key out of every text,
@@ -35,6 +37,13 @@ type stream struct {
 	join   joiner
 	scrub  scrubber
 	echo   *echo // nil if no repeat of the prefix can come
+	// think extracts a leading think block from the content (think.go);
+	// nil for a reply continued in place, whose content starts mid-reply.
+	think *thinker
+
+	// failed is the error an attempt ends with once the deltas decoded
+	// with it are returned: a finish reason that says the attempt failed.
+	failed error
 
 	closed    atomic.Bool // Close was called
 	closeOnce sync.Once
@@ -48,6 +57,9 @@ func newStream(o *OpenAI, parent context.Context, cancel context.CancelCauseFunc
 	s := &stream{o: o, parent: parent, cancel: cancel, cap: c, events: events{st: st, tap: c.tap},
 		scrub: scrubber{r: o.redact}, echo: trim}
 	s.join = joiner{src: s, off: o.noJoin}
+	if !c.prefix {
+		s.think = &thinker{}
+	}
 	return s
 }
 
@@ -84,53 +96,88 @@ func (s *stream) Recv() (Chunk, error) {
 // ready, and reports false when it would have to wait.
 func (s *stream) read(wait bool) (Chunk, bool, error) {
 	for s.err == nil {
-		raw, ok, err := s.events.next(wait)
-		if !ok {
-			return Chunk{}, false, nil
-		}
-		if err != nil {
-			s.fail(s.readError(err))
-			break
-		}
-		c, ok, err := s.decode(raw)
+		err := s.failed
 		if err == nil {
-			err = s.account(c, len(raw))
+			raw, ok, rerr := s.events.next(wait)
+			if !ok {
+				return Chunk{}, false, nil
+			}
+			if rerr != nil {
+				err = s.readError(rerr)
+			} else if c, derr := s.decode(raw); derr != nil {
+				err = derr
+			} else if err = s.account(c, len(raw)); err == nil {
+				// The limits count what the provider sent; the think
+				// stage then decides what of it is thought, and may hold
+				// the start of the content back (or, on an event that
+				// carries nothing, release it: nothing more is there).
+				s.thoughts(&c)
+				if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
+					return c, true, nil
+				}
+			}
 		}
 		if err != nil {
+			// What the thinker held came before the failure: it goes
+			// first, as the chunks before it did.
+			var rest Chunk
+			if s.think.end(&rest); rest.HasDelta() {
+				s.failed = err
+				return rest, true, nil
+			}
 			s.fail(err)
-			break
-		}
-		if ok {
-			return c, true, nil
 		}
 	}
 	return Chunk{}, true, s.err
 }
 
+// thoughts is the think stage (think.go) for one chunk: at the finish, or
+// when the attempt is about to fail, what it held is released with it.
+func (s *stream) thoughts(c *Chunk) {
+	s.think.split(c, s.events.ready)
+	if c.FinishReason != "" || s.failed != nil {
+		s.think.end(c)
+	}
+}
+
 // decode is stage 2 for this stream: it makes the provider's error of an
-// error event, scrubs every error, and notes the finish.
-func (s *stream) decode(raw []byte) (Chunk, bool, error) {
+// error event, scrubs every error, and notes the finish: a finish reason
+// that is no end (FinishFailed, or one Rebound does not know) fails the
+// attempt once the deltas that came with it are returned.
+func (s *stream) decode(raw []byte) (Chunk, error) {
 	d, err := decodeChunk(raw, s.o.redact)
+	if err != nil && s.events.errorEvent() {
+		// An event named "error" whose data is not JSON: its text is the
+		// provider's message.
+		return Chunk{}, s.o.scrub(s.streamError(raw, nil))
+	}
 	switch {
 	case err != nil && s.finished:
 		// After the finish only usage is due, and usage is advisory: an
 		// event too broken to read is dropped, not the reply. It still
 		// counts as bytes without progress.
 		s.o.warnDropped(s.cap.requestID(), err)
-		return Chunk{}, false, nil
+		return Chunk{}, nil
 	case err != nil:
-		return Chunk{}, false, s.o.scrub(err)
-	case d.providerError:
-		return Chunk{}, false, s.o.scrub(s.streamError(raw, nil))
+		return Chunk{}, s.o.scrub(err)
+	case d.providerError, s.events.errorEvent():
+		return Chunk{}, s.o.scrub(s.streamError(raw, nil))
 	}
 	if len(d.dropped) > 0 {
 		s.o.warnUsage(s.cap.requestID(), d.dropped)
 	}
 	c := d.Chunk
 	if c.FinishReason != "" {
-		s.finished = true
+		switch ClassifyFinish(c.FinishReason) {
+		case FinishFailed, FinishUnknown:
+			// The deltas (and what the thinker held) go out, then the
+			// attempt fails.
+			s.failed, c.FinishReason = s.finishError(c.FinishReason), ""
+		default:
+			s.finished = true
+		}
 	}
-	return c, c.HasDelta() || c.FinishReason != "" || c.Usage != nil, nil
+	return c, nil
 }
 
 // account applies the response limits to one decoded event of n bytes: a

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,9 @@ func (s *stream) readError(err error) error {
 		// An error go-openai parsed that the tap did not see; keep its facts.
 		e := s.streamError(nil, err)
 		e.Code, e.Type, e.Message = jsonText(mustJSON(ae.Code)), ae.Type, ae.Message
+		if st := httpStatus([]byte(e.Code)); st != 0 {
+			e.Status = st
+		}
 		return s.o.scrub(e)
 	}
 	if errors.Is(err, openai.ErrTooManyEmptyStreamMessages) {
@@ -46,6 +50,13 @@ func (s *stream) readError(err error) error {
 	}
 	if !eof {
 		return s.o.scrub(fmt.Errorf("read stream: %w", err))
+	}
+	if st := s.commentStatus(); st != 0 {
+		// A gateway said the upstream failed with st, and sent nothing
+		// more: that status is the failure, not the connection.
+		e := s.streamError(nil, nil)
+		e.Message = fmt.Sprintf("the stream ended after the gateway reported HTTP %d from upstream", st)
+		return s.o.scrub(e)
 	}
 	why := "the body ended without a finish reason or [DONE]"
 	if tap.watch.sawDone {
@@ -80,9 +91,17 @@ func (s *stream) streamError(payload []byte, goErr error) *Error {
 	}
 	if f, ok := parseErrorFacts(payload); ok {
 		e.Code, e.Type, e.Param, e.Message = f.Code, f.Type, f.Param, f.Message
+		e.Type = cmp.Or(e.Type, errorTypeOf(payload))
 		e.RequestID = cmp.Or(e.RequestID, f.RequestID)
+	} else if text := bytes.TrimSpace(payload); len(text) > 0 && !json.Valid(text) {
+		e.Message = s.o.snippet(text) // an error event's plain text
 	} else {
 		e.Message = "unreadable error event: " + s.o.snippet(payload)
+	}
+	// The status the frame carries, else one a comment gave before it:
+	// the error's HTTP equivalent (see streamerror.go).
+	if st := cmp.Or(frameStatus(payload), s.commentStatus()); st != 0 {
+		e.Status = st
 	}
 	return e
 }
@@ -90,4 +109,12 @@ func (s *stream) streamError(payload []byte, goErr error) *Error {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// commentStatus is the status a gateway's comment gave (sse.go), or 0.
+func (s *stream) commentStatus() int {
+	if t := s.cap.tap; t != nil {
+		return t.watch.status
+	}
+	return 0
 }

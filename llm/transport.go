@@ -36,6 +36,7 @@ type capture struct {
 	resp   *http.Response
 	limits limits        // for the tap
 	wire   *wireMessages // the request's messages, encoded (withMessages)
+	prefix bool          // the last message is a reply continued in place
 }
 
 func (c *capture) requestID() string {

@@ -196,8 +196,9 @@ func TestClassify_ProviderErrors(t *testing.T) {
 				Message: "Provider disconnected unexpectedly", ProviderCode: "server_error"},
 		},
 		{
+			// The code is an HTTP status: the failure's status.
 			name: "in-stream unknown numeric code", stream: "numeric_code.json",
-			want: recovery.Failure{Code: recovery.Server, RequestID: "mock-req-1",
+			want: recovery.Failure{Code: recovery.Server, Status: 500, RequestID: "mock-req-1",
 				Message: "boom", ProviderCode: "500"},
 		},
 	}

@@ -50,6 +50,9 @@ type caseWant struct {
 	Thoughts  string         `json:"thoughts"`
 	ToolCalls []llm.ToolCall `json:"toolCalls"`
 	Finish    string         `json:"finish"`
+	// FinishClass, when given, is the class of Finish (llm.ClassifyFinish):
+	// what the agent makes of the provider's word.
+	FinishClass string `json:"finishClass"`
 }
 
 func loadCase(t *testing.T, path string) providerCase {
@@ -165,6 +168,9 @@ func checkReply(t *testing.T, c *providerCase, p llm.Provider) {
 		}
 	}
 	got := caseWant{Text: r.Content, Thoughts: r.Reasoning, ToolCalls: r.ToolCalls, Finish: r.FinishReason}
+	if c.want.FinishClass != "" {
+		got.FinishClass = llm.ClassifyFinish(r.FinishReason).String()
+	}
 	if diff := cmp.Diff(c.want, got); diff != "" {
 		t.Errorf("reply (-want +got):\n%s", diff)
 	}
@@ -174,21 +180,7 @@ func checkFailure(t *testing.T, c *providerCase, p llm.Provider) {
 	pol := recovery.DefaultPolicy()
 	pol.Jitter = 0
 	exec := recovery.Executor{Config: recovery.Config{Policy: pol}, Start: time.Now()}
-	err := exec.Do(context.Background(), recovery.Chain{}, newObserver(t), func(ctx context.Context) error {
-		s, err := p.Stream(ctx, hello)
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		for {
-			if _, err := s.Recv(); err != nil {
-				if errors.Is(err, io.EOF) {
-					t.Fatal("the attempt finished without an error")
-				}
-				return err
-			}
-		}
-	})
+	err := exec.Do(context.Background(), recovery.Chain{}, newObserver(t), failingAttempt(t, p))
 	g, ok := recovery.AsGiveUp(err)
 	if !ok {
 		t.Fatalf("Do() = %v, want a give-up", err)

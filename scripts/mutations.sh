@@ -94,5 +94,19 @@ mutate llm/body.go 's/if e.used < c.gen-1 {/if false {/' \
 	./llm 'TestOpenAI_BodyCacheIsBounded' "the encoded-message cache drops what no recent request used"
 mutate llm/body.go 's/^\t\t\te = c.get(m)$/\t\t\te = nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
 	./llm 'TestOpenAI_BodyAllocationsFlat' "a request's encoding does not grow with the history"
+# The provider stream's dialects (issue 31): finish classes, error frames,
+# think blocks, object arguments.
+mutate llm/stream.go 's/case FinishFailed, FinishUnknown:/case FinishFailed:/' \
+	./llm TestStream_FinishReasonClasses "a finish reason Rebound does not know fails the attempt"
+mutate agent/turn.go 's/^\tswitch llm.ClassifyFinish(finish) {$/\tswitch llm.ClassifyFinish(strings.ToLower(finish) + "_") {/' \
+	./agent TestAgent_StopReasons "stream: a finish reason's class makes the stop reason"
+mutate llm/streamend.go 's/cmp.Or(frameStatus(payload), s.commentStatus())/s.commentStatus()/' \
+	./llm TestStream_ErrorFramesProperty "stream: an in-stream error keeps the HTTP status its frame carries"
+mutate llm/events.go 's/e.errEvent = e.tap != nil \&\& e.tap.watch.isErrorEvent(e.took)/e.errEvent = false/' \
+	./llm TestStream_ErrorEventPlainTextAndStatusComment "stream: the data of an event named error is the provider's error"
+mutate llm/stream.go 's/s.think = \&thinker{}/s.think = nil/' \
+	./llm TestStream_ThinkExamples "stream: a leading think block in content is thoughts"
+mutate llm/decode.go 's/if err := json.Compact(\&b, raw); err != nil {/if err := json.Unmarshal(raw, new(string)); err != nil {/' \
+	./llm TestStream_ToolArgumentFormsProperty "stream: tool-call arguments sent as an object are its JSON"
 
 exit $survived
