@@ -347,7 +347,7 @@ func TestRetryWaitHint(t *testing.T) {
 		}
 	}
 	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 40 * time.Minute: "40m", 90 * time.Second: "1m30s", 10 * time.Second: "10s", 2*time.Hour + 10*time.Minute: "2h10m"} {
-		if got := shortDuration(d); got != want {
+		if got := recovery.ShortDuration(d); got != want {
 			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
 		}
 	}

@@ -73,9 +73,10 @@ func statusCallsFor(choice string, caps acp.ClientCapabilities) bool {
 // waitStatus is one status tool call: a retry chain's, or another wait's.
 type waitStatus struct {
 	id      string
-	subject string // what happened, e.g. "Rate limited by the provider (429)"
-	done    string // what recovering means for it, e.g. "recovered on attempt 2 of 3"
-	open    bool   // in_progress: not yet completed or failed
+	subject string            // what happened, e.g. "Rate limited by the provider (429)"
+	words   *recovery.Wording // a retry's words (recovery/words.go); nil for another wait
+	running bool              // the retry's wait is over and its request runs
+	open    bool              // in_progress: not yet completed or failed
 }
 
 // statuses are a turn's status tool calls, by retry chain id.
@@ -137,33 +138,41 @@ func (t *turn) chainStatus(id string) *waitStatus {
 	return st
 }
 
-// statusScheduled shows a retry about to wait: why, for how long, which
+// wording is how the turn words retry r (recovery/words.go): the status,
+// the notice and the give-up say it one way.
+func (t *turn) wording(r recovery.Retry) recovery.Wording {
+	return recovery.Wording{Retry: r, Continuing: t.out.shownAny(), Model: t.model, MaxTokens: t.maxTokens, At: time.Now()}
+}
+
+// statusScheduled shows a retry about to wait: why, until when, which
 // retry of how many.
-func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
-	subject, desc := t.noticeText(r)
-	st := t.chainStatus(r.ID)
-	st.subject, st.done = subject, doneText(r)
-	detail := desc + "."
-	if said := retryDetail(r.Failure); said != "" {
-		detail += "\n\n" + said
-	}
-	t.showStatus(ctx, st, subject+", "+waitText(r, t.out.shownAny(), t.model), detail, acp.ToolStatusInProgress)
+func (t *turn) statusScheduled(ctx context.Context, w recovery.Wording) {
+	st := t.chainStatus(w.Retry.ID)
+	st.subject, st.words, st.running = w.Subject(), &w, false
+	title, body := w.Scheduled()
+	t.showStatus(ctx, st, title, body, acp.ToolStatusInProgress)
 }
 
 // statusStarted shows that the wait is over and the retry runs.
 func (t *turn) statusStarted(ctx context.Context, r recovery.Retry) {
 	st := t.status[r.ID]
-	if st == nil || !st.open || r.Delay == 0 {
+	if st == nil || !st.open || st.words == nil {
+		return
+	}
+	st.running = true
+	if r.Delay == 0 {
 		return // nothing was waited for: the next word is the outcome
 	}
-	t.showStatus(ctx, st, st.subject+", retrying now", "", acp.ToolStatusInProgress)
+	title, body := st.words.Started()
+	t.showStatus(ctx, st, title, body, acp.ToolStatusInProgress)
 }
 
 // statusRecovered closes the open statuses of a request that succeeded.
 func (t *turn) statusRecovered(ctx context.Context) {
 	for _, st := range t.status {
-		if st.open {
-			t.showStatus(ctx, st, st.subject+", "+st.done, "", acp.ToolStatusCompleted)
+		if st.open && st.words != nil {
+			title, body := st.words.Recovered()
+			t.showStatus(ctx, st, title, body, acp.ToolStatusCompleted)
 		}
 	}
 }
@@ -171,7 +180,8 @@ func (t *turn) statusRecovered(ctx context.Context) {
 // statusEnded closes the open statuses of a turn that was cancelled or
 // failed; a failure with nothing open gets a status of its own, so the
 // reason is in the thread (a reopened one too) and not only in the
-// prompt's error.
+// prompt's error. Title and body say the same end: a client that stops
+// drawing a cancelled turn's titles (codecompanion) shows the body.
 func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
 	shown := false
 	for _, st := range t.status {
@@ -179,10 +189,14 @@ func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
 			continue
 		}
 		shown = true
-		if cancelled {
-			t.showStatus(ctx, st, st.subject+", cancelled", "", acp.ToolStatusFailed)
-		} else {
+		switch {
+		case !cancelled:
 			t.showStatus(ctx, st, why, why, acp.ToolStatusFailed) // it says it gave up, and why
+		case st.words != nil:
+			title, body := st.words.Cancelled(st.running)
+			t.showStatus(ctx, st, title, body, acp.ToolStatusFailed)
+		default:
+			t.showStatus(ctx, st, st.subject+", cancelled", "Cancelled.", acp.ToolStatusFailed)
 		}
 	}
 	if !shown && !cancelled && why != "" {
@@ -223,67 +237,8 @@ func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
 
 // Status titles put what happened first and keep the rest short, with no
 // colon early on: codecompanion.nvim shows at most 60 characters of a tool
-// call's title, and only what comes before a colon in its first 40.
-
-// waitText says, for a status's title, what a retry does and when.
-func waitText(r recovery.Retry, continuing bool, model string) string {
-	if r.Policy == policyWait { // retrywait.go
-		return "waiting " + shortDuration(r.Delay) + " to run the turn again"
-	}
-	switch r.Action {
-	case recovery.ActionCompact:
-		return "summarising older messages"
-	case recovery.ActionFallback:
-		return "switching to " + model
-	case recovery.ActionStripImages:
-		return "retrying without the images"
-	case recovery.ActionEscalate:
-		return "retrying with a larger output budget"
-	case recovery.ActionContinue:
-		return fmt.Sprintf("asking to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
-	}
-	wait := ""
-	if r.Delay > 0 {
-		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
-	}
-	if continuing {
-		return fmt.Sprintf("continuing%s (retry %d of %d)", wait, r.PolicyN, r.Max)
-	}
-	return fmt.Sprintf("retry %d of %d%s", r.PolicyN, r.Max, wait)
-}
-
-// doneText is what recovering from r's failure means, for the status's
-// last word.
-func doneText(r recovery.Retry) string {
-	if r.Policy == policyWait {
-		return "waited and ran the turn again"
-	}
-	switch r.Action {
-	case recovery.ActionCompact:
-		return "summarised and recovered"
-	case recovery.ActionFallback:
-		return "switched model and recovered"
-	case recovery.ActionStripImages:
-		return "recovered without the images"
-	case recovery.ActionEscalate:
-		return "retried with a larger output budget"
-	case recovery.ActionContinue:
-		return "continued"
-	}
-	return fmt.Sprintf("recovered on retry %d of %d", r.PolicyN, r.Max)
-}
-
-// retryDetail is the status's content: the provider's own words.
-func retryDetail(f *recovery.Failure) string {
-	if f == nil || f.Message == "" {
-		return ""
-	}
-	d := "The provider said: " + f.Message
-	if f.RequestID != "" && !strings.Contains(f.Message, f.RequestID) {
-		d += " (request " + f.RequestID + ")"
-	}
-	return d
-}
+// call's title, and only what comes before a colon in its first 40
+// (recovery/words.go words them).
 
 // statusTitle fits a title on a line.
 func statusTitle(s string) string {
@@ -334,68 +289,100 @@ func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits [
 
 // replayedStatus is a recorded status as the editor saw it last: as
 // recorded, under the id it had live, or in a log written before statuses
-// were recorded, rebuilt from the wait's records.
+// were recorded, rebuilt from the wait's derivation (session.Recoveries)
+// in the words a live status would have ended with (recovery/words.go).
 func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 	if sh := w.Shown; sh != nil {
-		id := sh.StatusID
-		if !strings.HasPrefix(id, statusIDPrefix) {
-			// Not Rebound's (a hand-edited log): it must not pass for a
-			// call of the model's.
-			id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
-		}
-		u := acp.ToolCallUpdate{ToolCallID: id, Kind: acp.ToolKindOther,
-			Title: statusTitle(sh.Title), Status: acp.ToolCallStatus(sh.State)}.AsStart()
-		if sh.Detail != "" {
-			u.ToolContent = []acp.ToolCallContent{acp.ContentText(sh.Detail)}
-		}
-		if sh.State == string(acp.ToolStatusInProgress) {
-			// The turn ended while it was shown in progress: only a stop
-			// of Rebound leaves one so.
-			u.Status = string(acp.ToolStatusFailed)
-			if w.Outcome == session.WaitInterrupted {
-				u.Title = statusTitle(sh.Title + ", interrupted (Rebound stopped)")
-			}
-		}
-		return u
+		return replayedShown(w, sh)
 	}
 	u := acp.ToolCallUpdate{ToolCallID: fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq),
 		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}.AsStart()
-	var failed recovery.Failure
+	failed := failureOf(w.Error)
 	gaveUp := ""
-	if json.Unmarshal(w.Error, &failed) == nil && failed.Code != "" {
+	if failed != nil {
 		gaveUp = failed.Summary()
 		if failed.Message != "" {
 			gaveUp += ": " + failed.Message
 		}
 	}
-	if w.Retry == nil {
-		u.Title = statusTitle(gaveUp)
-		u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
-		return u
-	}
-	r := recovery.Retry{ID: w.Retry.RetryID, N: w.Retry.Retry, Max: w.Retry.MaxRetries, Policy: w.Retry.Policy,
-		PolicyN: w.Retry.PolicyRetry, Action: recovery.Action(w.Retry.Action), Delay: time.Duration(w.Retry.DelayMs) * time.Millisecond}
-	var f recovery.Failure
-	if json.Unmarshal(w.Retry.Failure, &f) == nil {
-		r.Failure = &f
-	}
-	subject, _ := retryText(r, false, w.Retry.Model, 0)
-	switch w.Outcome {
-	case session.WaitRecovered:
-		u.Status, u.Title = string(acp.ToolStatusCompleted), subject+", "+doneText(r)
-	case session.WaitFailed:
-		u.Title = fmt.Sprintf("%s; gave up after %d %s", subject, w.Retries, plural(w.Retries, "retry"))
-		if failed.Message != "" {
-			u.Title += ": " + failed.Message
+	var title, body string
+	c := w.Chain
+	if c == nil {
+		title, body = gaveUp, gaveUp
+	} else {
+		l := c.Last
+		words := recovery.Wording{Retry: recovery.Retry{ID: l.RetryID, N: l.Retry, Max: l.MaxRetries, Policy: l.Policy,
+			PolicyN: l.PolicyRetry, Action: recovery.Action(l.Action), Delay: time.Duration(l.DelayMs) * time.Millisecond,
+			Failure: failureOf(l.Failure)}, Model: l.Model}
+		switch w.Outcome {
+		case session.WaitRecovered:
+			u.Status = string(acp.ToolStatusCompleted)
+			title, body = words.Recovered()
+		case session.WaitFailed:
+			if failed != nil { // the give-up's own failure, as live
+				words.Retry.Failure = failed
+			}
+			msg := ""
+			if failed != nil {
+				msg = failed.Message
+			}
+			title = words.GaveUpAfter(c.Retries, msg)
+			body = title
+		case session.WaitCancelled:
+			title, body = words.Cancelled(c.Waits[len(c.Waits)-1].End == session.WaitEndDone)
+		default:
+			title, body = words.Interrupted()
 		}
-		if gaveUp != "" {
-			u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
-		}
-	case session.WaitCancelled:
-		u.Title = subject + ", cancelled"
-	default:
-		u.Title = subject + ", interrupted (Rebound stopped)"
 	}
-	u.Title = statusTitle(u.Title)
+	u.Title = statusTitle(title)
+	if body != "" {
+		u.ToolContent = []acp.ToolCallContent{acp.ContentText(body)}
+	}
 	return u
+}
+
+// replayedShown is a recorded status as last shown: one left in progress
+// ends as the turn did, in title and body alike.
+func replayedShown(w session.WaitStatus, sh *session.Status) acp.SessionUpdate {
+	id := sh.StatusID
+	if !strings.HasPrefix(id, statusIDPrefix) {
+		// Not Rebound's (a hand-edited log): it must not pass for a
+		// call of the model's.
+		id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
+	}
+	title, body := sh.Title, sh.Detail
+	state := acp.ToolCallStatus(sh.State)
+	if sh.State == string(acp.ToolStatusInProgress) {
+		// The turn ended while it was shown in progress: only a stop
+		// of Rebound leaves one so.
+		state = acp.ToolStatusFailed
+		if w.Outcome == session.WaitInterrupted {
+			title = sh.Title + ", " + recovery.Interrupted
+			body = "Rebound stopped while this was in progress; the next prompt goes on from it." + providerSaid(sh.Detail)
+		}
+	}
+	u := acp.ToolCallUpdate{ToolCallID: id, Kind: acp.ToolKindOther, Title: statusTitle(title), Status: state}.AsStart()
+	if body != "" {
+		u.ToolContent = []acp.ToolCallContent{acp.ContentText(body)}
+	}
+	return u
+}
+
+// providerSaid is the provider's words a status's body ends with
+// (recovery.Wording), with the blank line before them; "" if none.
+func providerSaid(detail string) string {
+	if i := strings.Index(detail, "\n\nThe provider said: "); i >= 0 {
+		return detail[i:]
+	}
+	return ""
+}
+
+// failureOf decodes recorded failure facts; nil when there are none or
+// they do not decode.
+func failureOf(raw json.RawMessage) *recovery.Failure {
+	var f recovery.Failure
+	if len(raw) == 0 || json.Unmarshal(raw, &f) != nil || f.Code == "" {
+		return nil
+	}
+	return &f
 }
