@@ -44,7 +44,7 @@ func WaitStatuses(events []Event) []WaitStatus {
 		}
 	}
 	shown := map[string]int{} // status id → index in out, for the turn that runs
-	chained := map[int]bool{}  // turns whose failure a chain's status says
+	chained := map[int]bool{} // turns whose failure a chain's status says
 	for _, c := range Recoveries(events) {
 		if recorded[c.Turn] {
 			continue
