@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -270,5 +271,60 @@ func TestReplayedStatus_IDStaysRebounds(t *testing.T) {
 	w := session.WaitStatus{Seq: 9, Shown: &session.Status{StatusID: "call_0", Title: "t", State: session.StatusCompleted}}
 	if u := replayedStatus(w); u.ToolCallID != statusIDPrefix+"replay_9" {
 		t.Errorf("replayed id %q", u.ToolCallID)
+	}
+}
+
+// retryCount finds the count of a retry in a status's words.
+var retryCount = regexp.MustCompile(`retry \d+ of \d+`)
+
+// TestStatuses_BodyAgreesWithTheFinalState: a status's content is updated
+// with its title, so a client that shows only the content (codecompanion
+// after a cancel, acpx's output) reads how it ended: once a status is
+// completed or failed its content describes no wait still to come, counts
+// as its title counts, and a cancelled one says it was cancelled.
+func TestStatuses_BodyAgreesWithTheFinalState(t *testing.T) {
+	for _, sc := range statusScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				cfg := Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
+					MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
+				sc.cfg(&cfg)
+				if sc.mcp {
+					cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
+						time.Sleep(2 * time.Second)
+						return nil, errors.New("no such server")
+					}
+				}
+				a := testAgent(t, cfg)
+				req := acp.NewSessionRequest{Cwd: dir}
+				if sc.mcp {
+					req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
+				}
+				res, err := a.NewSession(t.Context(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := &editor{}
+				sc.run(t, a, res.SessionID, e)
+				a.Close()
+				for _, s := range statusesShown(e) {
+					if s.Status == string(acp.ToolStatusInProgress) || s.Content == "" {
+						continue
+					}
+					for _, waiting := range []string{"Retrying in", "Retrying now", "retrying now", "Waiting ", "running the turn again now"} {
+						if strings.Contains(s.Content, waiting) {
+							t.Errorf("%s status %q still says %q in its content:\n%s", s.Status, s.Title, waiting, s.Content)
+						}
+					}
+					if tc, bc := retryCount.FindString(s.Title), retryCount.FindString(s.Content); tc != "" && tc != bc {
+						t.Errorf("status %q counts %q, its content %q", s.Title, tc, bc)
+					}
+					if strings.HasSuffix(s.Title, ", cancelled") && !strings.HasPrefix(s.Content, "Cancelled") {
+						t.Errorf("cancelled status %q has the content %q", s.Title, s.Content)
+					}
+				}
+			})
+		})
 	}
 }

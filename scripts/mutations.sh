@@ -80,5 +80,19 @@ mutate llm/body.go 's/if e.used < c.gen-1 {/if false {/' \
 	./llm 'TestOpenAI_BodyCacheIsBounded' "the encoded-message cache drops what no recent request used"
 mutate llm/body.go 's/^\t\t\te = c.get(m)$/\t\t\te = nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
 	./llm 'TestOpenAI_BodyAllocationsFlat' "a request's encoding does not grow with the history"
+# One wording of a retry (recovery/words.go), counting retries; the status's body follows its title to the end.
+mutate recovery/words.go 's|func (w Wording) count() string { return RetryOf(w.Retry.PolicyN, w.Retry.Max) }|func (w Wording) count() string { return fmt.Sprintf("attempt %d of %d", w.Retry.PolicyN+1, w.Retry.Max+1) }|' \
+	./recovery TestWording_TitleAndBodyAgree "retry words count retries, title and body alike"
+mutate recovery/words.go 's/case d < ClockAfter:/case d < 10*ClockAfter:/' \
+	./recovery TestWaitWords "retry words: a wait of 30 s or more says until when"
+mutate agent/status.go 's/title, body := st.words.Cancelled(st.running)/title, body := st.words.Cancelled(st.running); body = ""/' \
+	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a cancelled status's content says it was cancelled"
+mutate agent/status.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
+	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a recovered status's content says it recovered"
+# A retry's wait is derived once (session.Recoveries): a chain is per turn.
+mutate session/retries.go '/case TypeTurnStart:/{n;s/clear(open)/_ = open/}' \
+	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
+mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
+	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
 
 exit $survived
