@@ -90,7 +90,7 @@ mutate agent/status.go 's/title, body := st.words.Cancelled(st.running)/title, b
 mutate agent/status.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
 	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a recovered status's content says it recovered"
 # A retry's wait is derived once (session.Recoveries): a chain is per turn.
-mutate session/retries.go '/outcome := turnEndOutcome(d)/,/clear(open)/s/clear(open)/_ = open/' \
+mutate session/retries.go 's/clear(open)/_ = open/g' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
 mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
