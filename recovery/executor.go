@@ -145,13 +145,6 @@ func (f *Failure) reason() string {
 	return ": " + msg
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
 // Executor runs attempts of one logical request until one succeeds, the
 // policy gives up, the request deadline would pass, or ctx is cancelled.
 type Executor struct {
