@@ -24,8 +24,8 @@ import (
 // of the failed request, with a budget of one.
 const PolicyWait = "wait"
 
-// ClockAfter is the shortest wait said as a clock time ("until 14:02:10
-// UTC") rather than a duration ("in 8.0s"): a status's title and body do
+// ClockAfter is the shortest wait said as a clock time ("at 14:02:10 UTC",
+// "until 14:02:10 UTC") rather than a duration ("in 8.0s"): a status's title and body do
 // not count down, and a duration a person reads half a minute after it was
 // written misleads, where a clock time stays true. Rebound's own backoff
 // (max_delay 10 s by default) stays below it; waits the provider names
@@ -76,8 +76,8 @@ func gaveUpUntimed(retries int) string {
 	return "gave up after " + Retries(retries)
 }
 
-// WaitWords says when a wait of d that began at at ends: "in 8.0s" below
-// ClockAfter, else "until 14:02:10 UTC" in the agent's local time (with the
+// WaitWords says when what waits d from at runs: "in 8.0s" below
+// ClockAfter, else "at 14:02:10 UTC" in the agent's local time (with the
 // date when it is not that day's). "" for no wait.
 func WaitWords(d time.Duration, at time.Time) string {
 	switch {
@@ -86,8 +86,11 @@ func WaitWords(d time.Duration, at time.Time) string {
 	case d < ClockAfter:
 		return fmt.Sprintf("in %.1fs", d.Seconds())
 	}
-	return "until " + ClockText(at.Add(d), at)
+	return "at " + ClockText(at.Add(d), at)
 }
+
+// until is when a wait of d from at ends, as a clock time.
+func until(d time.Duration, at time.Time) string { return "until " + ClockText(at.Add(d), at) }
 
 // ClockText is a time a person reads in their own zone: "14:32:05 CET",
 // with the date when it is not now's day.
@@ -144,7 +147,7 @@ func (w Wording) waiting() string {
 		if r.Delay < ClockAfter {
 			return "running the turn again " + w.wait()
 		}
-		return "waiting " + w.wait() + " to run the turn again"
+		return "waiting " + until(r.Delay, w.At) + " to run the turn again"
 	case r.Action == ActionCompact:
 		return "summarising older messages"
 	case r.Action == ActionFallback:
@@ -192,11 +195,11 @@ func (w Wording) Description() string {
 		return "Asking the model to continue (" + PartOf(r.PolicyN+1, r.Max+1) + ")"
 	}
 	if r.Policy == PolicyWait {
-		until := ShortDuration(r.Delay)
+		wait := ShortDuration(r.Delay)
 		if r.Delay >= ClockAfter {
-			until = w.wait()
+			wait = until(r.Delay, w.At)
 		}
-		return "Waiting " + until + " for the time the provider named, then running the turn again (/retry wait)"
+		return "Waiting " + wait + " for the time the provider named, then running the turn again (/retry wait)"
 	}
 	d := "Retrying" + when + " (" + w.count() + ")"
 	if w.Continuing {

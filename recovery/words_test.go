@@ -22,9 +22,9 @@ func TestWaitWords(t *testing.T) {
 		{-time.Second, ""},
 		{500 * time.Millisecond, "in 0.5s"},
 		{recovery.ClockAfter - 100*time.Millisecond, "in 29.9s"},
-		{recovery.ClockAfter, "until 14:00:20 UTC"},
-		{2*time.Minute + 20*time.Second, "until 14:02:10 UTC"},
-		{11 * time.Hour, "until 2026-12-07 00:59:50 UTC"},
+		{recovery.ClockAfter, "at 14:00:20 UTC"},
+		{2*time.Minute + 20*time.Second, "at 14:02:10 UTC"},
+		{11 * time.Hour, "at 2026-12-07 00:59:50 UTC"},
 	} {
 		if got := recovery.WaitWords(c.d, at); got != c.want {
 			t.Errorf("WaitWords(%v) = %q, want %q", c.d, got, c.want)
@@ -126,7 +126,7 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 			if r.Delay >= recovery.ClockAfter && (durations.MatchString(s.title) || durations.MatchString(s.body)) {
 				t.Fatalf("case %d %s: a %v wait said as a duration: %q / %q", i, s.name, r.Delay, s.title, s.body)
 			}
-			if s.ended && (strings.Contains(s.body, "Retrying in") || strings.Contains(s.body, "until ") || strings.Contains(strings.TrimPrefix(s.title, w.Subject()), " in ")) {
+			if s.ended && (strings.Contains(s.body, "Retrying in") || strings.Contains(s.body, "until ") || strings.Contains(s.body, "Retrying at") || strings.Contains(strings.TrimPrefix(s.title, w.Subject()), " in ")) {
 				t.Fatalf("case %d %s: an ended status speaks of a wait: %q / %q", i, s.name, s.title, s.body)
 			}
 		}
