@@ -328,3 +328,36 @@ func TestStatuses_BodyAgreesWithTheFinalState(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayedStatus_LogBeforeStatuses: a log written before statuses were
+// recorded replays each retry chain in the words a live status ends with
+// (recovery/words.go), title and content agreeing: recovered, gave up
+// (with the count of retries, as live), cancelled waiting or running,
+// interrupted, and still open when the log ends.
+func TestReplayedStatus_LogBeforeStatuses(t *testing.T) {
+	ld, err := session.Load("../session/testdata/before_statuses.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range session.WaitStatuses(ld.Events) {
+		u := replayedStatus(w)
+		body := ""
+		if len(u.ToolContent) > 0 {
+			body = strings.SplitN(u.ToolContent[0].Content.Text, "\n", 2)[0]
+		}
+		got = append(got, u.Status+" | "+u.Title+" | "+body)
+	}
+	want := []string{
+		"completed | The provider had a server error (503), recovered on retry 1 of 2 | Recovered on retry 1 of 2.",
+		"failed | Rate limited by the provider (429); gave up after 2 retries: slow down | Rate limited by the provider (429); gave up after 2 retries: slow down",
+		"failed | The provider is overloaded (529), cancelled | Cancelled during the wait; retry 1 of 2 did not run.",
+		"failed | The provider had a server error (500), cancelled | Cancelled during retry 1 of 2.",
+		"failed | The connection to the provider failed, interrupted (Rebound stopped) | Rebound stopped during retry 1 of 2; the next prompt goes on from it.",
+		"completed | The connection to the provider failed, recovered on retry 2 of 2 | Recovered on retry 2 of 2.",
+		"failed | The provider had a server error (502), interrupted (Rebound stopped) | Rebound stopped during retry 1 of 2; the next prompt goes on from it.",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replayed statuses (-want +got):\n%s", diff)
+	}
+}

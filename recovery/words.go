@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -134,8 +135,9 @@ func (w Wording) Subject() string {
 	return summary(w.Retry.Failure)
 }
 
-// count is the retry's count within its policy.
-func (w Wording) count() string { return RetryOf(w.Retry.PolicyN, w.Retry.Max) }
+// count is the retry's count within its policy; a log written before
+// retries were numbered per policy numbers it in the chain only.
+func (w Wording) count() string { return RetryOf(cmp.Or(w.Retry.PolicyN, w.Retry.N), w.Retry.Max) }
 
 func (w Wording) wait() string { return WaitWords(w.Retry.Delay, w.At) }
 

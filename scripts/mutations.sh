@@ -81,7 +81,7 @@ mutate llm/body.go 's/if e.used < c.gen-1 {/if false {/' \
 mutate llm/body.go 's/^\t\t\te = c.get(m)$/\t\t\te = nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
 	./llm 'TestOpenAI_BodyAllocationsFlat' "a request's encoding does not grow with the history"
 # One wording of a retry (recovery/words.go), counting retries; the status's body follows its title to the end.
-mutate recovery/words.go 's|func (w Wording) count() string { return RetryOf(w.Retry.PolicyN, w.Retry.Max) }|func (w Wording) count() string { return fmt.Sprintf("attempt %d of %d", w.Retry.PolicyN+1, w.Retry.Max+1) }|' \
+mutate recovery/words.go 's|func (w Wording) count() string { return RetryOf(cmp.Or(w.Retry.PolicyN, w.Retry.N), w.Retry.Max) }|func (w Wording) count() string { return fmt.Sprintf("attempt %d of %d", w.Retry.PolicyN+1, w.Retry.Max+1) }|' \
 	./recovery TestWording_TitleAndBodyAgree "retry words count retries, title and body alike"
 mutate recovery/words.go 's/case d < ClockAfter:/case d < 10*ClockAfter:/' \
 	./recovery TestWaitWords "retry words: a wait of 30 s or more says until when"
