@@ -59,7 +59,7 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 		Failure: r.Failure, Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action), Model: ev.Model}
 	t.progress(ctx, p)
 	w := t.wording(r)
-	t.statusScheduled(ctx, w)
+	t.cards().scheduled(ctx, w)
 	if t.statusNotices() {
 		t.notify(ctx, acp.Notice("warning", w.Subject(), w.Description()).
 			WithMeta(acp.Meta{RetryMetaKey: p}))
@@ -73,7 +73,7 @@ func (t *turn) Started(ctx context.Context, r recovery.Retry) error {
 		return err
 	}
 	t.progress(ctx, recovery.RetryProgress{Phase: recovery.PhaseStarted, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
-	t.statusStarted(ctx, r)
+	t.cards().started(ctx, r)
 	return nil
 }
 

@@ -70,48 +70,10 @@ func statusCallsFor(choice string, caps acp.ClientCapabilities) bool {
 	return false
 }
 
-// waitStatus is one status tool call: a retry chain's, or another wait's.
-type waitStatus struct {
-	id      string
-	subject string            // what happened, e.g. "Rate limited by the provider (429)"
-	words   *recovery.Wording // a retry's words (recovery/words.go); nil for another wait
-	running bool              // the retry's wait is over and its request runs
-	open    bool              // in_progress: not yet completed or failed
-}
-
-// statuses are a turn's status tool calls, by retry chain id.
-type statuses map[string]*waitStatus
-
-// showStatus records a status, then sends it as a status tool call, or
-// updates the one already shown, where statuses are shown so. A status
-// opened again after it was closed is a new tool call: an editor would
-// fold two into one under one id.
+// showStatus records a status, then shows it where statuses are shown as
+// tool calls (statuscards.go).
 func (t *turn) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
-	first := st.id == "" || !st.open && status == acp.ToolStatusInProgress
-	if first {
-		st.id = newID(statusIDPrefix)
-	}
-	st.open = status == acp.ToolStatusInProgress
-	title = statusTitle(title)
-	if _, err := t.s.append(session.TypeStatus, session.Status{Turn: t.number, StatusID: st.id, Title: title,
-		Detail: clipBytes(detail, session.MaxStatusBytes), State: string(status)}); err != nil {
-		// Shown all the same: a wait left unshown looks like a hang, and a
-		// log that cannot be written fails the turn at its next record.
-		t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record a status")
-	}
-	if !t.statusCalls() {
-		return
-	}
-	tc := acp.ToolCallUpdate{ToolCallID: st.id, Title: title, Status: status}
-	if detail != "" {
-		tc.Content = []acp.ToolCallContent{acp.ContentText(detail)}
-	}
-	u := tc.AsUpdate()
-	if first {
-		tc.Kind = acp.ToolKindOther
-		u = tc.AsStart()
-	}
-	t.notify(ctx, u)
+	t.cards().showStatus(ctx, st, title, detail, status)
 }
 
 // clipBytes cuts s to at most n bytes, at a rune boundary.
@@ -125,83 +87,19 @@ func clipBytes(s string, n int) string {
 	return s[:n]
 }
 
-// chainStatus is the status of the retry chain id, made on first use.
-func (t *turn) chainStatus(id string) *waitStatus {
-	if t.status == nil {
-		t.status = statuses{}
-	}
-	st := t.status[id]
-	if st == nil {
-		st = &waitStatus{}
-		t.status[id] = st
-	}
-	return st
-}
-
 // wording is how the turn words retry r (recovery/words.go): the status,
 // the notice and the give-up say it one way.
 func (t *turn) wording(r recovery.Retry) recovery.Wording {
 	return recovery.Wording{Retry: r, Continuing: t.out.shownAny(), Model: t.model, MaxTokens: t.maxTokens, At: time.Now()}
 }
 
-// statusScheduled shows a retry about to wait: why, until when, which
-// retry of how many.
-func (t *turn) statusScheduled(ctx context.Context, w recovery.Wording) {
-	st := t.chainStatus(w.Retry.ID)
-	st.subject, st.words, st.running = w.Subject(), &w, false
-	title, body := w.Scheduled()
-	t.showStatus(ctx, st, title, body, acp.ToolStatusInProgress)
-}
-
-// statusStarted shows that the wait is over and the retry runs.
-func (t *turn) statusStarted(ctx context.Context, r recovery.Retry) {
-	st := t.status[r.ID]
-	if st == nil || !st.open || st.words == nil {
-		return
-	}
-	st.running = true
-	if r.Delay == 0 {
-		return // nothing was waited for: the next word is the outcome
-	}
-	title, body := st.words.Started()
-	t.showStatus(ctx, st, title, body, acp.ToolStatusInProgress)
-}
-
 // statusRecovered closes the open statuses of a request that succeeded.
-func (t *turn) statusRecovered(ctx context.Context) {
-	for _, st := range t.status {
-		if st.open && st.words != nil {
-			title, body := st.words.Recovered()
-			t.showStatus(ctx, st, title, body, acp.ToolStatusCompleted)
-		}
-	}
-}
+func (t *turn) statusRecovered(ctx context.Context) { t.cards().recovered(ctx) }
 
 // statusEnded closes the open statuses of a turn that was cancelled or
-// failed; a failure with nothing open gets a status of its own, so the
-// reason is in the thread (a reopened one too) and not only in the
-// prompt's error. Title and body say the same end: a client that stops
-// drawing a cancelled turn's titles (codecompanion) shows the body.
+// failed (statusCards.ended).
 func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
-	shown := false
-	for _, st := range t.status {
-		if !st.open {
-			continue
-		}
-		shown = true
-		switch {
-		case !cancelled:
-			t.showStatus(ctx, st, why, why, acp.ToolStatusFailed) // it says it gave up, and why
-		case st.words != nil:
-			title, body := st.words.Cancelled(st.running)
-			t.showStatus(ctx, st, title, body, acp.ToolStatusFailed)
-		default:
-			t.showStatus(ctx, st, st.subject+", cancelled", "Cancelled.", acp.ToolStatusFailed)
-		}
-	}
-	if !shown && !cancelled && why != "" {
-		t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
-	}
+	t.cards().ended(ctx, cancelled, why)
 }
 
 // statusRefused shows why the provider's content filter refused the prompt:
@@ -221,18 +119,8 @@ func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
 		t.notify(ctx, acp.Notice("warning", f.Summary(), reason).
 			WithMeta(acp.Meta{RefusalMetaKey: f}))
 	}
-	// The title says what happened (see waitText); the reason is the
-	// content.
-	shown := false
-	for _, st := range t.status {
-		if st.open {
-			shown = true
-			t.showStatus(ctx, st, f.Summary(), why, acp.ToolStatusFailed)
-		}
-	}
-	if !shown {
-		t.showStatus(ctx, &waitStatus{}, f.Summary(), why, acp.ToolStatusFailed)
-	}
+	// The title says what happened; the reason is the content.
+	t.cards().failed(ctx, f.Summary(), why)
 }
 
 // Status titles put what happened first and keep the rest short, with no

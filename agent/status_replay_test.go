@@ -98,13 +98,13 @@ func unauthorized(context.Context, llm.Request) (llm.Stream, error) {
 }
 
 var statusScenarios = []statusScenario{
-	{name: "a wait, recovered", covers: []string{"statusScheduled", "statusStarted", "statusRecovered"},
+	{name: "a wait, recovered", covers: []string{"scheduled", "started", "recovered"},
 		cfg: answers(limited, text("ok")), run: turns("hi")},
-	{name: "waits, given up", covers: []string{"statusEnded"},
+	{name: "waits, given up", covers: []string{"ended", "closeOpen"},
 		cfg: answers(limited), run: turns("hi")},
-	{name: "failed at once", covers: []string{"statusEnded"},
+	{name: "failed at once", covers: []string{"ended"},
 		cfg: answers(unauthorized), run: turns("hi")},
-	{name: "cancelled during the wait", covers: []string{"statusEnded"},
+	{name: "cancelled during the wait", covers: []string{"ended"},
 		cfg: answers(limited, text("ok")), run: func(t *testing.T, a *Agent, id string, c acp.Client) {
 			ctx, cancel := context.WithCancel(t.Context())
 			go func() {
@@ -113,14 +113,14 @@ var statusScenarios = []statusScenario{
 			}()
 			_, _ = prompt1(ctx, a, id, "hi", c)
 		}},
-	{name: "refused", covers: []string{"statusRefused"},
+	{name: "refused", covers: []string{"failed", "closeOpen"},
 		cfg: answers(limited, filtered), run: turns("hi")},
-	{name: "the fallback", covers: []string{"statusScheduled", "statusRecovered"},
+	{name: "the fallback", covers: []string{"scheduled", "recovered"},
 		cfg: func(c *Config) {
 			answers(overloaded, text("ok"))(c)
 			c.Recovery.FallbackModel, c.Recovery.FallbackAfter = "small", 1
 		}, run: turns("hi")},
-	{name: "a /retry wait", covers: []string{"statusScheduled", "statusStarted", "statusRecovered"},
+	{name: "a /retry wait", covers: []string{"scheduled", "started", "recovered"},
 		cfg: answers(namedWait("2400"), text("Here it is.")), run: turns("hi", "/retry wait")},
 	{name: "nearly full, summarised", covers: []string{"compactIfFull"},
 		cfg: func(c *Config) {

@@ -94,5 +94,8 @@ mutate session/retries.go 's/clear(open)/_ = open/g' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
 mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
+mutate agent/statuscards.go 's/^\tif c.send == nil {$/\tif true {/' \
+	./agent TestStatusCards "retry words: status cards are sent where they are shown"
+
 
 exit $survived
