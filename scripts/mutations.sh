@@ -85,9 +85,9 @@ mutate recovery/words.go 's|func (w Wording) count() string { return RetryOf(cmp
 	./recovery TestWording_TitleAndBodyAgree "retry words count retries, title and body alike"
 mutate recovery/words.go 's/case d < ClockAfter:/case d < 10*ClockAfter:/' \
 	./recovery TestWaitWords "retry words: a wait of 30 s or more says until when"
-mutate agent/status.go 's/title, body := st.words.Cancelled(st.running)/title, body := st.words.Cancelled(st.running); body = ""/' \
+mutate agent/statuscards.go 's/title, body := st.words.Cancelled(st.running)/title, body := st.words.Cancelled(st.running); body = ""/' \
 	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a cancelled status's content says it was cancelled"
-mutate agent/status.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
+mutate agent/statuscards.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
 	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a recovered status's content says it recovered"
 # A retry's wait is derived once (session.Recoveries): a chain is per turn.
 mutate session/retries.go 's/clear(open)/_ = open/g' \
