@@ -136,6 +136,31 @@ var statusScenarios = []statusScenario{
 		cfg: answers(text("ok")), mcp: true, run: turns("hi")},
 }
 
+// start makes the scenario's agent (in synctest's bubble) and a session.
+func (sc statusScenario) start(t *testing.T) (dir string, cfg Config, a *Agent, res acp.NewSessionResponse) {
+	t.Helper()
+	dir = t.TempDir()
+	cfg = Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
+		MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
+	sc.cfg(&cfg)
+	if sc.mcp {
+		cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
+			time.Sleep(2 * time.Second)
+			return nil, errors.New("no such server")
+		}
+	}
+	a = testAgent(t, cfg)
+	req := acp.NewSessionRequest{Cwd: dir}
+	if sc.mcp {
+		req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
+	}
+	res, err := a.NewSession(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg, a, res
+}
+
 // TestStatuses_ReplayedAsShown: every status Rebound shows live is
 // recorded and shown again by a load as it was last shown, under the same
 // id and where it was: one scenario per way a status is shown, and every
@@ -159,25 +184,7 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 			var live, fromNotices []shownStatus
 			for _, notices := range []bool{false, true} {
 				synctest.Test(t, func(t *testing.T) {
-					dir := t.TempDir()
-					cfg := Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
-						MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
-					sc.cfg(&cfg)
-					if sc.mcp {
-						cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
-							time.Sleep(2 * time.Second)
-							return nil, errors.New("no such server")
-						}
-					}
-					a := testAgent(t, cfg)
-					req := acp.NewSessionRequest{Cwd: dir}
-					if sc.mcp {
-						req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
-					}
-					res, err := a.NewSession(t.Context(), req)
-					if err != nil {
-						t.Fatal(err)
-					}
+					dir, cfg, a, res := sc.start(t)
 					e := &editor{}
 					var c acp.Client = e
 					if notices {
@@ -286,25 +293,7 @@ func TestStatuses_BodyAgreesWithTheFinalState(t *testing.T) {
 	for _, sc := range statusScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				dir := t.TempDir()
-				cfg := Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
-					MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
-				sc.cfg(&cfg)
-				if sc.mcp {
-					cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
-						time.Sleep(2 * time.Second)
-						return nil, errors.New("no such server")
-					}
-				}
-				a := testAgent(t, cfg)
-				req := acp.NewSessionRequest{Cwd: dir}
-				if sc.mcp {
-					req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
-				}
-				res, err := a.NewSession(t.Context(), req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, _, a, res := sc.start(t)
 				e := &editor{}
 				sc.run(t, a, res.SessionID, e)
 				a.Close()
