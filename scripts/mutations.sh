@@ -97,5 +97,4 @@ mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, 
 mutate agent/statuscards.go 's/^\tif c.send == nil {$/\tif true {/' \
 	./agent TestStatusCards "retry words: status cards are sent where they are shown"
 
-
 exit $survived
