@@ -10,6 +10,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -42,9 +43,7 @@ func askRun(t *testing.T, command, cwd string) (acp.RequestPermissionRequest, st
 		}
 	}
 	ed := &approver{answer: session.RejectOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(ed.asked))
 	}
@@ -126,9 +125,7 @@ func TestAgent_ProtectedWriteShowsItsDiffFirst(t *testing.T) {
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
 	ed := &approver{answer: session.RejectOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(ed.asked))
 	}
@@ -157,13 +154,9 @@ func TestAgent_EditThroughALinkNamesItsTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cwd, "src", "main.go"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join("src", "main.go"), filepath.Join(cwd, "notes.txt")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Symlink(t, filepath.Join("src", "main.go"), filepath.Join(cwd, "notes.txt"))
 	ed := &approver{answer: session.RejectOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 1 {
 		t.Fatalf("%d permission requests, want 1", len(ed.asked))
 	}

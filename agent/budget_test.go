@@ -81,6 +81,7 @@ func TestAgent_BudgetsAreIndependentAndBounded(t *testing.T) {
 			script[j] = outcome(rng.IntN(5))
 		}
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel() // each case its own agent, state dir and bubble
 			synctest.Test(t, func(t *testing.T) {
 				p := &scriptedProvider{} // the warm-up turn succeeds
 				a := agent.New(agent.Config{

@@ -138,6 +138,15 @@ func ask(ctx context.Context, a *Agent, id, prompt string) (acp.PromptResponse, 
 	return a.Prompt(ctx, acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}}, &editor{})
 }
 
+// promptGo sends the prompt "go" with c as the editor, and fails the test
+// if the turn returns an error.
+func promptGo(t *testing.T, a *Agent, id string, c acp.Client) {
+	t.Helper()
+	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // mustLoad checks the session's log on disk and returns its events.
 func mustLoad(t *testing.T, a *Agent, id string) []session.Event {
 	t.Helper()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -293,9 +294,7 @@ func TestAgent_CommandDirectorySwappedDuringPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	ed := &swapper{approver: approver{answer: session.AllowOnce}, dir: sub, to: outside}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if _, err := os.Stat(filepath.Join(outside, "ran-here")); err == nil {
 		t.Fatal("the command ran in the directory swapped in after it was approved")
 	}
@@ -315,9 +314,7 @@ func TestAgent_AmbiguousArgumentsAreRefused(t *testing.T) {
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
 	ed := &approver{answer: session.AllowOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.asked) != 0 {
 		t.Errorf("asked %d times about an ambiguous call", len(ed.asked))
 	}
@@ -431,9 +428,7 @@ func TestAgent_HookRunnerConfigAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	ed := &approver{answer: session.AllowOnce}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	var asked []string
 	for _, req := range ed.asked {
 		for _, c := range req.ToolCall.Content {
@@ -540,9 +535,7 @@ func TestAgent_WriteTargetSwappedDuringPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	ed := &fsSwapper{approver: approver{answer: session.AllowOnce}, path: path, to: filepath.Join(t.TempDir(), ".bash_login")}
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	if len(ed.written) != 0 {
 		t.Errorf("the editor was asked to write %v after the target became a link out", ed.written)
 	}
@@ -560,15 +553,11 @@ func TestAgent_EditorIsNotAskedToReadAFIFO(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	if err := syscall.Mkfifo(filepath.Join(a.sessions[id].cwd, "pipe"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, filepath.Join(a.sessions[id].cwd, "pipe"))
 	ed := &fsSwapper{}
 	reads := 0
 	ed.readHook = func() { reads++ }
-	if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, ed); err != nil {
-		t.Fatal(err)
-	}
+	promptGo(t, a, id, ed)
 	last := p.reqs[len(p.reqs)-1].Messages
 	if got := last[len(last)-1].Content; reads != 0 || !strings.Contains(got, "not a regular file") {
 		t.Errorf("%d reads asked of the editor; the model reads %q", reads, got)

@@ -7,35 +7,13 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
-
-// answered runs fn and fails the test if it has not returned by the
-// deadline: a call blocked in open(2) on a FIFO never returns, so the
-// deadline is a guard, not a wait. On a failure the FIFO is opened for
-// writing, to let the blocked call go.
-func answered(t *testing.T, what, fifo string, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		if w, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
-			w.Close()
-		}
-		<-done
-		t.Fatalf("%s was not answered", what)
-		return nil
-	}
-}
 
 // #29 item 9: a FIFO named like a log in sessions/ blocked session/list in
 // open(2) with the index's lock held; from then on no list, session/new or
@@ -47,35 +25,33 @@ func TestAgent_FIFONamedLikeALogCostsNothing(t *testing.T) {
 	id := mustNew(t, a, "/p")
 	mustPrompt(t, a, id, "before")
 	fifo := session.Path(dir, "sess_fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, fifo)
 	for start := range 2 { // this process, then a new start
 		if start == 1 {
 			a.Close()
 			a = newAgent(t, dir, okProvider())
 		}
 		var list acp.ListSessionsResponse
-		err := answered(t, "session/list", fifo, func() (err error) {
+		err := testkit.Returns(t, "session/list", func() (err error) {
 			list, err = a.ListSessions(t.Context(), acp.ListSessionsRequest{})
 			return err
-		})
+		}, fifo)
 		// The first session, and the one each start before this made.
 		if err != nil || len(list.Sessions) != 1+start || !slices.ContainsFunc(list.Sessions, func(s acp.SessionInfo) bool { return s.SessionID == id }) {
 			t.Fatalf("start %d: session/list = %+v, %v; want %d sessions, the FIFO not one", start, list, err, 1+start)
 		}
-		err = answered(t, "session/new and a prompt", fifo, func() error {
+		err = testkit.Returns(t, "session/new and a prompt", func() error {
 			s, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: "/p"})
 			if err != nil {
 				return err
 			}
 			_, err = a.Prompt(t.Context(), acp.PromptRequest{SessionID: s.SessionID, Prompt: prompt("hi")}, &recorder{})
 			return err
-		})
+		}, fifo)
 		if err != nil {
 			t.Fatalf("start %d: a new session's prompt: %v", start, err)
 		}
-		err = answered(t, "session/prompt", fifo, func() error {
+		err = testkit.Returns(t, "session/prompt", func() error {
 			if start == 1 {
 				if _, err := a.ResumeSession(t.Context(), acp.ResumeSessionRequest{SessionID: id, Cwd: "/p"}); err != nil {
 					return err
@@ -83,7 +59,7 @@ func TestAgent_FIFONamedLikeALogCostsNothing(t *testing.T) {
 			}
 			_, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: prompt("again")}, &recorder{})
 			return err
-		})
+		}, fifo)
 		if err != nil {
 			t.Fatalf("start %d: a prompt of the listed session: %v", start, err)
 		}

@@ -256,11 +256,13 @@ func replayedShown(w session.WaitStatus, sh *session.Status) acp.SessionUpdate {
 	return u
 }
 
-// providerSaid is the provider's words a status's body ends with
-// (recovery.Wording), with the blank line before them; "" if none.
+// providerSaid is the last paragraph a status's body ends with
+// (recovery.Said), with the blank line before it; "" if none.
 func providerSaid(detail string) string {
-	if i := strings.Index(detail, "\n\nThe provider said: "); i >= 0 {
-		return detail[i:]
+	for _, p := range []string{"\n\nThe provider said: ", "\n\nWhat happened: "} {
+		if i := strings.Index(detail, p); i >= 0 {
+			return detail[i:]
+		}
 	}
 	return ""
 }

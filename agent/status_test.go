@@ -2,7 +2,12 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -153,5 +158,28 @@ func TestStatus_Refusal(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// A retry's status quotes the provider only when the provider said
+// something: a refused connection (nothing answered) and Rebound's own
+// watchdogs are what happened, not the provider's words.
+func TestRetryDetail_ProviderSaidOnlyWhenItDid(t *testing.T) {
+	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:9/v1/chat/completions",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a dial error", fmt.Errorf("chat completion request: %w", dial), "What happened: chat completion request: Post"},
+		{"a watchdog", fmt.Errorf("%w (3s)", recovery.ErrFirstTokenTimeout), "What happened: "},
+		{"an error body", &llm.Error{Status: 503, Message: "busy", Body: []byte(`{"error":{"message":"busy"}}`)}, "The provider said: busy"},
+		{"an error inside the stream", &llm.Error{Status: 200, InStream: true, Message: "boom", Body: []byte(`{"error":{"message":"boom"}}`)}, "The provider said: boom"},
+	}
+	for _, tt := range tests {
+		if got := recovery.Said(recovery.Classify(tt.err)); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%s: recovery.Said = %q, want it to start %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -98,7 +98,11 @@ func TestAgent_OneCharDeltasCostTheirText(t *testing.T) {
 	// time: 2 MiB took half of the package's test time.
 	n := 128 << 10
 	if raceEnabled {
-		n = 64 << 10 // parsing costs 30 times as much under -race
+		// Parsing costs 30 times as much under -race (24 s at 64 KiB), which
+		// is there for the live path's goroutines, not for sizes: a sixteenth
+		// of the text, and the memory bounds (a fixed 80 KB is 5× of 16 KiB)
+		// are the run without -race's, as the allocation bound is.
+		n = 8 << 10
 	}
 	want := make([]byte, n)
 	for i := range want {
@@ -142,7 +146,7 @@ func TestAgent_OneCharDeltasCostTheirText(t *testing.T) {
 			if fi.Size() > int64(4*n) {
 				t.Errorf("log is %d bytes for %d of text, want under 4×", fi.Size(), n)
 			}
-			if held > int64(8*n) {
+			if held > int64(8*n) && !raceEnabled {
 				t.Errorf("the session holds %d bytes for %d of text, want under 8×", held, n)
 			}
 			// Parsing the events costs about 1 KB per delta whatever is done

@@ -6,11 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // A FIFO at the credentials path blocked whoever opened it (initialize,
@@ -19,16 +18,10 @@ import (
 func TestReadAPIKey_FIFO(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "credentials")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, fifo)
 	link := filepath.Join(dir, "link")
-	if err := os.Symlink(fifo, link); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	testkit.Symlink(t, fifo, link)
+	testkit.Returns(t, "opening the FIFO", func() error {
 		for _, p := range []string{fifo, link} {
 			if _, err := config.ReadAPIKey(p, "OPENAI_API_KEY"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 				t.Errorf("ReadAPIKey(%s) error = %v, want one saying it is not a regular file", p, err)
@@ -37,16 +30,8 @@ func TestReadAPIKey_FIFO(t *testing.T) {
 				t.Errorf("StoreAPIKey(%s) error = %v, want one saying it is not a regular file", p, err)
 			}
 		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second): // a deadline, not a wait: the fix returns at once
-		if w, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
-			w.Close() // play the writer so the blocked open returns
-		}
-		<-done
-		t.Fatal("blocked opening the FIFO")
-	}
+		return nil
+	}, fifo)
 }
 
 // A FIFO (or a link to one) at the default config path blocked every start
@@ -63,29 +48,15 @@ func TestLoad_DefaultConfigFIFO(t *testing.T) {
 		fifo := path
 		if viaLink {
 			fifo = filepath.Join(home, "elsewhere")
-			if err := os.Symlink(fifo, path); err != nil {
-				t.Fatal(err)
-			}
+			testkit.Symlink(t, fifo, path)
 		}
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
+		testkit.Mkfifo(t, fifo)
+		err := testkit.Returns(t, "Load of the FIFO", func() error {
 			_, err := config.Load(config.Flags{}, func(string) string { return "" }, home)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "named pipe (FIFO), not a regular file") {
-				t.Errorf("link %v: Load = %v, want the FIFO refused", viaLink, err)
-			}
-		case <-time.After(10 * time.Second): // a deadline, not a wait: the fix returns at once
-			if w, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
-				w.Close()
-			}
-			<-done
-			t.Fatalf("link %v: Load blocked opening the FIFO", viaLink)
+			return err
+		}, fifo)
+		if err == nil || !strings.Contains(err.Error(), "named pipe (FIFO), not a regular file") {
+			t.Errorf("link %v: Load = %v, want the FIFO refused", viaLink, err)
 		}
 	}
 }

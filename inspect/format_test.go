@@ -39,3 +39,22 @@ func TestInspect_TickLabel(t *testing.T) {
 		}
 	}
 }
+
+// An attempt's note says how its failure was recognised when more than the
+// status said it: the word class, or the dialect entry.
+func TestInspect_NotesSayHowRecognised(t *testing.T) {
+	tests := []struct {
+		f    Failure
+		want string
+	}{
+		{Failure{Code: "CONTEXT_OVERFLOW", Message: "too long", Status: 413, RecognisedBy: "code:overflow"}, "too long · recognised by code:overflow"},
+		{Failure{Code: "QUOTA", Message: "no money", Status: 429, Dialect: "openai.insufficient_quota"}, "no money · recognised by dialect:openai.insufficient_quota"},
+		{Failure{Code: "SERVER", Message: "boom", Status: 500}, "boom"},
+	}
+	for _, tt := range tests {
+		s := &Step{Outcome: "failed", Failure: &tt.f}
+		if got := notes(s, "", false); len(got) == 0 || got[0] != tt.want {
+			t.Errorf("notes(%+v) = %q, want first %q", tt.f, got, tt.want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/internal/text"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -211,6 +212,23 @@ type Failure struct {
 	RequestID    string `json:"requestId,omitempty"`
 	ProviderCode string `json:"providerCode,omitempty"`
 	ProviderType string `json:"providerType,omitempty"`
+	// Dialect and RecognisedBy say how the code was recognised: the entry of
+	// the dialect table, or the word class and where its words were
+	// ("words:overflow"); neither when the status alone said it.
+	Dialect      string `json:"dialect,omitempty"`
+	RecognisedBy string `json:"recognisedBy,omitempty"`
+}
+
+// Recognised says how the failure's code was recognised when more than
+// its status said it: "dialect:<id>" or the word class ("words:quota"),
+// else "".
+func (f *Failure) Recognised() string {
+	switch how := recovery.HowRecognised(f.Dialect, f.RecognisedBy, f.Status, false); how {
+	case "status", "in-stream":
+		return ""
+	default:
+		return how
+	}
 }
 
 // Tool is a tool call of a committed step and how it ended.

@@ -300,6 +300,9 @@ func notes(s *Step, sessionModel string, switched bool) []string {
 		if f.RetryAfterMs != nil {
 			n += " · Retry-After " + dur(*f.RetryAfterMs)
 		}
+		if how := f.Recognised(); how != "" {
+			n += " · recognised by " + how
+		}
 		out = append(out, n)
 	}
 	if s.StreamedChars > 0 && s.Outcome != session.OutcomeOK {

@@ -78,7 +78,10 @@ func dialectOf(e *llm.Error) *Dialect {
 }
 
 func (d *Dialect) matches(e *llm.Error) bool {
-	if d.Status != 0 && (e.InStream || e.Status != d.Status) {
+	// An error inside a stream is matched as its HTTP equivalent: by the
+	// HTTP-like code it carries, and when it carries none, by its code,
+	// type and phrases alone (it has no status to differ).
+	if st := statusOf(e); d.Status != 0 && st != d.Status && !(e.InStream && st == 0) {
 		return false
 	}
 	if d.Code != "" && !strings.EqualFold(e.Code, d.Code) {

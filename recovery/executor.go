@@ -132,7 +132,7 @@ const maxReason = 300
 // runes, or "" when the provider sent none (a dropped connection, a
 // timeout: the summary says it all). The message is already redacted.
 func (f *Failure) reason() string {
-	if f.body == nil && f.Status == 0 && f.ProviderCode == "" && f.ProviderType == "" {
+	if !f.FromProvider() {
 		return ""
 	}
 	msg := strings.Join(strings.Fields(f.Message), " ")

@@ -1,7 +1,8 @@
 // Package recovery owns what Rebound knows about provider failures: the
-// failure taxonomy and its classification from structured facts (HTTP status,
-// the provider's error code and type, headers, our own watchdogs), and the
-// policies that decide whether and when to try again.
+// failure taxonomy and its classification (from the HTTP status, the
+// provider's error code and type, headers, our own watchdogs, the dialect
+// table, and the word classes of wordclass.go for providers the table does not
+// name), and the policies that decide whether and when to try again.
 package recovery
 
 import (
@@ -15,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +56,12 @@ type Failure struct {
 	// Dialect is the entry of the provider dialect table (recovery.Dialects,
 	// listed in docs/providers.md) that gave Code its meaning, if one did.
 	Dialect string `json:"dialect,omitempty"`
+	// RecognisedBy is the word class that gave Code its meaning, and where
+	// its words were: "code:overflow", "type:quota", "words:moderation" (the
+	// message), "upstream:quota" (a gateway's forwarded upstream error).
+	// Empty when the dialect table did (Dialect) or the status or the
+	// error itself did, as before the word classes (see HowRecognised).
+	RecognisedBy string `json:"recognisedBy,omitempty"`
 	// ContentFilter: the provider's content filter refused the request. The
 	// turn ends with stopReason "refusal", as it does for a filtered reply.
 	ContentFilter bool `json:"contentFilter,omitempty"`
@@ -63,6 +71,8 @@ type Failure struct {
 
 	retryAfterErr error  // a Retry-After header that was present but unusable
 	body          []byte // the provider's error JSON, for user rules' field=value
+	provider      bool   // the provider answered with an error: Message is its words
+	page          bool   // the answer was a web page, not the API's: Message is ours
 
 	// Of a connection failure (TRANSPORT): where to, and why, when known.
 	endpoint string // scheme://host[:port] of the request, never a path or credentials
@@ -106,6 +116,35 @@ func (f *Failure) RetryAfterErr() error { return f.retryAfterErr }
 
 func (f *Failure) Error() string { return f.Summary() + ": " + f.Message }
 
+// FromProvider reports a failure the provider reported itself (an error
+// body, an error inside the stream, a status): Message holds its words.
+// Otherwise Message is what Rebound saw (a refused connection, a stream
+// that ended early, a watchdog), and nobody "said" it.
+func (f *Failure) FromProvider() bool {
+	return (f.provider && !f.page) || f.Status != 0 || f.ProviderCode != "" || f.ProviderType != "" ||
+		f.Dialect != "" || f.RecognisedBy != ""
+}
+
+// HowRecognised says what gave a failure its code, from the fields the
+// facts record: "dialect:<id>", the word class ("words:overflow", …),
+// "status" (the HTTP status alone), "in-stream" (an error event inside the
+// stream, without a code that says more), or "" for a failure Rebound saw
+// itself (its identity: a timeout, a refused connection, …). Rules do not
+// change the code; a retry a rule decides is recorded as policy "rule:N".
+func HowRecognised(dialect, recognisedBy string, status int, fromProvider bool) string {
+	switch {
+	case recognisedBy != "":
+		return recognisedBy
+	case dialect != "":
+		return "dialect:" + dialect
+	case status != 0:
+		return "status"
+	case fromProvider:
+		return "in-stream"
+	}
+	return ""
+}
+
 // ErrEmptyResponse: the stream finished properly but carried neither content
 // nor a tool call.
 var ErrEmptyResponse = errors.New("the provider finished the reply without any content")
@@ -128,9 +167,11 @@ type classified struct {
 func (c *classified) Error() string   { return c.err.Error() }
 func (c *classified) Unwrap() []error { return []error{c.f, c.err} }
 
-// Classify turns an attempt's error into failure facts. It reads structured
-// facts only (status, error code/type, error identity), never message text:
-// providers reword messages freely, codes are their contract.
+// Classify turns an attempt's error into failure facts. Structured facts
+// come first (error identity, status), then the dialect table (codes and
+// types, and phrases tied to them), then the word classes (wordclass.go) in the
+// provider's own texts, where the first two leave the failure open. How it
+// was recognised is recorded (Dialect, RecognisedBy).
 func Classify(err error) *Failure {
 	if err == nil {
 		return nil
@@ -152,6 +193,9 @@ func Classify(err error) *Failure {
 		f.Code = Timeout
 	case errors.Is(err, llm.ErrMalformedStream):
 		f.Code = Protocol
+		// The summary says "malformed reply": the sentinel's own words
+		// would say it twice.
+		f.Message = strings.Replace(f.Message, llm.ErrMalformedStream.Error()+": ", "", 1)
 	case errors.Is(err, ErrEmptyResponse):
 		f.Code = EmptyResponse
 	case errors.Is(err, llm.ErrIncompleteStream), errors.Is(err, io.ErrUnexpectedEOF),
@@ -159,22 +203,30 @@ func Classify(err error) *Failure {
 		f.Code = Transport
 	}
 	if pe, ok := errors.AsType[*llm.Error](err); ok {
-		if !pe.InStream { // a 200 is not the status of an error sent inside the stream
-			f.Status = pe.Status
-		}
+		now := time.Now()
+		f.Status = statusOf(pe)
 		f.RequestID = pe.RequestID
 		f.ProviderCode = pe.Code
 		f.ProviderType = pe.Type
+		f.provider, f.page = true, pe.WebPage()
+		up := upstreamOf(pe.Body)
 		if pe.Message != "" {
-			f.Message = pe.Message
+			f.Message = withUpstream(pe.Message, up)
 		}
+		// In order: the status, then the dialect table, then the word
+		// classes (wordclass.go); user rules come before all of them when a
+		// policy decides (Executor.decide).
 		d := dialectOf(pe)
 		f.Code = classifyProvider(pe, d)
 		if d != nil {
 			f.Dialect, f.ContentFilter = d.ID, d.ContentFilter
+		} else if !f.page {
+			if code, filter, by := recognise(pe, f.Status, up, now); by != "" {
+				f.Code, f.ContentFilter, f.RecognisedBy = code, filter, by
+			}
 		}
 		f.body = pe.Body
-		wait, source, err := retryHint(pe, f.Code, time.Now())
+		wait, source, err := retryHint(pe, f.Code, now)
 		if source != "" {
 			ms := wait.Milliseconds()
 			f.RetryAfterMs, f.RetryAfterSource = &ms, source
@@ -257,14 +309,25 @@ func endpoint(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
+// statusOf is the HTTP status of a provider's error: the response's, or
+// the HTTP-like code an error inside the stream carries; 0 for an error
+// inside a stream that carries none (the 2xx it came with is not its
+// status).
+func statusOf(e *llm.Error) int {
+	if e.InStream && e.Status < 400 {
+		return 0
+	}
+	return e.Status
+}
+
 // classifyProvider is the dialect's meaning when one matched, else what the
 // status says.
 func classifyProvider(e *llm.Error, d *Dialect) Code {
 	if d != nil {
 		return d.Means
 	}
-	switch s := e.Status; {
-	case s == 0 || (e.InStream && s < 300):
+	switch s := statusOf(e); {
+	case s == 0:
 		if e.InStream {
 			return Server // an in-stream error without a known code: the provider failed mid-reply
 		}
@@ -342,9 +405,22 @@ func (f *Failure) Summary() string {
 	return "The provider request failed" + status
 }
 
+// pageAdvice is the advice for a web page where the API's answer was due.
+const pageAdvice = "The base URL answers with a web page, not an API: point it at the provider's API (it usually ends in /v1)."
+
 // Advice says what a person can do about the failure, or "" when there is
 // nothing better than trying again later.
 func (f *Failure) Advice(apiKeyEnv string) string {
+	switch f.Status {
+	case 400, 401, 403, 404, 405, 410:
+		if f.page && f.Code != Quota {
+			return pageAdvice // a sign-in page or a website: neither the key nor the model is the question
+		}
+	case 413:
+		if f.Code == InvalidRequest {
+			return "The request is too large for the server (or a proxy in front of it): shorten the prompt or attach less context."
+		}
+	}
 	switch f.Code {
 	case Auth:
 		return fmt.Sprintf("Check the key in %s (or the one `rebound login` stored) and the base URL.", apiKeyEnv)

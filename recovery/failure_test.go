@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -359,7 +360,13 @@ func TestClassify_PlainErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := &recovery.Failure{Code: tt.want, Message: tt.err.Error(), Limit: tt.limit}
+			msg := tt.err.Error()
+			if tt.want == recovery.Protocol {
+				// "The provider sent a malformed reply: malformed stream: …"
+				// would say it twice.
+				msg = strings.TrimPrefix(msg, llm.ErrMalformedStream.Error()+": ")
+			}
+			want := &recovery.Failure{Code: tt.want, Message: msg, Limit: tt.limit}
 			if diff := cmp.Diff(want, recovery.Classify(tt.err), ignoreUnexported); diff != "" {
 				t.Errorf("Classify(%v) (-want +got):\n%s", tt.err, diff)
 			}
@@ -378,8 +385,10 @@ func TestClassify_PlainErrors(t *testing.T) {
 	})
 }
 
-// Classification reads status, code and type: the message never changes
-// the code.
+// A status decides when the provider sent no words of its own: a message
+// without a body is Rebound's (the status text), and never changes the
+// code. The words an error inside a stream carries are the provider's: an
+// overflow or an empty account said there is that, not a server error.
 func TestClassify_IgnoresMessageText(t *testing.T) {
 	messages := []string{
 		"",
@@ -408,7 +417,6 @@ func TestClassify_IgnoresMessageText(t *testing.T) {
 		{"503", llm.Error{Status: 503}, recovery.Server},
 		{"504", llm.Error{Status: 504}, recovery.Server},
 		{"529", llm.Error{Status: 529}, recovery.Overloaded},
-		{"in stream, no code", llm.Error{Status: 200, InStream: true}, recovery.Server},
 		{"no status, not in stream", llm.Error{}, recovery.Unknown},
 		{"code is case-insensitive", llm.Error{Status: 400, Code: "Context_Length_Exceeded"}, recovery.ContextOverflow},
 		{"overloaded_error as a code", llm.Error{Status: 500, Code: "overloaded_error"}, recovery.Overloaded},
@@ -422,6 +430,21 @@ func TestClassify_IgnoresMessageText(t *testing.T) {
 			if got := recovery.Classify(&e).Code; got != tt.want {
 				t.Errorf("%s with message %q: code %s, want %s", tt.name, msg, got, tt.want)
 			}
+		}
+	}
+	inStream := map[string]recovery.Code{
+		"": recovery.Server,
+		"Rate limit exceeded, please retry after 20s":        recovery.Server,
+		"The server is overloaded":                           recovery.Server,
+		"This model's maximum context length is 8192 tokens": recovery.ContextOverflow,
+		"You exceeded your current quota":                    recovery.Quota,
+		"Incorrect API key provided":                         recovery.Server,
+		"Request timed out":                                  recovery.Server,
+	}
+	for _, msg := range messages {
+		e := llm.Error{Status: 200, InStream: true, Message: msg}
+		if got := recovery.Classify(&e).Code; got != inStream[msg] {
+			t.Errorf("in stream, no code, with message %q: code %s, want %s", msg, got, inStream[msg])
 		}
 	}
 }
@@ -501,5 +524,161 @@ func TestWithFacts(t *testing.T) {
 	}
 	if recovery.WithFacts(nil, io.EOF) != io.EOF || recovery.WithFacts(f, nil) != nil {
 		t.Error("WithFacts with nothing to carry changed the error")
+	}
+}
+
+// An error inside a stream is classified as its HTTP equivalent: by the
+// HTTP-like status it carries (llm sets it from the event), and, when it
+// carries none, the dialect table still reads its code, type and phrases.
+func TestClassify_InStreamAsItsHTTPEquivalent(t *testing.T) {
+	tests := []struct {
+		name    string
+		err     llm.Error
+		code    recovery.Code
+		status  int
+		dialect string
+	}{
+		{"no status, a dialect entry with a status", llm.Error{Status: 200, InStream: true, Type: "invalid_request_error",
+			Message: "This model's maximum context length is 65536 tokens."}, recovery.ContextOverflow, 0, "deepseek.context_length"},
+		{"a 429 event, a dialect entry of 429", llm.Error{Status: 429, InStream: true, Code: "Some resource has been exhausted",
+			Message: "Your team has used all available credits."}, recovery.Quota, 429, "xai.credits"},
+		{"a 429 event", llm.Error{Status: 429, InStream: true, Message: "slow down"}, recovery.RateLimit, 429, ""},
+		{"a 400 event whose words say overflow", llm.Error{Status: 400, InStream: true, Message: "prompt is too long for this model",
+			Body: []byte(`{"error":{"message":"prompt is too long for this model"}}`)}, recovery.ContextOverflow, 400, ""},
+		{"a 503 event", llm.Error{Status: 503, InStream: true, Message: "busy"}, recovery.Server, 503, ""},
+	}
+	for _, tt := range tests {
+		f := recovery.Classify(&tt.err)
+		if f.Code != tt.code || f.Status != tt.status || f.Dialect != tt.dialect {
+			t.Errorf("%s: code %s, status %d, dialect %q; want %s, %d, %q", tt.name, f.Code, f.Status, f.Dialect, tt.code, tt.status, tt.dialect)
+		}
+	}
+}
+
+// A web page where the API's answer was due says so, and not "check the
+// model name": the base URL is the question. A 5xx page is a proxy's
+// error in front of an API that is probably right, and keeps no advice.
+func TestClassify_WebPageAdvice(t *testing.T) {
+	page := []byte("<!doctype html><html><head><title>Acme Corp</title></head><body>Welcome</body></html>")
+	for _, st := range []int{404, 403, 405, 400} {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://acme.invalid/v1", APIKey: "sk-test",
+			HTTPClient: answerDoer{st, http.Header{"Content-Type": {"text/html; charset=utf-8"}}, page}})
+		f := recovery.Classify(firstError(t, p))
+		advice := f.Advice("OPENAI_API_KEY")
+		if strings.Contains(advice, "model name") || !strings.Contains(advice, "web page, not an API") || f.RecognisedBy != "" {
+			t.Errorf("%d page: code %s, advice %q, recognised by %q; want the web-page advice", st, f.Code, advice, f.RecognisedBy)
+		}
+	}
+	// The page's title is the page's, not the provider's words: no class
+	// reads it.
+	titled := []byte("<html><head><title>Input too long: quota exceeded, content filtered</title></head></html>")
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://acme.invalid/v1", APIKey: "sk-test",
+		HTTPClient: answerDoer{400, http.Header{"Content-Type": {"text/html"}}, titled}})
+	if f := recovery.Classify(firstError(t, p)); f.Code != recovery.InvalidRequest || f.RecognisedBy != "" || f.ContentFilter {
+		t.Errorf("400 page titled with class words: code %s, recognised by %q", f.Code, f.RecognisedBy)
+	}
+	p = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://acme.invalid/v1", APIKey: "sk-test",
+		HTTPClient: answerDoer{502, http.Header{"Content-Type": {"text/html"}}, page}})
+	if f := recovery.Classify(firstError(t, p)); f.Code != recovery.Server || f.Advice("K") != "" {
+		t.Errorf("502 page: code %s, advice %q; want SERVER without advice", f.Code, f.Advice("K"))
+	}
+	// A JSON error is no page, whatever its Content-Type says.
+	p = llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://acme.invalid/v1", APIKey: "sk-test",
+		HTTPClient: answerDoer{404, http.Header{"Content-Type": {"text/html"}}, []byte(`{"error":{"message":"model not found"}}`)}})
+	if f := recovery.Classify(firstError(t, p)); !strings.Contains(f.Advice("K"), "model name") {
+		t.Errorf("404 JSON labelled text/html: advice %q, want the model-name advice", f.Advice("K"))
+	}
+}
+
+// FromProvider: the provider said it (an error body, an event, a status),
+// or Rebound saw it (a refused dial, a cut stream, a watchdog).
+func TestFailure_FromProvider(t *testing.T) {
+	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:9/v1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	for _, err := range []error{dial, fmt.Errorf("%w (3s)", recovery.ErrFirstTokenTimeout), recovery.ErrEmptyResponse,
+		fmt.Errorf("%w: cut", llm.ErrIncompleteStream), fmt.Errorf("%w: junk", llm.ErrMalformedStream)} {
+		if recovery.Classify(err).FromProvider() {
+			t.Errorf("Classify(%v).FromProvider() = true; nothing answered", err)
+		}
+	}
+	for _, e := range []*llm.Error{{Status: 500, Message: "boom"}, {Status: 200, InStream: true, Message: "boom"}} {
+		if !recovery.Classify(e).FromProvider() {
+			t.Errorf("Classify(%v).FromProvider() = false; the provider said it", e)
+		}
+	}
+}
+
+// A gateway's upstream reason is shown, on one line, bounded, and without
+// what looks like a credential; its provider name likewise.
+func TestClassify_UpstreamReasonIsClean(t *testing.T) {
+	raw := "upstream\x1b[31m said\nno: key sk-live-0123456789abcdef and Bearer abc.def " + strings.Repeat("x", 1000)
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "Provider returned error", "code": 400,
+		"metadata": map[string]any{"raw": raw, "provider_name": "Up\u0007stream " + strings.Repeat("n", 200)}}})
+	f := recovery.Classify(&llm.Error{Status: 400, Message: "Provider returned error", Body: body})
+	for _, bad := range []string{"\x1b", "\n", "\u0007", "sk-live-0123456789abcdef", "abc.def"} {
+		if strings.Contains(f.Message, bad) {
+			t.Errorf("message %q holds %q", f.Message, bad)
+		}
+	}
+	if !strings.HasPrefix(f.Message, "Provider returned error (Up stream nnn") || !strings.Contains(f.Message, "upstream [31m said no: key [redacted] and [redacted]") {
+		t.Errorf("message %q: want the cleaned upstream reason after the provider's", f.Message)
+	}
+	if n := len([]rune(f.Message)); n > 450 {
+		t.Errorf("message is %d runes long; the upstream part is bounded", n)
+	}
+}
+
+// A 413 that no class reads (a body over a proxy's limit, Anthropic's
+// request_too_large in bytes) says the request is too large, not "check the
+// model name", whether it came as JSON or as a proxy's page.
+func TestClassify_413Advice(t *testing.T) {
+	for _, c := range []struct {
+		ctype string
+		body  string
+	}{
+		{"application/json", `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`},
+		{"text/html", "<html><head><title>413 Request Entity Too Large</title></head><body><center><h1>413 Request Entity Too Large</h1></center><hr><center>nginx</center></body></html>"},
+	} {
+		p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://proxy.invalid/v1", APIKey: "sk-test",
+			HTTPClient: answerDoer{413, http.Header{"Content-Type": {c.ctype}}, []byte(c.body)}})
+		f := recovery.Classify(firstError(t, p))
+		if a := f.Advice("K"); f.Code != recovery.InvalidRequest || !strings.Contains(a, "too large for the server") {
+			t.Errorf("413 %s: code %s, advice %q", c.ctype, f.Code, a)
+		}
+	}
+}
+
+// Our key, echoed inside a gateway's forwarded upstream body, is redacted
+// before the upstream's reason is shown.
+func TestClassify_UpstreamReasonWithoutOurKey(t *testing.T) {
+	const key = "zz-our-own-key-0123456789"
+	raw, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "key " + key + " has no credits left"}})
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "Provider returned error", "code": 402,
+		"metadata": map[string]any{"raw": string(raw), "provider_name": key}}})
+	p := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: "http://gw.invalid/v1", APIKey: key,
+		HTTPClient: answerDoer{402, http.Header{"Content-Type": {"application/json"}}, body}})
+	f := recovery.Classify(firstError(t, p))
+	if strings.Contains(f.Message, key) || !strings.Contains(f.Message, "has no credits left") {
+		t.Errorf("message %q: want the upstream's reason without the key", f.Message)
+	}
+}
+
+// HowRecognised names what decided the code, most specific first.
+func TestHowRecognised(t *testing.T) {
+	tests := []struct {
+		dialect, by string
+		status      int
+		provider    bool
+		want        string
+	}{
+		{"", "words:quota", 429, true, "words:quota"},
+		{"openai.insufficient_quota", "", 429, true, "dialect:openai.insufficient_quota"},
+		{"", "", 503, true, "status"},
+		{"", "", 0, true, "in-stream"},
+		{"", "", 0, false, ""},
+	}
+	for _, tt := range tests {
+		if got := recovery.HowRecognised(tt.dialect, tt.by, tt.status, tt.provider); got != tt.want {
+			t.Errorf("HowRecognised(%q, %q, %d, %v) = %q, want %q", tt.dialect, tt.by, tt.status, tt.provider, got, tt.want)
+		}
 	}
 }

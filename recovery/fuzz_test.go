@@ -199,6 +199,23 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("facts %s do not round-trip: %v", b, jerr)
 		}
 		_ = recovery.DefaultPolicy().Decide(fl, 1)
+
+		// The word classes' guards hold whatever the body says: a 5xx is
+		// reclassified by a code or type only, a 401 or 408 never, a 429
+		// only to QUOTA; a class and a dialect entry never both decide.
+		by := fl.RecognisedBy
+		switch {
+		case by != "" && fl.Dialect != "":
+			t.Fatalf("recognised by %q and dialect %q", by, fl.Dialect)
+		case fl.Status >= 500 && (strings.HasPrefix(by, "words:") || strings.HasPrefix(by, "upstream:")):
+			t.Fatalf("a %d reclassified by its message: %q", fl.Status, by)
+		case (fl.Status == 401 || fl.Status == 408) && by != "":
+			t.Fatalf("a %d reclassified: %q", fl.Status, by)
+		case fl.Status == 429 && by != "" && fl.Code != recovery.Quota:
+			t.Fatalf("a 429 reclassified as %s by %q", fl.Code, by)
+		case by != "" && fl.Code == recovery.Unknown:
+			t.Fatalf("recognised by %q as UNKNOWN", by)
+		}
 	})
 }
 

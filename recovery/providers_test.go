@@ -39,6 +39,7 @@ type caseWant struct {
 	Code             recovery.Code `json:"code"`
 	Status           int           `json:"status"`
 	Dialect          string        `json:"dialect"`
+	RecognisedBy     string        `json:"recognisedBy"`
 	ContentFilter    bool          `json:"contentFilter"`
 	RetryAfterMs     *int64        `json:"retryAfterMs"`
 	RetryAfterSource string        `json:"retryAfterSource"`
@@ -193,7 +194,7 @@ func checkFailure(t *testing.T, c *providerCase, p llm.Provider) {
 		t.Fatalf("Do() = %v, want a give-up", err)
 	}
 	f := g.Failure
-	got := caseWant{Code: f.Code, Status: f.Status, Dialect: f.Dialect, ContentFilter: f.ContentFilter,
+	got := caseWant{Code: f.Code, Status: f.Status, Dialect: f.Dialect, RecognisedBy: f.RecognisedBy, ContentFilter: f.ContentFilter,
 		RetryAfterMs: f.RetryAfterMs, RetryAfterSource: f.RetryAfterSource, Attempts: c.replays, GiveUp: c.want.GiveUp}
 	if diff := cmp.Diff(c.want, got); diff != "" {
 		t.Errorf("failure (-want +got):\n%s", diff)

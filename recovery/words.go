@@ -239,14 +239,28 @@ func (w Wording) done() string {
 	return "recovered on " + w.count()
 }
 
-// said is the provider's own words, which every body of the status ends
-// with: what the retry was about stays readable after it ended.
+// said is the provider's own words, or what Rebound saw when the provider
+// said nothing, which every body of the status ends with: what the retry
+// was about stays readable after it ended.
 func (w Wording) said() string {
-	f := w.Retry.Failure
+	if d := Said(w.Retry.Failure); d != "" {
+		return "\n\n" + d
+	}
+	return ""
+}
+
+// Said is a status's last paragraph about failure f: "The provider said:
+// …" when the provider said it (FromProvider), else "What happened: …"
+// (a refused connection, a stream that ended early, a watchdog: nobody
+// answered those); "" without a message.
+func Said(f *Failure) string {
 	if f == nil || f.Message == "" {
 		return ""
 	}
-	d := "\n\nThe provider said: " + f.Message
+	d := "What happened: " + f.Message
+	if f.FromProvider() {
+		d = "The provider said: " + f.Message
+	}
 	if f.RequestID != "" && !strings.Contains(f.Message, f.RequestID) {
 		d += " (request " + f.RequestID + ")"
 	}

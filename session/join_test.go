@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -139,6 +140,11 @@ func TestOpen_JoinsOnlyAlikeChunks(t *testing.T) {
 // A log of one record per character costs its text in memory once opened,
 // not an event per record (about 440 bytes each before).
 func TestOpen_MemoryOfOneCharChunks(t *testing.T) {
+	if testkit.Race {
+		// Only a memory bound, like the allocation bounds: 6 s under -race
+		// for a single goroutine's work. The run without -race checks it.
+		t.Skip("a memory bound; checked by the run without -race")
+	}
 	const n = 100_000
 	lines, _ := oneCharChunks(strings.Repeat("x", n))
 	dir := writeSessionLog(t, lines)

@@ -10,47 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/session"
 )
-
-// returns runs fn and fails the test if it has not returned by the
-// deadline. An open of a FIFO that blocks never returns, so the deadline is
-// a guard the fixed code never comes near, not a wait. On a failure the
-// FIFOs under dirs are opened for writing, to let the blocked call go.
-func returns(t *testing.T, what string, fn func() error, dirs ...string) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		for _, d := range dirs {
-			filepath.WalkDir(d, func(p string, e fs.DirEntry, _ error) error {
-				if e != nil && e.Type()&fs.ModeNamedPipe != 0 {
-					if w, err := os.OpenFile(p, os.O_RDWR, 0); err == nil {
-						w.Close()
-					}
-				}
-				return nil
-			})
-		}
-		<-done
-		t.Fatalf("%s blocked", what)
-		return nil
-	}
-}
-
-func mkfifo(t *testing.T, path string) {
-	t.Helper()
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // newSessionWithTurn creates session id in stateDir with one whole turn,
 // and lets go of it.
@@ -74,7 +39,7 @@ func newSessionWithTurn(t *testing.T, stateDir, id string) {
 func listIDs(t *testing.T, stateDir string) ([]string, error) {
 	t.Helper()
 	var ids []string
-	err := returns(t, "List", func() error {
+	err := testkit.Returns(t, "List", func() error {
 		list, err := session.NewIndex(stateDir, nil).List()
 		for _, s := range list {
 			ids = append(ids, s.SessionID)
@@ -91,7 +56,7 @@ func listIDs(t *testing.T, stateDir string) ([]string, error) {
 func TestIndex_FIFONamedLikeALogIsSkipped(t *testing.T) {
 	stateDir := t.TempDir()
 	newSessionWithTurn(t, stateDir, "s1")
-	mkfifo(t, session.Path(stateDir, "sfifo"))
+	testkit.Mkfifo(t, session.Path(stateDir, "sfifo"))
 	for range 2 { // a second List, as the next start makes
 		ids, err := listIDs(t, stateDir)
 		if err != nil || strings.Join(ids, ",") != "s1" {
@@ -99,7 +64,7 @@ func TestIndex_FIFONamedLikeALogIsSkipped(t *testing.T) {
 		}
 	}
 	// What a list's summary read does with it, asked directly.
-	err := returns(t, "ReadSummary", func() error { _, err := session.ReadSummary(session.Path(stateDir, "sfifo")); return err }, stateDir)
+	err := testkit.Returns(t, "ReadSummary", func() error { _, err := session.ReadSummary(session.Path(stateDir, "sfifo")); return err }, stateDir)
 	if err == nil || !strings.Contains(err.Error(), "named pipe (FIFO), not a regular file") {
 		t.Errorf("ReadSummary of a FIFO = %v, want it refused", err)
 	}
@@ -246,20 +211,20 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 		name string
 		make func(t *testing.T, f fixture, path string)
 	}{
-		{"fifo", func(t *testing.T, _ fixture, path string) { mkfifo(t, path) }},
+		{"fifo", func(t *testing.T, _ fixture, path string) { testkit.Mkfifo(t, path) }},
 		{"directory", func(t *testing.T, _ fixture, path string) {
 			if err := os.MkdirAll(filepath.Join(path, "inside"), 0o700); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"symlink to a user's file", func(t *testing.T, f fixture, path string) { mustDo(t, os.Symlink(f.userFile, path)) }},
+		{"symlink to a user's file", func(t *testing.T, f fixture, path string) { testkit.Symlink(t, f.userFile, path) }},
 		{"symlink to another session's log", func(t *testing.T, f fixture, path string) {
-			mustDo(t, os.Symlink(f.otherLog, path))
+			testkit.Symlink(t, f.otherLog, path)
 		}},
-		{"dangling symlink", func(t *testing.T, f fixture, path string) { mustDo(t, os.Symlink(f.userFile+".missing", path)) }},
-		{"hard link to a user's file", func(t *testing.T, f fixture, path string) { mustDo(t, os.Link(f.userFile, path)) }},
+		{"dangling symlink", func(t *testing.T, f fixture, path string) { testkit.Symlink(t, f.userFile+".missing", path) }},
+		{"hard link to a user's file", func(t *testing.T, f fixture, path string) { testkit.Must(t, os.Link(f.userFile, path)) }},
 		{"hard link to another session's log", func(t *testing.T, f fixture, path string) {
-			mustDo(t, os.Link(f.otherLog, path))
+			testkit.Must(t, os.Link(f.otherLog, path))
 		}},
 	}
 	// Each kind of file: its path, and the operations that touch it. An
@@ -361,11 +326,11 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 				t.Run(k.name+"/"+p.name+"/"+o.name, func(t *testing.T) {
 					f := fixture{stateDir: t.TempDir(), userFile: filepath.Join(t.TempDir(), "user.txt")}
 					f.otherLog = session.Path(f.stateDir, "s2")
-					mustDo(t, os.WriteFile(f.userFile, []byte(userContent), 0o600))
+					testkit.Must(t, os.WriteFile(f.userFile, []byte(userContent), 0o600))
 					if k.name == "sessions directory" {
 						// Everything in it is elsewhere; what is planted is
 						// the directory itself.
-						mustDo(t, os.MkdirAll(f.stateDir, 0o700))
+						testkit.Must(t, os.MkdirAll(f.stateDir, 0o700))
 						other := t.TempDir()
 						newSessionWithTurn(t, other, "s2")
 						f.otherLog = session.Path(other, "s2")
@@ -377,12 +342,12 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 						}
 					}
 					path := k.path(f)
-					mustDo(t, os.RemoveAll(path))
+					testkit.Must(t, os.RemoveAll(path))
 					p.make(t, f, path)
 					s2Before, _ := os.ReadFile(f.otherLog)
 					userBefore, _ := os.ReadFile(f.userFile)
 
-					returns(t, o.name, func() error { return o.run(f) }, f.stateDir)
+					testkit.Returns(t, o.name, func() error { return o.run(f) }, f.stateDir)
 
 					if b, _ := os.ReadFile(f.userFile); !bytes.Equal(b, userBefore) {
 						t.Errorf("the user's file now holds %q, want %q", b, userBefore)
@@ -396,10 +361,10 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 					if k.name == "sessions directory" {
 						return
 					}
-					if err := returns(t, "List after", func() error { return listed(f) }, f.stateDir); k.listOK && err != nil {
+					if err := testkit.Returns(t, "List after", func() error { return listed(f) }, f.stateDir); k.listOK && err != nil {
 						t.Errorf("List after: %v", err)
 					}
-					err := returns(t, "Open s2 after", func() error {
+					err := testkit.Returns(t, "Open s2 after", func() error {
 						l, _, err := session.Open(f.stateDir, "s2")
 						closeLog(l)
 						return err
@@ -416,12 +381,5 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 func closeLog(l *session.Log) {
 	if l != nil {
 		l.Close()
-	}
-}
-
-func mustDo(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // confineTree is a workspace proj with a file, a directory and a secret
@@ -40,38 +39,7 @@ func swapForLink(t *testing.T, path, target string) {
 	if err := os.Rename(path, path+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	symlink(t, target, path)
-}
-
-func mkfifo(t *testing.T, path string) {
-	t.Helper()
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// noHang runs f and fails the test if it is still blocked after a generous
-// deadline, which is how opening a FIFO without O_NONBLOCK fails: it waits
-// for a writer forever. It then plays the writer so that f can return.
-func noHang(t *testing.T, fifos []string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-		return
-	case <-time.After(10 * time.Second):
-	}
-	for _, p := range fifos {
-		if w, err := os.OpenFile(p, os.O_RDWR, 0); err == nil {
-			w.Close()
-		}
-	}
-	<-done
-	t.Fatal("blocked opening a FIFO")
+	testkit.Symlink(t, target, path)
 }
 
 // The path is checked before the permission prompt and written after it:
@@ -148,8 +116,8 @@ func TestLocalFS_ReadRacesAfterResolve(t *testing.T) {
 // absolute target (which os.Root alone would refuse).
 func TestLocalFS_WriteThroughAbsoluteLinkInside(t *testing.T) {
 	proj, _ := confineTree(t)
-	symlink(t, filepath.Join(proj, "sub", "f.txt"), filepath.Join(proj, "abs-link"))
-	symlink(t, filepath.Join(proj, "sub", "made.txt"), filepath.Join(proj, "dangling"))
+	testkit.Symlink(t, filepath.Join(proj, "sub", "f.txt"), filepath.Join(proj, "abs-link"))
+	testkit.Symlink(t, filepath.Join(proj, "sub", "made.txt"), filepath.Join(proj, "dangling"))
 	for _, tt := range []struct{ link, target string }{{"abs-link", "sub/f.txt"}, {"dangling", "sub/made.txt"}} {
 		if err := local(proj).WriteTextFile(t.Context(), filepath.Join(proj, tt.link), "new\n"); err != nil {
 			t.Fatal(err)
@@ -177,10 +145,10 @@ func TestLocalFS_NoWorkspace(t *testing.T) {
 func TestLocalFS_FIFO(t *testing.T) {
 	proj, _ := confineTree(t)
 	fifo := filepath.Join(proj, "pipe")
-	mkfifo(t, fifo)
-	symlink(t, "pipe", filepath.Join(proj, "pipe-link"))
+	testkit.Mkfifo(t, fifo)
+	testkit.Symlink(t, "pipe", filepath.Join(proj, "pipe-link"))
 	for _, p := range []string{"pipe", "pipe-link"} {
-		noHang(t, []string{fifo}, func() {
+		testkit.Returns(t, "opening a FIFO", func() error {
 			_, err := local(proj).ReadTextFile(t.Context(), filepath.Join(proj, p))
 			if want := "is a named pipe (FIFO), not a regular file; read_file reads text files only"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("ReadTextFile(%s) = %v, want %q", p, err, want)
@@ -189,7 +157,8 @@ func TestLocalFS_FIFO(t *testing.T) {
 			if want := "is a named pipe (FIFO), not a regular file; write_file writes text files only"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("WriteTextFile(%s) = %v, want %q", p, err, want)
 			}
-		})
+			return nil
+		}, fifo)
 	}
 }
 
@@ -202,14 +171,15 @@ func TestLocalFS_SwappedForFIFOAfterCheck(t *testing.T) {
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		mkfifo(t, path)
+		testkit.Mkfifo(t, path)
 	})
-	noHang(t, []string{path}, func() {
+	testkit.Returns(t, "opening a FIFO", func() error {
 		_, err := local(proj).ReadTextFile(t.Context(), path)
 		if err == nil || !strings.Contains(err.Error(), "named pipe") {
 			t.Errorf("ReadTextFile = %v, want a named pipe refused", err)
 		}
-	})
+		return nil
+	}, path)
 }
 
 // .gitignore -> /dev/stdin made find_files read the agent's own ACP input;
@@ -230,12 +200,12 @@ func TestWalk_FIFOsDoNotBlock(t *testing.T) {
 	outsideFIFO := filepath.Join(base, "stdin")
 	fifos := []string{outsideFIFO, filepath.Join(repo, ".gitignore"), filepath.Join(repo, ".git/info/exclude"),
 		filepath.Join(root, "sub/.gitignore"), filepath.Join(root, "data.fifo")}
-	mkfifo(t, outsideFIFO)
+	testkit.Mkfifo(t, outsideFIFO)
 	for _, p := range fifos[1:] {
-		mkfifo(t, p)
+		testkit.Mkfifo(t, p)
 	}
-	symlink(t, outsideFIFO, filepath.Join(root, ".gitignore"))
-	symlink(t, "../data.fifo", filepath.Join(root, "d", "link.go"))
+	testkit.Symlink(t, outsideFIFO, filepath.Join(root, ".gitignore"))
+	testkit.Symlink(t, "../data.fifo", filepath.Join(root, "d", "link.go"))
 
 	// A file that becomes a FIFO after the walk checked its type.
 	late := filepath.Join(root, "sub", "late.go")
@@ -244,11 +214,11 @@ func TestWalk_FIFOsDoNotBlock(t *testing.T) {
 	tools.SetRaceHooks(t, nil, func(name string) {
 		if filepath.Base(name) == "late.go" {
 			os.Remove(late)
-			mkfifo(t, late)
+			testkit.Mkfifo(t, late)
 		}
 	})
 
-	noHang(t, fifos, func() {
+	testkit.Returns(t, "opening a FIFO", func() error {
 		paths, _, err := tools.Find(t.Context(), root, "*.go", 0)
 		if err != nil {
 			t.Error(err)
@@ -271,17 +241,19 @@ func TestWalk_FIFOsDoNotBlock(t *testing.T) {
 		if want := "is a named pipe (FIFO), not a regular file"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Search of a FIFO = %v, want %q", err, want)
 		}
-	})
+		return nil
+	}, fifos...)
 }
 
 func TestWorkspace_ReadRegularFileFIFO(t *testing.T) {
 	proj, _ := confineTree(t)
 	fifo := filepath.Join(proj, "AGENTS.md")
-	mkfifo(t, fifo)
-	noHang(t, []string{fifo}, func() {
+	testkit.Mkfifo(t, fifo)
+	testkit.Returns(t, "opening a FIFO", func() error {
 		_, _, err := tools.NewWorkspace(proj).ReadRegularFile("AGENTS.md", 100)
 		if want := "AGENTS.md is a named pipe (FIFO), not a regular file"; err == nil || err.Error() != want {
 			t.Errorf("ReadRegularFile = %v, want %q", err, want)
 		}
-	})
+		return nil
+	}, fifo)
 }

@@ -162,6 +162,7 @@ func TestIgnore_GitignoreSemantics(t *testing.T) {
 // TestIgnore_AgreesWithGit builds each case as a repository and asks git
 // which paths it ignores.
 func TestIgnore_AgreesWithGit(t *testing.T) {
+	t.Parallel() // mostly waiting for git
 	if testing.Short() {
 		t.Skip("runs git")
 	}
@@ -238,6 +239,7 @@ func writeTestFile(t *testing.T, path, content string) {
 // check-ignore` on random pattern files (a top one and a nested one) made of
 // the pieces where implementations tend to differ.
 func TestIgnore_RandomPatternsAgreeWithGit(t *testing.T) {
+	t.Parallel() // mostly waiting for git
 	if testing.Short() {
 		t.Skip("runs git")
 	}

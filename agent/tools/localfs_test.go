@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // dirNames lists the names in dir, to catch leftover temporary files.
@@ -118,7 +119,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		link := filepath.Join(dir, "link.txt")
-		symlink(t, "real.txt", link)
+		testkit.Symlink(t, "real.txt", link)
 		if err := local(dir).WriteTextFile(t.Context(), link, "new"); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // hookClass is the class Protected must cover, written from each tool's own
@@ -157,9 +158,7 @@ func linker(t testing.TB, root string) func(string) string {
 	return func(target string) string {
 		n++
 		name := fmt.Sprintf("plain%d.txt", n)
-		if err := os.Symlink(filepath.Join("..", target), filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
+		testkit.Symlink(t, filepath.Join("..", target), filepath.Join(dir, name))
 		return filepath.Base(dir) + "/" + name
 	}
 }
@@ -167,6 +166,7 @@ func linker(t testing.TB, root string) func(string) string {
 // Every entry of the class is protected in every spelling, alone and in
 // pairs of rewrites; no ordinary file is, in any spelling.
 func TestWorkspace_ProtectedClass(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ws := tools.NewWorkspace(root)
 	var opsets [][]byte

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 func TestWorkspace_Protected(t *testing.T) {
@@ -18,9 +19,9 @@ func TestWorkspace_Protected(t *testing.T) {
 		".idea/proj/src/main.go": "",
 		".idea/proj/.vscode/":    "",
 	})
-	symlink(t, ".git/hooks", filepath.Join(proj, "notes"))
-	symlink(t, ".vscode/tasks.json", filepath.Join(proj, "todo.json"))
-	symlink(t, "src", filepath.Join(proj, "code"))
+	testkit.Symlink(t, ".git/hooks", filepath.Join(proj, "notes"))
+	testkit.Symlink(t, ".vscode/tasks.json", filepath.Join(proj, "todo.json"))
+	testkit.Symlink(t, "src", filepath.Join(proj, "code"))
 	ws := tools.NewWorkspace(proj)
 
 	tests := []struct {
@@ -85,7 +86,7 @@ func TestWorkspace_Protected(t *testing.T) {
 func TestWorkspace_ProtectedWrite(t *testing.T) {
 	proj := t.TempDir()
 	mkTree(t, proj, map[string]string{"package.json": "{}", "packages/web/": ""})
-	symlink(t, "package.json", filepath.Join(proj, "deps.json"))
+	testkit.Symlink(t, "package.json", filepath.Join(proj, "deps.json"))
 	ws := tools.NewWorkspace(proj)
 	const base = `{"name": "app", "scripts": {"build": "tsc", "postinstall": "node setup.js"}, "lint-staged": {"*.js": "eslint"}, "dependencies": {"left-pad": "1.0.0"}}`
 	s := func(v string) *string { return &v }
@@ -144,7 +145,7 @@ func TestWorkspace_ProtectedHooksPath(t *testing.T) {
 		"repo/ws/dot/.git/config":          "[core]\n\thooksPath = .\n",
 	})
 	ws := tools.NewWorkspace(filepath.Join(base, "repo", "ws"))
-	symlink(t, filepath.Join(base, "repo", "scripts", "git hooks"), filepath.Join(base, "repo", "ws", "hooks-link"))
+	testkit.Symlink(t, filepath.Join(base, "repo", "scripts", "git hooks"), filepath.Join(base, "repo", "ws", "hooks-link"))
 	tests := []struct {
 		path    string
 		protect bool

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // Issue 29: what a person reads before allowing a call reads as what runs.
@@ -163,11 +164,23 @@ func checkWholeTitle(t *testing.T, title, text string) {
 	}
 }
 
+// raceScaled is n cases, or an eighth of them under -race: the titles are
+// pure functions of one goroutine, where the detector finds nothing and
+// costs twenty times the time. The run without -race (CI has one) checks
+// all n.
+func raceScaled(n int) int {
+	if testkit.Race {
+		return n / 8
+	}
+	return n
+}
+
 // The property: whatever the command, the title shows all of it, or its
 // beginning and a plain word that the rest is not shown, and the directory.
 func TestCommandTitleShowsTheWholeCommand(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(29, 1))
-	for range 800 {
+	for range raceScaled(800) {
 		command, dir := randomText(r), "/w/"+randomText(r)
 		if len(dir) > 200 {
 			dir = dir[:200]
@@ -184,8 +197,9 @@ func TestCommandTitleShowsTheWholeCommand(t *testing.T) {
 }
 
 func TestMCPTitleShowsTheWholeArguments(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(29, 2))
-	for range 500 {
+	for range raceScaled(500) {
 		in, _ := json.Marshal(map[string]string{"query": randomText(r)})
 		title := tools.MCPTitle("db", "run_sql", in)
 		if !strings.Contains(title, "\n") {
@@ -232,15 +246,11 @@ func TestCommandTitleSaysWhatItLeavesOut(t *testing.T) {
 func TestLinkTarget(t *testing.T) {
 	real := t.TempDir()
 	root := filepath.Join(t.TempDir(), "root")
-	if err := os.Symlink(real, root); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Symlink(t, real, root)
 	if err := os.MkdirAll(filepath.Join(real, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(real, "src", "main.go"), filepath.Join(real, "notes.txt")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Symlink(t, filepath.Join(real, "src", "main.go"), filepath.Join(real, "notes.txt"))
 	ws := tools.NewWorkspace(root)
 	for path, want := range map[string]string{
 		"src/main.go": "", "new.txt": "", ".": "",

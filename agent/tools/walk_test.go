@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // repoTree is a small repository with nested .gitignore files, a negation,
@@ -138,11 +139,11 @@ func TestFind_Symlinks(t *testing.T) {
 		"outside/evil.go": "",
 		"outside/d/x.go":  "",
 	})
-	symlink(t, "inside.go", filepath.Join(root, "link-inside.go"))
-	symlink(t, filepath.Join(base, "outside/evil.go"), filepath.Join(root, "link-out.go"))
-	symlink(t, filepath.Join(base, "outside/d"), filepath.Join(root, "dir-out"))
-	symlink(t, "real", filepath.Join(root, "dir-in"))
-	symlink(t, "..", filepath.Join(root, "real", "loop"))
+	testkit.Symlink(t, "inside.go", filepath.Join(root, "link-inside.go"))
+	testkit.Symlink(t, filepath.Join(base, "outside/evil.go"), filepath.Join(root, "link-out.go"))
+	testkit.Symlink(t, filepath.Join(base, "outside/d"), filepath.Join(root, "dir-out"))
+	testkit.Symlink(t, "real", filepath.Join(root, "dir-in"))
+	testkit.Symlink(t, "..", filepath.Join(root, "real", "loop"))
 
 	got, _, err := tools.Find(t.Context(), root, "*.go", 0)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // mkTree creates files (path → content) under dir; a path ending in "/" is
@@ -32,13 +33,6 @@ func mkTree(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-func symlink(t *testing.T, target, link string) {
-	t.Helper()
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestWorkspace_Resolve(t *testing.T) {
 	base := t.TempDir()
 	proj := filepath.Join(base, "proj")
@@ -52,13 +46,13 @@ func TestWorkspace_Resolve(t *testing.T) {
 		"outside/passwd":    "root",
 		"outside/dir/x.txt": "x",
 	})
-	symlink(t, filepath.Join(outside, "passwd"), filepath.Join(proj, "evil-file"))
-	symlink(t, filepath.Join(outside, "dir"), filepath.Join(proj, "evil-dir"))
-	symlink(t, filepath.Join(outside, "missing"), filepath.Join(proj, "dangling"))
-	symlink(t, "src", filepath.Join(proj, "good-dir"))
+	testkit.Symlink(t, filepath.Join(outside, "passwd"), filepath.Join(proj, "evil-file"))
+	testkit.Symlink(t, filepath.Join(outside, "dir"), filepath.Join(proj, "evil-dir"))
+	testkit.Symlink(t, filepath.Join(outside, "missing"), filepath.Join(proj, "dangling"))
+	testkit.Symlink(t, "src", filepath.Join(proj, "good-dir"))
 	// A symlinked spelling of the whole workspace, as /tmp is on macOS.
 	alias := filepath.Join(base, "alias")
-	symlink(t, proj, alias)
+	testkit.Symlink(t, proj, alias)
 
 	ws := tools.NewWorkspace(proj, extra)
 
@@ -120,8 +114,8 @@ func TestWorkspace_ResolveErrorNamesRoots(t *testing.T) {
 
 func TestWorkspace_ResolveSymlinkLoop(t *testing.T) {
 	proj := t.TempDir()
-	symlink(t, "b", filepath.Join(proj, "a"))
-	symlink(t, "a", filepath.Join(proj, "b"))
+	testkit.Symlink(t, "b", filepath.Join(proj, "a"))
+	testkit.Symlink(t, "a", filepath.Join(proj, "b"))
 	ws := tools.NewWorkspace(proj)
 	if got, err := ws.Resolve("a"); err == nil {
 		t.Errorf("Resolve of a symlink loop = %q, want an error", got)
@@ -167,12 +161,12 @@ func TestWorkspace_ResolveDotDotAfterLink(t *testing.T) {
 	base := t.TempDir()
 	proj, home := filepath.Join(base, "proj"), filepath.Join(base, "home")
 	mkTree(t, base, map[string]string{"proj/": "", "home/.config/": "", "proj/inner/": ""})
-	symlink(t, filepath.Join(home, ".config"), filepath.Join(proj, "cfg"))
-	symlink(t, "cfg/../.bash_login", filepath.Join(proj, "notes.txt"))
-	symlink(t, "cfg/../.bash_login/x", filepath.Join(proj, "deeper"))
+	testkit.Symlink(t, filepath.Join(home, ".config"), filepath.Join(proj, "cfg"))
+	testkit.Symlink(t, "cfg/../.bash_login", filepath.Join(proj, "notes.txt"))
+	testkit.Symlink(t, "cfg/../.bash_login/x", filepath.Join(proj, "deeper"))
 	// Inside: ".." after a link to a directory inside the workspace.
-	symlink(t, "inner", filepath.Join(proj, "in"))
-	symlink(t, "in/../made.txt", filepath.Join(proj, "ok.txt"))
+	testkit.Symlink(t, "inner", filepath.Join(proj, "in"))
+	testkit.Symlink(t, "in/../made.txt", filepath.Join(proj, "ok.txt"))
 	ws := tools.NewWorkspace(proj)
 
 	for _, p := range []string{"notes.txt", "deeper"} {
@@ -199,13 +193,13 @@ func TestWorkspace_Target(t *testing.T) {
 	base := t.TempDir()
 	proj := filepath.Join(base, "proj")
 	mkTree(t, base, map[string]string{"proj/src/main.go": "package main", "outside/x": ""})
-	symlink(t, "src/main.go", filepath.Join(proj, "link.go"))
-	symlink(t, filepath.Join(proj, "src"), filepath.Join(proj, "abs-src"))
-	symlink(t, "src/new.go", filepath.Join(proj, "dangling.go"))
-	symlink(t, filepath.Join(base, "outside"), filepath.Join(proj, "out"))
-	symlink(t, "src/main.go/../x", filepath.Join(proj, "up-from-file"))
+	testkit.Symlink(t, "src/main.go", filepath.Join(proj, "link.go"))
+	testkit.Symlink(t, filepath.Join(proj, "src"), filepath.Join(proj, "abs-src"))
+	testkit.Symlink(t, "src/new.go", filepath.Join(proj, "dangling.go"))
+	testkit.Symlink(t, filepath.Join(base, "outside"), filepath.Join(proj, "out"))
+	testkit.Symlink(t, "src/main.go/../x", filepath.Join(proj, "up-from-file"))
 	alias := filepath.Join(base, "alias")
-	symlink(t, proj, alias)
+	testkit.Symlink(t, proj, alias)
 	ws := tools.NewWorkspace(alias) // the workspace as a symlinked spelling
 	real := realPath(t, proj)
 
@@ -253,10 +247,10 @@ func TestWorkspace_ReadRegularFile(t *testing.T) {
 		"proj/dir/":             "",
 		"home/.aws/credentials": "aws_secret_access_key=SECRET",
 	})
-	symlink(t, "docs/agents.md", filepath.Join(proj, "inside.md"))
-	symlink(t, filepath.Join(base, "home/.aws/credentials"), filepath.Join(proj, "evil.md"))
-	symlink(t, "cfg/../.aws/credentials", filepath.Join(proj, "evil2.md"))
-	symlink(t, filepath.Join(base, "home"), filepath.Join(proj, "cfg"))
+	testkit.Symlink(t, "docs/agents.md", filepath.Join(proj, "inside.md"))
+	testkit.Symlink(t, filepath.Join(base, "home/.aws/credentials"), filepath.Join(proj, "evil.md"))
+	testkit.Symlink(t, "cfg/../.aws/credentials", filepath.Join(proj, "evil2.md"))
+	testkit.Symlink(t, filepath.Join(base, "home"), filepath.Join(proj, "cfg"))
 	ws := tools.NewWorkspace(proj)
 
 	tests := []struct {

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -29,6 +30,7 @@ import (
 // a new process loading the session gives the call a result saying it was
 // interrupted, so the next request is valid.
 func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -46,9 +48,7 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 	}
 	// A FIFO: reading it blocks until the command has started, with no polling.
 	started := filepath.Join(project, "started")
-	if err := syscall.Mkfifo(started, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, started)
 	state := filepath.Join(dir, "state")
 	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-e2e-secret", "REBOUND_STATE_DIR=" + state}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard against a hang, not a wait
@@ -100,10 +100,13 @@ func TestE2E_CrashDuringCommandThenLoad(t *testing.T) {
 		if err == nil {
 			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 			n, perr := unix.Poll(fds, 10_000)
+			for perr == unix.EINTR { // a signal to this process (the runtime's preemption, say), not an answer
+				n, perr = unix.Poll(fds, 10_000)
+			}
 			unix.Close(pidfd)
 			if perr != nil || n != 1 {
 				syscall.Kill(p.pid, syscall.SIGKILL)
-				t.Errorf("%s (pid %d) outlived the agent that was killed", p.what, p.pid)
+				t.Errorf("%s (pid %d) outlived the agent that was killed (poll: %d, %v)", p.what, p.pid, n, perr)
 			}
 		} else if !errors.Is(err, unix.ESRCH) {
 			t.Fatalf("pidfd_open(%d): %v", p.pid, err)

@@ -68,6 +68,7 @@ func lastLLMRetry(t *testing.T, events []session.Event) (session.LLMRetry, bool)
 // retry chain (same retryId, next retry number) instead of starting a fresh
 // budget.
 func TestE2E_CrashDuringRetryWaitThenLoad(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -320,6 +321,7 @@ max_retry_after = "60s"
 // live reply streams: a new process loading the session replays what the
 // user saw and commits it as an incomplete reply.
 func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -394,6 +396,7 @@ func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
 // times: every character shown is in the replay of session/load, because a
 // chunk's record is written before the update that shows it (issue #19).
 func TestE2E_CrashRightAfterLiveChunksThenLoad(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

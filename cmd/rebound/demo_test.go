@@ -22,11 +22,7 @@ import (
 // demoEnv points the demo's agent at the built binary.
 func demoEnv(t *testing.T, vars map[string]string) env {
 	t.Helper()
-	m := map[string]string{"REBOUND_DEMO_CHILD": testkit.ReboundBinary(t)}
-	for k, v := range vars {
-		m[k] = v
-	}
-	return env{getenv: func(k string) string { return m[k] }, home: t.TempDir()}
+	return env{getenv: testkit.DemoGetenv(t, vars), home: t.TempDir()}
 }
 
 func runDemoCmd(t *testing.T, e env, args ...string) (code int, stdout, stderr string) {
@@ -75,6 +71,7 @@ func TestDemo_Help(t *testing.T) {
 
 // --timeout ends the demo with exit 1, and the agent with it.
 func TestDemo_Timeout(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	skipShortDemo(t)
 	start := time.Now()
 	code, out, stderr := runDemoCmd(t, demoEnv(t, nil), "--timeout", "1500ms", "--state-dir", t.TempDir())

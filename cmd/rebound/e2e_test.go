@@ -113,6 +113,7 @@ func (p *agentProc) until(tb testing.TB, id float64) (notes []map[string]any, re
 }
 
 func TestE2E_PromptOverRealPipes(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -166,6 +167,7 @@ func TestE2E_PromptOverRealPipes(t *testing.T) {
 }
 
 func TestE2E_BadConfigStopsStartup(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

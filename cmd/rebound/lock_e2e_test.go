@@ -20,6 +20,7 @@ import (
 // naming the pid of the process running the other, while a load meanwhile
 // replays what is committed. The log stays valid throughout.
 func TestE2E_SessionOpenInTwoProcesses(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

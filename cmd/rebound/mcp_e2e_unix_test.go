@@ -67,6 +67,7 @@ func gone(pid int) bool {
 // at once is reported with a notice and the session goes on; session/close
 // stops the server's process, and so does the end of stdin.
 func TestE2E_MCPServers(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -163,6 +164,7 @@ func mustMarshal(v any) string {
 // that call, the next call to it fails at once naming it, the editor gets
 // one notice, and the turn goes on to its end.
 func TestE2E_MCPServerDiesMidSession(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -206,6 +208,7 @@ func TestE2E_MCPServerDiesMidSession(t *testing.T) {
 // starting (it never answers) gives the start up and stops the process,
 // without waiting out the start timeout.
 func TestE2E_MCPCloseDuringStart(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

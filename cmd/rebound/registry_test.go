@@ -16,6 +16,7 @@ import (
 // in _meta, so the terminal method, offered to clients with
 // auth.terminal, is not what passes; the api-key agent method is.
 func TestRegistry_AuthCheck(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	l := rel.Launch{Path: testkit.ReboundBinary(t), Dir: t.TempDir()}
 	res, err := rel.AuthCheck(t.Context(), l, t.TempDir(), rel.AuthTimeout)
 	if err != nil {
@@ -30,6 +31,7 @@ func TestRegistry_AuthCheck(t *testing.T) {
 }
 
 func TestRegistry_LaunchCheck(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	home := t.TempDir()
 	l := rel.Launch{Path: testkit.ReboundBinary(t), Dir: t.TempDir(), Env: map[string]string{
 		"HOME": home, "XDG_CONFIG_HOME": home, "XDG_STATE_HOME": home,

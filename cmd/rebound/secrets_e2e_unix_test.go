@@ -20,6 +20,7 @@ import (
 // rest of the environment, and the variables the editor gave the server,
 // they do see.
 func TestE2E_ToolsDoNotSeeTheAPIKey(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

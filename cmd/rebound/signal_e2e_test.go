@@ -62,6 +62,7 @@ func checkCleanStop(t *testing.T, stderr, reason string) {
 }
 
 func TestE2E_SignalWhileIdle(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -93,6 +94,7 @@ func TestE2E_SignalWhileIdle(t *testing.T) {
 // A turn running when SIGTERM arrives (or SIGHUP: Emacs sends it when it
 // exits) is answered as cancelled, then Rebound exits 0.
 func TestE2E_SignalDuringPrompt(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

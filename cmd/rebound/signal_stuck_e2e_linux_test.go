@@ -93,6 +93,7 @@ func stuckRebound(t *testing.T) (cmd *exec.Cmd, stderr *strings.Builder, stateDi
 // read is dropped and logged as a warning: the editor asked Rebound to
 // stop and the session log holds the turn, so that is not an error.
 func TestE2E_SignalWhileStdoutIsNotRead(t *testing.T) {
+	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	cmd, stderr, stateDir := stuckRebound(t)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

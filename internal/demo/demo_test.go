@@ -40,11 +40,7 @@ type env struct {
 // demoEnv points the demo's agent at the built binary.
 func demoEnv(t *testing.T, vars map[string]string) env {
 	t.Helper()
-	m := map[string]string{"REBOUND_DEMO_CHILD": testkit.ReboundBinary(t)}
-	for k, v := range vars {
-		m[k] = v
-	}
-	return env{getenv: func(k string) string { return m[k] }, home: t.TempDir()}
+	return env{getenv: testkit.DemoGetenv(t, vars), home: t.TempDir()}
 }
 
 // runDemo plays the demo with o in e, as `rebound demo` does.
@@ -91,6 +87,7 @@ func skipShortDemo(t *testing.T) {
 // discarded.
 func TestRun_Fast(t *testing.T) {
 	skipShortDemo(t)
+	t.Parallel() // a child process each, paced in real time; no globals
 	def, err := parseDefinition(defaultJSON)
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +98,7 @@ func TestRun_Fast(t *testing.T) {
 
 	for _, mode := range []string{"live", "held"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			live := mode == "live"
 			state := t.TempDir()
 			e := demoEnv(t, nil) // builds the binary
@@ -494,6 +492,7 @@ func TestRun_DefaultStateDirIsKept(t *testing.T) {
 
 func TestRun_ScriptDefinition(t *testing.T) {
 	skipShortDemo(t)
+	t.Parallel() // a child process each, paced in real time; no globals
 	dir := t.TempDir()
 	def := `{
   "recovery": {"jitter": 0, "initial_delay": "100ms", "max_retries": 1},
@@ -543,6 +542,7 @@ func TestRun_ScriptDefinition(t *testing.T) {
 // either way nothing shown is discarded.
 func TestRun_ScriptMock(t *testing.T) {
 	skipShortDemo(t)
+	t.Parallel() // a child process each, paced in real time; no globals
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mock.json")
 	script := `{"steps": [{"status": 429, "headers": {"Retry-After": "1"}}, {"text": "Plain reply.", "chunks": 2}, {"text": "Half of it", "chunks": 2, "drop_after": 1}, {"text": "Second reply."}]}`
@@ -596,6 +596,7 @@ func TestRun_ScriptMock(t *testing.T) {
 // scene that leaves steps for the next one.
 func TestRun_UnexpectedOutcome(t *testing.T) {
 	skipShortDemo(t)
+	t.Parallel() // a child process each, paced in real time; no globals
 	dir := t.TempDir()
 	write := func(name, s string) string {
 		p := filepath.Join(dir, name)
@@ -977,6 +978,7 @@ func TestRun_DefaultUnder20s(t *testing.T) {
 // it all in the summary.
 func TestRun_ScriptToolsWithPermission(t *testing.T) {
 	skipShortDemo(t)
+	t.Parallel() // a child process each, paced in real time; no globals
 	dir := t.TempDir()
 	def := `{
   "project": {"notes/todo.txt": "buy milk\n"},

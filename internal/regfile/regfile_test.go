@@ -9,26 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rebound-agent/rebound/internal/regfile"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
-
-// within runs fn and fails the test if it has not returned by the deadline:
-// an open that blocks (a FIFO without a writer) never returns, so the
-// deadline is a guard, not a wait the test relies on.
-func within(t *testing.T, what string, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s blocked", what)
-		return nil
-	}
-}
 
 // plants: every kind of non-regular entry a state directory can be handed.
 var plants = []struct {
@@ -37,13 +21,13 @@ var plants = []struct {
 	// dir and fifo are refused even by a read that follows links.
 	refusedFollowing bool
 }{
-	{"fifo", func(t *testing.T, path, _ string) { mkfifo(t, path) }, true},
-	{"directory", func(t *testing.T, path, _ string) { mustDo(t, os.Mkdir(path, 0o700)) }, true},
-	{"symlink to a file elsewhere", func(t *testing.T, path, target string) { mustDo(t, os.Symlink(target, path)) }, false},
-	{"dangling symlink", func(t *testing.T, path, target string) { mustDo(t, os.Symlink(target+".missing", path)) }, false},
+	{"fifo", func(t *testing.T, path, _ string) { testkit.Mkfifo(t, path) }, true},
+	{"directory", func(t *testing.T, path, _ string) { testkit.Must(t, os.Mkdir(path, 0o700)) }, true},
+	{"symlink to a file elsewhere", func(t *testing.T, path, target string) { testkit.Symlink(t, target, path) }, false},
+	{"dangling symlink", func(t *testing.T, path, target string) { testkit.Symlink(t, target+".missing", path) }, false},
 	{"symlink to a fifo", func(t *testing.T, path, target string) {
-		mkfifo(t, target+".fifo")
-		mustDo(t, os.Symlink(target+".fifo", path))
+		testkit.Mkfifo(t, target+".fifo")
+		testkit.Symlink(t, target+".fifo", path)
 	}, true},
 	{"socket", func(t *testing.T, path, _ string) {
 		l, err := net.Listen("unix", path)
@@ -52,13 +36,6 @@ var plants = []struct {
 		}
 		t.Cleanup(func() { l.Close() })
 	}, true},
-}
-
-func mustDo(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Property: whatever is planted at a path, every way Rebound opens its own
@@ -91,18 +68,18 @@ func TestOpen_PlantedEntriesCostNothing(t *testing.T) {
 			t.Run(pl.name+"/"+op.name, func(t *testing.T) {
 				dir := t.TempDir()
 				target := filepath.Join(t.TempDir(), "target")
-				mustDo(t, os.WriteFile(target, []byte(content), 0o600))
+				testkit.Must(t, os.WriteFile(target, []byte(content), 0o600))
 				before, _ := os.Stat(target)
 				path := filepath.Join(dir, "s1.jsonl")
 				pl.make(t, path, target)
 				var f *os.File
-				err := within(t, op.name, func() (err error) {
+				err := testkit.Returns(t, op.name, func() (err error) {
 					f, err = op.open(path)
 					if err == nil && op.write {
 						_, err = f.WriteString("written\n")
 					}
 					return err
-				})
+				}, dir, filepath.Dir(target))
 				if f != nil {
 					f.Close()
 				}
@@ -143,18 +120,18 @@ func TestOpenFile_SwappedForAFIFOAfterTheCheck(t *testing.T) {
 	}
 	for _, flag := range []int{os.O_RDONLY, os.O_RDWR | os.O_APPEND, os.O_WRONLY | os.O_APPEND} {
 		path := filepath.Join(t.TempDir(), "log.jsonl")
-		mustDo(t, os.WriteFile(path, []byte("x\n"), 0o600))
+		testkit.Must(t, os.WriteFile(path, []byte("x\n"), 0o600))
 		restore := regfile.SetBeforeOpen(func(p string) {
-			mustDo(t, os.Remove(p))
-			mkfifo(t, p)
+			testkit.Must(t, os.Remove(p))
+			testkit.Mkfifo(t, p)
 		})
-		err := within(t, "open", func() error {
+		err := testkit.Returns(t, "open", func() error {
 			f, err := regfile.OpenFile(path, flag, 0)
 			if err == nil {
 				f.Close()
 			}
 			return err
-		})
+		}, path)
 		restore()
 		var nr *regfile.NotRegularError
 		if !errors.As(err, &nr) || nr.Mode&fs.ModeNamedPipe == 0 {
@@ -201,23 +178,23 @@ func TestOpenDir(t *testing.T) {
 	}
 	d.Close()
 	link := filepath.Join(t.TempDir(), "link")
-	mustDo(t, os.Symlink(dir, link))
+	testkit.Symlink(t, dir, link)
 	if d, err := regfile.OpenDir(link); err != nil {
 		t.Errorf("a link to a directory: %v", err)
 	} else {
 		d.Close()
 	}
 	fifo := filepath.Join(t.TempDir(), "sessions")
-	mkfifo(t, fifo)
-	err = within(t, "OpenDir of a FIFO", func() error { _, err := regfile.OpenDir(fifo); return err })
+	testkit.Mkfifo(t, fifo)
+	err = testkit.Returns(t, "OpenDir of a FIFO", func() error { _, err := regfile.OpenDir(fifo); return err }, fifo)
 	if !errors.Is(err, regfile.ErrNotRegular) {
 		t.Errorf("OpenDir of a FIFO = %v, want a *NotRegularError", err)
 	}
-	restore := regfile.SetBeforeOpen(func(p string) { mustDo(t, os.Remove(p)); mkfifo(t, p) })
+	restore := regfile.SetBeforeOpen(func(p string) { testkit.Must(t, os.Remove(p)); testkit.Mkfifo(t, p) })
 	defer restore()
 	swapped := filepath.Join(t.TempDir(), "sessions")
-	mustDo(t, os.Mkdir(swapped, 0o700))
-	err = within(t, "OpenDir swapped for a FIFO", func() error { _, err := regfile.OpenDir(swapped); return err })
+	testkit.Must(t, os.Mkdir(swapped, 0o700))
+	err = testkit.Returns(t, "OpenDir swapped for a FIFO", func() error { _, err := regfile.OpenDir(swapped); return err }, swapped)
 	if !errors.Is(err, regfile.ErrNotRegular) {
 		t.Errorf("OpenDir swapped for a FIFO = %v, want a *NotRegularError", err)
 	}
@@ -229,7 +206,7 @@ func TestOpenDir(t *testing.T) {
 func TestSole(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "index.jsonl")
-	mustDo(t, os.WriteFile(path, []byte("x\n"), 0o600))
+	testkit.Must(t, os.WriteFile(path, []byte("x\n"), 0o600))
 	f, err := regfile.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +218,7 @@ func TestSole(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		return
 	}
-	mustDo(t, os.Link(path, filepath.Join(dir, "second")))
+	testkit.Must(t, os.Link(path, filepath.Join(dir, "second")))
 	if err := regfile.Sole(f, path); !errors.Is(err, regfile.ErrNotRegular) || !strings.Contains(err.Error(), "has 2 names") {
 		t.Errorf("Sole of a file with two names = %v, want a *NotRegularError saying so", err)
 	}

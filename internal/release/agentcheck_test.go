@@ -128,20 +128,23 @@ func TestAuthCheck(t *testing.T) {
 	for _, tc := range []struct {
 		mode string
 		want string // part of the error; "" for success
+		// The check's time: a case that answers has the generous one
+		// (it never waits it out); one that must time out, a short one.
+		timeout time.Duration
 	}{
-		{"env", ""},
-		{"agent", ""},
-		{"terminal-meta", ""},
-		{"env-var-only", "no auth method of type agent or terminal"},
-		{"none", "lists no authMethods"},
-		{"error", "initialize failed"},
-		{"noise", "something other than a JSON-RPC message"},
-		{"silent", "no initialize response within"},
-		{"exit1", "stdout closed before the initialize response"},
+		{"env", "", 5 * time.Second},
+		{"agent", "", 5 * time.Second},
+		{"terminal-meta", "", 5 * time.Second},
+		{"env-var-only", "no auth method of type agent or terminal", 5 * time.Second},
+		{"none", "lists no authMethods", 5 * time.Second},
+		{"error", "initialize failed", 5 * time.Second},
+		{"noise", "something other than a JSON-RPC message", 5 * time.Second},
+		{"silent", "no initialize response within 300ms", 300 * time.Millisecond},
+		{"exit1", "stdout closed before the initialize response", 5 * time.Second},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
-			res, err := release.AuthCheck(t.Context(), fakeLaunch(t, tc.mode), t.TempDir(), 5*time.Second)
+			res, err := release.AuthCheck(t.Context(), fakeLaunch(t, tc.mode), t.TempDir(), tc.timeout)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("error: %v", err)
@@ -164,19 +167,21 @@ func TestAuthCheck_TypesAsTheRegistryInfersThem(t *testing.T) {
 }
 
 func TestLaunchCheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
-		mode string
-		want string
+		mode    string
+		want    string
+		timeout time.Duration // waited out only by hang, which is why it is short there
 	}{
-		{"eof", ""},  // exits 0 once it sees stdin closed
-		{"hang", ""}, // still running when the time is up
-		{"exit1", "exited within"},
+		{"eof", "", 3 * time.Second},         // exits 0 once it sees stdin closed
+		{"hang", "", 300 * time.Millisecond}, // still running when the time is up
+		{"exit1", "exited within", 3 * time.Second},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			err := release.LaunchCheck(ctx, fakeLaunch(t, tc.mode), 3*time.Second)
+			err := release.LaunchCheck(ctx, fakeLaunch(t, tc.mode), tc.timeout)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("error: %v", err)

@@ -12,6 +12,7 @@ import (
 // unstripped finds the symbol table and DWARF in a binary linked plainly,
 // and nothing in one linked with LDFlags.
 func TestUnstripped(t *testing.T) {
+	t.Parallel() // it waits for two go builds
 	if runtime.GOOS == "darwin" {
 		t.Skip("Mach-O binaries are checked for DWARF only")
 	}

@@ -1,11 +1,20 @@
-// Package testkit holds helpers that several packages' tests share: the
-// rebound binary built once per test run, and process liveness. By
-// convention only _test.go files import it; nothing in the shipped binary
-// may.
+// Package testkit holds the helpers that the tests of more than one package
+// would otherwise each write again: the rebound binary built once per test
+// run, process liveness (Gone, ReadPID), and planting what a hostile or
+// careless user leaves on disk where Rebound expects a regular file (Mkfifo,
+// Symlink) with the guard that fails, instead of hangs, a call blocked on it
+// (Returns).
+//
+// What belongs here: a helper with no knowledge of any one package's types,
+// used by the tests of two packages or more. What does not: fixtures and
+// fakes of one package (they stay in its _test.go files), and anything the
+// shipped binary needs. Only _test.go files import it
+// (TestNotInTheShippedBinary checks cmd/rebound).
 package testkit
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,4 +56,15 @@ func RemoveBinary() {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+}
+
+// DemoGetenv is the environment a demo played in a test reads: vars, and
+// REBOUND_DEMO_CHILD naming the binary ReboundBinary built, so that the demo's
+// agent is the real command (cmd/rebound's demo subcommand and
+// internal/demo's tests both play it).
+func DemoGetenv(tb testing.TB, vars map[string]string) func(string) string {
+	tb.Helper()
+	m := map[string]string{"REBOUND_DEMO_CHILD": ReboundBinary(tb)}
+	maps.Copy(m, vars)
+	return func(k string) string { return m[k] }
 }

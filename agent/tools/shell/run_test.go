@@ -199,9 +199,7 @@ func TestRun_Cancel(t *testing.T) {
 	// which it says through a FIFO (the open blocks until the shell writes
 	// it): a fixed delay cancelled before that on a loaded machine.
 	ready := filepath.Join(dir, "ready")
-	if err := syscall.Mkfifo(ready, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Mkfifo(t, ready)
 	go func() {
 		if b, err := os.ReadFile(ready); err != nil || len(b) == 0 {
 			t.Errorf("reading the ready FIFO: %q, %v", b, err)
@@ -332,9 +330,7 @@ func TestRun_NothingOutlives(t *testing.T) {
 				// Cancelled once the command has written to a FIFO:
 				// reading it blocks until then, with no polling.
 				fifo := filepath.Join(dir, "ready")
-				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-					t.Fatal(err)
-				}
+				testkit.Mkfifo(t, fifo)
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
 				defer cancel()

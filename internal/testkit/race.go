@@ -1,0 +1,6 @@
+//go:build race
+
+package testkit
+
+// Race is whether the tests were built with -race.
+const Race = true
