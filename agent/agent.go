@@ -5,13 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -119,21 +115,17 @@ type Overflow struct {
 }
 
 // Agent implements acp.Agent.
+// Its methods are the ACP handlers and the wiring between the parts that
+// do the work, each a type of its own: the sessions and their uses (store),
+// the sign-in (auth), the provider's models (catalog), the sessions'
+// configuration options (menu), and a turn (turn.go).
 type Agent struct {
-	cfg Config
-
-	// index lists the sessions of the state directory (session/list).
-	index *session.Index
-	// auth holds the provider made from a key found after start-up.
-	auth authState
-
-	mu       sync.Mutex
-	sessions map[string]*sessionState
-	// logs bounds the sessions' open logs (under mu).
-	logs   *logCache[*sessionState]
-	closed bool
-
-	catalog catalog // the provider's models
+	cfg     Config
+	store   *sessionStore // the sessions this process holds (store.go)
+	dir     stateDir      // where the logs are, and the errors about them (logerrors.go)
+	auth    *signIn       // the provider a turn uses (auth.go)
+	catalog *catalog      // the provider's models (catalog.go)
+	menu    *configMenu   // what the sessions' configuration options offer (options.go)
 }
 
 var _ acp.Agent = (*Agent)(nil)
@@ -212,8 +204,8 @@ type sessionState struct {
 	// nearly full, or tried to (autocompact.go). Used under turnMu.
 	fullTurn int
 
-	// log is nil while closed: set and cleared under Agent.mu, closed
-	// when idle as Agent.logs decides.
+	// log is nil while closed: set and cleared under the store's lock
+	// (sessionStore.mu), closed when idle as its log cache decides.
 	log *session.Log
 }
 
@@ -249,11 +241,12 @@ func New(cfg Config) *Agent {
 	cfg.Tools.OutputLimit = cmp.Or(cfg.Tools.OutputLimit, DefaultOutputLimit)
 	cfg.MaxOpenLogs = max(cmp.Or(cfg.MaxOpenLogs, DefaultMaxOpenLogs), 1)
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
-	a := &Agent{cfg: cfg, sessions: make(map[string]*sessionState)}
-	a.logs = newLogCache(&a.mu, cfg.MaxOpenLogs, cfg.LogIdleTimeout, a.closeLocked)
-	a.index = session.NewIndex(cfg.StateDir, func(err error) {
-		a.cfg.Logger.Warn().Err(err).Msg("session index")
-	})
+	a := &Agent{cfg: cfg}
+	a.auth = newSignIn(&a.cfg)
+	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
+	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
+	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
+	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
 	return a
 }
 
@@ -275,7 +268,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version}
 	log, err := session.Create(a.cfg.StateDir, id, start)
 	if err != nil {
-		return acp.NewSessionResponse{}, a.createError(err)
+		return acp.NewSessionResponse{}, a.dir.createError(err)
 	}
 	discard := func() {
 		log.Close()
@@ -289,313 +282,27 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 	// Nothing more to write: another process may use the session at once.
 	if err := log.Unlock(); err != nil {
 		discard()
-		return acp.NewSessionResponse{}, a.createError(err)
+		return acp.NewSessionResponse{}, a.dir.createError(err)
 	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.defaults()}
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.menu.defaults()}
+	if err := a.store.add(s, log, func() { s.mcp = a.startMCP(id, req.Cwd, req.McpServers) }); err != nil {
 		discard()
-		return acp.NewSessionResponse{}, errAgentClosed
+		return acp.NewSessionResponse{}, err
 	}
-	s.mcp = a.startMCP(id, req.Cwd, req.McpServers)
-	a.sessions[id] = s
-	s.log = log
-	a.logs.opened(s)
-	a.logs.release(s)
-	a.mu.Unlock()
-	a.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
+	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	modes, opts := a.sessionConfig(s)
+	modes, opts := a.menu.sessionConfig(s)
 	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
 }
 
 var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
 
-// state returns the session's state, making an empty one (its log not yet
-// opened) for a session this process has not seen.
-func (a *Agent) state(id string) (*sessionState, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil, errAgentClosed
-	}
-	s, ok := a.sessions[id]
-	if !ok {
-		s = &sessionState{id: id}
-		a.sessions[id] = s
-	}
-	return s, nil
-}
+// Close closes every open session log.
+func (a *Agent) Close() error { return a.store.close() }
 
-// acquire makes the session's log open and its events up to date for the
-// caller, who holds s.turnMu, until release. A closed log is opened again.
-// Then the log's lock is taken, and what another process appended since
-// this one last read the log is read (the whole log again if it changed
-// otherwise): with write set (a turn, an option) a lock held elsewhere
-// fails the use with -32003, and a lock taken is held until release (the
-// use is then the writer, s.writer); without (a load, a resume) the log is
-// then read without it, and nothing is written. With the lock, a turn a
-// dead process left open is closed; without write, the lock is then let
-// go of before acquire returns. A log broken by a failed write (a full
-// disk) is closed and opened again, which repairs its tail: a session
-// recovers once the disk does.
-func (a *Agent) acquire(s *sessionState, write bool) (err error) {
-	l, err := a.use(s)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			a.release(s)
-		}
-	}()
-	l, why := a.dropBroken(s, l)
-	if l == nil {
-		if l, err = a.reopen(s); err != nil {
-			return err
-		}
-	}
-	up, err := a.lockLog(s, l, write)
-	if err != nil {
-		return err
-	}
-	changed := a.take(s, l, up) // what the others appended
-	if s.locked && up.OpenTurn != 0 {
-		if err := a.repairInterrupted(s, l, up, why); err != nil {
-			return err
-		}
-	}
-	if changed {
-		// The index may be behind the log: its writer may have died, or
-		// been a Rebound without an index.
-		a.putSummary(s.summary())
-	}
-	return a.becomeUser(s, l, write)
-}
-
-// use marks s in use until release, so its log is not closed under it,
-// and returns the log if it is open.
-func (a *Agent) use(s *sessionState) (*session.Log, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil, errAgentClosed
-	}
-	a.logs.use(s)
-	return s.log, nil
-}
-
-// dropBroken closes s's open log l when memory may not match the file (a
-// turn panicked: s.reload) or a write failed (a full disk): reading it
-// again repairs its tail. It returns l, or nil once closed, with what ended
-// the turn this process left open when it did.
-func (a *Agent) dropBroken(s *sessionState, l *session.Log) (*session.Log, []byte) {
-	reload := s.reload
-	s.reload = false
-	if l == nil || (!reload && l.Err() == nil) {
-		return l, nil
-	}
-	why := panicFailure
-	if werr := l.Err(); werr != nil {
-		a.cfg.Logger.Warn().Err(werr).Str("session", s.id).Msg("reopening a session log after a failed write")
-		why = mustJSON(recovery.Failure{Code: recovery.Aborted, Message: "this turn could not be recorded: " + werr.Error()})
-	}
-	a.mu.Lock()
-	a.closeLocked(s)
-	a.mu.Unlock()
-	return nil, why
-}
-
-// reopen opens s's log, closed or never opened, and reads all of it.
-func (a *Agent) reopen(s *sessionState) (*session.Log, error) {
-	log, loaded, err := session.OpenShared(a.cfg.StateDir, s.id)
-	if err != nil {
-		if !s.loaded {
-			a.forget(s)
-		}
-		return nil, a.openError(s.id, err)
-	}
-	s.loaded = true
-	a.take(s, log, loaded)
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		log.Close()
-		return nil, errAgentClosed
-	}
-	if _, ok := a.sessions[s.id]; !ok {
-		a.sessions[s.id] = s // forgotten by a load that failed meanwhile
-	}
-	s.log = log
-	a.logs.opened(s)
-	a.mu.Unlock()
-	return log, nil
-}
-
-// lockLog takes the lock of s's log l, so no other process writes it, and
-// reads what they appended: s.locked says whether it was taken. With write,
-// a lock held elsewhere fails the use; without, what the writer has written
-// whole is read without the lock. A log removed by another process, or
-// unreadable now, is closed: the next use opens it afresh, or finds it gone.
-func (a *Agent) lockLog(s *sessionState, l *session.Log, write bool) (*session.Loaded, error) {
-	up, err := l.Lock()
-	s.locked = err == nil
-	if !write && errors.Is(err, session.ErrLocked) {
-		up, err = l.Refresh()
-	}
-	if err == nil {
-		return up, nil
-	}
-	if !errors.Is(err, session.ErrLocked) {
-		a.mu.Lock()
-		a.closeLocked(s)
-		a.mu.Unlock()
-		if errors.Is(err, session.ErrNotFound) {
-			s.mcp.close()
-			a.forget(s)
-		}
-	}
-	return nil, a.openError(s.id, err)
-}
-
-// repairInterrupted closes the turn up found open: the process that ran it
-// died mid-turn (or this one could not record its end: why). Called with
-// the lock held, so nobody else is running it; closing it keeps the log's
-// invariant, and the next turn can start.
-func (a *Agent) repairInterrupted(s *sessionState, l *session.Log, up *session.Loaded, why []byte) error {
-	shown, warnings, err := session.ReadShown(l.Path())
-	for _, w := range warnings {
-		a.cfg.Logger.Warn().Str("session", s.id).Msg(w)
-	}
-	if err != nil {
-		// What the user saw may be lost; the turn is closed anyway.
-		a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not read the text shown of the interrupted turn")
-	}
-	if err := s.closeInterrupted(up, why, shown); err != nil {
-		return a.logError(s.id, fmt.Errorf("close interrupted turn %d of session %s: %w", up.OpenTurn, s.id, err))
-	}
-	if err := l.ClearShown(); err != nil {
-		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("could not empty the shown journal")
-	}
-	a.cfg.Logger.Warn().Str("session", s.id).Int("turn", up.OpenTurn).Msg("closed a turn left open")
-	return nil
-}
-
-// becomeUser ends acquire. A load or resume writes nothing more: what it
-// replays is what was read under the lock (whole and repaired, no writer
-// midway), now in memory, so the lock is let go of at once, and an editor
-// slow to read the replay keeps no other process from writing the session.
-// A use that holds the lock is the writer, which a waiting setOption
-// writes through.
-func (a *Agent) becomeUser(s *sessionState, l *session.Log, write bool) error {
-	if s.locked && !write {
-		err := l.Unlock()
-		s.locked = false
-		if err != nil {
-			return a.logError(s.id, fmt.Errorf("let go of session %s: %w", s.id, err))
-		}
-	}
-	s.optMu.Lock()
-	s.writer = s.locked
-	s.wakeLocked()
-	s.optMu.Unlock()
-	return nil
-}
-
-// take brings what s keeps of its log up to date with what was read from
-// it (all of it, or what others appended: Loaded.Tail): the events and
-// what is derived from them, the permission rules, options, tool call ids
-// and title. It reports whether anything was read. Called under s.turnMu.
-func (a *Agent) take(s *sessionState, l *session.Log, ld *session.Loaded) bool {
-	for _, w := range ld.Warnings {
-		a.cfg.Logger.Warn().Str("session", s.id).Str("path", l.Path()).Msg(w)
-	}
-	if ld.Tail && len(ld.Events) == 0 {
-		return false
-	}
-	if !ld.Tail {
-		s.events, s.hist = ld.Events, nil
-		if len(ld.Data) == len(ld.Events) {
-			// Derived now, from what the read decoded: nothing is decoded
-			// twice. A log the derivation refuses is derived again when
-			// next needed, which says what is wrong.
-			h := newHistory()
-			h.grow(ld.Events)
-			for i, ev := range ld.Events {
-				if h.add(ev, ld.Data[i]) != nil {
-					h = nil
-					break
-				}
-			}
-			s.hist = h
-		}
-		ld.Data = nil
-		s.rules, s.toolIDs = session.PermissionRules(s.events), nil
-		a.loadOptions(s)
-		sum, titled := session.Summarize(s.events)
-		s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
-		return true
-	}
-	// Another process appended: what is derived goes on from the tail.
-	s.events = append(s.events, ld.Events...)
-	for i, ev := range ld.Events {
-		var data any
-		if len(ld.Data) == len(ld.Events) {
-			data = ld.Data[i]
-		}
-		s.extend(ev, data)
-	}
-	ld.Data = nil
-	if s.rules == nil {
-		s.rules = map[string]string{}
-	}
-	maps.Copy(s.rules, session.PermissionRules(ld.Events)) // the last answer for a scope wins
-	if s.toolIDs != nil {
-		for _, ev := range ld.Events {
-			var m session.AssistantMessage
-			if ev.Type == session.TypeAssistantMessage && session.Unmarshal(ev.Data, &m) == nil {
-				for _, c := range m.ToolCalls {
-					s.toolIDs[c.ID] = true
-				}
-			}
-		}
-	}
-	a.loadOptions(s)
-	// The title is the last one recorded, else made from the first prompt.
-	if sum, titled := session.Summarize(ld.Events); titled {
-		s.title, s.titled = sum.Title, true
-	} else if !s.titled {
-		// Rare: the session's first turn never recorded a title.
-		sum, _ := session.Summarize(s.events)
-		s.title = sum.Title
-	}
-	return true
-}
-
-// forget drops a session whose log was never opened (a session/load of a
-// session that does not exist, or can't be read).
-func (a *Agent) forget(s *sessionState) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.sessions[s.id] == s {
-		delete(a.sessions, s.id)
-	}
-}
-
-// closeLocked closes s's log and forgets its events until the next acquire
-// reads them again. Called under a.mu; a.logs calls it for a session not
-// in use, once it has let go of it.
-func (a *Agent) closeLocked(s *sessionState) {
-	a.logs.closed(s)
-	if err := s.closeLog(); err != nil {
-		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("closing a session log failed")
-	}
-}
-
-// closeLog closes s's log, if open, and forgets its events. Under
-// Agent.mu.
+// closeLog closes s's log, if open, and forgets its events. Under the
+// store's lock.
 func (s *sessionState) closeLog() error {
 	if s.log == nil {
 		return nil
@@ -604,118 +311,6 @@ func (s *sessionState) closeLog() error {
 	s.log = nil
 	s.events, s.rules, s.toolIDs, s.hist, s.reqBuf = nil, nil, nil, nil, nil
 	return err
-}
-
-// release ends a use that acquire began: what was appended is written and
-// synced and the lock let go of, so another process may write the session;
-// the log stays open for the next prompt until it has been idle for
-// LogIdleTimeout.
-func (a *Agent) release(s *sessionState) {
-	a.mu.Lock()
-	l := s.log
-	a.mu.Unlock()
-	if l != nil && s.locked {
-		// Outside a.mu: Unlock syncs the file.
-		if err := l.Unlock(); err != nil {
-			a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("writing the session log before letting go of it failed")
-		}
-	}
-	s.locked = false
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.logs.release(s)
-}
-
-// openError is what the editor is told when a session's log can't be
-// opened.
-func (a *Agent) openError(id string, err error) error {
-	if errors.Is(err, session.ErrNotFound) {
-		return acp.NewSessionNotFound(id)
-	}
-	if le, ok := errors.AsType[*session.LockedError](err); ok {
-		msg := "Session " + id + " is in use in another Rebound process"
-		if le.PID > 0 {
-			msg += fmt.Sprintf(" (pid %d)", le.PID)
-		}
-		msg += ", perhaps in another editor window: a turn is running there; try again once it has finished, or cancel it there"
-		data := map[string]any{"sessionId": id, "reason": "session_locked", "path": le.Path}
-		if le.PID > 0 {
-			data["pid"] = le.PID
-		}
-		return &acp.RequestError{Code: acp.CodeSessionBusy, Message: msg + ".", Data: data, Err: err}
-	}
-	if _, ok := errors.AsType[*session.WriteError](err); ok {
-		return a.logError(id, err)
-	}
-	return fmt.Errorf("open session %s: %w", id, err)
-}
-
-// stateDirHelp says where the state directory came from and what to do
-// about it: config.Config.StateDirHelp when the agent was given it (it
-// names the one source the user chose, or the default), else every place
-// it can be set.
-func (a *Agent) stateDirHelp() string {
-	if a.cfg.StateDirHelp != "" {
-		return a.cfg.StateDirHelp
-	}
-	return "the state directory " + a.cfg.StateDir + " is set by --state-dir, REBOUND_STATE_DIR or state_dir in the config file: make it writable, or choose another"
-}
-
-// createError is what the editor is told when a new session's log can't be
-// created: the setting that chose the directory, and what to do.
-func (a *Agent) createError(err error) error {
-	we, ok := errors.AsType[*session.WriteError](err)
-	if !ok {
-		return fmt.Errorf("create session log: %w", err)
-	}
-	advice := a.stateDirHelp() + "."
-	if specific := writeAdvice(err); specific != "" && !notWritable(err) {
-		advice = specific + " (" + a.stateDirHelp() + ")."
-	}
-	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice, Err: err,
-		Data: map[string]any{"reason": "session_log_create", "path": we.Path, "stateDir": a.cfg.StateDir}}
-}
-
-// logError is what the editor is told when the session log fails: a write
-// that failed (a full disk) is Rebound's own failure, named with its path
-// and what to do, and never a provider's. Other log errors are internal.
-func (a *Agent) logError(id string, err error) error {
-	if re, ok := errors.AsType[*acp.RequestError](err); ok {
-		return re
-	}
-	we, ok := errors.AsType[*session.WriteError](err)
-	if !ok {
-		return &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound could not record this in its session log: " + err.Error(), Err: err,
-			Data: map[string]any{"sessionId": id, "reason": "session_log"}}
-	}
-	advice := writeAdvice(err)
-	switch {
-	case notWritable(err):
-		advice = a.stateDirHelp()
-	case advice == "":
-		advice = "check the disk and try again; " + a.stateDirHelp()
-	}
-	return &acp.RequestError{Code: acp.CodeInternalError, Message: we.Error() + "; " + advice + "; the session recovers with the next prompt.", Err: err,
-		Data: map[string]any{"sessionId": id, "reason": "session_log_write", "path": we.Path}}
-}
-
-// writeAdvice says what to do about a failed write, when the cause says.
-func writeAdvice(err error) string {
-	switch {
-	case diskFull(err):
-		return "free disk space and try again"
-	case errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE):
-		return "Rebound has too many files open: raise the open-file limit (ulimit -n) it is started with, or close other programs, and try again"
-	}
-	return ""
-}
-
-func notWritable(err error) bool {
-	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
-}
-
-func diskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 var (
@@ -760,50 +355,6 @@ func (s *sessionState) closeInterrupted(ld *session.Loaded, why []byte, shown []
 	}
 	_, err := s.appendSync(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Error: failure, Interrupted: true})
 	return err
-}
-
-// held fails unless s is still the session this process holds by its id:
-// it may have been closed or deleted, or the agent shut down, meanwhile.
-func (a *Agent) held(s *sessionState) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return errAgentClosed
-	}
-	if a.sessions[s.id] != s {
-		return acp.NewSessionNotFound(s.id)
-	}
-	return nil
-}
-
-func (a *Agent) lookup(id string) (*sessionState, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s, ok := a.sessions[id]
-	if !ok {
-		return nil, acp.NewSessionNotFound(id)
-	}
-	return s, nil
-}
-
-// Close closes every open session log.
-func (a *Agent) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closed = true
-	var errs []error
-	var stopping sync.WaitGroup
-	defer stopping.Wait() // no server process outlives the agent
-	for id, s := range a.sessions {
-		stopping.Go(s.mcp.close)
-		if s.log != nil {
-			errs = append(errs, s.log.Close())
-			s.log = nil
-		}
-		delete(a.sessions, id)
-	}
-	a.logs.reset()
-	return errors.Join(errs...)
 }
 
 // recordError marks a failure of the session log (its write, or its rules

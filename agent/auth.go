@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -31,18 +33,35 @@ const (
 // subcommand of its own (plain `rebound` serves).
 var LoginArgs = []string{"login"}
 
-// authState holds the provider made from a key found after start-up, which
-// from then on replaces Config.Provider, and what logout changes.
-type authState struct {
-	mu       sync.Mutex
-	provider llm.Provider
-	// signedOut is set by Logout: neither provider nor Config.Provider is
-	// used by a new turn until a key is found again.
+// signIn is the agent's sign-in: which provider a turn uses, made from the
+// API key found at start-up or since, and what authenticate and logout
+// change. It knows the configuration only through what it is given.
+type signIn struct {
+	mu sync.Mutex
+	// atStart is Config.Provider: the provider made at start-up, nil
+	// when no key was found then.
+	atStart llm.Provider
+	// newProvider is Config.NewProvider: a provider made from the key
+	// found now, nil without an error while there is none; nil when
+	// only atStart is.
+	newProvider func() (llm.Provider, error)
+	keyEnv      string // the variable that holds the key; "" is OPENAI_API_KEY
+	log         *zerolog.Logger
+
+	// found is the provider made from a key found after start-up, which
+	// from then on replaces atStart.
+	found llm.Provider
+	// signedOut is set by logout: neither found nor atStart is used by a
+	// new turn until a key is found again.
 	signedOut bool
-	// retired is the provider in use when Logout came, still used by the
+	// retired is the provider in use when logout came, still used by the
 	// model requests of a turn that had started before.
 	retired llm.Provider
 	forget  func() (Forgotten, error)
+}
+
+func newSignIn(cfg *Config) *signIn {
+	return &signIn{atStart: cfg.Provider, newProvider: cfg.NewProvider, keyEnv: cfg.APIKeyEnv, log: &cfg.Logger}
 }
 
 // Forgotten is what forgetting the stored key did (config.LogoutResult).
@@ -64,7 +83,7 @@ func (a *Agent) SetForgetKey(forget func() (Forgotten, error)) {
 // AuthMethods implements acp.Authenticator.
 func (a *Agent) AuthMethods() []acp.AuthMethod {
 	return []acp.AuthMethod{
-		a.apiKeyMethod(),
+		a.auth.apiKeyMethod(),
 		{
 			ID:          AuthMethodLogin,
 			Type:        acp.AuthTypeTerminal,
@@ -75,20 +94,23 @@ func (a *Agent) AuthMethods() []acp.AuthMethod {
 	}
 }
 
-func (a *Agent) apiKeyMethod() acp.AuthMethod {
+func (g *signIn) apiKeyMethod() acp.AuthMethod {
 	return acp.AuthMethod{
 		ID:   AuthMethodAPIKey,
 		Name: "API key",
 		Description: fmt.Sprintf("Looks for your model provider's API key: %s in the environment Rebound is started with, else the key `rebound login` stored. Run `rebound login` in a terminal first.",
-			a.apiKeyEnv()),
+			g.apiKeyEnv()),
 	}
 }
 
-func (a *Agent) apiKeyEnv() string {
-	if a.cfg.APIKeyEnv == "" {
+func (g *signIn) apiKeyEnv() string { return apiKeyEnv(g.keyEnv) }
+
+// apiKeyEnv is the variable that holds the API key, configured as name.
+func apiKeyEnv(name string) string {
+	if name == "" {
 		return "OPENAI_API_KEY"
 	}
-	return a.cfg.APIKeyEnv
+	return name
 }
 
 // Authenticate implements acp.Authenticator. Whichever advertised method the
@@ -97,76 +119,82 @@ func (a *Agent) apiKeyEnv() string {
 // key stored since start-up, or stored anew after the provider refused the
 // old one, is used from the next request on.
 func (a *Agent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	a.auth.mu.Lock()
-	defer a.auth.mu.Unlock()
-	current := a.signedIn()
-	if a.cfg.NewProvider == nil {
+	return acp.AuthenticateResponse{}, a.auth.authenticate(req.MethodID)
+}
+
+// authenticate looks for the key now, as Authenticate says; nil once
+// there is one, else the auth required error.
+func (g *signIn) authenticate(method string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	current := g.signedIn()
+	if g.newProvider == nil {
 		if current == nil {
-			return acp.AuthenticateResponse{}, a.authRequired(nil)
+			return g.authRequired(nil)
 		}
-		return acp.AuthenticateResponse{}, nil
+		return nil
 	}
-	p, err := a.cfg.NewProvider()
+	p, err := g.newProvider()
 	switch {
 	case p != nil:
-		a.auth.provider, a.auth.signedOut, a.auth.retired = p, false, nil
+		g.found, g.signedOut, g.retired = p, false, nil
 	case current != nil:
 		// The key in use still works as far as anyone knows; a stored one
 		// that can't be read does not take it away.
 		if err != nil {
-			a.cfg.Logger.Warn().Err(err).Msg("authenticate: keeping the API key in use")
+			g.log.Warn().Err(err).Msg("authenticate: keeping the API key in use")
 		}
 	default:
-		return acp.AuthenticateResponse{}, a.authRequired(err)
+		return g.authRequired(err)
 	}
-	a.cfg.Logger.Info().Str("method", req.MethodID).Msg("authenticated: an API key is available")
-	return acp.AuthenticateResponse{}, nil
+	g.log.Info().Str("method", method).Msg("authenticated: an API key is available")
+	return nil
 }
 
 // provider returns the provider a turn uses: the one made from a key found
-// since start-up, else Config.Provider, else one NewProvider makes from a
+// since start-up, else the one made at start-up, else one NewProvider makes from a
 // key that has appeared meanwhile. With none, the error is auth required,
 // saying what to do and naming the sign-in method (AuthRequiredMessage).
-func (a *Agent) provider() (llm.Provider, error) {
-	a.auth.mu.Lock()
-	defer a.auth.mu.Unlock()
-	if p := a.signedIn(); p != nil {
+func (g *signIn) provider() (llm.Provider, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.signedIn(); p != nil {
 		return p, nil
 	}
-	if a.cfg.NewProvider == nil {
-		return nil, a.authRequired(nil)
+	if g.newProvider == nil {
+		return nil, g.authRequired(nil)
 	}
-	p, err := a.cfg.NewProvider()
+	p, err := g.newProvider()
 	if p == nil {
-		return nil, a.authRequired(err)
+		return nil, g.authRequired(err)
 	}
-	a.auth.provider, a.auth.signedOut, a.auth.retired = p, false, nil
+	g.found, g.signedOut, g.retired = p, false, nil
 	return p, nil
 }
 
 // signedIn is the provider a new turn may use without looking for the key:
-// none after Logout. The caller holds auth.mu.
-func (a *Agent) signedIn() llm.Provider {
+// none after logout. The caller holds mu.
+func (g *signIn) signedIn() llm.Provider {
 	switch {
-	case a.auth.signedOut:
+	case g.signedOut:
 		return nil
-	case a.auth.provider != nil:
-		return a.auth.provider
+	case g.found != nil:
+		return g.found
 	}
-	return a.cfg.Provider
+	return g.atStart
 }
 
-// currentProvider is the provider in use, nil while there is none: never
+// current is the provider in use, nil while there is none: never
 // nil during a turn, which starts only once provider has found one. A key
 // found by authenticate meanwhile applies from the next request; after
 // Logout, a turn already running finishes with the key it had.
-func (a *Agent) currentProvider() llm.Provider {
-	a.auth.mu.Lock()
-	defer a.auth.mu.Unlock()
-	if p := a.signedIn(); p != nil {
+func (g *signIn) current() llm.Provider {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p := g.signedIn(); p != nil {
 		return p
 	}
-	return a.auth.retired
+	return g.retired
 }
 
 // Logout implements acp.LogoutAuthenticator, as `rebound logout` in a
@@ -177,36 +205,41 @@ func (a *Agent) currentProvider() llm.Provider {
 // started with is not Rebound's to remove: it is still found, and the
 // message says so. A turn already running finishes with the key it had.
 func (a *Agent) Logout(ctx context.Context, req acp.LogoutRequest) (acp.LogoutResponse, error) {
-	a.auth.mu.Lock()
-	defer a.auth.mu.Unlock()
-	f := Forgotten{Name: a.apiKeyEnv()}
-	if a.auth.forget != nil {
+	return a.auth.logout()
+}
+
+// logout is Logout: it forgets the key in use and the stored one.
+func (g *signIn) logout() (acp.LogoutResponse, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := Forgotten{Name: g.apiKeyEnv()}
+	if g.forget != nil {
 		var err error
-		if f, err = a.auth.forget(); err != nil {
+		if f, err = g.forget(); err != nil {
 			return acp.LogoutResponse{}, &acp.RequestError{Code: acp.CodeInternalError,
 				Message: "The stored API key could not be removed: " + strings.TrimRight(err.Error(), ". ") + "; run `rebound logout` in a terminal.", Err: err}
 		}
 	}
-	if p := a.signedIn(); p != nil {
-		a.auth.retired = p
+	if p := g.signedIn(); p != nil {
+		g.retired = p
 	}
-	a.auth.provider, a.auth.signedOut = nil, true
+	g.found, g.signedOut = nil, true
 	meta := map[string]any{"removed": f.Removed, "variable": f.Name}
 	msg := "Rebound no longer uses the API key it had; the next prompt looks for one again."
-	if a.auth.forget != nil {
+	if g.forget != nil {
 		// Whether a key is still to be found: with the stored one gone,
 		// only the environment can hold one, and the next turn signs in
 		// with it.
 		stillSet := false
-		if a.cfg.NewProvider != nil {
-			p, _ := a.cfg.NewProvider()
+		if g.newProvider != nil {
+			p, _ := g.newProvider()
 			stillSet = p != nil
 		}
 		msg = LogoutMessage(f, stillSet)
 		meta["credentials"], meta["keyInEnvironment"] = f.Path, stillSet
 	}
 	meta["message"] = msg
-	a.cfg.Logger.Info().Str("variable", f.Name).Str("credentials", f.Path).Bool("removed", f.Removed).Msg("logout: " + msg)
+	g.log.Info().Str("variable", f.Name).Str("credentials", f.Path).Bool("removed", f.Removed).Msg("logout: " + msg)
 	return acp.LogoutResponse{Meta: acp.Meta{"rebound/logout": meta}}, nil
 }
 
@@ -233,9 +266,9 @@ func LogoutMessage(f Forgotten, stillSet bool) string {
 
 // authRequired is the -32000 error for a turn or an authenticate without a
 // key; problem is why a stored key could not be used, if that is why.
-func (a *Agent) authRequired(problem error) *acp.RequestError {
-	e := acp.NewAuthRequired(AuthRequiredMessage(a.apiKeyEnv(), problem))
-	e.Data = map[string]any{"authMethods": []acp.AuthMethod{a.apiKeyMethod()}}
+func (g *signIn) authRequired(problem error) *acp.RequestError {
+	e := acp.NewAuthRequired(AuthRequiredMessage(g.apiKeyEnv(), problem))
+	e.Data = map[string]any{"authMethods": []acp.AuthMethod{g.apiKeyMethod()}}
 	e.Err = problem
 	return e
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -59,31 +61,31 @@ func wantAuthRequired(t *testing.T, err error, parts ...string) {
 func TestProvider_KeyAppearsLater(t *testing.T) {
 	k := &keySource{}
 	a := authAgent(t, nil, k)
-	_, err := a.provider()
+	_, err := a.auth.provider()
 	wantAuthRequired(t, err, "run `rebound login` in a terminal", "set DEEPSEEK_API_KEY")
-	if a.currentProvider() != nil {
+	if a.auth.current() != nil {
 		t.Error("currentProvider() is set with no key")
 	}
 
 	k.p = stubProvider{"stored"}
-	p, err := a.provider()
+	p, err := a.auth.provider()
 	if err != nil || p != (stubProvider{"stored"}) {
 		t.Fatalf("provider() = %v, %v; want the stored key's", p, err)
 	}
 	calls := k.calls
-	a.provider()
+	a.auth.provider()
 	if k.calls != calls {
 		t.Error("the key was looked up again although a provider was made")
 	}
-	if a.currentProvider() != (stubProvider{"stored"}) {
-		t.Errorf("currentProvider() = %v", a.currentProvider())
+	if a.auth.current() != (stubProvider{"stored"}) {
+		t.Errorf("currentProvider() = %v", a.auth.current())
 	}
 }
 
 // A stored key that can't be used says why, with the fix.
 func TestProvider_StoredKeyUnusable(t *testing.T) {
 	k := &keySource{err: errors.New("/home/u/.config/rebound/credentials: permissions 0644 are too open; run `chmod 600 /home/u/.config/rebound/credentials`.")}
-	_, err := authAgent(t, nil, k).provider()
+	_, err := authAgent(t, nil, k).auth.provider()
 	wantAuthRequired(t, err, "The stored API key can't be used: /home/u/.config/rebound/credentials", "chmod 600")
 }
 
@@ -100,8 +102,8 @@ func TestAuthenticate(t *testing.T) {
 		if _, err := a.Authenticate(ctx, req); err != nil {
 			t.Fatalf("Authenticate() = %v", err)
 		}
-		if a.currentProvider() != (stubProvider{"stored"}) {
-			t.Errorf("currentProvider() = %v, want the stored key's", a.currentProvider())
+		if a.auth.current() != (stubProvider{"stored"}) {
+			t.Errorf("currentProvider() = %v, want the stored key's", a.auth.current())
 		}
 	})
 	t.Run("a key stored anew replaces the one in use", func(t *testing.T) {
@@ -110,7 +112,7 @@ func TestAuthenticate(t *testing.T) {
 		if _, err := a.Authenticate(ctx, req); err != nil {
 			t.Fatal(err)
 		}
-		if p, _ := a.provider(); p != (stubProvider{"new"}) {
+		if p, _ := a.auth.provider(); p != (stubProvider{"new"}) {
 			t.Errorf("provider() = %v, want the new key's", p)
 		}
 	})
@@ -120,7 +122,7 @@ func TestAuthenticate(t *testing.T) {
 		if _, err := a.Authenticate(ctx, req); err != nil {
 			t.Fatalf("Authenticate() = %v, want success with the key in use", err)
 		}
-		if p, _ := a.provider(); p != (stubProvider{"start"}) {
+		if p, _ := a.auth.provider(); p != (stubProvider{"start"}) {
 			t.Errorf("provider() = %v", p)
 		}
 	})
@@ -145,7 +147,7 @@ func TestAuthMethods(t *testing.T) {
 		t.Errorf("terminal method = %+v, want type terminal with args [login]", m)
 	}
 	// The error data names the method a client can pass to authenticate.
-	_, err := authAgent(t, nil, nil).provider()
+	_, err := authAgent(t, nil, nil).auth.provider()
 	re, _ := errors.AsType[*acp.RequestError](err)
 	data, _ := re.Data.(map[string]any)
 	if ms, _ := data["authMethods"].([]acp.AuthMethod); len(ms) != 1 || ms[0].ID != AuthMethodAPIKey {
@@ -213,19 +215,19 @@ func TestLogout_ForgetsTheStoredKey(t *testing.T) {
 		t.Errorf("_meta = %v", m)
 	}
 
-	_, err = a.provider()
+	_, err = a.auth.provider()
 	wantAuthRequired(t, err)
 	_, err = a.Authenticate(ctx, acp.AuthenticateRequest{MethodID: AuthMethodAPIKey})
 	wantAuthRequired(t, err)
-	if p := a.currentProvider(); p != (stubProvider{"start"}) {
+	if p := a.auth.current(); p != (stubProvider{"start"}) {
 		t.Errorf("a running turn's next request uses %v, want the key it started with", p)
 	}
 
 	k.p = stubProvider{"again"} // `rebound login`
-	if p, err := a.provider(); err != nil || p != (stubProvider{"again"}) {
+	if p, err := a.auth.provider(); err != nil || p != (stubProvider{"again"}) {
 		t.Fatalf("after signing in again provider() = %v, %v", p, err)
 	}
-	if p := a.currentProvider(); p != (stubProvider{"again"}) {
+	if p := a.auth.current(); p != (stubProvider{"again"}) {
 		t.Errorf("currentProvider() = %v after signing in again", p)
 	}
 }
@@ -251,7 +253,7 @@ func TestLogout_KeyInTheEnvironment(t *testing.T) {
 	if m["removed"] != false || m["keyInEnvironment"] != true {
 		t.Errorf("_meta = %v", m)
 	}
-	if p, err := a.provider(); err != nil || p != (stubProvider{"env"}) {
+	if p, err := a.auth.provider(); err != nil || p != (stubProvider{"env"}) {
 		t.Errorf("provider() = %v, %v; want the environment's key found again", p, err)
 	}
 }
@@ -268,7 +270,7 @@ func TestLogout_RemovingFails(t *testing.T) {
 	if !ok || re.Code != acp.CodeInternalError || !strings.Contains(re.Message, "could not be removed: /home/u/.config/rebound: permission denied") || !strings.Contains(re.Message, "rebound logout") {
 		t.Fatalf("error = %v, want an internal error saying what failed and what to do", err)
 	}
-	if p, err := a.provider(); err != nil || p != (stubProvider{"stored"}) {
+	if p, err := a.auth.provider(); err != nil || p != (stubProvider{"stored"}) {
 		t.Errorf("provider() = %v, %v; want the key still in use", p, err)
 	}
 	if k.calls != 0 {
@@ -289,7 +291,53 @@ func TestLogout_WithoutForgetKey(t *testing.T) {
 	if _, ok := m["credentials"]; ok || m["message"] != "Rebound no longer uses the API key it had; the next prompt looks for one again." {
 		t.Errorf("_meta = %v", m)
 	}
-	if p, err := a.provider(); err != nil || p != (stubProvider{"found"}) || k.calls != 1 {
+	if p, err := a.auth.provider(); err != nil || p != (stubProvider{"found"}) || k.calls != 1 {
 		t.Errorf("provider() = %v, %v after %d lookups; want the key looked up again", p, err, k.calls)
+	}
+}
+
+// The sign-in alone, with a fake key source: a turn running at logout
+// keeps its provider (current), a new one must find a key again
+// (provider), and a key found later replaces the one made at start-up.
+func TestSignIn_LogoutRetiresTheKeyInUse(t *testing.T) {
+	nop := zerolog.Nop()
+	start, later := stubProvider{"start"}, stubProvider{"later"}
+	k := &keySource{}
+	g := &signIn{atStart: start, newProvider: k.newProvider, keyEnv: "K", log: &nop}
+	if p, err := g.provider(); err != nil || p != start {
+		t.Fatalf("provider = %v, %v; want the start-up one", p, err)
+	}
+	if _, err := g.logout(); err != nil {
+		t.Fatal(err)
+	}
+	if p := g.current(); p != start {
+		t.Errorf("after logout, current = %v; want the retired one, for the turn running", p)
+	}
+	_, err := g.provider()
+	wantAuthRequired(t, err, "K")
+	k.p = later
+	if err := g.authenticate(AuthMethodAPIKey); err != nil {
+		t.Fatal(err)
+	}
+	k.p = nil // the key found is kept, not looked for at every turn
+	if p, err := g.provider(); err != nil || p != later || g.current() != later {
+		t.Errorf("after authenticate, provider = %v, %v; want the key found later", p, err)
+	}
+}
+
+// authenticate keeps a key in use when the stored one can't be read, and
+// fails only when there is none at all.
+func TestSignIn_AuthenticateKeepsTheKeyInUse(t *testing.T) {
+	nop := zerolog.Nop()
+	start := stubProvider{"start"}
+	k := &keySource{err: errors.New("credentials file unreadable")}
+	g := &signIn{atStart: start, newProvider: k.newProvider, log: &nop}
+	if err := g.authenticate(AuthMethodAPIKey); err != nil || g.current() != start {
+		t.Errorf("authenticate = %v, current %v; want nil, the start-up key", err, g.current())
+	}
+	g = &signIn{newProvider: k.newProvider, log: &nop}
+	wantAuthRequired(t, g.authenticate(AuthMethodAPIKey), "can't be used", "credentials file unreadable")
+	if m := g.apiKeyMethod(); !strings.Contains(m.Description, "OPENAI_API_KEY") {
+		t.Errorf("the API key method names %q, want OPENAI_API_KEY when none is configured", m.Description)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -94,47 +94,44 @@ func (f *lastFill) get() (used uint64, ok bool) {
 // compactIfFull compacts the history before the turn's next request when
 // the last known usage has reached Overflow.CompactAt of the model's window:
 // at most once a turn (a summary still over the fill must not loop), never
-// with the window unknown. The editor is shown it as an overflow's
-// compaction is (compaction_update; a notice or status tool call while the
-// summary is made), and the log records it the same way (compaction). A
-// compaction that fails (a summary that did not finish is one) or would
-// not be smaller is logged and shown (a notice or the status tool call),
-// and the request goes out as it is: the provider may still take it, and
-// the overflow recovery remains.
-func (t *turn) compactIfFull(ctx context.Context) {
-	at := t.agent.cfg.Overflow.CompactAt
-	if at <= 0 || t.s.fullTurn == t.number {
-		return
+// with the window unknown. It returns the new history, or nil when it did
+// not replace it. The editor is shown it as an overflow's compaction is
+// (compaction_update; a notice or status tool call while the summary is
+// made), and the log records it the same way (compaction). A compaction
+// that fails (a summary that did not finish is one) or would not be smaller
+// is logged and shown (a notice or the status tool call), and the request
+// goes out as it is: the provider may still take it, and the overflow
+// recovery remains.
+func (c *compactor) compactIfFull(ctx context.Context, in compaction) []llm.Message {
+	at := c.overflow.CompactAt
+	if at <= 0 || *c.fullTurn == c.turn {
+		return nil
 	}
-	h, err := t.s.history()
-	if err != nil {
-		return // the turn's own request says what is wrong with the log
-	}
-	used, known := h.fill.get()
-	size := windowOf(t.model, t.agent.knownWindow(t.model))
+	used, known := c.lastFill()
+	size := windowOf(in.model, c.window(in.model))
 	if !known || !shouldCompact(used, size, at) {
-		return
+		return nil
 	}
-	t.s.fullTurn = t.number
+	*c.fullTurn = c.turn
 	pct := int(float64(used) * 100 / float64(size))
-	log := t.agent.cfg.Logger.With().Str("session", t.s.id).Int("turn", t.number).
+	log := c.log.With().Str("session", c.sessionID).Int("turn", c.turn).
 		Uint64("used", used).Uint64("size", size).Float64("compactAt", at).Logger()
 	log.Info().Msg("the context is nearly full: compacting before the next request")
 
 	subject := fmt.Sprintf("The conversation is nearly full (%d%% of the model's context)", pct)
-	if t.statusNotices() {
-		t.notify(ctx, acp.Notice("info", subject,
+	if c.ed.statusNotices() {
+		c.ed.notify(ctx, acp.Notice("info", subject,
 			"Summarising older messages before the next request"))
 	}
 	st := &waitStatus{subject: subject}
-	t.showStatus(ctx, st, subject+", summarising older messages", "", acp.ToolStatusInProgress)
-	t.reqStart = time.Now() // summaryLimit counts request_deadline from here
-	err = t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact})
+	c.ed.showStatus(ctx, st, subject+", summarising older messages", "", acp.ToolStatusInProgress)
+	in.start = time.Now() // summaryLimit counts request_deadline from here
+	history, err := c.compact(ctx, in)
 	switch {
 	case err == nil:
-		t.showStatus(ctx, st, subject+", summarised", "", acp.ToolStatusCompleted)
+		c.ed.showStatus(ctx, st, subject+", summarised", "", acp.ToolStatusCompleted)
 	case isCancelled(ctx):
-		t.showStatus(ctx, st, subject+", cancelled", "", acp.ToolStatusFailed)
+		c.ed.showStatus(ctx, st, subject+", cancelled", "", acp.ToolStatusFailed)
 	default:
 		if recorded(err) {
 			// The log took no compaction: the request goes on, and
@@ -147,13 +144,14 @@ func (t *turn) compactIfFull(ctx context.Context) {
 		if errors.Is(err, ErrCompactionNotSmaller) || errors.Is(err, ErrPromptTooLong) {
 			why, severity = "nothing to summarise, sending it as it is", "info"
 		}
-		t.showStatus(ctx, st, subject+", "+why, err.Error(), acp.ToolStatusFailed)
-		if t.statusNotices() {
+		c.ed.showStatus(ctx, st, subject+", "+why, err.Error(), acp.ToolStatusFailed)
+		if c.ed.statusNotices() {
 			// The info notice said a summary was being made: this one says
 			// none replaced the history, and why (a summary cut at the
 			// output limit is never used).
-			t.notify(ctx, acp.Notice(severity, subject+", "+why,
+			c.ed.notify(ctx, acp.Notice(severity, subject+", "+why,
 				err.Error()))
 		}
 	}
+	return history
 }

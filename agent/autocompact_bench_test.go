@@ -45,7 +45,7 @@ func BenchmarkLastFill(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	s, err := a.lookup(id)
+	s, err := a.store.lookup(id)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -20,8 +22,17 @@ const (
 	modelListRetry   = time.Minute
 )
 
-// catalog caches the provider's model list.
+// catalog caches the provider's model list, and says which models a
+// session may switch to. It knows the provider and the configuration only
+// through what it is given.
 type catalog struct {
+	provider func() llm.Provider // the provider in use (signIn.current)
+	model    string              // the configured model, always offered
+	fallback []string            // provider.models, offered when the provider lists none
+	// contextWindow is provider.context_window: 0 when not configured.
+	contextWindow uint64
+	log           *zerolog.Logger
+
 	mu sync.Mutex
 	// models is the last list the provider gave: a failed request keeps
 	// it, since sessions were offered it.
@@ -48,13 +59,13 @@ type owed struct {
 // ok is false when there is no current list: the provider had none (or
 // said no, or took too long, within modelListRetry), or ctx ended.
 // Concurrent callers share one request.
-func (a *Agent) providerModels(ctx context.Context) (models []string, ok bool) {
+func (c *catalog) providerModels(ctx context.Context) (models []string, ok bool) {
 	for {
-		models, ch := a.knownModels()
+		models, ch := c.knownModels()
 		if ch == nil {
-			a.catalog.mu.Lock()
-			defer a.catalog.mu.Unlock()
-			return models, !a.catalog.failed
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return models, !c.failed
 		}
 		select {
 		case <-ch:
@@ -68,12 +79,11 @@ func (a *Agent) providerModels(ctx context.Context) (models []string, ok bool) {
 // the last one it gave, even if expired. When that has expired a request
 // is started (unless one is in flight), and ch is closed when it ends; ch
 // is nil when the list is current or the provider has none.
-func (a *Agent) knownModels() (models []string, ch <-chan struct{}) {
-	lister, ok := a.currentProvider().(llm.ModelLister)
+func (c *catalog) knownModels() (models []string, ch <-chan struct{}) {
+	lister, ok := c.provider().(llm.ModelLister)
 	if !ok {
 		return nil, nil
 	}
-	c := &a.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fetching == nil && time.Now().Before(c.expires) {
@@ -81,21 +91,20 @@ func (a *Agent) knownModels() (models []string, ch <-chan struct{}) {
 	}
 	if c.fetching == nil {
 		c.fetching = make(chan struct{})
-		go a.fetchModels(lister, c.fetching)
+		go c.fetchModels(lister, c.fetching)
 	}
 	return c.models, c.fetching
 }
 
 // fetchModels asks lister for its models and keeps the answer.
-func (a *Agent) fetchModels(lister llm.ModelLister, done chan struct{}) {
+func (c *catalog) fetchModels(lister llm.ModelLister, done chan struct{}) {
 	models, err := listModels(lister)
-	c := &a.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fetching = nil
 	close(done)
 	if err != nil {
-		a.cfg.Logger.Info().Err(err).Msg("no model list from the provider; the model picker offers what it offered")
+		c.log.Info().Err(err).Msg("no model list from the provider; the model picker offers what it offered")
 		c.failed, c.expires = true, time.Now().Add(modelListRetry)
 		return
 	}
@@ -104,24 +113,24 @@ func (a *Agent) fetchModels(lister llm.ModelLister, done chan struct{}) {
 
 // modelChoices are the models a session may switch to, waiting for the
 // provider's list if it is not current.
-func (a *Agent) modelChoices(ctx context.Context, current string) []string {
-	list, _ := a.providerModels(ctx)
-	return a.choicesOf(list, current)
+func (c *catalog) modelChoices(ctx context.Context, current string) []string {
+	list, _ := c.providerModels(ctx)
+	return c.choicesOf(list, current)
 }
 
 // choicesOf are the models a session may switch to: the provider's list,
 // else provider.models, with the configured model and the session's
 // current one always among them.
-func (a *Agent) choicesOf(list []string, current string) []string {
+func (c *catalog) choicesOf(list []string, current string) []string {
 	if len(list) == 0 {
-		list = a.cfg.Models
+		list = c.fallback
 	}
-	out := llm.CleanModelIDs(append(slices.Clone(list), a.cfg.Model))
+	out := llm.CleanModelIDs(append(slices.Clone(list), c.model))
 	if !slices.Contains(out, current) {
 		out = append(out, current)
 	}
-	if !slices.Contains(out, a.cfg.Model) { // cut by the bound
-		out = append(out, a.cfg.Model)
+	if !slices.Contains(out, c.model) { // cut by the bound
+		out = append(out, c.model)
 	}
 	return out
 }
@@ -131,13 +140,12 @@ func (a *Agent) choicesOf(list []string, current string) []string {
 // If the provider's list is not current, the session is owed it: once
 // the answer is written (SessionAnswered), it gets its options again as
 // soon as the list comes.
-func (a *Agent) answerChoices(s *sessionState, current string) []string {
-	list, ch := a.knownModels()
-	choices := a.choicesOf(list, current)
+func (c *catalog) answerChoices(s *sessionState, current string) []string {
+	list, ch := c.knownModels()
+	choices := c.choicesOf(list, current)
 	if ch == nil {
 		return choices
 	}
-	c := &a.catalog
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.owed == nil {
@@ -164,46 +172,49 @@ func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Cli
 	// The slash commands (slash.go): clients drop them before the answer.
 	// Update only queues the message.
 	a.notify(ctx, c, sessionID, commandsUpdate(), "the slash commands were not sent")
-	cat := &a.catalog
-	cat.mu.Lock()
-	o, ok := cat.owed[sessionID]
-	if ok {
-		if o.answers--; o.answers == 0 {
-			delete(cat.owed, sessionID)
-		} else {
-			cat.owed[sessionID] = o
-		}
-	}
-	cat.mu.Unlock()
-	if ok {
+	if o, ok := a.catalog.answered(sessionID); ok {
 		go a.sendModels(ctx, o.s, o.offered, c)
 	}
+}
+
+// answered takes note that an answer to the session was written, and
+// returns what it is owed, if anything: ok once per answer that offered
+// choices made without a current list.
+func (c *catalog) answered(sessionID string) (o owed, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok = c.owed[sessionID]
+	if ok {
+		if o.answers--; o.answers == 0 {
+			delete(c.owed, sessionID)
+		} else {
+			c.owed[sessionID] = o
+		}
+	}
+	return o, ok
 }
 
 // sendModels waits for the provider's model list and sends s its options
 // with it, unless they offer what offered did.
 func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []string, c acp.Client) {
-	list, ok := a.providerModels(ctx)
+	list, ok := a.catalog.providerModels(ctx)
 	if !ok {
 		return
 	}
 	// optMu keeps a change of the options from being answered between
-	// reading them and sending them; a.mu keeps the session from being
-	// closed in between, so a closed session is sent nothing. The update
-	// is only queued for the output.
+	// reading them and sending them; the store's lock keeps the session
+	// from being closed in between, so a closed session is sent nothing.
+	// The update is only queued for the output.
 	s.optMu.Lock()
 	defer s.optMu.Unlock()
 	o := s.opts
-	choices := a.choicesOf(list, o.model)
+	choices := a.catalog.choicesOf(list, o.model)
 	if slices.Equal(choices, offered) {
 		return
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed || a.sessions[s.id] != s {
-		return
-	}
-	a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.optionsWith(o, choices)))
+	a.store.whileHeld(s, func() {
+		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
+	})
 }
 
 // listModels asks lister within ModelListTimeout; a panic in it is an

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
@@ -52,7 +53,7 @@ func TestModelChoices_CacheAndFallback(t *testing.T) {
 		var wg sync.WaitGroup
 		got := make([][]string, 3)
 		for i := range got {
-			wg.Go(func() { got[i] = a.modelChoices(t.Context(), "m") })
+			wg.Go(func() { got[i] = a.catalog.modelChoices(t.Context(), "m") })
 		}
 		wg.Wait()
 		for _, g := range got {
@@ -66,7 +67,7 @@ func TestModelChoices_CacheAndFallback(t *testing.T) {
 
 		// Kept for the TTL: the session's current model is added.
 		time.Sleep(modelListTTL - time.Second)
-		if diff := cmp.Diff([]string{"a", "b", "m", "zz-current"}, a.modelChoices(t.Context(), "zz-current")); diff != "" || p.calls.Load() != 1 {
+		if diff := cmp.Diff([]string{"a", "b", "m", "zz-current"}, a.catalog.modelChoices(t.Context(), "zz-current")); diff != "" || p.calls.Load() != 1 {
 			t.Errorf("within the TTL: %d requests, choices (-want +got):\n%s", p.calls.Load(), diff)
 		}
 
@@ -74,15 +75,15 @@ func TestModelChoices_CacheAndFallback(t *testing.T) {
 		// were offered it) and the provider is not asked again for a
 		// minute.
 		time.Sleep(2 * time.Second)
-		if diff := cmp.Diff([]string{"a", "b", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
+		if diff := cmp.Diff([]string{"a", "b", "m"}, a.catalog.modelChoices(t.Context(), "m")); diff != "" {
 			t.Errorf("after a failed list (-want +got):\n%s", diff)
 		}
-		a.modelChoices(t.Context(), "m")
+		a.catalog.modelChoices(t.Context(), "m")
 		if n := p.calls.Load(); n != 2 {
 			t.Errorf("%d list requests, want 2: a failure is kept for %v", n, modelListRetry)
 		}
 		time.Sleep(modelListRetry)
-		if diff := cmp.Diff([]string{"c", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
+		if diff := cmp.Diff([]string{"c", "m"}, a.catalog.modelChoices(t.Context(), "m")); diff != "" {
 			t.Errorf("after the retry interval (-want +got):\n%s", diff)
 		}
 	})
@@ -93,7 +94,7 @@ func TestModelChoices_SlowProviderTimesOut(t *testing.T) {
 		p := &lister{wait: time.Hour, answers: []func() ([]string, error){models("never")}}
 		a := testAgent(t, Config{Provider: p})
 		start := time.Now()
-		got := a.modelChoices(t.Context(), "m")
+		got := a.catalog.modelChoices(t.Context(), "m")
 		if waited := time.Since(start); waited != ModelListTimeout {
 			t.Errorf("waited %v for the list, want %v", waited, ModelListTimeout)
 		}
@@ -118,11 +119,11 @@ func TestEffort(t *testing.T) {
 		{plain, "o3-mini", ThoughtDefault, ""},
 		{configured, "llama3", "medium", "medium"},
 	} {
-		if got := tt.a.effort(tt.model, tt.thought); got != tt.want {
+		if got := tt.a.menu.reasoningEffort(tt.model, tt.thought); got != tt.want {
 			t.Errorf("effort(%q, %q) with reasoning_effort %q = %q, want %q", tt.model, tt.thought, tt.a.cfg.ReasoningEffort, got, tt.want)
 		}
 	}
-	if got := configured.defaults().thought; got != "low" {
+	if got := configured.menu.defaults().thought; got != "low" {
 		t.Errorf("default thought level with reasoning_effort low = %q", got)
 	}
 }
@@ -132,7 +133,7 @@ func TestEffort(t *testing.T) {
 func TestModelChoices_PanicIsAFailure(t *testing.T) {
 	p := &lister{answers: []func() ([]string, error){func() ([]string, error) { panic("boom") }}}
 	a := testAgent(t, Config{Provider: p, Models: []string{"local"}})
-	if diff := cmp.Diff([]string{"local", "m"}, a.modelChoices(t.Context(), "m")); diff != "" {
+	if diff := cmp.Diff([]string{"local", "m"}, a.catalog.modelChoices(t.Context(), "m")); diff != "" {
 		t.Errorf("choices (-want +got):\n%s", diff)
 	}
 }
@@ -213,7 +214,7 @@ func TestNewSession_AnswersBeforeTheModelList(t *testing.T) {
 		if len(got) != 1 || ids[0] != res.SessionID || got[0].SessionUpdate != acp.UpdateConfigOption {
 			t.Fatalf("updates once the list came: %v %+v, want one config_option_update for %s", ids, got, res.SessionID)
 		}
-		want := a.optionsWith(a.defaults(), []string{"a", "b", "m"})
+		want := a.menu.optionsWith(a.menu.defaults(), []string{"a", "b", "m"})
 		if diff := cmp.Diff(want, got[0].ConfigOptions); diff != "" {
 			t.Errorf("the update's options (-want +got):\n%s", diff)
 		}
@@ -266,11 +267,11 @@ func TestSessionAnswered_SendsNothing(t *testing.T) {
 				c := &sessionUpdates{}
 				a.SessionAnswered(t.Context(), res.SessionID, c)
 				if chosen {
-					s, err := a.lookup(res.SessionID)
+					s, err := a.store.lookup(res.SessionID)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := a.setOption(t.Context(), s, ModelConfigID, "other"); err != nil {
+					if _, err := a.store.setOption(t.Context(), s, ModelConfigID, "other"); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -308,11 +309,11 @@ func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
 		}
 		c := &sessionUpdates{}
 		a.SessionAnswered(t.Context(), res.SessionID, c)
-		s, err := a.lookup(res.SessionID)
+		s, err := a.store.lookup(res.SessionID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.setOption(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
+		if _, err := a.store.setOption(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
@@ -321,14 +322,46 @@ func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("updates: %+v, want one", got)
 		}
-		o := a.defaults()
+		o := a.menu.defaults()
 		o.model = "o3-mini"
-		want := a.optionsWith(o, []string{"gpt-4o-mini", "m", "o3-mini"})
+		want := a.menu.optionsWith(o, []string{"gpt-4o-mini", "m", "o3-mini"})
 		if len(want) != 3 {
 			t.Fatalf("o3-mini's options: %+v, want a thought_level", want)
 		}
 		if diff := cmp.Diff(want, got[0].ConfigOptions); diff != "" {
 			t.Errorf("the update's options (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// The catalog alone: an answer made before the provider's list came owes
+// the session the list, once per such answer; a current list owes nothing.
+func TestCatalog_OwesAnAnswerMadeWithoutTheList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nop := zerolog.Nop()
+		p := &lister{wait: time.Second, answers: []func() ([]string, error){models("b", "a")}}
+		c := &catalog{provider: func() llm.Provider { return p }, model: "m", fallback: []string{"local"}, log: &nop}
+		s := &sessionState{id: "sess_1"}
+		if diff := cmp.Diff([]string{"local", "m"}, c.answerChoices(s, "m")); diff != "" {
+			t.Errorf("choices before the list (-want +got):\n%s", diff)
+		}
+		c.answerChoices(s, "m") // a second answer before the list came
+		for i := range 2 {
+			if o, ok := c.answered("sess_1"); !ok || o.s != s || !slices.Equal(o.offered, []string{"local", "m"}) {
+				t.Fatalf("answer %d: owed %+v, %v; want the choices it offered", i+1, o, ok)
+			}
+		}
+		if _, ok := c.answered("sess_1"); ok {
+			t.Error("owed more than once per answer")
+		}
+		if list, ok := c.providerModels(t.Context()); !ok || !slices.Equal(list, []string{"b", "a"}) {
+			t.Errorf("providerModels = %v, %v; want b, a", list, ok)
+		}
+		if diff := cmp.Diff([]string{"a", "b", "m", "other"}, c.answerChoices(s, "other")); diff != "" {
+			t.Errorf("choices with the list (-want +got):\n%s", diff)
+		}
+		if _, ok := c.answered("sess_1"); ok || p.calls.Load() != 1 {
+			t.Errorf("an answer with a current list is owed something (or the list was asked %d times)", p.calls.Load())
 		}
 	})
 }

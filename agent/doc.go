@@ -11,18 +11,28 @@
 //
 // Where things are:
 //
-//   - agent.go: Config, the Agent, session state and its log; session/new;
-//     acquire, in its jobs (reopen, lockLog, take, repairInterrupted,
-//     becomeUser).
-//   - logcache.go: the open-log cache (at most 64 open, idle ones closed).
+//   - agent.go: Config, the Agent (its methods are the ACP handlers and the
+//     wiring between the types below), session state and its log;
+//     session/new.
+//   - store.go: the sessions this process holds and their uses
+//     (sessionStore): acquire, in its jobs (use, reopen, lockLog, take,
+//     repairInterrupted, becomeUser), release and done; the session index.
+//     logcache.go: its open-log cache (at most 64 open, idle ones closed).
+//     logerrors.go: where the logs are and what the editor is told when
+//     one can't be created, opened or written (stateDir).
 //   - turn.go: session/prompt, the agent loop (run), one logical request
-//     recovered to its commit (complete), one attempt (runAttempt, receive).
+//     recovered to its commit (complete), one attempt (runAttempt, receive),
+//     the end of the turn (settle). The turn delegates: request.go holds
+//     the current request's attempts and settings (request) and the
+//     messages the model is sent (turnMessages).
 //   - emit.go: the emitter, the one place reply text is recorded and then
 //     sent (live or held), and the resumer that trims a continuation's
 //     repeats.
 //   - adapt.go: the recovery.Adapter: compaction, fallback, image removal,
 //     as the executor's policies decide (package recovery decides; agent
-//     carries out).
+//     carries out). compact.go, autocompact.go: compaction (compactor), on
+//     an overflow, /compact, or before a request once the context is
+//     nearly full.
 //   - progress.go, status.go: how a wait is shown (_meta, notices, the
 //     status tool call) and recorded.
 //   - toolrunner.go: the tool runner a turn builds and calls, and the
@@ -36,7 +46,9 @@
 //   - load.go: session/load and the replay of a session to the editor.
 //   - lifecycle.go: session/list, resume, close, delete, titles.
 //   - slash.go: /retry, /continue, /compact, /init, /status.
-//   - usage.go: usage_update (context fill and cost).
-//   - modes.go, options.go, catalog.go, instructions.go, auth.go: modes,
-//     session config options, the model list, the system prompt, sign-in.
+//   - usage.go: usage_update (context fill and cost; usageMeter).
+//   - options.go: session config options (configMenu, and setOption, which
+//     writes them through the session's use); catalog.go: the provider's
+//     model list (catalog); auth.go: sign-in (signIn); modes.go,
+//     instructions.go: modes, the system prompt.
 package agent

@@ -225,7 +225,7 @@ func TestAgent_SessionOpenInAnotherProcess(t *testing.T) {
 		if got := last[len(last)-2].Content; got != "two" {
 			t.Errorf("the second's reply in the history is %q, want \"two\"", got)
 		}
-		if m := first.sessions[id].current().mode; m != ModeReadOnly {
+		if m := first.store.sessions[id].current().mode; m != ModeReadOnly {
 			t.Errorf("the first's mode is %q, want the second's %q", m, ModeReadOnly)
 		}
 		if n := len(p.reqs[2].Tools); n != len(toolsFor(ModeReadOnly)) {
@@ -344,9 +344,9 @@ func TestAgent_IdleSessionIsReleased(t *testing.T) {
 		}
 		time.Sleep(time.Minute + time.Second)
 		synctest.Wait()
-		first.mu.Lock()
-		open := first.sessions[id].log != nil
-		first.mu.Unlock()
+		first.store.mu.Lock()
+		open := first.store.sessions[id].log != nil
+		first.store.mu.Unlock()
 		if open {
 			t.Errorf("the first's log is open after a minute idle")
 		}
@@ -648,7 +648,7 @@ func TestAgent_FullDiskDuringStream(t *testing.T) {
 			Policy: recovery.Policy{MaxRetries: 2, InitialDelay: time.Second, MaxDelay: time.Second, Retryable: recovery.DefaultRetryable},
 		}})
 		id := newSession(t, a)
-		s, _ := a.lookup(id)
+		s, _ := a.store.lookup(id)
 		path := session.Path(dir, id)
 		// turn/start gets through (one write), then the disk is full.
 		s.log.WrapWriter(func(w io.Writer) io.Writer { return &failingDisk{w: w, path: path, ok: 1} })
@@ -723,7 +723,7 @@ func TestCompact_FullDiskEndsTheCompactionUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, _ := a.lookup(id)
+	s, _ := a.store.lookup(id)
 	// The /compact turn's turn/start and step/start get through, then the
 	// disk is full when the compaction is recorded.
 	s.log.WrapWriter(func(w io.Writer) io.Writer { return &failingDisk{w: w, path: session.Path(dir, id), ok: 1} })

@@ -48,7 +48,7 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.lookup(resp.SessionID)
+	s, err := a.store.lookup(resp.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 		switch k := r.IntN(10); {
 		case k < 6: // a use of the session in this process
 			s.turnMu.Lock()
-			if err := a.acquire(s, true); err != nil {
+			if err := a.store.acquire(s, true); err != nil {
 				s.unlockTurn()
 				t.Fatalf("op %d: acquire: %v", op, err)
 			}
@@ -100,7 +100,7 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 				}
 				checkHistory(t, s, fmt.Sprintf("op %d, after %s seq %d", op, typ, ev.Seq))
 			}
-			a.done(s)
+			a.store.done(s)
 		case k < 8: // another process appends, and may die mid-turn
 			l, _, err := session.OpenShared(dir, s.id)
 			if err != nil {
@@ -130,9 +130,9 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 		case k < 9: // a panicked turn: the log is read again whole
 			s.reload, read = true, true
 		default: // closed while idle, opened again by the next use
-			a.mu.Lock()
-			a.closeLocked(s)
-			a.mu.Unlock()
+			a.store.mu.Lock()
+			a.store.closeLocked(s)
+			a.store.mu.Unlock()
 			read = true
 		}
 	}

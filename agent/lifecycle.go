@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -51,7 +49,7 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	if req.Cwd != "" {
 		cwd = filepath.Clean(req.Cwd)
 	}
-	sums, more, err := a.index.Page(after, size, func(s session.Summary) bool {
+	sums, more, err := a.store.index.Page(after, size, func(s session.Summary) bool {
 		// A session without a turn has no title: a chat opened and
 		// closed, or the one the editor has open now. A list of raw ids
 		// helps nobody.
@@ -59,7 +57,7 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	})
 	if err != nil {
 		return acp.ListSessionsResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Err: err,
-			Message: fmt.Sprintf("Rebound could not list its sessions: %v; %s", err, a.stateDirHelp()),
+			Message: fmt.Sprintf("Rebound could not list its sessions: %v; %s", err, a.dir.stateDirHelp()),
 			Data:    map[string]any{"reason": "session_list", "stateDir": a.cfg.StateDir}}
 	}
 	resp := acp.ListSessionsResponse{Sessions: make([]acp.SessionInfo, 0, len(sums))}
@@ -129,20 +127,20 @@ func isoTime(t time.Time) string {
 // ResumeSession opens the session again, as LoadSession does, but replays
 // nothing: the editor already shows the conversation.
 func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	s, err := a.state(req.SessionID)
+	s, err := a.store.state(req.SessionID)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, err
 	}
 	s.turnMu.Lock()
-	if err := a.acquire(s, false); err != nil {
+	if err := a.store.acquire(s, false); err != nil {
 		s.unlockTurn()
 		return acp.ResumeSessionResponse{}, err
 	}
-	defer a.done(s)
+	defer a.store.done(s)
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
-	modes, opts := a.sessionConfig(s)
+	modes, opts := a.menu.sessionConfig(s)
 	return acp.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil
 }
 
@@ -151,14 +149,12 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 // The session stays on disk; session/load or session/resume opens it
 // again. A session this process does not hold is closed already.
 func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	a.mu.Lock()
-	s, closed := a.sessions[req.SessionID], a.closed
-	a.mu.Unlock()
-	if closed {
-		return acp.CloseSessionResponse{}, errAgentClosed
+	s, err := a.store.holding(req.SessionID)
+	if err != nil {
+		return acp.CloseSessionResponse{}, err
 	}
 	if s == nil {
-		if err := a.exists(req.SessionID); err != nil {
+		if err := a.dir.exists(req.SessionID); err != nil {
 			return acp.CloseSessionResponse{}, err
 		}
 		return acp.CloseSessionResponse{}, nil
@@ -166,27 +162,9 @@ func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (
 	s.turnMu.Lock() // a load or resume still running ends first
 	defer s.unlockTurn()
 	s.mcp.close()
-	a.mu.Lock()
-	a.closeLocked(s)
-	if a.sessions[s.id] == s {
-		delete(a.sessions, s.id)
-	}
-	a.mu.Unlock()
+	a.store.drop(s)
 	a.cfg.Logger.Info().Str("session", s.id).Msg("session closed")
 	return acp.CloseSessionResponse{}, nil
-}
-
-// exists reports a session this process does not hold as not found unless
-// its log is on disk.
-func (a *Agent) exists(id string) error {
-	_, err := os.Stat(session.Path(a.cfg.StateDir, id))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return acp.NewSessionNotFound(id)
-	case err != nil:
-		return fmt.Errorf("session %s: %w", id, err)
-	}
-	return nil
 }
 
 // DeleteSession removes the session: its log and its index entry. The acp
@@ -196,11 +174,9 @@ func (a *Agent) exists(id string) error {
 // only has open is, and that process finds it gone at its next use.
 func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest) (acp.DeleteSessionResponse, error) {
 	id := req.SessionID
-	a.mu.Lock()
-	s, closed := a.sessions[id], a.closed
-	a.mu.Unlock()
-	if closed {
-		return acp.DeleteSessionResponse{}, errAgentClosed
+	s, err := a.store.holding(id)
+	if err != nil {
+		return acp.DeleteSessionResponse{}, err
 	}
 	if s != nil {
 		if !s.turnMu.TryLock() {
@@ -210,32 +186,28 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 		}
 		defer s.unlockTurn()
 	}
-	err := session.Remove(a.cfg.StateDir, id)
+	err = session.Remove(a.cfg.StateDir, id)
 	if err != nil && s != nil && !errors.Is(err, session.ErrLocked) && !errors.Is(err, session.ErrNotFound) {
 		// Where an open file can't be removed: let go of this process's
 		// (the next use opens it again) and try once more.
-		a.mu.Lock()
-		a.closeLocked(s)
-		a.mu.Unlock()
+		a.store.closeLog(s)
 		err = session.Remove(a.cfg.StateDir, id)
 	}
 	if err != nil && !errors.Is(err, session.ErrNotFound) {
 		// Refused (another process is writing it) or failed: the session
 		// is as it was, its MCP servers running.
-		return acp.DeleteSessionResponse{}, a.openError(id, err)
+		return acp.DeleteSessionResponse{}, a.dir.openError(id, err)
 	}
 	// Removed, here or by another process before: nothing of it is kept.
 	if s != nil {
 		s.mcp.close()
-		a.mu.Lock()
-		a.closeLocked(s)
-		a.mu.Unlock()
-		a.forget(s)
+		a.store.closeLog(s)
+		a.store.forget(s)
 	}
 	if err != nil {
-		return acp.DeleteSessionResponse{}, a.openError(id, err)
+		return acp.DeleteSessionResponse{}, a.dir.openError(id, err)
 	}
-	if err := a.index.Remove(id); err != nil {
+	if err := a.store.index.Remove(id); err != nil {
 		// The log is gone, and a list leaves out what has no log.
 		a.cfg.Logger.Warn().Err(err).Str("session", id).Msg("session index")
 	}
@@ -251,26 +223,6 @@ func (s *sessionState) summary() session.Summary {
 		sum.UpdatedAt = s.events[n-1].Time
 	}
 	return sum
-}
-
-// putSummary writes a session's summary to the index. The index is a
-// cache of the logs: a failure is logged, never the request's.
-func (a *Agent) putSummary(sum session.Summary) {
-	if err := a.index.Put(sum); err != nil {
-		a.cfg.Logger.Warn().Err(err).Str("session", sum.SessionID).Msg("session index")
-	}
-}
-
-// noteTurn runs when a turn has ended and settle has recorded it: when its
-// turn/end recorded the session's title, the editor is sent it (a
-// session_info_update, so its list of threads shows it), and the index
-// learns of the turn. Called under s.turnMu with the log open.
-func (a *Agent) noteTurn(ctx context.Context, t *turn) {
-	s := t.s
-	if !t.titledAt.IsZero() {
-		a.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(t.titledAt)), "could not send the session's title")
-	}
-	a.putSummary(s.summary())
 }
 
 // firstPromptTitle makes a title from the session's first prompt.

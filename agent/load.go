@@ -21,16 +21,16 @@ import (
 // another process may run a turn meanwhile, whose records this one reads
 // at its next use.
 func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
-	s, err := a.state(req.SessionID)
+	s, err := a.store.state(req.SessionID)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
 	s.turnMu.Lock()
-	if err := a.acquire(s, false); err != nil {
+	if err := a.store.acquire(s, false); err != nil {
 		s.unlockTurn()
 		return acp.LoadSessionResponse{}, err
 	}
-	defer a.done(s)
+	defer a.store.done(s)
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
 	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
@@ -44,7 +44,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
 		waits = session.WaitStatuses(s.events)
 	}
-	modes, opts := a.sessionConfig(s)
+	modes, opts := a.menu.sessionConfig(s)
 	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
 	if err == nil {
 		err = replayUsage(ctx, c, s.id, h)

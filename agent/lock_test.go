@@ -40,9 +40,9 @@ func memoryOf(a *Agent, s *sessionState) sessionMemory {
 		closed = s.mcp.closed
 		s.mcp.mu.Unlock()
 	}
-	a.mu.Lock()
-	held := a.sessions[s.id] == s
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	held := a.store.sessions[s.id] == s
+	a.store.mu.Unlock()
 	return sessionMemory{opts: s.current(), events: len(s.events), held: held, mcpClosed: closed}
 }
 
@@ -124,7 +124,7 @@ func TestAgent_RefusedChangeChangesNothing(t *testing.T) {
 			if _, err := ask(t.Context(), a, id, "first"); err != nil {
 				t.Fatal(err)
 			}
-			s := a.sessions[id]
+			s := a.store.sessions[id]
 			s.mcp = idleMCP()
 
 			// The other process runs a turn, and has chosen accept_edits.
@@ -185,7 +185,7 @@ func TestAgent_RefusedChangeChangesNothing(t *testing.T) {
 // optionsOf are the options events record, over the defaults.
 func optionsOf(a *Agent, events []session.Event) options {
 	s := &sessionState{events: events}
-	a.loadOptions(s)
+	a.store.loadOptions(s)
 	return s.opts
 }
 
@@ -209,7 +209,7 @@ func runOptionsProperty(t *testing.T, seed uint64, ops int) {
 	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("ok")}}
 	a := testAgent(t, lockConfig(dir, p))
 	id := newSession(t, a)
-	s := a.sessions[id]
+	s := a.store.sessions[id]
 	r := rand.New(rand.NewPCG(seed, 29))
 	values := map[string][]string{
 		ModeConfigID:    modeIDs(),
@@ -342,7 +342,7 @@ func TestAgent_ChangeDuringTurnIsRecordedFirst(t *testing.T) {
 			t.Errorf("the turn's next request asked %q with %d tools, want other with read_only's %d", got.Model, len(got.Tools), len(toolsFor(ModeReadOnly)))
 		}
 		evs := mustLoad(t, a, id)
-		s := a.sessions[id]
+		s := a.store.sessions[id]
 		if !slices.EqualFunc(s.events, evs, func(x, y session.Event) bool { return x.Seq == y.Seq && x.Type == y.Type }) {
 			t.Errorf("the events in memory are not the file's:\n got %v\nwant %v", seqs(s.events), seqs(evs))
 		}
@@ -416,7 +416,7 @@ func TestAgent_LoadHoldsNoLockWhileReplaying(t *testing.T) {
 	if _, err := ask(t.Context(), second, id, "after"); err != nil {
 		t.Fatal(err)
 	}
-	if m := second.sessions[id].current().mode; m != ModeReadOnly {
+	if m := second.store.sessions[id].current().mode; m != ModeReadOnly {
 		t.Errorf("the loading process's mode is %q, want %q", m, ModeReadOnly)
 	}
 	if n := count(mustLoad(t, second, id), session.TypeTurnEnd); n != 3 {
@@ -445,7 +445,7 @@ func TestAgent_ChangeDuringLoadWaitsForIt(t *testing.T) {
 			loaded <- err
 		}()
 		<-ed.blocked
-		s := a.sessions[id]
+		s := a.store.sessions[id]
 
 		ctx, cancel := context.WithCancel(t.Context())
 		gaveUp := make(chan error, 1)

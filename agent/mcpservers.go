@@ -78,14 +78,9 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 func (a *Agent) restartMCP(s *sessionState, servers []acp.McpServer) {
 	s.mcp.close()
 	m := a.startMCP(s.id, s.cwd, servers)
-	// Under a.mu too, as Close reads s.mcp to stop every session's servers.
-	a.mu.Lock()
-	closed := a.closed
-	if !closed {
-		s.mcp = m
-	}
-	a.mu.Unlock()
-	if closed {
+	// Under the store's lock too, as Close reads s.mcp to stop every
+	// session's servers.
+	if !a.store.whileOpen(func() { s.mcp = m }) {
 		m.close()
 	}
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -101,8 +100,6 @@ func readOnlyOutput(tool string) toolOutcome {
 	return declined(fmt.Sprintf("This session is read-only: %s was not run. Only read_file, find_files, search_files and update_plan can be used; to change files or run commands, ask the user to switch the session to another mode.", tool),
 		"Not run: the session is read-only")
 }
-
-func (a *Agent) defaultMode() string { return cmp.Or(a.cfg.DefaultMode, DefaultMode) }
 
 // modeState is the session's mode as session/new, load and resume answer
 // it.

@@ -34,14 +34,14 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	t.chain.Used[r.Policy] = r.PolicyN
 	t.lastMax = r.Max
 	ev := session.LLMRetry{
-		Turn: t.number, Step: t.attempts, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
+		Turn: t.number, Step: t.req.attempts, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max,
 		DelayMs: r.Delay.Milliseconds(), Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action),
 	}
 	if r.Failure != nil {
 		ev.Failure = mustJSON(r.Failure)
 	}
 	if r.Action == recovery.ActionFallback {
-		ev.Model = t.model
+		ev.Model = t.req.model
 	}
 	if _, err := t.s.appendSync(session.TypeLLMRetry, ev); err != nil {
 		return err

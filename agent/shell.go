@@ -47,7 +47,7 @@ func (a *Agent) childSecrets() proc.Secrets {
 	if a.cfg.Secrets != nil {
 		return a.cfg.Secrets()
 	}
-	return proc.Secrets{Names: []string{a.apiKeyEnv()}}
+	return proc.Secrets{Names: []string{apiKeyEnv(a.cfg.APIKeyEnv)}}
 }
 
 // runInTerminal runs a command in a terminal of the editor's, shown live in

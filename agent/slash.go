@@ -181,7 +181,8 @@ func sameBlock(a, b acp.ContentBlock) bool {
 // neither leaves the prompt as it was (not a command).
 // compact says the turn compacts the conversation (compactNow) instead;
 // a non-nil wait is waited before run runs (/retry wait, retrywait.go).
-func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (run []acp.ContentBlock, answer string, compact bool, wait *retryWait) {
+// status makes /status's answer (statusText).
+func slash(s *sessionState, h *history, prompt []acp.ContentBlock, status func() string) (run []acp.ContentBlock, answer string, compact bool, wait *retryWait) {
 	name, args, ok := slashCommand(prompt)
 	if !ok {
 		name, args, ok = resentCommand(prompt, h)
@@ -209,12 +210,12 @@ func (a *Agent) slash(s *sessionState, h *history, prompt []acp.ContentBlock) (r
 			return run, answer, false, wait
 		}
 	}
-	run, answer = a.slashAnswer(s, h, name, args)
+	run, answer = slashAnswer(h, name, args, status)
 	return run, answer, false, nil
 }
 
 // slashAnswer handles /retry, /init and /status.
-func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run []acp.ContentBlock, answer string) {
+func slashAnswer(h *history, name, args string, status func() string) (run []acp.ContentBlock, answer string) {
 	switch name {
 	case "retry":
 		if args != "" {
@@ -229,7 +230,7 @@ func (a *Agent) slashAnswer(s *sessionState, h *history, name, args string) (run
 	case "init":
 		return []acp.ContentBlock{acp.TextBlock(initPrompt)}, ""
 	default: // status
-		return nil, a.statusText(s, h)
+		return nil, status()
 	}
 }
 
@@ -247,13 +248,13 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 	resp := acp.PromptResponse{StopReason: acp.StopEndTurn}
 	// A step with no model: Rebound answered, nobody was asked (a
 	// compaction's summary is its own request, counted as such).
-	t.attempts = 1
+	n := t.req.nextAttempt()
 	t.out.begin()
-	t.out.beginAttempt(t.attempts, false)
-	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: t.attempts, MessageID: t.out.msgID})
+	t.out.beginAttempt(n, false)
+	_, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, MessageID: t.out.msgID})
 	var text string
 	if err == nil {
-		t.attemptOpen = true
+		t.req.open = true
 		var perr error
 		if text, perr = produce(ctx); perr != nil {
 			return t.endUnanswered(ctx, perr)
@@ -266,16 +267,15 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 		err = t.endAttempt(ctx, session.OutcomeOK)
 	}
 	if err != nil {
-		err = t.agent.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
+		err = t.agent.dir.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
 		t.failed = ownFailure(err)
-		t.agent.settle(t, &resp, err)
+		t.settle(&resp, err)
 		return acp.PromptResponse{}, err
 	}
 	if err := t.out.flush(ctx); err != nil {
 		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("the answer to a slash command was not sent")
 	}
-	t.agent.settle(t, &resp, nil)
-	t.agent.noteTurn(ctx, t)
+	t.noteTurn(ctx, t.settle(&resp, nil))
 	return resp, nil
 }
 
@@ -289,8 +289,7 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 	if eerr := t.endAttempt(ctx, outcome); eerr != nil {
 		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
 	}
-	t.agent.settle(t, &acp.PromptResponse{}, err)
-	t.agent.noteTurn(ctx, t)
+	t.noteTurn(ctx, t.settle(&acp.PromptResponse{}, err))
 	if t.cancelled {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
@@ -302,11 +301,11 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 // request; the answer says how many messages the summary replaced.
 func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
 	o := t.s.current()
-	t.mode, t.model = o.mode, o.model
-	t.reqStart = time.Now() // summaryLimit counts request_deadline from here
+	t.req.mode, t.req.model = o.mode, o.model
+	t.req.start = time.Now() // summaryLimit counts request_deadline from here
 	return t.answerWith(ctx, func(ctx context.Context) (string, error) {
-		before := len(t.history)
-		if err := t.compact(ctx, recovery.Retry{Action: recovery.ActionCompact}); err != nil {
+		before := len(t.msgs.history)
+		if err := t.compact(ctx); err != nil {
 			switch {
 			case errors.Is(err, ErrCompactionNotSmaller):
 				return "Nothing to compact: a summary would not be shorter than the conversation.", nil
@@ -317,10 +316,10 @@ func (t *turn) compactNow(ctx context.Context) (acp.PromptResponse, error) {
 			// (a summary cut at the output limit is never used).
 			return "", &acp.RequestError{Code: acp.CodeInternalError, Err: err,
 				Message: "Could not compact the conversation: " + strings.TrimRight(strings.TrimPrefix(err.Error(), compactErrPrefix), ". ") + ". It is kept as it was.",
-				Data:    FailureData{Failure: recovery.Classify(err), Attempts: t.attempts, ElapsedMs: time.Since(t.reqStart).Milliseconds()}}
+				Data:    FailureData{Failure: recovery.Classify(err), Attempts: t.req.attempts, ElapsedMs: time.Since(t.req.start).Milliseconds()}}
 		}
 		// [system, old…, kept…] became [system, summary, kept…].
-		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.history)+1), nil
+		return fmt.Sprintf("Compacted %d messages into a summary.", before-len(t.msgs.history)+1), nil
 	})
 }
 
@@ -367,7 +366,7 @@ func retryable(outcome string) bool {
 func (a *Agent) statusText(s *sessionState, h *history) string {
 	o := s.current()
 	var b strings.Builder
-	if p, ok := a.currentProvider().(interface{ Endpoint() string }); ok && p.Endpoint() != "" {
+	if p, ok := a.auth.current().(interface{ Endpoint() string }); ok && p.Endpoint() != "" {
 		fmt.Fprintf(&b, "Provider: %s\n", p.Endpoint())
 	}
 	fmt.Fprintf(&b, "Model: %s\nMode: %s\n", o.model, o.mode)

@@ -40,7 +40,7 @@ func loadedModel(t *testing.T, a *Agent, id string) []llm.Message {
 // liveModel is the model's history of session id as a keeps it.
 func liveModel(t *testing.T, a *Agent, id string) []llm.Message {
 	t.Helper()
-	s, err := a.lookup(id)
+	s, err := a.store.lookup(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func runSlashProperty(t *testing.T, seed uint64, prompts int) {
 	p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){answer}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	s, err := a.lookup(id)
+	s, err := a.store.lookup(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func clipBytes(s string, n int) string {
 // wording is how the turn words retry r (recovery/words.go): the status,
 // the notice and the give-up say it one way.
 func (t *turn) wording(r recovery.Retry) recovery.Wording {
-	return recovery.Wording{Retry: r, Continuing: t.out.shownAny(), Model: t.model, MaxTokens: t.maxTokens, At: time.Now()}
+	return recovery.Wording{Retry: r, Continuing: t.out.shownAny(), Model: t.req.model, MaxTokens: t.req.maxTokens, At: time.Now()}
 }
 
 // statusRecovered closes the open statuses of a request that succeeded.

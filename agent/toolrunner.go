@@ -78,18 +78,18 @@ type mcpCaller interface {
 
 // newToolRunner builds the turn's runner. The MCP servers join it once the
 // turn has waited for them.
-func (t *turn) newToolRunner() *toolRunner {
+func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
 	a := t.agent
 	record := func(typ string, data any) error {
 		_, err := t.s.appendSync(typ, data)
 		return err
 	}
-	mode := func() string { return t.mode }
+	mode := func() string { return t.req.mode }
 	return &toolRunner{
-		ed: t.c, ws: t.ws, sessionID: t.s.id, turn: t.number,
+		ed: t.c, ws: ws, sessionID: t.s.id, turn: t.number,
 		record:   record,
 		notify:   t.notify,
-		answered: func(m llm.Message) { t.exchange = append(t.exchange, m) },
+		answered: t.msgs.add,
 		mode:     mode,
 		// Read each time: the session may reload its rules from the log.
 		gate: &permissionGate{asker: t.c, sessionID: t.s.id, turn: t.number, record: record, mode: mode,

@@ -34,22 +34,22 @@ type FailureData struct {
 // the log and then to the editor, and close the turn in every outcome, a
 // panic included.
 func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
-	s, err := a.lookup(req.SessionID)
+	s, err := a.store.lookup(req.SessionID)
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
 	// A key stored since start-up (`rebound login`) is found here.
-	if _, err := a.provider(); err != nil {
+	if _, err := a.auth.provider(); err != nil {
 		return acp.PromptResponse{}, err
 	}
 	if !s.turnMu.TryLock() {
 		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
 	}
-	if err := a.acquire(s, true); err != nil {
+	if err := a.store.acquire(s, true); err != nil {
 		s.unlockTurn()
 		return acp.PromptResponse{}, err
 	}
-	defer a.done(s)
+	defer a.store.done(s)
 
 	var t *turn
 	defer func() {
@@ -62,7 +62,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	// A slash command (slash.go) names the prompt to run, or answers.
-	run, answer, compact, wait := a.slash(s, h, req.Prompt)
+	run, answer, compact, wait := slash(s, h, req.Prompt, func() string { return a.statusText(s, h) })
 	if run != nil {
 		req.Prompt = run
 	}
@@ -73,38 +73,31 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("encode prompt: %w", err)
 	}
-	t = &turn{
-		agent: a, s: s, c: c,
-		number: h.conv.NextTurn(),
-		start:  time.Now(),
-		ws:     tools.NewWorkspace(s.cwd, s.additionalDirs...),
-	}
-	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
-	t.runner = t.newToolRunner()
+	t = a.newTurn(s, c, h.conv.NextTurn())
 	text := renderPrompt(req.Prompt)
 	// Whether the model will see this prompt is decided here, once, and
 	// recorded: the history reads it (answeredLocally).
 	local := answer != "" || compact
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text, Local: &local}); err != nil {
 		t = nil // no turn to close
-		return acp.PromptResponse{}, a.logError(s.id, fmt.Errorf("record prompt: %w", err))
+		return acp.PromptResponse{}, a.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
 	if answer != "" { // slash.go
 		return t.answer(ctx, answer)
 	}
 	if compact { // slash.go: /compact summarises the history this turn would send
-		t.history, t.prompt = history, llm.Message{Role: llm.RoleUser, Content: text}
+		t.msgs.history, t.msgs.prompt = history, llm.Message{Role: llm.RoleUser, Content: text}
 		return t.compactNow(ctx)
 	}
 	// The session's MCP servers may still be starting; their tools and
 	// what failed belong in the first request.
 	t.mcp = t.waitMCP(ctx)
 	t.runner.mcp = t.mcp
-	t.mode = s.currentMode()
-	history[0] = a.systemMessages(s, t.ws, t.mode, t.mcp != nil, t.start)[0]
-	t.history = history
-	t.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
-	t.maxTokens = a.cfg.MaxTokens
+	t.req.mode = s.currentMode()
+	history[0] = a.systemMessages(s, t.runner.ws, t.req.mode, t.mcp != nil, t.start)[0]
+	t.msgs.history = history
+	t.msgs.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
+	t.req.maxTokens = a.cfg.MaxTokens
 
 	resp, err = t.runAfter(ctx, wait) // retrywait.go: /retry wait waits first
 	if t.cancelled || err != nil && isCancelled(ctx) {
@@ -113,10 +106,9 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil && recorded(err) {
 		// The log failed: Rebound's own failure, reported as such.
 		t.failed = ownFailure(err)
-		err = a.logError(s.id, err)
+		err = a.dir.logError(s.id, err)
 	}
-	a.settle(t, &resp, err)
-	a.noteTurn(ctx, t)
+	t.noteTurn(ctx, t.settle(&resp, err))
 	if err != nil && isCancelled(ctx) {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
@@ -159,12 +151,12 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not commit the reply shown so far")
 				}
 			}
-			if t.attemptOpen {
-				if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
+			if t.req.open {
+				if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.req.attempts, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
 					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
 				}
 			}
-			a.settle(t, &acp.PromptResponse{}, errors.New(msg))
+			t.settle(&acp.PromptResponse{}, errors.New(msg))
 		}()
 		msg += " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
 	} else {
@@ -175,8 +167,10 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 }
 
 // settle appends turn/end whatever happened: the log's promise is that every
-// turn/start has one.
-func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
+// turn/start has one. titledAt is when that turn/end recorded the session's
+// title; zero if it did not.
+func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Time) {
+	a := t.agent
 	// Whatever ended the turn early, every call gets its result first.
 	for id := range t.runner.pending {
 		if err := t.runner.recordResult(id, toolOutcome{status: session.ToolAborted, output: notRunOutput}); err != nil {
@@ -203,58 +197,88 @@ func (a *Agent) settle(t *turn, resp *acp.PromptResponse, runErr error) {
 		a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Int("turn", t.number).Msg("could not record the end of the turn")
 	} else if end.Title != "" {
 		t.s.title, t.s.titled = end.Title, true
-		t.titledAt = ev.Time
+		titledAt = ev.Time
 	}
 	ev := a.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Dur("elapsed", time.Since(t.start))
 	if runErr != nil && !t.cancelled {
 		ev = a.cfg.Logger.Warn().Err(runErr).Str("session", t.s.id).Int("turn", t.number)
 	}
 	ev.Str("stopReason", end.StopReason).Msg("turn ended")
+	return titledAt
 }
 
+// noteTurn runs when a turn has ended and settle has recorded it: when its
+// turn/end recorded the session's title (at titledAt), the editor is sent it (a
+// session_info_update, so its list of threads shows it), and the index
+// learns of the turn. Called under s.turnMu with the log open.
+func (t *turn) noteTurn(ctx context.Context, titledAt time.Time) {
+	s := t.s
+	if !titledAt.IsZero() {
+		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(titledAt)), "could not send the session's title")
+	}
+	t.agent.store.putSummary(s.summary())
+}
+
+// turn is one session/prompt: the agent loop (run) and the state it goes
+// on with. What it delegates has its own type: the current request and its
+// attempts (request), the model's messages (turnMessages), the reply text
+// (emitter), the tools (toolRunner), usage (usageMeter) and compaction
+// (compactor).
 type turn struct {
-	agent    *Agent
-	s        *sessionState
-	c        acp.Client
-	ws       *tools.Workspace
-	number   int
-	start    time.Time
-	history  []llm.Message // system prompt and the session's history, as the model gets it
-	prompt   llm.Message   // this turn's user message
-	exchange []llm.Message // this turn's committed replies and tool results so far
-	requests int           // logical requests (rounds of the agent loop) made
-	reqStart time.Time     // when the current logical request began
-	reqFirst int           // its first attempt's number (t.attempts counts attempts)
-	model    string        // the session's, as of the current request's start, unless the fallback policy switched it
-	fellBack bool          // the fallback policy switched the model for the rest of the turn
-	effort   string        // the reasoning effort asked of the model, if any
-	mcp      *mcp.Set      // the session's MCP servers, nil when it has none
+	agent  *Agent
+	s      *sessionState
+	c      acp.Client
+	number int
+	start  time.Time
+	msgs   turnMessages // what the model is sent
+	req    request      // the current logical request, its attempts and settings
+	mcp    *mcp.Set     // the session's MCP servers, nil when it has none
 	// runner runs the committed replies' tool calls, and holds those
 	// without a result yet (toolrunner.go).
-	runner    *toolRunner
-	maxTokens int    // the truncation policy may raise it for this turn
-	mode      string // the session's mode, as of the current request's start
+	runner *toolRunner
 	// out records and shows the reply text (emit.go): the one place that
 	// decides what of an attempt the editor sees.
-	out           *emitter
-	continuations int // continuations asked of the current reply, cut at the output limit
-	// attempts counts the provider requests made, retries included: the
-	// log calls an attempt a step (step/start, step/end, and their Step).
-	attempts    int
-	attemptOpen bool // the current attempt has a step/start and no step/end
-	// attemptUsage is the usage of the current attempt's finished request,
-	// for its step/end (usage.go); usageShown is the usage_update that
-	// step/end holds the numbers of, sent once it is recorded.
-	attemptUsage *session.StepUsage
-	usageShown   *acp.SessionUpdate
-	// titledAt is when this turn's turn/end recorded the session's title;
-	// zero if it did not.
-	titledAt  time.Time
+	out       *emitter
+	usage     *usageMeter // the current attempt's usage (usage.go)
+	compactor *compactor  // compaction (compact.go, autocompact.go)
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
 	chain     recovery.Chain    // the retry chain of this logical request
 	status    *statusCards      // status tool calls shown for waits (statuscards.go)
 	lastMax   int               // the budget of the policy behind the last retry
+}
+
+// newTurn builds turn number of s, for the editor c, and what it delegates
+// to.
+func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
+	t := &turn{agent: a, s: s, c: c, number: number, start: time.Now()}
+	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
+	t.runner = t.newToolRunner(tools.NewWorkspace(s.cwd, s.additionalDirs...))
+	record := func(typ string, data any) error {
+		_, err := s.appendSync(typ, data)
+		return err
+	}
+	t.usage = &usageMeter{window: a.catalog.knownWindow, prices: a.cfg.Prices, last: func() *session.StepUsage {
+		if h, err := s.history(); err == nil {
+			return h.fill.last()
+		}
+		return nil
+	}}
+	t.compactor = &compactor{
+		overflow: a.cfg.Overflow, maxTokens: a.cfg.MaxTokens, limits: a.cfg.Recovery,
+		provider: a.auth.current, record: record,
+		ed: t, updates: func() bool { return c.Capabilities().Compaction() },
+		lastFill: func() (uint64, bool) {
+			h, err := s.history()
+			if err != nil {
+				return 0, false // the turn's own request says what is wrong with the log
+			}
+			return h.fill.get()
+		},
+		window: a.catalog.knownWindow, fullTurn: &s.fullTurn,
+		log: &a.cfg.Logger, sessionID: s.id, turn: number,
+	}
+	return t
 }
 
 // continuePrompt asks for the rest of a reply that was cut off (at the
@@ -271,22 +295,29 @@ func (t *turn) request() llm.Request {
 	// The session's buffer, not a new slice: a provider keeps nothing of a
 	// request once its Stream returns (llm.Provider), and the turn uses a
 	// request only until it makes the next.
-	msgs := append(t.s.reqBuf[:0], t.history...)
-	msgs = append(msgs, t.prompt)
-	msgs = append(msgs, t.exchange...)
-	if prefix := t.out.prefix(); prefix != "" && llm.ContinuesInPlace(t.agent.currentProvider()) {
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: prefix, Prefix: true})
-	} else if prefix != "" {
-		msgs = append(msgs,
-			llm.Message{Role: llm.RoleAssistant, Content: prefix},
-			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
-	}
-	offered := toolsFor(t.mode)
-	if t.mode != ModeReadOnly { // an MCP tool may change anything
+	msgs := t.msgs.build(t.s.reqBuf[:0], t.out.prefix(), llm.ContinuesInPlace(t.agent.auth.current()))
+	offered := toolsFor(t.req.mode)
+	if t.req.mode != ModeReadOnly { // an MCP tool may change anything
 		offered = append(offered, t.mcp.Tools()...)
 	}
 	t.s.reqBuf = msgs
-	return llm.Request{Model: t.model, Messages: msgs, MaxTokens: t.maxTokens, ReasoningEffort: t.effort, Tools: offered}
+	return llm.Request{Model: t.req.model, Messages: msgs, MaxTokens: t.req.maxTokens, ReasoningEffort: t.req.effort, Tools: offered}
+}
+
+// compact replaces the turn's history with a summary (compact.go), or
+// says why it did not.
+func (t *turn) compact(ctx context.Context) error {
+	history, err := t.compactor.compact(ctx, t.compaction())
+	if err == nil {
+		t.msgs.history = history
+	}
+	return err
+}
+
+// compaction is what a compaction of the turn's history works on now.
+func (t *turn) compaction() compaction {
+	return compaction{history: t.msgs.history, model: t.req.model, step: t.req.attempts, start: t.req.start,
+		rest: func() []llm.Message { return t.request().Messages[len(t.msgs.history):] }}
 }
 
 // run is the agent loop: each round is one logical request, recovered
@@ -297,7 +328,7 @@ func (t *turn) request() llm.Request {
 // the time tools and permission requests take.
 func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 	for {
-		if t.requests == t.agent.cfg.MaxRequests {
+		if t.req.made == t.agent.cfg.MaxRequests {
 			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxRequests", t.agent.cfg.MaxRequests).Msg("turn stopped at the request limit (agent.max_steps)")
 			return acp.PromptResponse{StopReason: acp.StopMaxTurnRequests}, nil
 		}
@@ -306,17 +337,14 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		// asked and its reasoning effort. They are in the log already
 		// (setOption).
 		o := t.s.current()
-		if o.mode != t.mode { // the system prompt says what the mode allows
-			t.history[0] = t.agent.systemMessages(t.s, t.ws, o.mode, t.mcp != nil, t.start)[0]
+		if t.req.apply(o, t.agent.menu.reasoningEffort) { // the system prompt says what the mode allows
+			t.msgs.history[0] = t.agent.systemMessages(t.s, t.runner.ws, o.mode, t.mcp != nil, t.start)[0]
 		}
-		t.mode = o.mode
-		if !t.fellBack {
-			t.model = o.model
-		}
-		t.effort = t.agent.effort(t.model, o.thought)
 		t.reportMCP(ctx)
-		t.compactIfFull(ctx) // autocompact.go
-		t.requests++
+		if h := t.compactor.compactIfFull(ctx, t.compaction()); h != nil { // autocompact.go
+			t.msgs.history = h
+		}
+		t.req.made++
 		reply, calls, err := t.complete(ctx)
 		if err != nil {
 			if isCancelled(ctx) {
@@ -335,7 +363,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		if len(calls) == 0 || reply.FinishReason == llm.FinishLength || reply.FinishReason == llm.FinishContentFilter {
 			return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
 		}
-		if err := t.runner.useTools(ctx, t.attempts, calls); err != nil {
+		if err := t.runner.useTools(ctx, t.req.attempts, calls); err != nil {
 			if isCancelled(ctx) || errors.Is(err, errCancelledDuringTool) {
 				t.cancelled = true
 				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
@@ -354,9 +382,8 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	id, retries, used := t.s.retryChain()
 	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
 	t.out.begin()
-	t.continuations = 0
-	t.reqStart, t.reqFirst = time.Now(), t.attempts+1
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.reqStart}
+	t.req.begin(time.Now())
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start}
 	trunc := t.agent.cfg.Truncation
 	// A failure of the log ends recovery at once: it is Rebound's own, so
 	// no provider policy (or user rule) may retry it. Cancelling the
@@ -385,7 +412,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		// policy's count stands until the reply is complete, so a logical
 		// request makes at most 1 + the sum of the budgets requests.
 		if got.FinishReason == llm.FinishLength {
-			d := trunc.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.continuations, MaxTokens: t.maxTokens, Escalated: t.escalated()})
+			d := trunc.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.req.continuations, MaxTokens: t.req.maxTokens, Escalated: t.req.escalated(t.agent.cfg.MaxTokens)})
 			if d.Action != recovery.ActionNone {
 				if err := t.endAttempt(ctx, session.OutcomeTruncated); err != nil {
 					return nil, nil, err
@@ -394,10 +421,10 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 					// What was shown, or this part (held), stays; the
 					// next attempt continues it. Escalated, the cut
 					// attempt is discarded, never shown.
-					t.continuations = d.N
+					t.req.continuations = d.N
 					t.out.keep(got)
 				}
-				t.maxTokens = d.MaxTokens
+				t.req.maxTokens = d.MaxTokens
 				if err := t.ownRetry(ctx, d.Policy, d.Action, d.N, d.Max); err != nil {
 					return nil, nil, err
 				}
@@ -415,15 +442,12 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	}
 }
 
-// escalated reports whether this turn already raised the output budget.
-func (t *turn) escalated() bool { return t.maxTokens != t.agent.cfg.MaxTokens }
-
 // failure turns a failed turn's error into the wire shape the editor gets: a
 // message a person can act on, and the facts in data.
 func (t *turn) failure(ctx context.Context, err error) error {
 	if recorded(err) {
 		t.failed = ownFailure(err)
-		return t.agent.logError(t.s.id, err)
+		return t.agent.dir.logError(t.s.id, err)
 	}
 	f := recovery.Classify(err)
 	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."
@@ -449,9 +473,9 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	}
 	// The facts are the failed request's, as the message's are: earlier ones
 	// and the tools they ran are not part of this recovery.
-	data := FailureData{Failure: f, Attempts: t.attempts - t.reqFirst + 1, ElapsedMs: time.Since(t.reqStart).Milliseconds()}
+	data := FailureData{Failure: f, Attempts: t.req.ofRequest(), ElapsedMs: time.Since(t.req.start).Milliseconds()}
 	if f.Code == recovery.Auth {
-		data.AuthMethods = []acp.AuthMethod{t.agent.apiKeyMethod()}
+		data.AuthMethods = []acp.AuthMethod{t.agent.auth.apiKeyMethod()}
 	}
 	return &acp.RequestError{Code: code, Message: msg, Err: err, Data: data}
 }
@@ -461,8 +485,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 // continue); a finished one is returned, uncommitted, for complete to decide
 // on.
 func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
-	t.attempts++
-	n := t.attempts
+	n := t.req.nextAttempt()
 	req := t.request()
 	req.Messages = alternate(req.Messages)
 	last := len(req.Messages) - 1
@@ -470,7 +493,8 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort, MessageID: t.out.msgID}); err != nil {
 		return nil, fmt.Errorf("record step: %w", err)
 	}
-	t.attemptOpen, t.attemptUsage, t.usageShown = true, nil, nil
+	t.req.open = true
+	t.usage.reset()
 	reply, err := t.receive(ctx, req)
 	if err == nil && reply.Empty() && reply.FinishReason != llm.FinishContentFilter {
 		err = recovery.ErrEmptyResponse
@@ -490,26 +514,26 @@ func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 		if _, lerr := t.s.appendSync(session.TypeStepEnd, end); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("record step end: %w", lerr))
 		} else {
-			t.attemptOpen = false
+			t.req.open = false
 		}
 		return nil, err
 	}
 	// The provider request is over: ready how full the context is, for the
 	// editor once step/end records it.
-	t.reportUsage(req, reply)
+	t.usage.ready(req, reply)
 	return reply, nil
 }
 
 // endAttempt closes the current attempt (its step/end) once it finished,
 // then shows the editor the usage that step/end records: record, then send.
 func (t *turn) endAttempt(ctx context.Context, outcome string) error {
-	end := session.StepEnd{Turn: t.number, Step: t.attempts, Outcome: outcome, Usage: t.attemptUsage,
+	usage, u := t.usage.take()
+	end := session.StepEnd{Turn: t.number, Step: t.req.attempts, Outcome: outcome, Usage: usage,
 		StreamedChars: t.out.streamedChars, ShownChars: t.out.shownChars}
 	if _, err := t.s.append(session.TypeStepEnd, end); err != nil {
 		return fmt.Errorf("record step end: %w", err)
 	}
-	u := t.usageShown
-	t.attemptOpen, t.attemptUsage, t.usageShown = false, nil, nil
+	t.req.open = false
 	if u == nil {
 		return nil
 	}
@@ -532,7 +556,7 @@ func (t *turn) commit(ctx context.Context, last *llm.Reply, calls []session.Mess
 	if err != nil {
 		return err
 	}
-	t.exchange = append(t.exchange, am)
+	t.msgs.add(am)
 	t.runner.pending = map[string]string{}
 	for _, c := range calls {
 		t.runner.pending[c.ID] = c.ModelID()
@@ -550,14 +574,14 @@ func (t *turn) commitIncomplete() error {
 	if err != nil {
 		return err
 	}
-	t.exchange = append(t.exchange, am)
+	t.msgs.add(am)
 	return nil
 }
 
 // receive runs one provider request to its end, handing every chunk to the
 // emitter, which records it and, live, sends it.
 func (t *turn) receive(ctx context.Context, req llm.Request) (*llm.Reply, error) {
-	stream, err := recovery.Watch(ctx, t.agent.currentProvider(), req, t.agent.cfg.Recovery.Watchdog)
+	stream, err := recovery.Watch(ctx, t.agent.auth.current(), req, t.agent.cfg.Recovery.Watchdog)
 	if err != nil {
 		return nil, err
 	}

@@ -46,11 +46,11 @@ var windowTable = []struct {
 // knownWindow is what is known of model's context window besides the
 // table: provider.context_window, else what the provider's model list said
 // (0 when neither says).
-func (a *Agent) knownWindow(model string) uint64 {
-	if a.cfg.ContextWindow > 0 {
-		return a.cfg.ContextWindow
+func (c *catalog) knownWindow(model string) uint64 {
+	if c.contextWindow > 0 {
+		return c.contextWindow
 	}
-	if w, ok := a.currentProvider().(llm.ContextWindows); ok {
+	if w, ok := c.provider().(llm.ContextWindows); ok {
 		return w.ContextWindow(model)
 	}
 	return 0
@@ -174,19 +174,31 @@ type sessionUsage struct {
 	costed bool // some step had a cost; until then none is shown
 }
 
-// reportUsage readies the usage_update of a step whose provider request has
+// usageMeter readies the usage of each attempt whose provider request
+// finished: the figures its step/end records, and the usage_update the
+// editor is sent once that step/end is written (record, then send). It
+// knows the session only through the functions it is given.
+type usageMeter struct {
+	// window is what is known of a model's context window besides the
+	// table (catalog.knownWindow).
+	window func(model string) uint64
+	prices Prices
+	// last is the session's last recorded usage, nil when none: the
+	// session's cost so far is read back from it, so it survives a restart.
+	last func() *session.StepUsage
+
+	rec   *session.StepUsage // the current attempt's, for its step/end
+	shown *acp.SessionUpdate // sent once that step/end is written; nil: nothing to show
+}
+
+// ready readies the usage_update of an attempt whose provider request has
 // finished: used is the provider's prompt+completion tokens (the tokens the
 // next request starts from), or an estimate marked in _meta when it
-// reported none. The step's step/end records it, and endAttempt sends it
-// after that record (best effort, like every status update); an attempt
-// ended otherwise (failed, discarded) shows none. The session's cost so far
-// is read back from the last step/end, so it survives a restart.
-func (t *turn) reportUsage(req llm.Request, reply *llm.Reply) {
-	var last *session.StepUsage
-	if h, err := t.s.history(); err == nil {
-		last = h.fill.last()
-	}
-	u, su, ok := usageUpdate(req, reply, t.agent.knownWindow(req.Model), t.agent.cfg.Prices, sessionUsageOf(last))
+// reported none. The attempt's step/end records it (take), and the turn
+// sends it after that record (best effort, like every status update); an
+// attempt ended otherwise (failed, discarded) shows none.
+func (m *usageMeter) ready(req llm.Request, reply *llm.Reply) {
+	u, su, ok := usageUpdate(req, reply, m.window(req.Model), m.prices, sessionUsageOf(m.last()))
 	rec := &session.StepUsage{Used: u.Used, Size: u.Size, Estimated: reply.Usage == nil}
 	if r := reply.Usage; r != nil {
 		rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens = r.PromptTokens, r.CompletionTokens, r.CachedTokens
@@ -194,11 +206,24 @@ func (t *turn) reportUsage(req llm.Request, reply *llm.Reply) {
 	if su.costed {
 		rec.Cost, rec.Currency = &u.Cost.Amount, u.Cost.Currency
 	}
-	t.attemptUsage = rec
+	m.rec, m.shown = rec, nil
 	if ok {
-		t.usageShown = &u // sent by endAttempt once its step/end is written
+		m.shown = &u
 	}
 }
+
+// take hands over the current attempt's usage, for its step/end, and the
+// update to send once that is written, and forgets both: an attempt's
+// usage is recorded, and shown, at most once.
+func (m *usageMeter) take() (*session.StepUsage, *acp.SessionUpdate) {
+	rec, shown := m.rec, m.shown
+	m.reset()
+	return rec, shown
+}
+
+// reset forgets the usage of an attempt that ends without its figures (a
+// new attempt begins).
+func (m *usageMeter) reset() { m.rec, m.shown = nil, nil }
 
 func sessionUsageOf(u *session.StepUsage) sessionUsage {
 	if u == nil || u.Cost == nil {

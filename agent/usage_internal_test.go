@@ -148,12 +148,12 @@ func TestKnownWindow_ConfigThenModelListThenTable(t *testing.T) {
 		"gpt-4o-mini":   128_000,
 		"unknown-model": 0,
 	} {
-		if got := windowOf(model, a.knownWindow(model)); got != want {
+		if got := windowOf(model, a.catalog.knownWindow(model)); got != want {
 			t.Errorf("%s: window %d, want %d", model, got, want)
 		}
 	}
 	a = New(Config{Provider: p, ContextWindow: 32_000})
-	if got := windowOf("local-model", a.knownWindow("local-model")); got != 32_000 {
+	if got := windowOf("local-model", a.catalog.knownWindow("local-model")); got != 32_000 {
 		t.Errorf("provider.context_window set: window %d, want 32000", got)
 	}
 }

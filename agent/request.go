@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/rebound-agent/rebound/llm"
+)
+
+// request is a turn's count of its logical requests and their attempts, and
+// the settings the current logical request is made with. The turn owns one
+// and changes it only through these methods, so what a step number or an
+// attempt count means is said here once.
+type request struct {
+	made  int       // logical requests (rounds of the agent loop) made this turn
+	start time.Time // when the current logical request began
+	first int       // the current logical request's first attempt's number
+	// attempts counts the provider requests made this turn, retries
+	// included: the log calls an attempt a step (step/start, step/end, and
+	// their Step).
+	attempts int
+	open     bool // the current attempt has a step/start and no step/end
+	// continuations asked of the current reply, cut at the output limit.
+	continuations int
+	settings
+}
+
+// settings are what the current request asks of the provider.
+type settings struct {
+	model     string // the session's, as of the request's start, unless the fallback policy switched it
+	fellBack  bool   // the fallback policy switched the model for the rest of the turn
+	effort    string // the reasoning effort asked of the model, if any
+	mode      string // the session's mode, as of the request's start
+	maxTokens int    // the truncation policy may raise it for this turn
+}
+
+// apply takes the session's options as the next logical request starts:
+// chosen since the last one, they apply from this one, except the model
+// once the fallback policy switched it. effort is the reasoning effort a
+// request to a model carries for a thought level. modeChanged says whether
+// the mode changed (the system prompt says what it allows).
+func (r *request) apply(o options, effort func(model, thought string) string) (modeChanged bool) {
+	modeChanged = o.mode != r.mode
+	r.mode = o.mode
+	if !r.fellBack {
+		r.model = o.model
+	}
+	r.effort = effort(r.model, o.thought)
+	return modeChanged
+}
+
+// fallBack switches the model for the rest of the turn.
+func (r *request) fallBack(model, effort string) {
+	r.model, r.fellBack, r.effort = model, true, effort
+}
+
+// begin starts a logical request at now: its attempts are numbered on
+// from the turn's, and it has continued nothing yet.
+func (r *request) begin(now time.Time) {
+	r.start, r.first, r.continuations = now, r.attempts+1, 0
+}
+
+// nextAttempt numbers the next attempt (its step); it is open once its
+// step/start is recorded.
+func (r *request) nextAttempt() int {
+	r.attempts++
+	return r.attempts
+}
+
+// ofRequest is how many attempts the current logical request has made.
+func (r *request) ofRequest() int { return r.attempts - r.first + 1 }
+
+// escalated reports whether this turn already raised the output budget
+// above the configured one.
+func (r *request) escalated(configured int) bool { return r.maxTokens != configured }
+
+// turnMessages are what a turn sends the model, besides a continuation:
+// the system prompt and the session's history, this turn's prompt, and
+// its committed replies and tool results so far.
+type turnMessages struct {
+	history  []llm.Message // system prompt and the session's history, as the model gets it
+	prompt   llm.Message   // this turn's user message
+	exchange []llm.Message // this turn's committed replies and tool results so far
+}
+
+// add appends a committed reply or a tool result to the exchange.
+func (m *turnMessages) add(msg llm.Message) { m.exchange = append(m.exchange, msg) }
+
+// build appends the next attempt's messages to buf: the history, the
+// prompt, the exchange and, when a reply cut short is being continued
+// (prefix is what of it there is), the partial reply and the request to go
+// on, or, for a provider that continues a reply in place, the partial
+// reply marked as the prefix to continue.
+func (m *turnMessages) build(buf []llm.Message, prefix string, inPlace bool) []llm.Message {
+	msgs := append(buf, m.history...)
+	msgs = append(msgs, m.prompt)
+	msgs = append(msgs, m.exchange...)
+	if prefix != "" && inPlace {
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: prefix, Prefix: true})
+	} else if prefix != "" {
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, Content: prefix},
+			llm.Message{Role: llm.RoleUser, Content: continuePrompt})
+	}
+	return msgs
+}
+
+// stripImages drops the prompt's images, which the prompt text already names
+// as [image: …] placeholders, and tells the model why. The log keeps the
+// user's original prompt.
+func (m *turnMessages) stripImages() error {
+	if len(m.prompt.Images) == 0 {
+		return ErrNoImages
+	}
+	m.prompt.Content += "\n(Note: the user attached the images named above, but this model cannot receive images, so only their names are given.)"
+	m.prompt.Images = nil
+	return nil
+}
