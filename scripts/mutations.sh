@@ -56,7 +56,7 @@ mutate recovery/wordclass.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
 	./recovery TestWordClass_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
 mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
-mutate agent/status.go 's|^\tif f.FromProvider() {$|\tif true {|' \
+mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
 mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
