@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/recovery"
@@ -60,59 +58,13 @@ func (t *turn) Scheduled(ctx context.Context, r recovery.Retry) error {
 	p := recovery.RetryProgress{Phase: recovery.PhaseScheduled, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max, DelayMs: r.Delay.Milliseconds(),
 		Failure: r.Failure, Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action), Model: ev.Model}
 	t.progress(ctx, p)
-	t.statusScheduled(ctx, r)
+	w := t.wording(r)
+	t.cards().scheduled(ctx, w)
 	if t.statusNotices() {
-		title, desc := t.noticeText(r)
-		t.notify(ctx, acp.Notice("warning", title, desc).
+		t.notify(ctx, acp.Notice("warning", w.Subject(), w.Description()).
 			WithMeta(acp.Meta{RetryMetaKey: p}))
 	}
 	return nil
-}
-
-// noticeText is what a person reads about a retry.
-func (t *turn) noticeText(r recovery.Retry) (title, description string) {
-	return retryText(r, t.out.shownAny(), t.req.model, t.req.maxTokens)
-}
-
-// retryText says what a retry is about and what it does: continuing, when
-// the stream broke after text was shown; model, the one a fallback
-// switches to; maxTokens, the escalated budget (0: not known).
-func retryText(r recovery.Retry, continuing bool, model string, maxTokens int) (title, description string) {
-	if r.Policy == policyWait { // retrywait.go
-		return r.Failure.Summary(), fmt.Sprintf("Waiting %s for the time the provider named, then running the turn again (/retry wait)", shortDuration(r.Delay))
-	}
-	wait := ""
-	if r.Delay > 0 {
-		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
-	}
-	switch r.Action {
-	case recovery.ActionCompact:
-		return r.Failure.Summary(), "Summarising older messages and retrying"
-	case recovery.ActionFallback:
-		return r.Failure.Summary(), fmt.Sprintf("Switching to %s for this turn; retrying%s", model, wait)
-	case recovery.ActionStripImages:
-		return "The model does not accept images", "Retrying with the images replaced by placeholders"
-	case recovery.ActionEscalate:
-		if maxTokens == 0 {
-			return "The reply was cut at the output limit", "Retrying with a larger output budget"
-		}
-		return "The reply was cut at the output limit", fmt.Sprintf("Retrying with a larger output budget (%d tokens)", maxTokens)
-	case recovery.ActionContinue:
-		return "The reply was cut at the output limit", fmt.Sprintf("Asking the model to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
-	}
-	title = r.Failure.Summary()
-	description = fmt.Sprintf("Retrying%s (attempt %d of %d)", wait, r.PolicyN+1, r.Max+1)
-	if continuing {
-		// The stream broke after text was shown: the retry goes on from it.
-		description = fmt.Sprintf("Continuing the reply from where it stopped%s (attempt %d of %d)", wait, r.PolicyN+1, r.Max+1)
-	}
-	if strings.HasPrefix(r.Policy, "rule:") {
-		description += ", " + strings.Replace(r.Policy, "rule:", "by rule ", 1)
-	}
-	if ra := r.Failure.RetryAfterText(); ra != "" {
-		description += ": " + ra
-	}
-	return title, description
 }
 
 // Started records that the wait is over and the retry's request goes out.
@@ -121,7 +73,7 @@ func (t *turn) Started(ctx context.Context, r recovery.Retry) error {
 		return err
 	}
 	t.progress(ctx, recovery.RetryProgress{Phase: recovery.PhaseStarted, RetryID: r.ID, Retry: r.N, MaxRetries: r.Max})
-	t.statusStarted(ctx, r)
+	t.cards().started(ctx, r)
 	return nil
 }
 

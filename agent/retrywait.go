@@ -18,7 +18,7 @@ import (
 
 // policyWait is the policy of the llm/retry a /retry wait records: the wait
 // is a retry of the failed request, the user's, with a budget of one.
-const policyWait = "wait"
+const policyWait = recovery.PolicyWait
 
 // maxRetryWait bounds what /retry wait waits for: a named time further away
 // is a limit to raise or a provider to change, not a wait to sit through.
@@ -47,7 +47,7 @@ func retryWaitCommand(s *sessionState, h *history, now time.Time) (run []acp.Con
 	}
 	if until.Sub(now) > maxRetryWait {
 		return nil, fmt.Sprintf("The provider named a time more than %s away (%s), longer than `/retry wait` waits. "+
-			"Send `/retry` once the limit has reset, or switch to another model or provider.", shortDuration(maxRetryWait), farText(f, until, now)), nil
+			"Send `/retry` once the limit has reset, or switch to another model or provider.", recovery.ShortDuration(maxRetryWait), farText(f, until, now)), nil
 	}
 	run = retryBlocks(last)
 	if !until.After(now) {
@@ -73,27 +73,23 @@ func retryBlocks(last session.Message) []acp.ContentBlock {
 // time. The times are the log's, so a wait after a restart or a
 // session/load waits only what is left.
 func namedTime(events []session.Event, turn int) (until time.Time, f *recovery.Failure, ok bool) {
-	for _, ev := range events {
-		switch ev.Type {
-		case session.TypeLLMRetry:
-			var r session.LLMRetry
-			var rf recovery.Failure
-			if session.Unmarshal(ev.Data, &r) != nil || r.Turn != turn || json.Unmarshal(r.Failure, &rf) != nil || rf.RetryAfterMs == nil {
-				continue
+	if end, at, ended := session.TurnError(events, turn); ended && len(end) > 0 {
+		// The failure that ended the turn is the last word: one that
+		// named no time leaves nothing to wait for.
+		ef := failureOf(end)
+		if ef == nil || ef.RetryAfterMs == nil || *ef.RetryAfterMs <= 0 {
+			return time.Time{}, nil, false
+		}
+		return addMs(at, *ef.RetryAfterMs), ef, true
+	}
+	for _, c := range session.Recoveries(events) {
+		if c.Turn != turn {
+			continue
+		}
+		for _, w := range c.Waits {
+			if rf := failureOf(w.Record.Failure); rf != nil && rf.RetryAfterMs != nil {
+				until, f, ok = addMs(w.At, w.Record.DelayMs), rf, true
 			}
-			until, f, ok = addMs(ev.Time, r.DelayMs), &rf, true
-		case session.TypeTurnEnd:
-			var end session.TurnEnd
-			if session.Unmarshal(ev.Data, &end) != nil || end.Turn != turn || len(end.Error) == 0 {
-				continue
-			}
-			// The failure that ended the turn is the last word: one that
-			// named no time leaves nothing to wait for.
-			var ef recovery.Failure
-			if json.Unmarshal(end.Error, &ef) != nil || ef.RetryAfterMs == nil || *ef.RetryAfterMs <= 0 {
-				return time.Time{}, nil, false
-			}
-			return addMs(ev.Time, *ef.RetryAfterMs), &ef, true
 		}
 	}
 	return until, f, ok
@@ -118,19 +114,9 @@ func retryWaitHint(f *recovery.Failure, maxRetryAfter time.Duration, now time.Ti
 	until := addMs(now, *f.RetryAfterMs)
 	if until.Sub(now) > maxRetryWait {
 		return fmt.Sprintf("That is more than the %s `/retry wait` waits: send `/retry` once the limit has reset (%s), or switch model.",
-			shortDuration(maxRetryWait), farText(f, until, now))
+			recovery.ShortDuration(maxRetryWait), farText(f, until, now))
 	}
-	return fmt.Sprintf("Type `/retry wait` to wait for it (until %s) and run the turn again.", clockText(until, now))
-}
-
-// clockText is a time a person reads in their own zone: "14:32:05 CET",
-// with the date when it is not today's.
-func clockText(at, now time.Time) string {
-	at, now = at.Local(), now.Local()
-	if y, m, d := at.Date(); y != now.Year() || m != now.Month() || d != now.Day() {
-		return at.Format("2006-01-02 15:04:05 MST")
-	}
-	return at.Format("15:04:05 MST")
+	return fmt.Sprintf("Type `/retry wait` to wait for it (until %s) and run the turn again.", recovery.ClockText(until, now))
 }
 
 // farText says when a wait beyond maxRetryWait ends, or that the provider
@@ -139,18 +125,7 @@ func farText(f *recovery.Failure, until, now time.Time) string {
 	if f != nil && f.RetryAfterMs != nil && *f.RetryAfterMs >= farMs {
 		return "the provider asked for longer than that"
 	}
-	return "until " + clockText(until, now)
-}
-
-// shortDuration is a duration without its zero tail: "24h", "40m", "1m30s".
-func shortDuration(d time.Duration) string {
-	s := d.Round(time.Second).String()
-	for _, z := range []string{"0s", "0m"} {
-		if len(s) > len(z)+1 && s[len(s)-len(z):] == z && s[len(s)-len(z)-1] >= 'a' {
-			s = s[:len(s)-len(z)]
-		}
-	}
-	return s
+	return "until " + recovery.ClockText(until, now)
 }
 
 // runAfter runs the turn, first waiting out a /retry wait's named time
@@ -211,5 +186,5 @@ func retryWaitStatus(events []session.Event, turn int, now time.Time) string {
 	if !ok || !until.After(now) || until.Sub(now) > maxRetryWait {
 		return ""
 	}
-	return fmt.Sprintf(" `/retry wait` waits until %s (%s from now) and runs it then.", clockText(until, now), shortDuration(until.Sub(now)))
+	return fmt.Sprintf(" `/retry wait` waits until %s (%s from now) and runs it then.", recovery.ClockText(until, now), recovery.ShortDuration(until.Sub(now)))
 }

@@ -140,7 +140,7 @@ func TestRetryWait_WaitsTheNamedTime(t *testing.T) {
 			t.Errorf("retry progress %+v, want scheduled (40m, wait, the 429) then started", progress)
 		}
 		titles := strings.Join(statusTitles(e), "\n")
-		for _, want := range []string{"in_progress: Rate limited by the provider (429), waiting 40m to run the turn again",
+		for _, want := range []string{"in_progress: Rate limited by the provider (429), waiting until " + recovery.ClockText(start.Add(40*time.Minute), start) + " to run the turn again",
 			"completed: Rate limited by the provider (429), waited and ran the turn again"} {
 			if !strings.Contains(titles, want) {
 				t.Errorf("status tool calls:\n%s\nwant %q", titles, want)
@@ -347,7 +347,7 @@ func TestRetryWaitHint(t *testing.T) {
 		}
 	}
 	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 40 * time.Minute: "40m", 90 * time.Second: "1m30s", 10 * time.Second: "10s", 2*time.Hour + 10*time.Minute: "2h10m"} {
-		if got := shortDuration(d); got != want {
+		if got := recovery.ShortDuration(d); got != want {
 			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
@@ -394,7 +394,7 @@ func TestStatus_ReportsWaitsAsTheyHappened(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, got := slashPrompt(t, a, id, "/status")
-		if want := "Rebound retried 1 time (RATE_LIMIT ×1), waiting 1s in all."; !strings.Contains(got, want) {
+		if want := "Rebound made 1 retry (RATE_LIMIT ×1), waiting 1s in all; then you cancelled."; !strings.Contains(got, want) {
 			t.Errorf("/status = %q\nwant it to contain %q", got, want)
 		}
 	})

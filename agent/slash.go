@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -410,43 +409,38 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 // maxStatusFailure bounds the failure message /status repeats.
 const maxStatusFailure = 300
 
-// turnRecovery says what Rebound did about failures in a turn, from its
-// llm/retry records: how many retries, for which failures, the time waited
-// as it happened (session.RetryWaits, which inspect reads too: a wait
-// cancelled early counts what it waited, not what was planned) and any
-// change a retry made (compact, fallback, ...).
+// turnRecovery says what Rebound did about failures in a turn, from the
+// log's derivation of its retry chains (session.Recoveries, which replay
+// and inspect read too): how many retries, for which failures, the time
+// waited as it happened (a wait cancelled early counts what it waited, not
+// what was planned), any change a retry made (compact, fallback, ...) and
+// how the last chain ended.
 func turnRecovery(events []session.Event, turn int) string {
 	var codes, actions []string
 	count := map[string]int{}
-	retries := 0
+	retries, unknown := 0, 0 // unknown: waits a stop of Rebound cut short
 	var waited time.Duration
-	unknown := 0 // waits a stop of Rebound cut short: their end is not known
-	for _, w := range session.RetryWaits(events) {
-		switch {
-		case w.Turn != turn:
-		case w.Known:
-			waited += w.Waited
-		default:
-			unknown++
-		}
-	}
-	for _, ev := range events {
-		var r session.LLMRetry
-		if ev.Type != session.TypeLLMRetry || session.Unmarshal(ev.Data, &r) != nil || r.Turn != turn {
+	outcome := ""
+	for _, c := range session.Recoveries(events) {
+		if c.Turn != turn {
 			continue
 		}
-		retries++
-		var f struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(r.Failure, &f)
-		code := cmp.Or(f.Code, "UNKNOWN")
-		if count[code] == 0 {
-			codes = append(codes, code)
-		}
-		count[code]++
-		if r.Action != "" && !slices.Contains(actions, r.Action) {
-			actions = append(actions, r.Action)
+		retries += c.Retries
+		waited += c.Waited
+		unknown += c.Unknown
+		outcome = c.Outcome
+		for _, w := range c.Waits {
+			code := "UNKNOWN"
+			if f := failureOf(w.Record.Failure); f != nil {
+				code = string(f.Code)
+			}
+			if count[code] == 0 {
+				codes = append(codes, code)
+			}
+			count[code]++
+			if a := w.Record.Action; a != "" && !slices.Contains(actions, a) {
+				actions = append(actions, a)
+			}
 		}
 	}
 	if retries == 0 {
@@ -456,38 +450,41 @@ func turnRecovery(events []session.Event, turn int) string {
 	for _, c := range codes {
 		parts = append(parts, fmt.Sprintf("%s ×%d", c, count[c]))
 	}
-	out := fmt.Sprintf("Rebound retried %d %s (%s), waiting %s in all", retries, plural(retries, "time"), strings.Join(parts, ", "), waited.Round(100*time.Millisecond))
+	out := fmt.Sprintf("Rebound made %s (%s), waiting %s in all", recovery.Retries(retries), strings.Join(parts, ", "), waited.Round(100*time.Millisecond))
 	if unknown > 0 {
 		out += fmt.Sprintf(" (and %d %s cut short when Rebound stopped)", unknown, plural(unknown, "wait"))
 	}
 	if len(actions) > 0 {
 		out += "; what it changed: " + strings.Join(actions, ", ")
 	}
+	if o := chainOutcomes[outcome]; o != "" {
+		out += "; " + o
+	}
 	return out + "."
+}
+
+// chainOutcomes word how the turn's last retry chain ended
+// (session.Recovery.Outcome).
+var chainOutcomes = map[string]string{
+	session.WaitRecovered:   "then it recovered",
+	session.WaitFailed:      "then it gave up",
+	session.WaitCancelled:   "then you cancelled",
+	session.WaitInterrupted: "then Rebound stopped",
 }
 
 // turnFailure is what the log says the turn's failure was, "" if none.
 func turnFailure(events []session.Event, turn int) string {
-	for i := len(events) - 1; i >= 0; i-- {
-		var end session.TurnEnd
-		if events[i].Type != session.TypeTurnEnd || json.Unmarshal(events[i].Data, &end) != nil || end.Turn != turn {
-			continue
-		}
-		var f struct {
-			Code    string `json:"code"`
-			Status  int    `json:"status"`
-			Message string `json:"message"`
-		}
-		if len(end.Error) == 0 || json.Unmarshal(end.Error, &f) != nil {
-			return ""
-		}
-		if len(f.Message) > maxStatusFailure { // the provider's words, bounded
-			f.Message = f.Message[:maxStatusFailure] + "…"
-		}
-		if f.Status != 0 {
-			return fmt.Sprintf("The failure (%s, HTTP %d): %s", f.Code, f.Status, f.Message)
-		}
-		return fmt.Sprintf("The failure (%s): %s", f.Code, f.Message)
+	raw, _, _ := session.TurnError(events, turn)
+	f := failureOf(raw)
+	if f == nil {
+		return ""
 	}
-	return ""
+	msg := f.Message
+	if len(msg) > maxStatusFailure { // the provider's words, bounded
+		msg = clipBytes(msg, maxStatusFailure) + "…"
+	}
+	if f.Status != 0 {
+		return fmt.Sprintf("The failure (%s, HTTP %d): %s", f.Code, f.Status, msg)
+	}
+	return fmt.Sprintf("The failure (%s): %s", f.Code, msg)
 }

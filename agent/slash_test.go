@@ -217,11 +217,11 @@ func TestTurnRecovery(t *testing.T) {
 		ev(90*s, session.TypeTurnEnd, session.TurnEnd{Turn: 3, Interrupted: true}),
 	}
 	got := turnRecovery(events, 2)
-	want := "Rebound retried 4 times (RATE_LIMIT ×3, CONTEXT_OVERFLOW ×1), waiting 4.5s in all; what it changed: compact."
+	want := "Rebound made 4 retries (RATE_LIMIT ×3, CONTEXT_OVERFLOW ×1), waiting 4.5s in all; what it changed: compact; then you cancelled."
 	if got != want {
 		t.Errorf("turnRecovery = %q\nwant %q", got, want)
 	}
-	if got, want := turnRecovery(events, 3), "Rebound retried 1 time (SERVER ×1), waiting 0s in all (and 1 wait cut short when Rebound stopped)."; got != want {
+	if got, want := turnRecovery(events, 3), "Rebound made 1 retry (SERVER ×1), waiting 0s in all (and 1 wait cut short when Rebound stopped); then Rebound stopped."; got != want {
 		t.Errorf("an interrupted wait: %q\nwant %q", got, want)
 	}
 	if got := turnRecovery(events, 4); got != "" {

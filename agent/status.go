@@ -70,47 +70,10 @@ func statusCallsFor(choice string, caps acp.ClientCapabilities) bool {
 	return false
 }
 
-// waitStatus is one status tool call: a retry chain's, or another wait's.
-type waitStatus struct {
-	id      string
-	subject string // what happened, e.g. "Rate limited by the provider (429)"
-	done    string // what recovering means for it, e.g. "recovered on attempt 2 of 3"
-	open    bool   // in_progress: not yet completed or failed
-}
-
-// statuses are a turn's status tool calls, by retry chain id.
-type statuses map[string]*waitStatus
-
-// showStatus records a status, then sends it as a status tool call, or
-// updates the one already shown, where statuses are shown so. A status
-// opened again after it was closed is a new tool call: an editor would
-// fold two into one under one id.
+// showStatus records a status, then shows it where statuses are shown as
+// tool calls (statuscards.go).
 func (t *turn) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
-	first := st.id == "" || !st.open && status == acp.ToolStatusInProgress
-	if first {
-		st.id = newID(statusIDPrefix)
-	}
-	st.open = status == acp.ToolStatusInProgress
-	title = statusTitle(title)
-	if _, err := t.s.append(session.TypeStatus, session.Status{Turn: t.number, StatusID: st.id, Title: title,
-		Detail: clipBytes(detail, session.MaxStatusBytes), State: string(status)}); err != nil {
-		// Shown all the same: a wait left unshown looks like a hang, and a
-		// log that cannot be written fails the turn at its next record.
-		t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record a status")
-	}
-	if !t.statusCalls() {
-		return
-	}
-	tc := acp.ToolCallUpdate{ToolCallID: st.id, Title: title, Status: status}
-	if detail != "" {
-		tc.Content = []acp.ToolCallContent{acp.ContentText(detail)}
-	}
-	u := tc.AsUpdate()
-	if first {
-		tc.Kind = acp.ToolKindOther
-		u = tc.AsStart()
-	}
-	t.notify(ctx, u)
+	t.cards().showStatus(ctx, st, title, detail, status)
 }
 
 // clipBytes cuts s to at most n bytes, at a rune boundary.
@@ -124,70 +87,19 @@ func clipBytes(s string, n int) string {
 	return s[:n]
 }
 
-// chainStatus is the status of the retry chain id, made on first use.
-func (t *turn) chainStatus(id string) *waitStatus {
-	if t.status == nil {
-		t.status = statuses{}
-	}
-	st := t.status[id]
-	if st == nil {
-		st = &waitStatus{}
-		t.status[id] = st
-	}
-	return st
-}
-
-// statusScheduled shows a retry about to wait: why, for how long, which
-// retry of how many.
-func (t *turn) statusScheduled(ctx context.Context, r recovery.Retry) {
-	subject, desc := t.noticeText(r)
-	st := t.chainStatus(r.ID)
-	st.subject, st.done = subject, doneText(r)
-	detail := desc + "."
-	if said := retryDetail(r.Failure); said != "" {
-		detail += "\n\n" + said
-	}
-	t.showStatus(ctx, st, subject+", "+waitText(r, t.out.shownAny(), t.req.model), detail, acp.ToolStatusInProgress)
-}
-
-// statusStarted shows that the wait is over and the retry runs.
-func (t *turn) statusStarted(ctx context.Context, r recovery.Retry) {
-	st := t.status[r.ID]
-	if st == nil || !st.open || r.Delay == 0 {
-		return // nothing was waited for: the next word is the outcome
-	}
-	t.showStatus(ctx, st, st.subject+", retrying now", "", acp.ToolStatusInProgress)
+// wording is how the turn words retry r (recovery/words.go): the status,
+// the notice and the give-up say it one way.
+func (t *turn) wording(r recovery.Retry) recovery.Wording {
+	return recovery.Wording{Retry: r, Continuing: t.out.shownAny(), Model: t.req.model, MaxTokens: t.req.maxTokens, At: time.Now()}
 }
 
 // statusRecovered closes the open statuses of a request that succeeded.
-func (t *turn) statusRecovered(ctx context.Context) {
-	for _, st := range t.status {
-		if st.open {
-			t.showStatus(ctx, st, st.subject+", "+st.done, "", acp.ToolStatusCompleted)
-		}
-	}
-}
+func (t *turn) statusRecovered(ctx context.Context) { t.cards().recovered(ctx) }
 
 // statusEnded closes the open statuses of a turn that was cancelled or
-// failed; a failure with nothing open gets a status of its own, so the
-// reason is in the thread (a reopened one too) and not only in the
-// prompt's error.
+// failed (statusCards.ended).
 func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
-	shown := false
-	for _, st := range t.status {
-		if !st.open {
-			continue
-		}
-		shown = true
-		if cancelled {
-			t.showStatus(ctx, st, st.subject+", cancelled", "", acp.ToolStatusFailed)
-		} else {
-			t.showStatus(ctx, st, why, why, acp.ToolStatusFailed) // it says it gave up, and why
-		}
-	}
-	if !shown && !cancelled && why != "" {
-		t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
-	}
+	t.cards().ended(ctx, cancelled, why)
 }
 
 // statusRefused shows why the provider's content filter refused the prompt:
@@ -207,88 +119,14 @@ func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
 		t.notify(ctx, acp.Notice("warning", f.Summary(), reason).
 			WithMeta(acp.Meta{RefusalMetaKey: f}))
 	}
-	// The title says what happened (see waitText); the reason is the
-	// content.
-	shown := false
-	for _, st := range t.status {
-		if st.open {
-			shown = true
-			t.showStatus(ctx, st, f.Summary(), why, acp.ToolStatusFailed)
-		}
-	}
-	if !shown {
-		t.showStatus(ctx, &waitStatus{}, f.Summary(), why, acp.ToolStatusFailed)
-	}
+	// The title says what happened; the reason is the content.
+	t.cards().failed(ctx, f.Summary(), why)
 }
 
 // Status titles put what happened first and keep the rest short, with no
 // colon early on: codecompanion.nvim shows at most 60 characters of a tool
-// call's title, and only what comes before a colon in its first 40.
-
-// waitText says, for a status's title, what a retry does and when.
-func waitText(r recovery.Retry, continuing bool, model string) string {
-	if r.Policy == policyWait { // retrywait.go
-		return "waiting " + shortDuration(r.Delay) + " to run the turn again"
-	}
-	switch r.Action {
-	case recovery.ActionCompact:
-		return "summarising older messages"
-	case recovery.ActionFallback:
-		return "switching to " + model
-	case recovery.ActionStripImages:
-		return "retrying without the images"
-	case recovery.ActionEscalate:
-		return "retrying with a larger output budget"
-	case recovery.ActionContinue:
-		return fmt.Sprintf("asking to continue (part %d of at most %d)", r.PolicyN+1, r.Max+1)
-	}
-	wait := ""
-	if r.Delay > 0 {
-		wait = fmt.Sprintf(" in %.1fs", r.Delay.Seconds())
-	}
-	if continuing {
-		return fmt.Sprintf("continuing%s (retry %d of %d)", wait, r.PolicyN, r.Max)
-	}
-	return fmt.Sprintf("retry %d of %d%s", r.PolicyN, r.Max, wait)
-}
-
-// doneText is what recovering from r's failure means, for the status's
-// last word.
-func doneText(r recovery.Retry) string {
-	if r.Policy == policyWait {
-		return "waited and ran the turn again"
-	}
-	switch r.Action {
-	case recovery.ActionCompact:
-		return "summarised and recovered"
-	case recovery.ActionFallback:
-		return "switched model and recovered"
-	case recovery.ActionStripImages:
-		return "recovered without the images"
-	case recovery.ActionEscalate:
-		return "retried with a larger output budget"
-	case recovery.ActionContinue:
-		return "continued"
-	}
-	return fmt.Sprintf("recovered on retry %d of %d", r.PolicyN, r.Max)
-}
-
-// retryDetail is the status's content: the provider's own words, or what
-// Rebound saw when the provider said nothing (a refused connection, a
-// stream that ended early, a watchdog): nobody answered those.
-func retryDetail(f *recovery.Failure) string {
-	if f == nil || f.Message == "" {
-		return ""
-	}
-	d := "What happened: " + f.Message
-	if f.FromProvider() {
-		d = "The provider said: " + f.Message
-	}
-	if f.RequestID != "" && !strings.Contains(f.Message, f.RequestID) {
-		d += " (request " + f.RequestID + ")"
-	}
-	return d
-}
+// call's title, and only what comes before a colon in its first 40
+// (recovery/words.go words them).
 
 // statusTitle fits a title on a line.
 func statusTitle(s string) string {
@@ -339,68 +177,102 @@ func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits [
 
 // replayedStatus is a recorded status as the editor saw it last: as
 // recorded, under the id it had live, or in a log written before statuses
-// were recorded, rebuilt from the wait's records.
+// were recorded, rebuilt from the wait's derivation (session.Recoveries)
+// in the words a live status would have ended with (recovery/words.go).
 func replayedStatus(w session.WaitStatus) acp.SessionUpdate {
 	if sh := w.Shown; sh != nil {
-		id := sh.StatusID
-		if !strings.HasPrefix(id, statusIDPrefix) {
-			// Not Rebound's (a hand-edited log): it must not pass for a
-			// call of the model's.
-			id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
-		}
-		u := acp.ToolCallUpdate{ToolCallID: id, Kind: acp.ToolKindOther,
-			Title: statusTitle(sh.Title), Status: acp.ToolCallStatus(sh.State)}.AsStart()
-		if sh.Detail != "" {
-			u.ToolContent = []acp.ToolCallContent{acp.ContentText(sh.Detail)}
-		}
-		if sh.State == string(acp.ToolStatusInProgress) {
-			// The turn ended while it was shown in progress: only a stop
-			// of Rebound leaves one so.
-			u.Status = string(acp.ToolStatusFailed)
-			if w.Outcome == session.WaitInterrupted {
-				u.Title = statusTitle(sh.Title + ", interrupted (Rebound stopped)")
-			}
-		}
-		return u
+		return replayedShown(w, sh)
 	}
 	u := acp.ToolCallUpdate{ToolCallID: fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq),
 		Kind: acp.ToolKindOther, Status: acp.ToolStatusFailed}.AsStart()
-	var failed recovery.Failure
+	failed := failureOf(w.Error)
 	gaveUp := ""
-	if json.Unmarshal(w.Error, &failed) == nil && failed.Code != "" {
+	if failed != nil {
 		gaveUp = failed.Summary()
 		if failed.Message != "" {
 			gaveUp += ": " + failed.Message
 		}
 	}
-	if w.Retry == nil {
-		u.Title = statusTitle(gaveUp)
-		u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
-		return u
-	}
-	r := recovery.Retry{ID: w.Retry.RetryID, N: w.Retry.Retry, Max: w.Retry.MaxRetries, Policy: w.Retry.Policy,
-		PolicyN: w.Retry.PolicyRetry, Action: recovery.Action(w.Retry.Action), Delay: time.Duration(w.Retry.DelayMs) * time.Millisecond}
-	var f recovery.Failure
-	if json.Unmarshal(w.Retry.Failure, &f) == nil {
-		r.Failure = &f
-	}
-	subject, _ := retryText(r, false, w.Retry.Model, 0)
-	switch w.Outcome {
-	case session.WaitRecovered:
-		u.Status, u.Title = string(acp.ToolStatusCompleted), subject+", "+doneText(r)
-	case session.WaitFailed:
-		u.Title = fmt.Sprintf("%s; gave up after %d %s", subject, w.Retries, plural(w.Retries, "retry"))
-		if failed.Message != "" {
-			u.Title += ": " + failed.Message
+	var title, body string
+	c := w.Chain
+	if c == nil {
+		title, body = gaveUp, gaveUp
+	} else {
+		l := c.Last
+		words := recovery.Wording{Retry: recovery.Retry{ID: l.RetryID, N: l.Retry, Max: l.MaxRetries, Policy: l.Policy,
+			PolicyN: l.PolicyRetry, Action: recovery.Action(l.Action), Delay: time.Duration(l.DelayMs) * time.Millisecond,
+			Failure: failureOf(l.Failure)}, Model: l.Model}
+		switch w.Outcome {
+		case session.WaitRecovered:
+			u.Status = string(acp.ToolStatusCompleted)
+			title, body = words.Recovered()
+		case session.WaitFailed:
+			if failed != nil { // the give-up's own failure, as live
+				words.Retry.Failure = failed
+			}
+			msg := ""
+			if failed != nil {
+				msg = failed.Message
+			}
+			title = words.GaveUpAfter(c.Retries, msg)
+			body = title
+		case session.WaitCancelled:
+			title, body = words.Cancelled(c.Waits[len(c.Waits)-1].End == session.WaitEndDone)
+		default:
+			title, body = words.Interrupted()
 		}
-		if gaveUp != "" {
-			u.ToolContent = []acp.ToolCallContent{acp.ContentText(gaveUp)}
-		}
-	case session.WaitCancelled:
-		u.Title = subject + ", cancelled"
-	default:
-		u.Title = subject + ", interrupted (Rebound stopped)"
 	}
-	u.Title = statusTitle(u.Title)
+	u.Title = statusTitle(title)
+	if body != "" {
+		u.ToolContent = []acp.ToolCallContent{acp.ContentText(body)}
+	}
 	return u
+}
+
+// replayedShown is a recorded status as last shown: one left in progress
+// ends as the turn did, in title and body alike.
+func replayedShown(w session.WaitStatus, sh *session.Status) acp.SessionUpdate {
+	id := sh.StatusID
+	if !strings.HasPrefix(id, statusIDPrefix) {
+		// Not Rebound's (a hand-edited log): it must not pass for a
+		// call of the model's.
+		id = fmt.Sprintf("%sreplay_%d", statusIDPrefix, w.Seq)
+	}
+	title, body := sh.Title, sh.Detail
+	state := acp.ToolCallStatus(sh.State)
+	if sh.State == string(acp.ToolStatusInProgress) {
+		// The turn ended while it was shown in progress: only a stop
+		// of Rebound leaves one so.
+		state = acp.ToolStatusFailed
+		if w.Outcome == session.WaitInterrupted {
+			title = sh.Title + ", " + recovery.Interrupted
+			body = "Rebound stopped while this was in progress; the next prompt goes on from it." + providerSaid(sh.Detail)
+		}
+	}
+	u := acp.ToolCallUpdate{ToolCallID: id, Kind: acp.ToolKindOther, Title: statusTitle(title), Status: state}.AsStart()
+	if body != "" {
+		u.ToolContent = []acp.ToolCallContent{acp.ContentText(body)}
+	}
+	return u
+}
+
+// providerSaid is the last paragraph a status's body ends with
+// (recovery.Said), with the blank line before it; "" if none.
+func providerSaid(detail string) string {
+	for _, p := range []string{"\n\nThe provider said: ", "\n\nWhat happened: "} {
+		if i := strings.Index(detail, p); i >= 0 {
+			return detail[i:]
+		}
+	}
+	return ""
+}
+
+// failureOf decodes recorded failure facts; nil when there are none or
+// they do not decode.
+func failureOf(raw json.RawMessage) *recovery.Failure {
+	var f recovery.Failure
+	if len(raw) == 0 || json.Unmarshal(raw, &f) != nil || f.Code == "" {
+		return nil
+	}
+	return &f
 }

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -97,13 +98,13 @@ func unauthorized(context.Context, llm.Request) (llm.Stream, error) {
 }
 
 var statusScenarios = []statusScenario{
-	{name: "a wait, recovered", covers: []string{"statusScheduled", "statusStarted", "statusRecovered"},
+	{name: "a wait, recovered", covers: []string{"scheduled", "started", "recovered"},
 		cfg: answers(limited, text("ok")), run: turns("hi")},
-	{name: "waits, given up", covers: []string{"statusEnded"},
+	{name: "waits, given up", covers: []string{"ended", "closeOpen"},
 		cfg: answers(limited), run: turns("hi")},
-	{name: "failed at once", covers: []string{"statusEnded"},
+	{name: "failed at once", covers: []string{"ended"},
 		cfg: answers(unauthorized), run: turns("hi")},
-	{name: "cancelled during the wait", covers: []string{"statusEnded"},
+	{name: "cancelled during the wait", covers: []string{"ended"},
 		cfg: answers(limited, text("ok")), run: func(t *testing.T, a *Agent, id string, c acp.Client) {
 			ctx, cancel := context.WithCancel(t.Context())
 			go func() {
@@ -112,14 +113,14 @@ var statusScenarios = []statusScenario{
 			}()
 			_, _ = prompt1(ctx, a, id, "hi", c)
 		}},
-	{name: "refused", covers: []string{"statusRefused"},
+	{name: "refused", covers: []string{"failed", "closeOpen"},
 		cfg: answers(limited, filtered), run: turns("hi")},
-	{name: "the fallback", covers: []string{"statusScheduled", "statusRecovered"},
+	{name: "the fallback", covers: []string{"scheduled", "recovered"},
 		cfg: func(c *Config) {
 			answers(overloaded, text("ok"))(c)
 			c.Recovery.FallbackModel, c.Recovery.FallbackAfter = "small", 1
 		}, run: turns("hi")},
-	{name: "a /retry wait", covers: []string{"statusScheduled", "statusStarted", "statusRecovered"},
+	{name: "a /retry wait", covers: []string{"scheduled", "started", "recovered"},
 		cfg: answers(namedWait("2400"), text("Here it is.")), run: turns("hi", "/retry wait")},
 	{name: "nearly full, summarised", covers: []string{"compactIfFull"},
 		cfg: func(c *Config) {
@@ -133,6 +134,31 @@ var statusScenarios = []statusScenario{
 		}, run: turns("What is a goroutine?", "How do I wait for them?")},
 	{name: "an MCP server starting, then not available", covers: []string{"waitMCP", "statusMCPFailure"},
 		cfg: answers(text("ok")), mcp: true, run: turns("hi")},
+}
+
+// start makes the scenario's agent (in synctest's bubble) and a session.
+func (sc statusScenario) start(t *testing.T) (dir string, cfg Config, a *Agent, res acp.NewSessionResponse) {
+	t.Helper()
+	dir = t.TempDir()
+	cfg = Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
+		MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
+	sc.cfg(&cfg)
+	if sc.mcp {
+		cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
+			time.Sleep(2 * time.Second)
+			return nil, errors.New("no such server")
+		}
+	}
+	a = testAgent(t, cfg)
+	req := acp.NewSessionRequest{Cwd: dir}
+	if sc.mcp {
+		req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
+	}
+	res, err := a.NewSession(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg, a, res
 }
 
 // TestStatuses_ReplayedAsShown: every status Rebound shows live is
@@ -158,25 +184,7 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 			var live, fromNotices []shownStatus
 			for _, notices := range []bool{false, true} {
 				synctest.Test(t, func(t *testing.T) {
-					dir := t.TempDir()
-					cfg := Config{StateDir: dir, Recovery: recovery.Config{Policy: recovery.Policy{
-						MaxRetries: 1, InitialDelay: 3 * time.Second, MaxDelay: 3 * time.Second, MaxRetryAfter: 10 * time.Second, Retryable: recovery.DefaultRetryable}}}
-					sc.cfg(&cfg)
-					if sc.mcp {
-						cfg.MCPConnect = func(context.Context, mcp.Spec) (mcp.Transport, error) {
-							time.Sleep(2 * time.Second)
-							return nil, errors.New("no such server")
-						}
-					}
-					a := testAgent(t, cfg)
-					req := acp.NewSessionRequest{Cwd: dir}
-					if sc.mcp {
-						req.McpServers = []acp.McpServer{{Name: "files", Command: "files-server"}}
-					}
-					res, err := a.NewSession(t.Context(), req)
-					if err != nil {
-						t.Fatal(err)
-					}
+					dir, cfg, a, res := sc.start(t)
 					e := &editor{}
 					var c acp.Client = e
 					if notices {
@@ -270,5 +278,75 @@ func TestReplayedStatus_IDStaysRebounds(t *testing.T) {
 	w := session.WaitStatus{Seq: 9, Shown: &session.Status{StatusID: "call_0", Title: "t", State: session.StatusCompleted}}
 	if u := replayedStatus(w); u.ToolCallID != statusIDPrefix+"replay_9" {
 		t.Errorf("replayed id %q", u.ToolCallID)
+	}
+}
+
+// retryCount finds the count of a retry in a status's words.
+var retryCount = regexp.MustCompile(`retry \d+ of \d+`)
+
+// TestStatuses_BodyAgreesWithTheFinalState: a status's content is updated
+// with its title, so a client that shows only the content (codecompanion
+// after a cancel, acpx's output) reads how it ended: once a status is
+// completed or failed its content describes no wait still to come, counts
+// as its title counts, and a cancelled one says it was cancelled.
+func TestStatuses_BodyAgreesWithTheFinalState(t *testing.T) {
+	for _, sc := range statusScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, _, a, res := sc.start(t)
+				e := &editor{}
+				sc.run(t, a, res.SessionID, e)
+				a.Close()
+				for _, s := range statusesShown(e) {
+					if s.Status == string(acp.ToolStatusInProgress) || s.Content == "" {
+						continue
+					}
+					for _, waiting := range []string{"Retrying in", "Retrying now", "retrying now", "Waiting ", "running the turn again now"} {
+						if strings.Contains(s.Content, waiting) {
+							t.Errorf("%s status %q still says %q in its content:\n%s", s.Status, s.Title, waiting, s.Content)
+						}
+					}
+					if tc, bc := retryCount.FindString(s.Title), retryCount.FindString(s.Content); tc != "" && tc != bc {
+						t.Errorf("status %q counts %q, its content %q", s.Title, tc, bc)
+					}
+					if strings.HasSuffix(s.Title, ", cancelled") && !strings.HasPrefix(s.Content, "Cancelled") {
+						t.Errorf("cancelled status %q has the content %q", s.Title, s.Content)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestReplayedStatus_LogBeforeStatuses: a log written before statuses were
+// recorded replays each retry chain in the words a live status ends with
+// (recovery/words.go), title and content agreeing: recovered, gave up
+// (with the count of retries, as live), cancelled waiting or running,
+// interrupted, and still open when the log ends.
+func TestReplayedStatus_LogBeforeStatuses(t *testing.T) {
+	ld, err := session.Load("../session/testdata/before_statuses.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range session.WaitStatuses(ld.Events) {
+		u := replayedStatus(w)
+		body := ""
+		if len(u.ToolContent) > 0 {
+			body = strings.SplitN(u.ToolContent[0].Content.Text, "\n", 2)[0]
+		}
+		got = append(got, u.Status+" | "+u.Title+" | "+body)
+	}
+	want := []string{
+		"completed | The provider had a server error (503), recovered on retry 1 of 2 | Recovered on retry 1 of 2.",
+		"failed | Rate limited by the provider (429); gave up after 2 retries: slow down | Rate limited by the provider (429); gave up after 2 retries: slow down",
+		"failed | The provider is overloaded (529), cancelled | Cancelled during the wait; retry 1 of 2 did not run.",
+		"failed | The provider had a server error (500), cancelled | Cancelled during retry 1 of 2.",
+		"failed | The connection to the provider failed, interrupted (Rebound stopped) | Rebound stopped during retry 1 of 2; the next prompt goes on from it.",
+		"completed | The connection to the provider failed, recovered on retry 2 of 2 | Recovered on retry 2 of 2.",
+		"failed | The provider had a server error (502), interrupted (Rebound stopped) | Rebound stopped during retry 1 of 2; the next prompt goes on from it.",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replayed statuses (-want +got):\n%s", diff)
 	}
 }

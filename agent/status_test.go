@@ -178,8 +178,8 @@ func TestRetryDetail_ProviderSaidOnlyWhenItDid(t *testing.T) {
 		{"an error inside the stream", &llm.Error{Status: 200, InStream: true, Message: "boom", Body: []byte(`{"error":{"message":"boom"}}`)}, "The provider said: boom"},
 	}
 	for _, tt := range tests {
-		if got := retryDetail(recovery.Classify(tt.err)); !strings.HasPrefix(got, tt.want) {
-			t.Errorf("%s: retryDetail = %q, want it to start %q", tt.name, got, tt.want)
+		if got := recovery.Said(recovery.Classify(tt.err)); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%s: recovery.Said = %q, want it to start %q", tt.name, got, tt.want)
 		}
 	}
 }

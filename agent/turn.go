@@ -244,7 +244,7 @@ type turn struct {
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
 	chain     recovery.Chain    // the retry chain of this logical request
-	status    statuses          // status tool calls shown for waits (status.go)
+	status    *statusCards      // status tool calls shown for waits (statuscards.go)
 	lastMax   int               // the budget of the policy behind the last retry
 }
 

@@ -244,8 +244,8 @@ type Tool struct {
 	Plan string `json:"plan,omitempty"`
 }
 
-// How a retry's wait ended (Retry.Wait), as session.RetryWaits derives it
-// (the derivation /status reads too).
+// How a retry's wait ended (Retry.Wait), as session.Recoveries derives it
+// (the derivation /status and replay read too).
 const (
 	// WaitDone: llm/retry-started was written; WaitedMs is the real wait.
 	WaitDone = session.WaitEndDone
@@ -374,24 +374,14 @@ type builder struct {
 // (recovery.ActionFallback).
 const actionFallback = "fallback"
 
+// add adds event i of events to the timeline: each kind has its own
+// method, below.
 func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 	switch ev.Type {
 	case session.TypeSessionStart:
-		d, err := decode[session.SessionStart](ev)
-		if err != nil {
-			return err
-		}
-		b.tl.Session = Session{ID: d.SessionID, Cwd: d.Cwd, Model: d.Model, AgentVersion: d.AgentVersion, Start: ev.Time}
-		return nil
+		return b.sessionStart(ev)
 	case session.TypeTurnStart:
-		d, err := decode[session.TurnStart](ev)
-		if err != nil {
-			return err
-		}
-		b.turn = &Turn{Turn: d.Turn, Prompt: d.Text, Start: ev.Time, OffsetMs: ms(ev.Time.Sub(b.tl.Session.Start)), Steps: []*Step{}}
-		b.tl.Turns = append(b.tl.Turns, b.turn)
-		b.last, b.fellBack = ev.Time, false
-		return nil
+		return b.turnStart(ev)
 	case session.TypeMode, session.TypeConfig:
 		// A mode or model change may come between turns or between a turn's steps;
 		// the timeline shows what the steps did, not the mode.
@@ -407,161 +397,229 @@ func (b *builder) add(events []session.Event, i int, ev session.Event) error {
 	}
 	switch ev.Type {
 	case session.TypeStepStart:
-		d, err := decode[session.StepStart](ev)
-		if err != nil {
-			return err
-		}
-		// The recorded decision says why the model is what it is: a model
-		// differing from the session's may be the user's choice.
-		s := &Step{Step: d.Step, Model: d.Model, Fallback: b.fellBack, Start: ev.Time, End: ev.Time,
-			StartMs: ms(ev.Time.Sub(t.Start)), Outcome: StepOpen}
-		t.Steps = append(t.Steps, s)
+		return b.stepStart(t, ev)
 	case session.TypeAssistantChunk:
-		d, err := decode[session.AssistantChunk](ev)
-		if err != nil {
-			return err
-		}
-		if s := t.step(d.Step); s != nil {
-			n := utf8.RuneCountInString(d.Text) + utf8.RuneCountInString(d.Reasoning)
-			if d.Shown {
-				s.ShownChars += n
-			} else {
-				s.StreamedChars += n
-			}
-		}
+		return chunk(t, ev)
 	case session.TypeAssistantMessage:
-		d, err := decode[session.AssistantMessage](ev)
-		if err != nil {
-			return err
-		}
-		if s := t.step(d.Step); s != nil {
-			s.Reply = text.ClipChars(d.Text, ReplyPreview)
-			s.ReplyChars = utf8.RuneCountInString(d.Text)
-			s.ReasoningChars = utf8.RuneCountInString(d.Reasoning)
-			s.FinishReason, s.MessageID, s.Incomplete = d.FinishReason, d.MessageID, d.Incomplete
-			for _, tc := range d.ToolCalls {
-				s.Tools = append(s.Tools, Tool{ID: tc.ID, Name: tc.Name})
-			}
-		}
+		return message(t, ev)
 	case session.TypeStepEnd:
-		d, err := decode[session.StepEnd](ev)
-		if err != nil {
-			return err
+		return stepEnd(t, ev)
+	case session.TypeToolCall, session.TypePermission, session.TypePlan, session.TypeToolResult:
+		return toolEvent(t, ev)
+	case session.TypeLLMRetry:
+		return b.retry(t, ev)
+	case session.TypeCompaction:
+		return compaction(t, ev)
+	case session.TypeTurnEnd:
+		return b.turnEnd(events, i, ev)
+	}
+	return nil
+}
+
+func (b *builder) sessionStart(ev session.Event) error {
+	d, err := decode[session.SessionStart](ev)
+	if err != nil {
+		return err
+	}
+	b.tl.Session = Session{ID: d.SessionID, Cwd: d.Cwd, Model: d.Model, AgentVersion: d.AgentVersion, Start: ev.Time}
+	return nil
+}
+
+func (b *builder) turnStart(ev session.Event) error {
+	d, err := decode[session.TurnStart](ev)
+	if err != nil {
+		return err
+	}
+	b.turn = &Turn{Turn: d.Turn, Prompt: d.Text, Start: ev.Time, OffsetMs: ms(ev.Time.Sub(b.tl.Session.Start)), Steps: []*Step{}}
+	b.tl.Turns = append(b.tl.Turns, b.turn)
+	b.last, b.fellBack = ev.Time, false
+	return nil
+}
+
+func (b *builder) stepStart(t *Turn, ev session.Event) error {
+	d, err := decode[session.StepStart](ev)
+	if err != nil {
+		return err
+	}
+	// The recorded decision says why the model is what it is: a model
+	// differing from the session's may be the user's choice.
+	t.Steps = append(t.Steps, &Step{Step: d.Step, Model: d.Model, Fallback: b.fellBack, Start: ev.Time, End: ev.Time,
+		StartMs: ms(ev.Time.Sub(t.Start)), Outcome: StepOpen})
+	return nil
+}
+
+func chunk(t *Turn, ev session.Event) error {
+	d, err := decode[session.AssistantChunk](ev)
+	if err != nil {
+		return err
+	}
+	if s := t.step(d.Step); s != nil {
+		n := utf8.RuneCountInString(d.Text) + utf8.RuneCountInString(d.Reasoning)
+		if d.Shown {
+			s.ShownChars += n
+		} else {
+			s.StreamedChars += n
 		}
-		s := t.step(d.Step)
-		if s == nil {
-			return fmt.Errorf("step %d was never started", d.Step)
+	}
+	return nil
+}
+
+func message(t *Turn, ev session.Event) error {
+	d, err := decode[session.AssistantMessage](ev)
+	if err != nil {
+		return err
+	}
+	if s := t.step(d.Step); s != nil {
+		s.Reply = text.ClipChars(d.Text, ReplyPreview)
+		s.ReplyChars = utf8.RuneCountInString(d.Text)
+		s.ReasoningChars = utf8.RuneCountInString(d.Reasoning)
+		s.FinishReason, s.MessageID, s.Incomplete = d.FinishReason, d.MessageID, d.Incomplete
+		for _, tc := range d.ToolCalls {
+			s.Tools = append(s.Tools, Tool{ID: tc.ID, Name: tc.Name})
 		}
-		s.End, s.Outcome = ev.Time, d.Outcome
-		if d.StreamedChars > 0 || d.ShownChars > 0 {
-			// The log keeps no chunks; older logs did, and were counted.
-			s.StreamedChars, s.ShownChars = d.StreamedChars, d.ShownChars
-		}
-		if f := failure(d.Failure); f != nil {
-			s.Failure = f
-		}
-		if u := d.Usage; u != nil {
-			s.Usage = &StepUsage{Used: u.Used, Size: u.Size, Estimated: u.Estimated, PromptTokens: u.PromptTokens,
-				CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Cost: u.Cost, Currency: u.Currency}
-		}
+	}
+	return nil
+}
+
+func stepEnd(t *Turn, ev session.Event) error {
+	d, err := decode[session.StepEnd](ev)
+	if err != nil {
+		return err
+	}
+	s := t.step(d.Step)
+	if s == nil {
+		return fmt.Errorf("step %d was never started", d.Step)
+	}
+	s.End, s.Outcome = ev.Time, d.Outcome
+	if d.StreamedChars > 0 || d.ShownChars > 0 {
+		// The log keeps no chunks; older logs did, and were counted.
+		s.StreamedChars, s.ShownChars = d.StreamedChars, d.ShownChars
+	}
+	if f := failure(d.Failure); f != nil {
+		s.Failure = f
+	}
+	if u := d.Usage; u != nil {
+		s.Usage = &StepUsage{Used: u.Used, Size: u.Size, Estimated: u.Estimated, PromptTokens: u.PromptTokens,
+			CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Cost: u.Cost, Currency: u.Currency}
+	}
+	return nil
+}
+
+// toolEvent adds what the log says of a tool call of a committed step: how
+// it was shown, the user's answer, a plan it set, how it ended.
+func toolEvent(t *Turn, ev session.Event) error {
+	var id string
+	var set func(*Tool)
+	switch ev.Type {
 	case session.TypeToolCall:
 		d, err := decode[session.ToolCall](ev)
 		if err != nil {
 			return err
 		}
-		if tc := t.pendingTool(d.ToolCallID); tc != nil {
-			tc.Title = d.Title
-		}
+		id, set = d.ToolCallID, func(tc *Tool) { tc.Title = d.Title }
 	case session.TypePermission:
 		d, err := decode[session.Permission](ev)
 		if err != nil {
 			return err
 		}
-		if tc := t.pendingTool(d.ToolCallID); tc != nil {
-			tc.Permission = d.Outcome
-		}
+		id, set = d.ToolCallID, func(tc *Tool) { tc.Permission = d.Outcome }
 	case session.TypePlan:
 		d, err := decode[session.Plan](ev)
 		if err != nil {
 			return err
 		}
-		if tc := t.pendingTool(d.ToolCallID); tc != nil {
-			done := 0
-			for _, e := range d.Entries {
-				if e.Status == "completed" {
-					done++
-				}
-			}
-			tc.Plan = fmt.Sprintf("%d of %d done", done, len(d.Entries))
-		}
-	case session.TypeToolResult:
+		id, set = d.ToolCallID, func(tc *Tool) { tc.Plan = planDone(d) }
+	default: // session.TypeToolResult
 		d, err := decode[session.ToolResult](ev)
 		if err != nil {
 			return err
 		}
-		if tc := t.pendingTool(d.ToolCallID); tc != nil {
-			tc.Status = d.Status
-		}
-	case session.TypeLLMRetry:
-		d, err := decode[session.LLMRetry](ev)
-		if err != nil {
-			return err
-		}
-		if d.Action == actionFallback {
-			b.fellBack = true
-		}
-		r := &Retry{RetryID: d.RetryID, Retry: d.Retry, MaxRetries: d.MaxRetries, Policy: d.Policy, PolicyRetry: d.PolicyRetry, Action: d.Action,
-			DelayMs: d.DelayMs, At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start))}
-		// The retry belongs to the step that failed; the log does not check
-		// that number, so fall back to the latest step rather than lose it.
-		s := t.step(d.Step)
-		if s == nil && len(t.Steps) > 0 {
-			s = t.Steps[len(t.Steps)-1]
-		}
-		switch {
-		case s != nil:
-			s.Retry = r
-			if s.Failure == nil {
-				s.Failure = failure(d.Failure)
-			}
-		case d.Step == 0 && t.Wait == nil:
-			t.Wait = r // before any attempt: /retry wait
-		default:
-			return fmt.Errorf("retry %d of chain %q follows no step", d.Retry, d.RetryID)
-		}
-		w := b.waits[ev.Seq]
-		r.Wait = w.End
-		if w.Known {
-			waited := ms(w.Waited)
-			r.WaitedMs = &waited
-		}
-	case session.TypeCompaction:
-		d, err := decode[session.Compaction](ev)
-		if err != nil {
-			return err
-		}
-		t.Compactions = append(t.Compactions, Compaction{Step: d.Step, Replaced: d.Replaced, Failed: d.Failed,
-			SummaryChars: utf8.RuneCountInString(d.Summary), At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start)), after: len(t.Steps)})
-	case session.TypeTurnEnd:
-		d, err := decode[session.TurnEnd](ev)
-		if err != nil {
-			return err
-		}
-		o := Outcome{StopReason: d.StopReason, Error: failure(d.Error)}
-		end := ev.Time
-		switch {
-		case d.Interrupted:
-			o.Status = TurnInterrupted
-			end = b.interruptedEnd(events, i)
-		case o.Error != nil:
-			o.Status = TurnFailed
-		case d.StopReason == stopCancelled:
-			o.Status = TurnCancelled
-		default:
-			o.Status = TurnCompleted
-		}
-		b.finish(end, o)
+		id, set = d.ToolCallID, func(tc *Tool) { tc.Status = d.Status }
 	}
+	if tc := t.pendingTool(id); tc != nil {
+		set(tc)
+	}
+	return nil
+}
+
+// planDone is a plan's progress: "2 of 5 done".
+func planDone(p session.Plan) string {
+	done := 0
+	for _, e := range p.Entries {
+		if e.Status == "completed" {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d of %d done", done, len(p.Entries))
+}
+
+// retry adds an llm/retry to the step that failed, with how its wait went
+// (session.Recoveries, the derivation /status and replay read too).
+func (b *builder) retry(t *Turn, ev session.Event) error {
+	d, err := decode[session.LLMRetry](ev)
+	if err != nil {
+		return err
+	}
+	if d.Action == actionFallback {
+		b.fellBack = true
+	}
+	r := &Retry{RetryID: d.RetryID, Retry: d.Retry, MaxRetries: d.MaxRetries, Policy: d.Policy, PolicyRetry: d.PolicyRetry, Action: d.Action,
+		DelayMs: d.DelayMs, At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start))}
+	// The retry belongs to the step that failed; the log does not check
+	// that number, so fall back to the latest step rather than lose it.
+	s := t.step(d.Step)
+	if s == nil && len(t.Steps) > 0 {
+		s = t.Steps[len(t.Steps)-1]
+	}
+	switch {
+	case s != nil:
+		s.Retry = r
+		if s.Failure == nil {
+			s.Failure = failure(d.Failure)
+		}
+	case d.Step == 0 && t.Wait == nil:
+		t.Wait = r // before any attempt: /retry wait
+	default:
+		return fmt.Errorf("retry %d of chain %q follows no step", d.Retry, d.RetryID)
+	}
+	w := b.waits[ev.Seq]
+	r.Wait = w.End
+	if w.Known {
+		waited := ms(w.Waited)
+		r.WaitedMs = &waited
+	}
+	return nil
+}
+
+func compaction(t *Turn, ev session.Event) error {
+	d, err := decode[session.Compaction](ev)
+	if err != nil {
+		return err
+	}
+	t.Compactions = append(t.Compactions, Compaction{Step: d.Step, Replaced: d.Replaced, Failed: d.Failed,
+		SummaryChars: utf8.RuneCountInString(d.Summary), At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start)), after: len(t.Steps)})
+	return nil
+}
+
+func (b *builder) turnEnd(events []session.Event, i int, ev session.Event) error {
+	d, err := decode[session.TurnEnd](ev)
+	if err != nil {
+		return err
+	}
+	o := Outcome{StopReason: d.StopReason, Error: failure(d.Error)}
+	end := ev.Time
+	switch {
+	case d.Interrupted:
+		o.Status = TurnInterrupted
+		end = b.interruptedEnd(events, i)
+	case o.Error != nil:
+		o.Status = TurnFailed
+	case d.StopReason == stopCancelled:
+		o.Status = TurnCancelled
+	default:
+		o.Status = TurnCompleted
+	}
+	b.finish(end, o)
 	return nil
 }
 

@@ -161,7 +161,7 @@ func TestExecutor_ConnectionFailures(t *testing.T) {
 			rules:   []recovery.Rule{{Match: "msg~no such host", Delay: time.Second, MaxRetries: 2}},
 			message: "The connection to https://api.example.invalid failed: DNS name not found; rule 1 (msg~no such host) allows no more retries"},
 		{name: "a refused connection is retried", err: errRefused, attempts: 3, why: "retries exhausted",
-			message: "The connection to https://api.example.invalid failed: connection refused; gave up after 3 attempts in 1.5s"},
+			message: "The connection to https://api.example.invalid failed: connection refused; gave up after 2 retries in 1.5s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,7 +110,7 @@ func (e *GiveUpError) Error() string { return e.Message() }
 func (e *GiveUpError) Unwrap() error { return e.Err }
 
 // Message says in a sentence what happened and the provider's reason, e.g.
-// "Rate limited by the provider (429); gave up after 3 attempts in 2.1s:
+// "Rate limited by the provider (429); gave up after 2 retries in 2.1s:
 // Rate limit reached for gpt-4o …".
 func (e *GiveUpError) Message() string {
 	f := e.Failure
@@ -119,7 +119,7 @@ func (e *GiveUpError) Message() string {
 	case e.Why == "not retryable":
 		return f.Summary() + ": " + f.Message
 	case e.Why == "retries exhausted":
-		return fmt.Sprintf("%s; gave up after %d %s in %.1fs", f.Summary(), e.Attempts, plural(e.Attempts, "attempt"), e.Elapsed.Seconds()) + reason
+		return f.Summary() + "; " + GaveUp(e.Retries, e.Elapsed) + reason // words.go
 	}
 	return f.Summary() + "; " + e.Why + reason
 }
@@ -143,13 +143,6 @@ func (f *Failure) reason() string {
 		msg = string(r[:maxReason]) + "…"
 	}
 	return ": " + msg
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 // Executor runs attempts of one logical request until one succeeds, the

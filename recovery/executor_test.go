@@ -100,7 +100,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: 1500 * ms, ID: "<new>", N: 2, Max: 2, Delay: time.Second, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "retries exhausted", Attempts: 3, Retries: 2, Elapsed: 1500 * ms,
-				Message: "Rate limited by the provider (429); gave up after 3 attempts in 1.5s: slow down"},
+				Message: "Rate limited by the provider (429); gave up after 2 retries in 1.5s: slow down"},
 		},
 		{
 			name:   "failures of different kinds share one budget",
@@ -114,7 +114,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: 2500 * ms, ID: "<new>", N: 2, Max: 2, Delay: 2 * time.Second, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.EmptyResponse, Why: "retries exhausted", Attempts: 3, Retries: 2, Elapsed: 2500 * ms,
-				Message: "The provider sent an empty reply; gave up after 3 attempts in 2.5s"},
+				Message: "The provider sent an empty reply; gave up after 2 retries in 2.5s"},
 		},
 		{
 			name:   "a carried chain continues its numbering and budget",
@@ -127,7 +127,7 @@ func TestExecutor_Do(t *testing.T) {
 				{Kind: "Started", At: time.Second, ID: "retry_x", N: 2, Max: 2, Delay: time.Second, Code: recovery.RateLimit},
 			},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "retries exhausted", Attempts: 2, Retries: 2, Elapsed: time.Second,
-				Message: "Rate limited by the provider (429); gave up after 2 attempts in 1.0s: slow down"},
+				Message: "Rate limited by the provider (429); gave up after 2 retries in 1.0s: slow down"},
 		},
 		{
 			name:   "a carried chain with no budget left",
@@ -136,7 +136,7 @@ func TestExecutor_Do(t *testing.T) {
 			errs:   []error{rateLimited()},
 			wantAt: []time.Duration{0},
 			wantOut: &outcome{Code: recovery.RateLimit, Why: "retries exhausted", Attempts: 1, Retries: 2,
-				Message: "Rate limited by the provider (429); gave up after 1 attempt in 0.0s: slow down"},
+				Message: "Rate limited by the provider (429); gave up after 2 retries in 0.0s: slow down"},
 		},
 		{
 			name:   "not retryable: 401",
@@ -314,18 +314,18 @@ func TestGiveUpError_Message(t *testing.T) {
 		err  recovery.GiveUpError
 		want string
 	}{
-		{"exhausted", recovery.GiveUpError{Failure: f, Attempts: 3, Elapsed: 2140 * time.Millisecond, Why: "retries exhausted"},
-			"The provider had a server error (503); gave up after 3 attempts in 2.1s: not ready"},
+		{"exhausted", recovery.GiveUpError{Failure: f, Attempts: 3, Retries: 2, Elapsed: 2140 * time.Millisecond, Why: "retries exhausted"},
+			"The provider had a server error (503); gave up after 2 retries in 2.1s: not ready"},
 		{"exhausted after one attempt", recovery.GiveUpError{Failure: f, Attempts: 1, Why: "retries exhausted"},
-			"The provider had a server error (503); gave up after 1 attempt in 0.0s: not ready"},
+			"The provider had a server error (503); gave up without a retry, after 0.0s: not ready"},
 		{"not retryable", recovery.GiveUpError{Failure: f, Attempts: 1, Why: "not retryable"},
 			"The provider had a server error (503): not ready"},
 		{"another reason", recovery.GiveUpError{Failure: f, Attempts: 1, Why: "the provider asked to wait 1m0s, longer than max_retry_after (10s)"},
 			"The provider had a server error (503); the provider asked to wait 1m0s, longer than max_retry_after (10s): not ready"},
-		{"a long reason is cut", recovery.GiveUpError{Failure: &recovery.Failure{Code: recovery.Server, Status: 500, Message: strings.Repeat("a b\n", 200)}, Attempts: 3, Why: "retries exhausted"},
-			"The provider had a server error (500); gave up after 3 attempts in 0.0s: " + strings.Repeat("a b ", 75) + "…"},
-		{"no reason without one", recovery.GiveUpError{Failure: &recovery.Failure{Code: recovery.Transport, Message: "EOF"}, Attempts: 3, Why: "retries exhausted"},
-			"The connection to the provider failed; gave up after 3 attempts in 0.0s"},
+		{"a long reason is cut", recovery.GiveUpError{Failure: &recovery.Failure{Code: recovery.Server, Status: 500, Message: strings.Repeat("a b\n", 200)}, Attempts: 3, Retries: 2, Why: "retries exhausted"},
+			"The provider had a server error (500); gave up after 2 retries in 0.0s: " + strings.Repeat("a b ", 75) + "…"},
+		{"no reason without one", recovery.GiveUpError{Failure: &recovery.Failure{Code: recovery.Transport, Message: "EOF"}, Attempts: 3, Retries: 2, Why: "retries exhausted"},
+			"The connection to the provider failed; gave up after 2 retries in 0.0s"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Message(); got != tt.want {
@@ -475,7 +475,7 @@ func TestExecutor_DoAttemptTimeout(t *testing.T) {
 			config: recovery.Config{Policy: func() recovery.Policy { p := testPolicy; p.MaxRetries = 0; return p }(), AttemptTimeout: 30 * time.Second},
 			want:   []window{{0, 30 * time.Second}},
 			wantOut: outcome{Code: recovery.Timeout, Why: "retries exhausted", Attempts: 1, Elapsed: 30 * time.Second,
-				Message: "The request took longer than recovery.attempt_timeout; gave up after 1 attempt in 30.0s"},
+				Message: "The request took longer than recovery.attempt_timeout; gave up without a retry, after 30.0s"},
 		},
 		{
 			name:   "the request deadline does not cut an attempt; it stops the wait after it",
@@ -544,13 +544,13 @@ func TestExecutor_DoRequestsThroughProvider(t *testing.T) {
 			name:       "the provider keeps failing",
 			script:     mockprovider.Script{Fallback: &mockprovider.Step{Status: 503}},
 			wantAt:     []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond},
-			wantGiveUp: "The provider had a server error (503); gave up after 3 attempts in 1.5s: The server is overloaded or not ready yet (mock provider).",
+			wantGiveUp: "The provider had a server error (503); gave up after 2 retries in 1.5s: The server is overloaded or not ready yet (mock provider).",
 		},
 		{
 			name:       "streams keep dropping",
 			script:     mockprovider.Script{Fallback: &mockprovider.Step{Text: "abc", Chunks: 3, DropAfter: ptr(2)}},
 			wantAt:     []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond},
-			wantGiveUp: "The connection to the provider failed; gave up after 3 attempts in 1.5s",
+			wantGiveUp: "The connection to the provider failed; gave up after 2 retries in 1.5s",
 		},
 		{
 			name: "first-token watchdog, then a reply",
@@ -566,7 +566,7 @@ func TestExecutor_DoRequestsThroughProvider(t *testing.T) {
 			script:     mockprovider.Script{Fallback: &mockprovider.Step{Text: "late", StallAfter: ptr(0)}},
 			noWatchdog: true,
 			wantAt:     []time.Duration{0, 60500 * time.Millisecond, 121500 * time.Millisecond},
-			wantGiveUp: "The request took longer than recovery.attempt_timeout; gave up after 3 attempts in 181.5s",
+			wantGiveUp: "The request took longer than recovery.attempt_timeout; gave up after 2 retries in 181.5s",
 		},
 	}
 	for _, tt := range tests {

@@ -56,7 +56,7 @@ mutate recovery/wordclass.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
 	./recovery TestWordClass_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
 mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
-mutate agent/status.go 's|^\tif f.FromProvider() {$|\tif true {|' \
+mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
 mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
@@ -108,5 +108,21 @@ mutate llm/stream.go 's/s.think = \&thinker{}/s.think = nil/' \
 	./llm TestStream_ThinkExamples "stream: a leading think block in content is thoughts"
 mutate llm/decode.go 's/if err := json.Compact(\&b, raw); err != nil {/if err := json.Unmarshal(raw, new(string)); err != nil {/' \
 	./llm TestStream_ToolArgumentFormsProperty "stream: tool-call arguments sent as an object are its JSON"
+# One wording of a retry (recovery/words.go), counting retries; the status's body follows its title to the end.
+mutate recovery/words.go 's|func (w Wording) count() string { return RetryOf(cmp.Or(w.Retry.PolicyN, w.Retry.N), w.Retry.Max) }|func (w Wording) count() string { return fmt.Sprintf("attempt %d of %d", w.Retry.PolicyN+1, w.Retry.Max+1) }|' \
+	./recovery TestWording_TitleAndBodyAgree "retry words count retries, title and body alike"
+mutate recovery/words.go 's/case d < ClockAfter:/case d < 10*ClockAfter:/' \
+	./recovery TestWaitWords "retry words: a wait of 30 s or more says until when"
+mutate agent/statuscards.go 's/title, body := st.words.Cancelled(st.running)/title, body := st.words.Cancelled(st.running); body = ""/' \
+	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a cancelled status's content says it was cancelled"
+mutate agent/statuscards.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
+	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a recovered status's content says it recovered"
+# A retry's wait is derived once (session.Recoveries): a chain is per turn.
+mutate session/retries.go 's/clear(open)/_ = open/g' \
+	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
+mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
+	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
+mutate agent/statuscards.go 's/^\tif c.send == nil {$/\tif true {/' \
+	./agent TestStatusCards "retry words: status cards are sent where they are shown"
 
 exit $survived

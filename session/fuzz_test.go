@@ -3,7 +3,9 @@ package session_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -26,6 +28,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(render(rStart, rTurn1, rStep1, rChunk1, rMessage1, rStepEnd1, rTurnEnd1)))
 	f.Add([]byte(render(rStart, rTurn1) + `{"seq":3,"v":1,"ti`))
 	f.Add([]byte(render(rStart, rTurn1, rStep1, rMessageCalls1, rStepEnd1)))
+	if old, err := os.ReadFile("testdata/before_statuses.jsonl"); err == nil {
+		f.Add(old) // retry chains of every outcome, from before statuses were recorded
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ld, err := session.Parse(bytes.NewReader(data), "f.jsonl")
 		lines := bytes.SplitAfter(data, []byte("\n"))
@@ -82,7 +87,50 @@ func FuzzParse(f *testing.F) {
 		if again.TornBytes != 0 || !cmp.Equal(again.Events, ld.Events) {
 			t.Fatalf("what was kept parses to other events")
 		}
+		checkRecoveries(t, ld.Events)
 	})
+}
+
+// checkRecoveries: the one derivation of a retry's wait holds together on
+// any log that parses: every llm/retry of it is in one chain, each chain
+// counts its waits and sums the known ones, and replay's statuses are in
+// log order.
+func checkRecoveries(t *testing.T, events []session.Event) {
+	retries := 0
+	for _, ev := range events {
+		var d session.LLMRetry
+		if ev.Type == session.TypeLLMRetry && session.Unmarshal(ev.Data, &d) == nil {
+			retries++
+		}
+	}
+	n := 0
+	for _, c := range session.Recoveries(events) {
+		var sum time.Duration
+		unknown := 0
+		for _, w := range c.Waits {
+			if w.Known {
+				sum += w.Waited
+			} else {
+				unknown++
+			}
+			if w.Waited < 0 {
+				t.Fatalf("a negative wait: %+v", w)
+			}
+		}
+		if c.Retries != len(c.Waits) || sum != c.Waited || unknown != c.Unknown {
+			t.Fatalf("chain %q: %d retries, %d waits, waited %v of %v, %d unknown of %d", c.RetryID, c.Retries, len(c.Waits), c.Waited, sum, c.Unknown, unknown)
+		}
+		n += c.Retries
+	}
+	if n != retries {
+		t.Fatalf("the chains hold %d retries, the log %d", n, retries)
+	}
+	ws := session.WaitStatuses(events)
+	for i := 1; i < len(ws); i++ {
+		if ws[i].Seq <= ws[i-1].Seq {
+			t.Fatalf("statuses out of log order: %d after %d", ws[i].Seq, ws[i-1].Seq)
+		}
+	}
 }
 
 func errLine(err error) int {

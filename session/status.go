@@ -3,30 +3,22 @@ package session
 import (
 	"cmp"
 	"encoding/json"
+	"slices"
 )
 
 // What a turn waited for and how it ended, derived from the log, so that a
 // reopened thread shows where a turn waited and why it failed in clients
 // that are shown waits as status tool calls.
 
-// Outcomes of a WaitStatus.
-const (
-	WaitRecovered   = "recovered"   // a later attempt of the request succeeded
-	WaitFailed      = "failed"      // the turn failed: recovery gave up, or failed at once
-	WaitCancelled   = "cancelled"   // the user cancelled the turn
-	WaitInterrupted = "interrupted" // Rebound stopped during the turn
-)
-
-// WaitStatus is one retry chain of one logical request (its last retry in
-// Retry), or a turn that failed with no retry (Retry nil).
+// WaitStatus is one retry chain of one logical request (Chain), or a turn
+// that failed with no retry (Chain nil).
 type WaitStatus struct {
 	// Seq places the status among the messages (Message.Seq): the event
 	// it comes from, the chain's first retry or the failed turn's end.
 	Seq     int64
 	Turn    int
-	Retry   *LLMRetry
-	Retries int // how many retries of the chain it stands for
-	Outcome string
+	Chain   *Recovery
+	Outcome string // the chain's (Recovery.Outcome), or WaitFailed
 	// Error is the failure facts of a failed turn (turn/end's error).
 	Error json.RawMessage
 	// Shown is the status as it was last shown, for a turn whose statuses
@@ -51,12 +43,18 @@ func WaitStatuses(events []Event) []WaitStatus {
 			recorded[d.Turn] = true
 		}
 	}
-	open := map[string]int{}  // chain id → index in out, for the turn that runs
 	shown := map[string]int{} // status id → index in out, for the turn that runs
+	chained := map[int]bool{} // turns whose failure a chain's status says
+	for _, c := range Recoveries(events) {
+		if recorded[c.Turn] {
+			continue
+		}
+		out = append(out, WaitStatus{Seq: c.Seq, Turn: c.Turn, Chain: &c, Outcome: c.Outcome, Error: c.Error})
+		chained[c.Turn] = chained[c.Turn] || c.Outcome == WaitFailed
+	}
 	for _, ev := range events {
 		switch ev.Type {
 		case TypeTurnStart:
-			clear(open)
 			clear(shown)
 		case TypeStatus:
 			var d Status
@@ -72,41 +70,12 @@ func WaitStatuses(events []Event) []WaitStatus {
 			}
 			shown[d.StatusID] = len(out)
 			out = append(out, WaitStatus{Seq: ev.Seq, Turn: d.Turn, Shown: &d})
-		case TypeLLMRetry:
-			var d LLMRetry
-			if Unmarshal(ev.Data, &d) != nil || recorded[d.Turn] {
-				continue
-			}
-			if i, ok := open[d.RetryID]; ok {
-				out[i].Retry, out[i].Retries = &d, out[i].Retries+1
-				continue
-			}
-			open[d.RetryID] = len(out)
-			out = append(out, WaitStatus{Seq: ev.Seq, Turn: d.Turn, Retry: &d, Retries: 1})
-		case TypeStepEnd:
-			var d StepEnd
-			if Unmarshal(ev.Data, &d) != nil || recorded[d.Turn] || d.Outcome != OutcomeOK && d.Outcome != OutcomeTruncated {
-				continue
-			}
-			// An attempt finished: what waited before it recovered.
-			for id, i := range open {
-				out[i].Outcome = WaitRecovered
-				delete(open, id)
-			}
 		case TypeTurnEnd:
 			var d TurnEnd
 			if Unmarshal(ev.Data, &d) != nil {
 				continue
 			}
-			outcome := ""
-			switch {
-			case d.Interrupted:
-				outcome = WaitInterrupted
-			case len(d.Error) > 0:
-				outcome = WaitFailed
-			case d.StopReason == "cancelled":
-				outcome = WaitCancelled
-			}
+			outcome := turnEndOutcome(d)
 			if recorded[d.Turn] {
 				for _, i := range shown {
 					if out[i].Shown.State == StatusInProgress {
@@ -115,18 +84,12 @@ func WaitStatuses(events []Event) []WaitStatus {
 				}
 				continue
 			}
-			failedShown := false
-			for id, i := range open {
-				out[i].Outcome = outcome
-				if outcome == WaitFailed {
-					out[i].Error, failedShown = d.Error, true
-				}
-				delete(open, id)
-			}
-			if outcome == WaitFailed && !failedShown {
+			if outcome == WaitFailed && !chained[d.Turn] {
 				out = append(out, WaitStatus{Seq: ev.Seq, Turn: d.Turn, Outcome: WaitFailed, Error: d.Error})
 			}
 		}
 	}
+	// In log order: the chains came first above.
+	slices.SortStableFunc(out, func(a, b WaitStatus) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }

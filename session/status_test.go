@@ -58,8 +58,12 @@ func TestWaitStatuses(t *testing.T) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Turn != w.turn || g.Retries != w.retries || g.Outcome != w.outcome || (g.Retry != nil) != w.retry {
-			t.Errorf("status %d = turn %d, %d retries, %q, retry %v; want %+v", i, g.Turn, g.Retries, g.Outcome, g.Retry != nil, w)
+		retries := 0
+		if g.Chain != nil {
+			retries = g.Chain.Retries
+		}
+		if g.Turn != w.turn || retries != w.retries || g.Outcome != w.outcome || (g.Chain != nil) != w.retry {
+			t.Errorf("status %d = turn %d, %d retries, %q, chain %v; want %+v", i, g.Turn, retries, g.Outcome, g.Chain != nil, w)
 		}
 		if w.outcome == session.WaitFailed && len(g.Error) == 0 {
 			t.Errorf("status %d: a failed turn's status has no failure facts", i)
@@ -106,7 +110,7 @@ func TestWaitStatuses_Recorded(t *testing.T) {
 	}
 	var short []st
 	for _, g := range got {
-		s := st{outcome: g.Outcome, retry: g.Retry != nil}
+		s := st{outcome: g.Outcome, retry: g.Chain != nil}
 		if g.Shown != nil {
 			s.id, s.title, s.state = g.Shown.StatusID, g.Shown.Title, g.Shown.State
 		}

@@ -109,7 +109,7 @@ func TestDemo_Flags(t *testing.T) {
 		"\n  streaming held: ",
 		"\n  waits     scaled by 0.1 (--fast)\n",
 		"\n  script    " + script + "\n",
-		"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
+		"↻ rate limited (429) · retrying in 0.1s · retry 1 of 2\n",
 		"\n  session log            " + filepath.Join(dir, "sessions") + string(filepath.Separator),
 		" shows its timeline\n",
 	} {

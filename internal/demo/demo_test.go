@@ -157,7 +157,7 @@ func TestRun_Fast(t *testing.T) {
 			rest := strings.TrimPrefix(first.Text, shown)
 			if live {
 				order := regexp.MustCompile(`(?m)^rebound: ` + regexp.QuoteMeta(shown) + `…\n` +
-					`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+					`  ↻ connection dropped · retrying in 0\.1s · retry 1 of 2\n` +
 					`  ↻ waited 0\.\ds, retrying from where the reply stopped\n` +
 					`        …` + regexp.QuoteMeta(rest) + `\n` +
 					`  ✓ end_turn · 2 provider requests · `)
@@ -166,7 +166,7 @@ func TestRun_Fast(t *testing.T) {
 				}
 			} else {
 				order := regexp.MustCompile(`(?m)^› you: [^\n]*\n` +
-					`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+					`  ↻ connection dropped · retrying in 0\.1s · retry 1 of 2\n` +
 					`  ↻ waited 0\.\ds, retrying\n` +
 					`rebound: ` + regexp.QuoteMeta(dropped.Steps[1].Text) + `\n` +
 					`  ✓ end_turn · 2 provider requests · `)
@@ -183,13 +183,13 @@ func TestRun_Fast(t *testing.T) {
 			}
 
 			retries := []string{
-				"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
-				"↻ connection dropped · retrying in 0.1s · attempt 2 of 3\n",
-				"↻ stream stalled (idle timeout) · retrying in 0.1s · attempt 2 of 3\n",
-				"↻ overloaded (529) · retrying in 0.1s · attempt 2 of 3\n",
+				"↻ rate limited (429) · retrying in 0.1s · retry 1 of 2\n",
+				"↻ connection dropped · retrying in 0.1s · retry 1 of 2\n",
+				"↻ stream stalled (idle timeout) · retrying in 0.1s · retry 1 of 2\n",
+				"↻ overloaded (529) · retrying in 0.1s · retry 1 of 2\n",
 				"↻ overloaded (529) · switching to gpt-4o-mini · retrying in 0.1s\n",
 				"↻ reply cut at the output limit · asking the model to continue (part 2 of at most 4)\n",
-				"↻ rate limited (429) · retrying in 0.8s · attempt 2 of 3\n",
+				"↻ rate limited (429) · retrying in 0.8s · retry 1 of 2\n",
 				"› you: ■ stop (session/cancel)\n",
 				"✗ rate limited (429) · wait cancelled after 0.",
 				"✓ cancelled · 1 provider request",
@@ -391,12 +391,12 @@ func checkDemoToolScene(t *testing.T, out, logPath string, sc scene, live bool) 
 	// is new.
 	scene := demoSceneOutput(t, out, sc)
 	shown := demoShownPrefix(sc.Steps[1])
-	reply := `  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+	reply := `  ↻ connection dropped · retrying in 0\.1s · retry 1 of 2\n` +
 		`  ↻ waited 0\.\ds, retrying\n` +
 		`rebound: ` + regexp.QuoteMeta(sc.Steps[2].Text) + `\n`
 	if live {
 		reply = `rebound: ` + regexp.QuoteMeta(shown) + `…\n` +
-			`  ↻ connection dropped · retrying in 0\.1s · attempt 2 of 3\n` +
+			`  ↻ connection dropped · retrying in 0\.1s · retry 1 of 2\n` +
 			`  ↻ waited 0\.\ds, retrying from where the reply stopped\n` +
 			`        …` + regexp.QuoteMeta(strings.TrimPrefix(sc.Steps[2].Text, shown)) + `\n`
 	}
@@ -516,11 +516,11 @@ func TestRun_ScriptDefinition(t *testing.T) {
 	for _, want := range []string{
 		"[1/2] Server error\n",
 		"› you: First question\n",
-		"↻ server error (503) · retrying in 0.0s · attempt 2 of 2\n", // retry-after-ms 200 × 0.1
+		"↻ server error (503) · retrying in 0.0s · retry 1 of 1\n", // retry-after-ms 200 × 0.1
 		"rebound: First answer.\n",
 		"[2/2] Gives up\n",
-		"↻ server error (500) · retrying in 0.0s · attempt 2 of 2\n",
-		"rebound: ✗ The provider had a server error (500); gave up after 2 attempts",
+		"↻ server error (500) · retrying in 0.0s · retry 1 of 1\n",
+		"rebound: ✗ The provider had a server error (500); gave up after 1 retry",
 		"✓ error · 2 provider requests",
 		"2 of 2 as expected",
 		"script    " + path,
@@ -567,7 +567,7 @@ func TestRun_ScriptMock(t *testing.T) {
 			for _, want := range append([]string{
 				"a mock script of 4 steps",
 				"› you: Hello (prompt 1)\n",
-				"↻ rate limited (429) · retrying in 0.1s · attempt 2 of 3\n",
+				"↻ rate limited (429) · retrying in 0.1s · retry 1 of 2\n",
 				"rebound: Plain reply.\n",
 				"› you: Hello (prompt 2)\n",
 				"↻ connection dropped",
@@ -729,7 +729,7 @@ func TestRun_TerminalDroppedReply(t *testing.T) {
 		"\r\x1b[2K  ↻ connection dropped · retrying in 0.",        // the countdown below
 		"\x1b8six seven eight nine ten.\n",                        // on where it stopped
 		"\n  ↻ connection dropped · retried after 0.",
-		" · attempt 2 of 3 · the reply went on where it stopped\n",
+		" · retry 1 of 2 · the reply went on where it stopped\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output lacks %q:\n%q", want, out)
@@ -750,7 +750,7 @@ func TestScreen_InterruptedReply(t *testing.T) {
 		o.line("› you: Count to four")
 		o.replyText("msg_1", "One two t")
 		o.interrupt()
-		o.setLive("", "  ↻ connection dropped · retrying in 1.0s · attempt 2 of 3")
+		o.setLive("", "  ↻ connection dropped · retrying in 1.0s · retry 1 of 2")
 		if !o.note("connection dropped · retried after 1.0s") {
 			o.line("  ↻ waited 1.0s, retrying")
 		}

@@ -91,7 +91,7 @@ func (w *retryWait) text(timing string) string {
 	case string(recovery.ActionEscalate):
 		parts = append(parts, "retrying with a larger output budget")
 	case string(recovery.ActionContinue):
-		parts = append(parts, fmt.Sprintf("asking the model to continue (part %d of at most %d)", n+1, p.MaxRetries+1))
+		parts = append(parts, "asking the model to continue ("+recovery.PartOf(n+1, p.MaxRetries+1)+")")
 	case string(recovery.ActionCompact):
 		parts = append(parts, "summarising older messages")
 	case string(recovery.ActionStripImages):
@@ -101,7 +101,7 @@ func (w *retryWait) text(timing string) string {
 		parts = append(parts, timing)
 	}
 	if p.Action == "" && (p.Policy == "" || p.Policy == "transient" || strings.HasPrefix(p.Policy, "rule")) {
-		parts = append(parts, fmt.Sprintf("attempt %d of %d", n+1, p.MaxRetries+1))
+		parts = append(parts, recovery.RetryOf(n, p.MaxRetries)) // recovery/words.go: retries, as everywhere
 	}
 	return strings.Join(parts, " · ")
 }

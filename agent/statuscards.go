@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/recovery"
+	"github.com/rebound-agent/rebound/session"
+)
+
+// statusCards are a turn's status tool calls, the editor's half of the
+// recovery observer: each change of a card is recorded, then shown, and its
+// title and content (recovery/words.go) always say the same state. It
+// depends on a recorder and a sender only, so a test drives it with fakes.
+type statusCards struct {
+	turn int
+	// record writes a status event; an error is the recorder's to report:
+	// the card is shown all the same, since a wait left unshown looks like
+	// a hang, and a log that cannot be written fails the turn at its next
+	// record.
+	record func(session.Status) error
+	// send shows an update; nil where statuses are not shown as tool calls
+	// (they are recorded all the same, for a load to show).
+	send   func(context.Context, acp.SessionUpdate)
+	chains map[string]*waitStatus // retry chains' cards, by chain id
+}
+
+// waitStatus is one status tool call: a retry chain's, or another wait's.
+type waitStatus struct {
+	id      string
+	subject string            // what happened, e.g. "Rate limited by the provider (429)"
+	words   *recovery.Wording // a retry's words; nil for another wait
+	running bool              // the retry's wait is over and its request runs
+	open    bool              // in_progress: not yet completed or failed
+}
+
+// cards are the turn's status cards, made on first use.
+func (t *turn) cards() *statusCards {
+	if t.status == nil {
+		t.status = &statusCards{turn: t.number, chains: map[string]*waitStatus{}, record: func(st session.Status) error {
+			_, err := t.s.append(session.TypeStatus, st)
+			if err != nil {
+				t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record a status")
+			}
+			return err
+		}}
+		if t.statusCalls() {
+			t.status.send = t.notify
+		}
+	}
+	return t.status
+}
+
+// showStatus records a card's state, then sends it as a status tool call,
+// or updates the one already shown. A card opened again after it was
+// closed is a new tool call: an editor would fold two into one under one
+// id. Every update carries the content, so none is left from an earlier
+// state.
+func (c *statusCards) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
+	first := st.id == "" || !st.open && status == acp.ToolStatusInProgress
+	if first {
+		st.id = newID(statusIDPrefix)
+	}
+	st.open = status == acp.ToolStatusInProgress
+	title = statusTitle(title)
+	_ = c.record(session.Status{Turn: c.turn, StatusID: st.id, Title: title,
+		Detail: clipBytes(detail, session.MaxStatusBytes), State: string(status)})
+	if c.send == nil {
+		return
+	}
+	tc := acp.ToolCallUpdate{ToolCallID: st.id, Title: title, Status: status}
+	if detail != "" {
+		tc.Content = []acp.ToolCallContent{acp.ContentText(detail)}
+	}
+	u := tc.AsUpdate()
+	if first {
+		tc.Kind = acp.ToolKindOther
+		u = tc.AsStart()
+	}
+	c.send(ctx, u)
+}
+
+// chain is the card of the retry chain id, made on first use.
+func (c *statusCards) chain(id string) *waitStatus {
+	st := c.chains[id]
+	if st == nil {
+		st = &waitStatus{}
+		c.chains[id] = st
+	}
+	return st
+}
+
+// scheduled shows a retry about to wait: why, until when, which retry of
+// how many.
+func (c *statusCards) scheduled(ctx context.Context, w recovery.Wording) {
+	st := c.chain(w.Retry.ID)
+	st.subject, st.words, st.running = w.Subject(), &w, false
+	title, body := w.Scheduled()
+	c.showStatus(ctx, st, title, body, acp.ToolStatusInProgress)
+}
+
+// started shows that the wait is over and the retry runs.
+func (c *statusCards) started(ctx context.Context, r recovery.Retry) {
+	st := c.chains[r.ID]
+	if st == nil || !st.open || st.words == nil {
+		return
+	}
+	st.running = true
+	if r.Delay == 0 {
+		return // nothing was waited for: the next word is the outcome
+	}
+	title, body := st.words.Started()
+	c.showStatus(ctx, st, title, body, acp.ToolStatusInProgress)
+}
+
+// recovered closes the open cards of a request that succeeded.
+func (c *statusCards) recovered(ctx context.Context) {
+	for _, st := range c.chains {
+		if st.open && st.words != nil {
+			title, body := st.words.Recovered()
+			c.showStatus(ctx, st, title, body, acp.ToolStatusCompleted)
+		}
+	}
+}
+
+// ended closes the open cards of a turn that was cancelled or failed; a
+// failure with nothing open gets a card of its own, so the reason is in
+// the thread (a reopened one too) and not only in the prompt's error.
+// Title and body say the same end: a client that stops drawing a cancelled
+// turn's titles (codecompanion) shows the body.
+func (c *statusCards) ended(ctx context.Context, cancelled bool, why string) {
+	if !cancelled {
+		if !c.closeOpen(ctx, why, why) && why != "" { // it says it gave up, and why
+			c.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
+		}
+		return
+	}
+	for _, st := range c.chains {
+		if !st.open {
+			continue
+		}
+		if st.words == nil {
+			c.showStatus(ctx, st, st.subject+", cancelled", "Cancelled.", acp.ToolStatusFailed)
+			continue
+		}
+		title, body := st.words.Cancelled(st.running)
+		c.showStatus(ctx, st, title, body, acp.ToolStatusFailed)
+	}
+}
+
+// failed closes the open cards with title and body, or shows a card of its
+// own when none is open.
+func (c *statusCards) failed(ctx context.Context, title, body string) {
+	if !c.closeOpen(ctx, title, body) {
+		c.showStatus(ctx, &waitStatus{}, title, body, acp.ToolStatusFailed)
+	}
+}
+
+// closeOpen fails the open cards with title and body, and says whether
+// there were any.
+func (c *statusCards) closeOpen(ctx context.Context, title, body string) bool {
+	shown := false
+	for _, st := range c.chains {
+		if st.open {
+			shown = true
+			c.showStatus(ctx, st, title, body, acp.ToolStatusFailed)
+		}
+	}
+	return shown
+}
