@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -35,11 +36,45 @@ type env struct {
 	// mcpConnect, when set, connects every MCP server (tests serve them in
 	// process).
 	mcpConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
+	// executable is os.Executable: the binary an editor's terminal sign-in
+	// runs `login` with (loginCommand). Nil or failing leaves it out.
+	executable func() (string, error)
 }
 
 func osEnv() env {
 	home, _ := os.UserHomeDir()
-	return env{getenv: os.Getenv, home: home}
+	return env{getenv: os.Getenv, home: home, executable: os.Executable}
+}
+
+// loginCommand is the sign-in command a client runs from the terminal
+// method's _meta: this binary's absolute path, `login`, and the variables
+// that decide where `rebound login` stores the key, as this Rebound sees
+// them (an editor's terminal has its own environment, not the agent's).
+func loginCommand(log zerolog.Logger, e env) acp.TerminalAuthMeta {
+	if e.executable == nil {
+		return acp.TerminalAuthMeta{}
+	}
+	path, err := e.executable()
+	if err == nil && !filepath.IsAbs(path) {
+		err = fmt.Errorf("not an absolute path: %q", path)
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("the terminal sign-in's command is unknown: clients that need it get only the api-key method")
+		return acp.TerminalAuthMeta{}
+	}
+	vars := map[string]string{}
+	for _, name := range []string{config.EnvConfig, "XDG_CONFIG_HOME"} {
+		if v := e.getenv(name); v != "" {
+			if name == config.EnvConfig {
+				// The terminal may start elsewhere.
+				if abs, err := filepath.Abs(v); err == nil {
+					v = abs
+				}
+			}
+			vars[name] = v
+		}
+	}
+	return agent.LoginCommand(path, vars)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -210,6 +245,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Provider:     provider,
 		APIKeyEnv:    cfg.Provider.APIKeyEnv,
 		NewProvider:  newProvider,
+		Login:        loginCommand(log, e),
 		Recovery:     recoveryConfig(cfg.Recovery),
 		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
