@@ -12,8 +12,11 @@ import (
 // Type is an agent method: the client calls authenticate with its ID and the
 // agent signs in by itself. Type AuthTypeTerminal is a method the client
 // runs as the agent's own command, with Args appended and Env added, in a
-// terminal the user types into; exit status 0 means success. The client
-// never passes it to authenticate (ACP v1 clients reconnect instead).
+// terminal the user types into; exit status 0 means success. A client is
+// not meant to pass it to authenticate, but one that can't run it may (Zed
+// does, for a terminal method without TerminalAuthMeta, unless its ACP beta
+// flag is on). Meta may carry the command line itself for clients on the
+// older shape (TerminalAuthMetaKey).
 type AuthMethod struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
