@@ -136,5 +136,7 @@ mutate agent/auth.go 's/login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.lo
 	./agent TestAuthMethods_TerminalAuthMeta "terminal sign-in: the terminal method carries its command in _meta"
 mutate agent/auth.go 's/case method == AuthMethodLogin:/case false:/' \
 	./agent TestAuthenticate_TerminalMethodWithoutKey "terminal sign-in: authenticate with the terminal method names the command"
+mutate cmd/rebound/run.go 's/return agent.LoginCommand(path, vars)/return agent.LoginCommand(path, nil)/' \
+	./cmd/rebound TestLoginCommand_StoresTheKeyWhereServeLooks "terminal sign-in: the _meta command stores the key where this Rebound looks"
 
 exit $survived

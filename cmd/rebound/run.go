@@ -47,10 +47,12 @@ func osEnv() env {
 }
 
 // loginCommand is the sign-in command a client runs from the terminal
-// method's _meta: this binary's absolute path, `login`, and the variables
-// that decide where `rebound login` stores the key, as this Rebound sees
-// them (an editor's terminal has its own environment, not the agent's).
-func loginCommand(log zerolog.Logger, e env) acp.TerminalAuthMeta {
+// method's _meta: this binary's absolute path, `login`, and what decides
+// where `rebound login` stores the key, as this Rebound sees it (an
+// editor's terminal has its own environment, not the agent's): the config
+// file read (source, which may name provider.api_key_env, however it was
+// chosen: --config, REBOUND_CONFIG or the default) and XDG_CONFIG_HOME.
+func loginCommand(log zerolog.Logger, e env, source string) acp.TerminalAuthMeta {
 	if e.executable == nil {
 		return acp.TerminalAuthMeta{}
 	}
@@ -63,16 +65,15 @@ func loginCommand(log zerolog.Logger, e env) acp.TerminalAuthMeta {
 		return acp.TerminalAuthMeta{}
 	}
 	vars := map[string]string{}
-	for _, name := range []string{config.EnvConfig, "XDG_CONFIG_HOME"} {
-		if v := e.getenv(name); v != "" {
-			if name == config.EnvConfig {
-				// The terminal may start elsewhere.
-				if abs, err := filepath.Abs(v); err == nil {
-					v = abs
-				}
-			}
-			vars[name] = v
+	if source != "" {
+		// The terminal may start in another directory.
+		if abs, err := filepath.Abs(source); err == nil {
+			source = abs
 		}
+		vars[config.EnvConfig] = source
+	}
+	if v := e.getenv("XDG_CONFIG_HOME"); v != "" {
+		vars["XDG_CONFIG_HOME"] = v
 	}
 	return agent.LoginCommand(path, vars)
 }
@@ -245,7 +246,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Provider:     provider,
 		APIKeyEnv:    cfg.Provider.APIKeyEnv,
 		NewProvider:  newProvider,
-		Login:        loginCommand(log, e),
+		Login:        loginCommand(log, e, cfg.Source),
 		Recovery:     recoveryConfig(cfg.Recovery),
 		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
