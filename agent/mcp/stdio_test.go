@@ -215,7 +215,10 @@ func TestStdio_StartTimeoutKillsServer(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	opts := testOptions(t)
-	opts.StartTimeout = 300 * time.Millisecond
+	// Long enough for the shell to have started and written its pid even
+	// on a loaded machine (at 300ms, a load of 17 on two cores killed it
+	// before it ran, leaving no pid to check).
+	opts.StartTimeout = 2 * time.Second
 	// The pid is written by a shell that then becomes the server (exec):
 	// the shell starts in a millisecond, while the race-built test binary
 	// that serves may take longer than the timeout to start on a loaded
@@ -229,7 +232,7 @@ func TestStdio_StartTimeoutKillsServer(t *testing.T) {
 	if took := time.Since(begin); took > opts.StartTimeout+prompt {
 		t.Errorf("Start() took %v", took)
 	}
-	want := `MCP server "silent" did not answer initialize within 300ms`
+	want := `MCP server "silent" did not answer initialize within 2s`
 	if len(failures) != 1 || failures[0].Error() != want {
 		t.Fatalf("failures = %v, want %s", failures, want)
 	}
