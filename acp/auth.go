@@ -12,8 +12,11 @@ import (
 // Type is an agent method: the client calls authenticate with its ID and the
 // agent signs in by itself. Type AuthTypeTerminal is a method the client
 // runs as the agent's own command, with Args appended and Env added, in a
-// terminal the user types into; exit status 0 means success. The client
-// never passes it to authenticate (ACP v1 clients reconnect instead).
+// terminal the user types into; exit status 0 means success. A client is
+// not meant to pass it to authenticate, but one that can't run it may (Zed
+// does, for a terminal method without TerminalAuthMeta, unless its ACP beta
+// flag is on). Meta may carry the command line itself for clients on the
+// older shape (TerminalAuthMetaKey).
 type AuthMethod struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
@@ -40,6 +43,31 @@ type AuthCapabilities struct {
 // TerminalAuth reports whether the client can run terminal auth methods.
 func (c ClientCapabilities) TerminalAuth() bool {
 	return c.Auth != nil && c.Auth.Terminal
+}
+
+// TerminalAuthMetaKey is the _meta key of the sign-in command in the shape
+// clients used before terminal methods were in the protocol: the client
+// advertises clientCapabilities._meta["terminal-auth"] = true, and runs the
+// TerminalAuthMeta of a method that carries one instead of sending
+// authenticate. Zed still does so for every method unless its ACP beta flag
+// is on; the ACP registry's validator advertises only this.
+const TerminalAuthMetaKey = "terminal-auth"
+
+// TerminalAuthMeta is AuthMethod._meta["terminal-auth"]: the whole command
+// line, since a client on this shape does not start the agent's own command.
+// Label and Command are required by the clients that read it.
+type TerminalAuthMeta struct {
+	Label   string            `json:"label"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// TerminalAuthByMeta reports whether the client runs a method's
+// _meta["terminal-auth"] command (TerminalAuthMetaKey).
+func (c ClientCapabilities) TerminalAuthByMeta() bool {
+	v, ok := c.Meta[TerminalAuthMetaKey].(bool)
+	return ok && v
 }
 
 // AuthenticateRequest is the params of authenticate.
@@ -120,7 +148,13 @@ func (s *Server) authMethods(caps ClientCapabilities) []AuthMethod {
 	if a, ok := s.agent.(Authenticator); ok {
 		for _, m := range a.AuthMethods() {
 			if m.Type == AuthTypeTerminal && !caps.TerminalAuth() {
-				continue
+				if !caps.TerminalAuthByMeta() || m.Meta[TerminalAuthMetaKey] == nil {
+					continue
+				}
+				// A client on the older shape may not know the terminal
+				// type: the method is an agent one there, and the command
+				// is in its _meta.
+				m.Type, m.Args, m.Env = "", nil, nil
 			}
 			methods = append(methods, m)
 		}

@@ -14,17 +14,24 @@ import (
 type authAgent struct {
 	fakeAgent
 	AuthenticateFunc func(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error)
-	calls            []string // the method ids Authenticate was called with
+	calls            []string         // the method ids Authenticate was called with
+	methods          []acp.AuthMethod // nil: testMethods
 }
 
 var _ acp.Authenticator = (*authAgent)(nil)
 
 var testMethods = []acp.AuthMethod{
 	{ID: "api-key", Name: "API key", Description: "Looks for the key."},
-	{ID: "terminal-login", Name: "In a terminal", Type: acp.AuthTypeTerminal, Args: []string{"login"}},
+	{ID: "terminal-login", Name: "In a terminal", Type: acp.AuthTypeTerminal, Args: []string{"login"},
+		Meta: acp.Meta{acp.TerminalAuthMetaKey: acp.TerminalAuthMeta{Label: "rebound login", Command: "/bin/rebound", Args: []string{"login"}}}},
 }
 
-func (a *authAgent) AuthMethods() []acp.AuthMethod { return testMethods }
+func (a *authAgent) AuthMethods() []acp.AuthMethod {
+	if a.methods != nil {
+		return a.methods
+	}
+	return testMethods
+}
 
 func (a *authAgent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	a.calls = append(a.calls, req.MethodID)
@@ -33,21 +40,36 @@ func (a *authAgent) Authenticate(ctx context.Context, req acp.AuthenticateReques
 
 func TestServer_InitializeAuthMethods(t *testing.T) {
 	const agentMethod = `{"id":"api-key","name":"API key","description":"Looks for the key."}`
-	const terminalMethod = `{"id":"terminal-login","name":"In a terminal","type":"terminal","args":["login"]}`
+	const meta = `"_meta":{"terminal-auth":{"label":"rebound login","command":"/bin/rebound","args":["login"]}}`
+	const terminalMethod = `{"id":"terminal-login","name":"In a terminal","type":"terminal","args":["login"],` + meta + `}`
+	// A client that knows only the _meta shape is offered the terminal
+	// method as an agent one: an older client may not parse the type.
+	const metaMethod = `{"id":"terminal-login","name":"In a terminal",` + meta + `}`
+	noMeta := []acp.AuthMethod{testMethods[0], {ID: "terminal-login", Name: "In a terminal", Type: acp.AuthTypeTerminal, Args: []string{"login"}}}
+	zed := map[string]any{"terminal": true, "auth": map[string]any{"terminal": true}, "_meta": map[string]any{"terminal_output": true, "terminal-auth": true}}
+	validator := map[string]any{"terminal": true, "_meta": map[string]any{"terminal_output": true, "terminal-auth": true}}
 	tests := []struct {
-		name string
-		caps any
-		want string
+		name    string
+		caps    any
+		methods []acp.AuthMethod
+		want    string
 	}{
-		{"no capabilities", nil, `[` + agentMethod + `]`},
-		{"terminal commands are not terminal auth", map[string]any{"terminal": true}, `[` + agentMethod + `]`},
-		{"auth.terminal false", map[string]any{"auth": map[string]any{"terminal": false}}, `[` + agentMethod + `]`},
-		{"auth.terminal", map[string]any{"auth": map[string]any{"terminal": true}}, `[` + agentMethod + `,` + terminalMethod + `]`},
+		{"no capabilities", nil, nil, `[` + agentMethod + `]`},
+		{"terminal commands are not terminal auth", map[string]any{"terminal": true}, nil, `[` + agentMethod + `]`},
+		{"auth.terminal false", map[string]any{"auth": map[string]any{"terminal": false}}, nil, `[` + agentMethod + `]`},
+		{"auth.terminal", map[string]any{"auth": map[string]any{"terminal": true}}, nil, `[` + agentMethod + `,` + terminalMethod + `]`},
+		{"zed: both shapes", zed, nil, `[` + agentMethod + `,` + terminalMethod + `]`},
+		{"registry validator: _meta terminal-auth only", validator, nil, `[` + agentMethod + `,` + metaMethod + `]`},
+		{"_meta terminal-auth false", map[string]any{"_meta": map[string]any{"terminal-auth": false}}, nil, `[` + agentMethod + `]`},
+		{"_meta terminal-auth not a bool", map[string]any{"_meta": map[string]any{"terminal-auth": "yes"}}, nil, `[` + agentMethod + `]`},
+		{"_meta only, no command to offer", validator, noMeta, `[` + agentMethod + `]`},
+		{"auth.terminal, no command in _meta", map[string]any{"auth": map[string]any{"terminal": true}}, noMeta,
+			`[` + agentMethod + `,{"id":"terminal-login","name":"In a terminal","type":"terminal","args":["login"]}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w := serve(t, t.Context(), &authAgent{}, acp.Config{})
+				w := serve(t, t.Context(), &authAgent{methods: tt.methods}, acp.Config{})
 				params := map[string]any{"protocolVersion": 1}
 				if tt.caps != nil {
 					params["clientCapabilities"] = tt.caps
@@ -203,7 +225,7 @@ func TestServer_Logout(t *testing.T) {
 		{"bad params", func() acp.Agent { return &logoutAgent{LogoutFunc: said} }, []any{1},
 			`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: params must be an object, not array"}}`, 0},
 		{"not advertised", func() acp.Agent { return &authAgent{} }, map[string]any{},
-			`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found: logout","data":{"method":"logout"}}}`, 0},
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found: logout"}}`, 0}, // no data: the client shows no RichErrors
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

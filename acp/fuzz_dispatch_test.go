@@ -54,7 +54,10 @@ func expectedAnswers(in []byte) (byID, maybe map[string]int, nulls int) {
 // fake agent. It must never panic or fail Serve; every output line is a
 // JSON-RPC 2.0 message; every request with an id gets exactly one
 // response, with its id exactly as sent; and no response carries an id
-// no request had (a substitute leaking out, say).
+// no request had (a substitute leaking out, say). A client that never
+// advertised reading Rebound's richer messages (no "notices" or
+// "rebound/retry" anywhere in the input, nor an escape that could spell
+// them) gets no error with data (RichErrors).
 //
 // Its seeds are in testdata/fuzz/FuzzServer_Dispatch.
 //
@@ -80,6 +83,7 @@ func FuzzServer_Dispatch(f *testing.F) {
 			t.Fatalf("Serve() = %v", err)
 		}
 		want, maybe, nulls := expectedAnswers(in)
+		plain := !bytes.Contains(in, []byte("notices")) && !bytes.Contains(in, []byte("rebound/retry")) && !bytes.Contains(in, []byte(`\`))
 		got := map[string]int{}
 		for line := range strings.Lines(out.String()) {
 			var m map[string]json.RawMessage
@@ -94,6 +98,12 @@ func FuzzServer_Dispatch(f *testing.F) {
 			_, rpcErr := m["error"]
 			if !ok || result == rpcErr {
 				t.Fatalf("output line is not a response: %q", line)
+			}
+			var e struct {
+				Data json.RawMessage `json:"data"`
+			}
+			if rpcErr && plain && json.Unmarshal(m["error"], &e) == nil && e.Data != nil {
+				t.Errorf("an error with data for a client that did not ask for it: %q", line)
 			}
 			got[string(id)]++
 		}

@@ -22,10 +22,14 @@ func (s *Server) reply(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 	}
 	var sendErr error
 	if err != nil {
-		werr := wireError(err)
+		werr := wireError(err, editorConn{s: s, c: c}.Capabilities().RichErrors())
 		ev := s.log.Debug()
 		if werr.Code == CodeInternalError {
 			ev = s.log.Warn()
+		}
+		// The data goes to the log whether or not the client is sent it.
+		if re, ok := errors.AsType[*RequestError](err); ok && re.Data != nil {
+			ev = ev.Interface("data", re.Data)
 		}
 		ev.Err(err).Str("method", req.Method).Str("id", s.idText(req.ID)).Int64("code", werr.Code).Msg("acp: request failed")
 		sendErr = c.ReplyWithError(ctx, req.ID, werr)
@@ -47,13 +51,31 @@ func (s *Server) idText(id jsonrpc2.ID) string {
 	return s.out.idText(id)
 }
 
-// wireError maps an error to its JSON-RPC error. errors.As (not a type
-// assertion, as jsonrpc2.HandlerWithError does) so a wrapped *RequestError
-// keeps its code.
-func wireError(err error) *jsonrpc2.Error {
+// RichErrors reports whether the client shows it understands Rebound's
+// richer messages (it advertises session.notices, or reads
+// _meta["rebound/retry"]: clientCapabilities._meta["rebound/retry"] set), so
+// an error's data is for it. Clients in general show data as text: Zed (its
+// ACP library) appends it, pretty-printed JSON, to the message it shows.
+func (c ClientCapabilities) RichErrors() bool {
+	if c.Notices() {
+		return true
+	}
+	v, ok := c.Meta[MetaRetry]
+	return ok && v != nil && v != false
+}
+
+// MetaRetry is the _meta key of Rebound's retry progress, which a client
+// that reads it names in clientCapabilities._meta.
+const MetaRetry = "rebound/retry"
+
+// wireError maps an error to its JSON-RPC error; data only when withData
+// (the client's RichErrors): the message says what a person needs, and the
+// facts in data are for programs. errors.As (not a type assertion, as
+// jsonrpc2.HandlerWithError does) so a wrapped *RequestError keeps its code.
+func wireError(err error, withData bool) *jsonrpc2.Error {
 	if re, ok := errors.AsType[*RequestError](err); ok {
 		e := &jsonrpc2.Error{Code: int64(re.Code), Message: re.Message}
-		if re.Data != nil {
+		if re.Data != nil && withData {
 			if b, merr := json.Marshal(re.Data); merr == nil {
 				raw := json.RawMessage(b)
 				e.Data = &raw

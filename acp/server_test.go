@@ -94,8 +94,9 @@ func serve(t *testing.T, ctx context.Context, agent acp.Agent, cfg acp.Config) *
 }
 
 // initializeLine is the initialize a client sends first, with no
-// capabilities.
-const initializeLine = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}`
+// capabilities but _meta["rebound/retry"], so errors keep their data
+// (TestServer_ErrorDataByClient covers the clients without it).
+const initializeLine = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"rebound/retry":true}}}}`
 
 // serveUninitialized is serve without the initialize a client sends first.
 func serveUninitialized(t *testing.T, ctx context.Context, agent acp.Agent, cfg acp.Config) *wire {
@@ -769,13 +770,13 @@ func TestServer_RequestsBeforeInitializeAreRefused(t *testing.T) {
 				Error struct {
 					Code    int
 					Message string
-					Data    map[string]any
+					Data    map[string]any // none: the client's capabilities are not known yet
 				}
 			}
 			if err := json.Unmarshal([]byte(w.recv()), &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Error.Code != acp.CodeInvalidRequest || got.Error.Data["reason"] != "not_initialized" || !strings.Contains(got.Error.Message, method+" came before initialize") {
+			if got.Error.Code != acp.CodeInvalidRequest || got.Error.Data != nil || !strings.Contains(got.Error.Message, method+" came before initialize") {
 				t.Errorf("%s before initialize answered %+v", method, got.Error)
 			}
 		}

@@ -41,7 +41,12 @@ type Config struct {
 	// It is asked by a turn that has no provider and by authenticate, so a
 	// key stored after start-up is used without a restart.
 	NewProvider func() (llm.Provider, error)
-	Recovery    recovery.Config
+	// Login is the command line that stores a key (`rebound login`, the
+	// running binary's absolute path), sent to clients that run a sign-in
+	// command only as _meta["terminal-auth"] says; an empty Command leaves
+	// that out (auth.go).
+	Login    acp.TerminalAuthMeta
+	Recovery recovery.Config
 	// Truncation and Overflow configure the recoveries that change the
 	// request, which the agent carries out.
 	Truncation recovery.Truncation

@@ -47,6 +47,9 @@ type signIn struct {
 	newProvider func() (llm.Provider, error)
 	keyEnv      string // the variable that holds the key; "" is OPENAI_API_KEY
 	log         *zerolog.Logger
+	// login is Config.Login: the command that stores a key, for clients
+	// that run it from the method's _meta; Command "" when unknown.
+	login acp.TerminalAuthMeta
 
 	// found is the provider made from a key found after start-up, which
 	// from then on replaces atStart.
@@ -61,7 +64,7 @@ type signIn struct {
 }
 
 func newSignIn(cfg *Config) *signIn {
-	return &signIn{atStart: cfg.Provider, newProvider: cfg.NewProvider, keyEnv: cfg.APIKeyEnv, log: &cfg.Logger}
+	return &signIn{atStart: cfg.Provider, newProvider: cfg.NewProvider, keyEnv: cfg.APIKeyEnv, log: &cfg.Logger, login: cfg.Login}
 }
 
 // Forgotten is what forgetting the stored key did (config.LogoutResult).
@@ -80,18 +83,30 @@ func (a *Agent) SetForgetKey(forget func() (Forgotten, error)) {
 	a.auth.forget = forget
 }
 
-// AuthMethods implements acp.Authenticator.
+// AuthMethods implements acp.Authenticator. The terminal method also
+// carries its whole command line in _meta["terminal-auth"], for clients
+// that run only that (acp.TerminalAuthMetaKey): without it, Zed (unless
+// its ACP beta flag is on) sends authenticate instead of opening a
+// terminal, and the sign-in goes round in a circle.
 func (a *Agent) AuthMethods() []acp.AuthMethod {
-	return []acp.AuthMethod{
-		a.auth.apiKeyMethod(),
-		{
-			ID:          AuthMethodLogin,
-			Type:        acp.AuthTypeTerminal,
-			Name:        "Enter API key in a terminal",
-			Description: "Runs `rebound login`, which asks for your model provider's API key and stores it in a file only you can read.",
-			Args:        LoginArgs,
-		},
+	login := acp.AuthMethod{
+		ID:          AuthMethodLogin,
+		Type:        acp.AuthTypeTerminal,
+		Name:        "Enter API key in a terminal",
+		Description: "Runs `rebound login`, which asks for your model provider's API key and stores it in a file only you can read.",
+		Args:        LoginArgs,
 	}
+	if a.auth.login.Command != "" {
+		login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.login}
+	}
+	return []acp.AuthMethod{a.auth.apiKeyMethod(), login}
+}
+
+// LoginCommand is Config.Login for the binary at executable (absolute),
+// with env the variables `rebound login` must see to store the key where
+// this Rebound looks for it (see cmd/rebound).
+func LoginCommand(executable string, env map[string]string) acp.TerminalAuthMeta {
+	return acp.TerminalAuthMeta{Label: "rebound login", Command: executable, Args: LoginArgs, Env: env}
 }
 
 func (g *signIn) apiKeyMethod() acp.AuthMethod {
@@ -130,6 +145,9 @@ func (g *signIn) authenticate(method string) error {
 	current := g.signedIn()
 	if g.newProvider == nil {
 		if current == nil {
+			if method == AuthMethodLogin {
+				return g.loginNotRun(nil)
+			}
 			return g.authRequired(nil)
 		}
 		return nil
@@ -144,6 +162,10 @@ func (g *signIn) authenticate(method string) error {
 		if err != nil {
 			g.log.Warn().Err(err).Msg("authenticate: keeping the API key in use")
 		}
+	case method == AuthMethodLogin:
+		// The client sent the terminal method instead of running it (or
+		// ran it and the key was not stored): say which command to run.
+		return g.loginNotRun(err)
 	default:
 		return g.authRequired(err)
 	}
@@ -271,6 +293,43 @@ func (g *signIn) authRequired(problem error) *acp.RequestError {
 	e.Data = map[string]any{"authMethods": []acp.AuthMethod{g.apiKeyMethod()}}
 	e.Err = problem
 	return e
+}
+
+// loginNotRun is the auth required error for authenticate with the terminal
+// method while there is still no key: the client did not run the command
+// (or it did not store a key), so the message names the command itself.
+func (g *signIn) loginNotRun(problem error) *acp.RequestError {
+	e := g.authRequired(problem)
+	if problem == nil {
+		e.Message = LoginNotRunMessage(g.loginCommandLine(), g.apiKeyEnv())
+	}
+	return e
+}
+
+// loginCommandLine is the command to type in a terminal: the running
+// binary's path when known, quoted for a POSIX shell if it needs it.
+func (g *signIn) loginCommandLine() string {
+	if g.login.Command == "" {
+		return "rebound " + strings.Join(LoginArgs, " ")
+	}
+	return strings.Join(append([]string{shellQuote(g.login.Command)}, g.login.Args...), " ")
+}
+
+// shellQuote quotes s for a POSIX shell unless it is plain.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// LoginNotRunMessage says what to do when the terminal sign-in was asked
+// for through authenticate and there is still no key: run command (the
+// login command line) in a terminal.
+func LoginNotRunMessage(command, apiKeyEnv string) string {
+	return "Rebound still has no API key: the sign-in command did not store one. Run `" + command +
+		"` in a terminal (it asks for the key and stores it), or set " + apiKeyEnv +
+		" in the environment Rebound is started with; then sign in again, no restart needed."
 }
 
 // AuthRequiredMessage says what to do when there is no API key for the

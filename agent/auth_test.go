@@ -341,3 +341,71 @@ func TestSignIn_AuthenticateKeepsTheKeyInUse(t *testing.T) {
 		t.Errorf("the API key method names %q, want OPENAI_API_KEY when none is configured", m.Description)
 	}
 }
+
+// The terminal method carries its whole command in _meta["terminal-auth"]
+// when the binary is known (Zed without its ACP beta flag runs only that),
+// and nothing there when it is not.
+func TestAuthMethods_TerminalAuthMeta(t *testing.T) {
+	a := New(Config{StateDir: t.TempDir(), Login: LoginCommand("/opt/rebound/bin/rebound", map[string]string{"XDG_CONFIG_HOME": "/x"})})
+	t.Cleanup(func() { a.Close() })
+	m := a.AuthMethods()[1]
+	got, ok := m.Meta[acp.TerminalAuthMetaKey].(acp.TerminalAuthMeta)
+	want := acp.TerminalAuthMeta{Label: "rebound login", Command: "/opt/rebound/bin/rebound", Args: []string{"login"}, Env: map[string]string{"XDG_CONFIG_HOME": "/x"}}
+	if !ok || got.Label != want.Label || got.Command != want.Command || strings.Join(got.Args, " ") != "login" || got.Env["XDG_CONFIG_HOME"] != "/x" {
+		t.Errorf("terminal method _meta = %#v, want %#v", m.Meta, want)
+	}
+	if m := authAgent(t, nil, nil).AuthMethods()[1]; m.Meta != nil {
+		t.Errorf("with no command known, _meta = %#v, want none", m.Meta)
+	}
+}
+
+// authenticate with the terminal method while there is still no key: the
+// client sent it instead of running it, or the command stored nothing.
+// The answer names the command to run, as a person can paste it.
+func TestAuthenticate_TerminalMethodWithoutKey(t *testing.T) {
+	ctx := context.Background()
+	req := acp.AuthenticateRequest{MethodID: AuthMethodLogin}
+	for _, tt := range []struct {
+		name, exe, want string
+		newProvider     bool
+	}{
+		{"known binary", "/opt/rebound/bin/rebound", "Run `/opt/rebound/bin/rebound login` in a terminal", true},
+		{"a path a shell must have quoted", "/home/o'neil/my bin/rebound", `Run ` + "`" + `'/home/o'\''neil/my bin/rebound' login` + "`", true},
+		{"unknown binary", "", "Run `rebound login` in a terminal", true},
+		{"without NewProvider", "/opt/rebound/bin/rebound", "Run `/opt/rebound/bin/rebound login` in a terminal", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{StateDir: t.TempDir(), APIKeyEnv: "DEEPSEEK_API_KEY"}
+			if tt.exe != "" {
+				cfg.Login = LoginCommand(tt.exe, nil)
+			}
+			k := &keySource{}
+			if tt.newProvider {
+				cfg.NewProvider = k.newProvider
+			}
+			a := New(cfg)
+			t.Cleanup(func() { a.Close() })
+			_, err := a.Authenticate(ctx, req)
+			re, ok := errors.AsType[*acp.RequestError](err)
+			if !ok || re.Code != acp.CodeAuthRequired {
+				t.Fatalf("Authenticate(%s) = %v, want auth required", AuthMethodLogin, err)
+			}
+			for _, part := range []string{tt.want, "set DEEPSEEK_API_KEY", "still has no API key"} {
+				if !strings.Contains(re.Message, part) {
+					t.Errorf("message %q does not contain %q", re.Message, part)
+				}
+			}
+			// The api-key method keeps its own words.
+			if _, err := a.Authenticate(ctx, acp.AuthenticateRequest{MethodID: AuthMethodAPIKey}); err == nil || strings.Contains(err.Error(), "still has no API key") {
+				t.Errorf("Authenticate(api-key) = %v, want the usual auth required", err)
+			}
+		})
+	}
+	t.Run("a stored key that can't be used says why", func(t *testing.T) {
+		k := &keySource{err: errors.New("credentials: permissions 0644 are too open")}
+		a := New(Config{StateDir: t.TempDir(), NewProvider: k.newProvider, Login: LoginCommand("/r", nil)})
+		t.Cleanup(func() { a.Close() })
+		_, err := a.Authenticate(ctx, req)
+		wantAuthRequired(t, err, "permissions 0644 are too open")
+	})
+}

@@ -20,7 +20,8 @@ import (
 )
 
 // FailureData is the `data` of the JSON-RPC error that answers a prompt whose
-// turn failed: the facts of the logical request that failed.
+// turn failed: the facts of the logical request that failed. The server
+// sends it only to clients with acp.ClientCapabilities.RichErrors.
 type FailureData struct {
 	Failure   *recovery.Failure `json:"failure"`
 	Attempts  int               `json:"attempts"`

@@ -125,4 +125,18 @@ mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, 
 mutate agent/statuscards.go 's/^\tif c.send == nil {$/\tif true {/' \
 	./agent TestStatusCards "retry words: status cards are sent where they are shown"
 
+# Issue 32 items 5 and 6: Zed's sign-in and the data of errors.
+mutate acp/reply.go 's/if re.Data != nil \&\& withData {/if re.Data != nil {/' \
+	./acp 'TestServer_ErrorDataByClient|TestWireError_DataOnlyForRichClients' "error data: only clients that read Rebound's richer messages get an error's data"
+mutate acp/auth.go 's/if !caps.TerminalAuthByMeta() || m.Meta\[TerminalAuthMetaKey\] == nil {/if true {/' \
+	./acp TestServer_InitializeAuthMethods "terminal sign-in: a client with only _meta terminal-auth is offered the command"
+mutate acp/auth.go 's/m.Type, m.Args, m.Env = "", nil, nil/_ = m/' \
+	./acp TestServer_InitializeAuthMethods "terminal sign-in: the _meta shape is an agent method"
+mutate agent/auth.go 's/login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.login}/_ = login/' \
+	./agent TestAuthMethods_TerminalAuthMeta "terminal sign-in: the terminal method carries its command in _meta"
+mutate agent/auth.go 's/case method == AuthMethodLogin:/case false:/' \
+	./agent TestAuthenticate_TerminalMethodWithoutKey "terminal sign-in: authenticate with the terminal method names the command"
+mutate cmd/rebound/run.go 's/return agent.LoginCommand(path, vars)/return agent.LoginCommand(path, nil)/' \
+	./cmd/rebound TestLoginCommand_StoresTheKeyWhereServeLooks "terminal sign-in: the _meta command stores the key where this Rebound looks"
+
 exit $survived

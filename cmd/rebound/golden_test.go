@@ -347,7 +347,7 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			}
 		}()
 		go func() {
-			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock, mcpConnect: connectMockMCP})
+			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock, mcpConnect: connectMockMCP, executable: goldenExecutable})
 			outW.Close()
 			p.done <- code
 		}()
@@ -823,3 +823,7 @@ func (s *acpSchema) validate(t *testing.T, line string, methods map[string]strin
 		}
 	}
 }
+
+// goldenExecutable stands for os.Executable, whose answer (the test
+// binary's temporary path) a snapshot can't pin.
+func goldenExecutable() (string, error) { return "/opt/rebound/bin/rebound", nil }

@@ -13,8 +13,10 @@ import (
 // details): once for a raw initialize in a bare environment, which must
 // list a sign-in method of type agent or terminal, and once with stdin
 // closed, which must not fail. Its initialize carries terminal auth only
-// in _meta, so the terminal method, offered to clients with
-// auth.terminal, is not what passes; the api-key agent method is.
+// in _meta (the shape clients used before terminal methods were in the
+// protocol), so it is offered the terminal method in that shape too: an
+// agent method whose _meta["terminal-auth"] is the command, which the
+// validator reads as type terminal.
 func TestRegistry_AuthCheck(t *testing.T) {
 	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	l := rel.Launch{Path: testkit.ReboundBinary(t), Dir: t.TempDir()}
@@ -22,7 +24,7 @@ func TestRegistry_AuthCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []rel.AuthMethod{{ID: "api-key", Type: "agent"}}; !slices.Equal(res.Methods, want) {
+	if want := []rel.AuthMethod{{ID: "api-key", Type: "agent"}, {ID: "terminal-login", Type: "terminal"}}; !slices.Equal(res.Methods, want) {
 		t.Errorf("authMethods = %v, want %v", res.Methods, want)
 	}
 	if res.AgentName != "rebound" {

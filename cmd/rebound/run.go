@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -35,11 +36,46 @@ type env struct {
 	// mcpConnect, when set, connects every MCP server (tests serve them in
 	// process).
 	mcpConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
+	// executable is os.Executable: the binary an editor's terminal sign-in
+	// runs `login` with (loginCommand). Nil or failing leaves it out.
+	executable func() (string, error)
 }
 
 func osEnv() env {
 	home, _ := os.UserHomeDir()
-	return env{getenv: os.Getenv, home: home}
+	return env{getenv: os.Getenv, home: home, executable: os.Executable}
+}
+
+// loginCommand is the sign-in command a client runs from the terminal
+// method's _meta: this binary's absolute path, `login`, and what decides
+// where `rebound login` stores the key, as this Rebound sees it (an
+// editor's terminal has its own environment, not the agent's): the config
+// file read (source, which may name provider.api_key_env, however it was
+// chosen: --config, REBOUND_CONFIG or the default) and XDG_CONFIG_HOME.
+func loginCommand(log zerolog.Logger, e env, source string) acp.TerminalAuthMeta {
+	if e.executable == nil {
+		return acp.TerminalAuthMeta{}
+	}
+	path, err := e.executable()
+	if err == nil && !filepath.IsAbs(path) {
+		err = fmt.Errorf("not an absolute path: %q", path)
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("the terminal sign-in's command is unknown: clients that need it get only the api-key method")
+		return acp.TerminalAuthMeta{}
+	}
+	vars := map[string]string{}
+	if source != "" {
+		// The terminal may start in another directory.
+		if abs, err := filepath.Abs(source); err == nil {
+			source = abs
+		}
+		vars[config.EnvConfig] = source
+	}
+	if v := e.getenv("XDG_CONFIG_HOME"); v != "" {
+		vars["XDG_CONFIG_HOME"] = v
+	}
+	return agent.LoginCommand(path, vars)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -210,6 +246,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Provider:     provider,
 		APIKeyEnv:    cfg.Provider.APIKeyEnv,
 		NewProvider:  newProvider,
+		Login:        loginCommand(log, e, cfg.Source),
 		Recovery:     recoveryConfig(cfg.Recovery),
 		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
