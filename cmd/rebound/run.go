@@ -138,8 +138,7 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(s.err, "rebound", version())
-		return 0
+		return printVersion(s)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(s.err, "rebound: unexpected argument %q\n", fs.Arg(0))
