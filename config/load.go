@@ -179,6 +179,7 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		src = ""
 	}
 	cfg.StateDirFrom, cfg.StateDirFix = stateDirOrigin(src, getenv)
+	cfg.ModelFrom = modelOrigin(origin["provider.model"])
 
 	if err := cfg.Validate(); err != nil {
 		return Config{}, attribute(err, origin, cfg.Source)
@@ -250,6 +251,20 @@ func stateDirOrigin(src string, getenv func(string) string) (from, fix string) {
 	}
 	// Otherwise the file that set state_dir.
 	return "state_dir in " + src, "make it writable, or set state_dir in " + src + " to a directory that is, or remove it for the default"
+}
+
+// modelOrigin names where provider.model came from, given its origin (""
+// for the default), in the terms of the place to change it.
+func modelOrigin(src string) string {
+	switch src {
+	case "--" + flagModel:
+		return "the --" + flagModel + " flag (in the command your editor starts Rebound with)"
+	case EnvModel:
+		return "the environment variable " + EnvModel
+	case "":
+		return "the default (" + defaultModel + "; set provider.model in the config file, " + EnvModel + " or --" + flagModel + ")"
+	}
+	return "provider.model in " + src
 }
 
 // attribute sets the Source of each *FieldError in err. A key with no

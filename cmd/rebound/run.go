@@ -205,6 +205,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		StateDir:     cfg.StateDir,
 		StateDirHelp: cfg.StateDirHelp(),
 		Model:        cfg.Provider.Model,
+		ModelFrom:    cfg.ModelFrom,
 		MaxTokens:    cfg.Provider.MaxTokens,
 		Provider:     provider,
 		APIKeyEnv:    cfg.Provider.APIKeyEnv,
