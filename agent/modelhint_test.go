@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -47,6 +48,16 @@ func TestModelHint_SaysWhereAndWhatIsListed(t *testing.T) {
 			if !strings.Contains(re.Message, want) {
 				t.Errorf("failure message %q\ndoes not say %q", re.Message, want)
 			}
+		}
+
+		// A model chosen in the editor is said to be the session's.
+		if _, err := a.SetSessionConfigOption(t.Context(), acp.SetSessionConfigOptionRequest{SessionID: id, ConfigID: ModelConfigID,
+			Value: json.RawMessage(`"gpt-4o"`)}, &editor{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = ask(t.Context(), a, id, "hi")
+		if !errors.As(err, &re) || !strings.Contains(re.Message, `The model "gpt-4o" comes from the session's model option, chosen in the editor.`) {
+			t.Errorf("with the model chosen in the editor: %v", err)
 		}
 	})
 }
