@@ -7,15 +7,16 @@ import (
 	"slices"
 	"strings"
 
+	clip "github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/recovery"
 )
 
 // How many of the provider's model names a missing model's message offers,
-// and how much of a name the likeness reads (names are at most 200 bytes;
+// and how many bytes of a name the likeness reads (names are at most 200;
 // the list at most llm.MaxModels).
 const (
 	maxModelSuggestions = 3
-	maxLikenessRunes    = 64
+	maxLikenessBytes    = 64
 )
 
 // modelHint is what a give-up adds when the provider has no model of the
@@ -57,15 +58,13 @@ func closestModels(want string, list []string, n int) []string {
 		name string
 		d    int
 	}
-	w := []rune(strings.ToLower(want))
-	w = w[:min(len(w), maxLikenessRunes)]
+	w := clip.Prefix(strings.ToLower(want), maxLikenessBytes)
 	all := make([]scored, 0, len(list))
 	for _, name := range list {
 		if name == want {
 			continue
 		}
-		r := []rune(strings.ToLower(name))
-		all = append(all, scored{name, editDistance(w, r[:min(len(r), maxLikenessRunes)])})
+		all = append(all, scored{name, clip.EditDistance(w, clip.Prefix(strings.ToLower(name), maxLikenessBytes))})
 	}
 	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.name, b.name)) })
 	out := make([]string, 0, n)
@@ -73,25 +72,4 @@ func closestModels(want string, list []string, n int) []string {
 		out = append(out, s.name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 
 	"github.com/rebound-agent/rebound/acp"
+	clip "github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -97,18 +98,18 @@ func TestClosestModels_Property(t *testing.T) {
 			if !slices.Contains(list, g) {
 				t.Fatalf("%q is not in the list", g)
 			}
-			worst = max(worst, editDistance([]rune(want), []rune(g)))
+			worst = max(worst, clip.EditDistance(want, g))
 		}
 		for _, m := range list {
 			if m != want && !slices.Contains(got, m) && len(got) < n {
 				t.Fatalf("closestModels(%q, %q, %d) = %q left %q out with room", want, list, n, got, m)
 			}
-			if m != want && !slices.Contains(got, m) && editDistance([]rune(want), []rune(m)) < worst {
+			if m != want && !slices.Contains(got, m) && clip.EditDistance(want, m) < worst {
 				t.Fatalf("closestModels(%q, %q, %d) = %q left out the closer %q", want, list, n, got, m)
 			}
 		}
-		if slices.Contains(list, near) && near != want && editDistance([]rune(want), []rune(near)) == 1 {
-			if got[0] != near && editDistance([]rune(want), []rune(got[0])) > 1 {
+		if slices.Contains(list, near) && near != want && clip.EditDistance(want, near) == 1 {
+			if got[0] != near && clip.EditDistance(want, got[0]) > 1 {
 				t.Fatalf("closestModels(%q, …) = %q, want %q first", want, got, near)
 			}
 		}
