@@ -29,7 +29,10 @@ type Config struct {
 	// place it can be set.
 	StateDirHelp string
 	Model        string
-	MaxTokens    int
+	// ModelFrom says where Model was set (config.Config.ModelFrom), for
+	// a provider's "no such model"; empty names every place.
+	ModelFrom string
+	MaxTokens int
 	// Provider starts attempts. Nil means no API key was found at start-up:
 	// a turn then asks NewProvider, and fails with auth required, naming
 	// APIKeyEnv and the sign-in method, while there is still none (auth.go).

@@ -391,7 +391,7 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 	case last.TurnOutcome == "":
 		b.WriteString("Last turn: still running.")
 	default:
-		fmt.Fprintf(&b, "Last turn (%d): %s.", last.Turn, last.TurnOutcome)
+		fmt.Fprintf(&b, "Last turn (%d) %s.", last.Turn, outcomeWords(last.TurnOutcome))
 		if r := turnRecovery(s.events, last.Turn); r != "" {
 			fmt.Fprintf(&b, " %s", r)
 		}

@@ -152,7 +152,7 @@ func TestSlash_CodecompanionResendsTheCancelledPrompt(t *testing.T) {
 		if _, err := a.Prompt(t.Context(), acp.PromptRequest{SessionID: id, Prompt: []acp.ContentBlock{poem, ctxFile, acp.TextBlock("/status")}}, e); err != nil {
 			t.Fatal(err)
 		}
-		if got := answered(e); !strings.Contains(got, "Last turn (1): cancelled.") || p.count() != 1 {
+		if got := answered(e); !strings.Contains(got, "Last turn (1) was cancelled.") || p.count() != 1 {
 			t.Fatalf("/status answered %q after %d requests, want the status and no request", got, p.count())
 		}
 		if d := lastTurnStart(t, mustLoad(t, a, id)); d.Local == nil || !*d.Local {

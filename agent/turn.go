@@ -464,6 +464,9 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}
+	if hint := t.modelHint(ctx, f); hint != "" { // modelhint.go
+		msg += " " + hint
+	}
 	if hint := retryWaitHint(f, t.agent.cfg.Recovery.Policy.MaxRetryAfter, time.Now()); hint != "" { // retrywait.go
 		msg += " " + hint
 	}

@@ -49,6 +49,11 @@ type Config struct {
 	// StateDirHelp.
 	StateDirFrom string `toml:"-" json:"-"`
 	StateDirFix  string `toml:"-" json:"-"`
+
+	// ModelFrom says where Provider.Model came from ("the --model flag
+	// ...", "REBOUND_MODEL", "provider.model in FILE" or the default), so
+	// a provider's "no such model" can send the user to the right place.
+	ModelFrom string `toml:"-" json:"-"`
 }
 
 // StateDirHelp is the sentence to add to an error about a state directory

@@ -17,6 +17,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/rebound-agent/rebound/internal/regfile"
+	"github.com/rebound-agent/rebound/internal/text"
 )
 
 // Environment variables read by Load, besides the one named by
@@ -179,6 +180,7 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		src = ""
 	}
 	cfg.StateDirFrom, cfg.StateDirFix = stateDirOrigin(src, getenv)
+	cfg.ModelFrom = modelOrigin(origin["provider.model"])
 
 	if err := cfg.Validate(); err != nil {
 		return Config{}, attribute(err, origin, cfg.Source)
@@ -250,6 +252,20 @@ func stateDirOrigin(src string, getenv func(string) string) (from, fix string) {
 	}
 	// Otherwise the file that set state_dir.
 	return "state_dir in " + src, "make it writable, or set state_dir in " + src + " to a directory that is, or remove it for the default"
+}
+
+// modelOrigin names where provider.model came from, given its origin (""
+// for the default), in the terms of the place to change it.
+func modelOrigin(src string) string {
+	switch src {
+	case "--" + flagModel:
+		return "the --" + flagModel + " flag (in the command your editor starts Rebound with)"
+	case EnvModel:
+		return "the environment variable " + EnvModel
+	case "":
+		return "the default (" + defaultModel + "; set provider.model in the config file, " + EnvModel + " or --" + flagModel + ")"
+	}
+	return "provider.model in " + src
 }
 
 // attribute sets the Source of each *FieldError in err. A key with no
@@ -479,7 +495,7 @@ func unknownKey(t reflect.Type, name string, prefix toml.Key) string {
 		what = "unknown key or table"
 	}
 	for _, k := range known {
-		if editDistance(strings.ToLower(name), k) <= 2 {
+		if text.EditDistance(strings.ToLower(name), k) <= 2 {
 			return fmt.Sprintf("%s (did you mean %q?)", what, k)
 		}
 	}
@@ -492,27 +508,6 @@ var renamedKeys = map[string]string{
 	// The deadline bounds recovery of one model request, not a whole turn
 	// of many requests and tools.
 	"recovery.turn_deadline": "recovery.request_deadline",
-}
-
-// editDistance is the Levenshtein distance, for "did you mean" hints.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // describe names a decoded TOML value's type for messages, with the value

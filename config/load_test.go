@@ -28,7 +28,7 @@ func ptr(s string) *string { return &s }
 
 // ignoreStateDirOrigin leaves where the state dir came from to
 // TestLoad_StateDirHelp, so the tests of values need not spell it out.
-var ignoreStateDirOrigin = cmpopts.IgnoreFields(config.Config{}, "StateDirFrom", "StateDirFix")
+var ignoreStateDirOrigin = cmpopts.IgnoreFields(config.Config{}, "StateDirFrom", "StateDirFix", "ModelFrom")
 
 // writeFile writes content to dir/rel, creating directories, and returns the
 // path.

@@ -150,8 +150,8 @@ func TestInspect_Usage(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, line := range []string{
-			"usage   context at end 3,300/128,000 tokens (2.6%, est.) · prompt 6,300 (3,584 cached) · completion 700 · 1 step without provider counts · cost 0.0112 USD",
-			"  context 3,300/128,000 tokens (2.6%, est.) · prompt 2,700 (2,560 cached) · completion 200 · 1 step without provider counts · cost 0.0031 USD",
+			"usage   context at end 3,300/128,000 tokens (2.6%, est.) · prompt 6,300 (3,584 cached) · completion 700 · tokens of 1 request estimated (the provider did not count them) · cost 0.0112 USD",
+			"  context 3,300/128,000 tokens (2.6%, est.) · prompt 2,700 (2,560 cached) · completion 200 · tokens of 1 request estimated (the provider did not count them) · cost 0.0031 USD",
 		} {
 			if !strings.Contains(txt.String(), line+"\n") {
 				t.Errorf("text lacks the line\n%s\nin\n%s", line, txt.String())

@@ -105,7 +105,9 @@ func usageText(u *Usage, contextWord string) string {
 		parts = append(parts, prompt, "completion "+tokens(uint64(max(u.CompletionTokens, 0))))
 	}
 	if u.Unreported > 0 {
-		parts = append(parts, plural(u.Unreported, "step")+" without provider counts")
+		// The provider sent no usage for these requests: their tokens
+		// are Rebound's estimate, which the context figure says (est.).
+		parts = append(parts, "tokens of "+plural(u.Unreported, "request")+" estimated (the provider did not count them)")
 	}
 	if u.Cost != nil {
 		parts = append(parts, "cost "+money(*u.Cost)+" "+oneLine(u.Currency, 12))

@@ -31,6 +31,9 @@ type providerCase struct {
 	body    string
 	want    caseWant
 	replays int // requests served
+	// modelMissing: the case is a model the provider does not have (its
+	// file is named *model_not_found*), which Failure.ModelNotFound says.
+	modelMissing bool
 }
 
 type caseWant struct {
@@ -61,7 +64,8 @@ func loadCase(t *testing.T, path string) providerCase {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := providerCase{source: strings.TrimSpace(string(ar.Comment)), header: http.Header{}}
+	c := providerCase{source: strings.TrimSpace(string(ar.Comment)), header: http.Header{},
+		modelMissing: strings.Contains(filepath.Base(path), "model_not_found")}
 	if !strings.HasPrefix(c.source, "Source:") {
 		t.Fatalf("%s: the comment must start with Source: naming where the bytes come from", path)
 	}
@@ -190,6 +194,9 @@ func checkFailure(t *testing.T, c *providerCase, p llm.Provider) {
 		RetryAfterMs: f.RetryAfterMs, RetryAfterSource: f.RetryAfterSource, Attempts: c.replays, GiveUp: c.want.GiveUp}
 	if diff := cmp.Diff(c.want, got); diff != "" {
 		t.Errorf("failure (-want +got):\n%s", diff)
+	}
+	if got := f.ModelNotFound(hello.Model); got != c.modelMissing {
+		t.Errorf("ModelNotFound(%q) = %v, want %v", hello.Model, got, c.modelMissing)
 	}
 	for _, s := range c.want.GiveUp {
 		if !strings.Contains(g.Message(), s) {

@@ -138,5 +138,14 @@ mutate agent/auth.go 's/case method == AuthMethodLogin:/case false:/' \
 	./agent TestAuthenticate_TerminalMethodWithoutKey "terminal sign-in: authenticate with the terminal method names the command"
 mutate cmd/rebound/run.go 's/return agent.LoginCommand(path, vars)/return agent.LoginCommand(path, nil)/' \
 	./cmd/rebound TestLoginCommand_StoresTheKeyWhereServeLooks "terminal sign-in: the _meta command stores the key where this Rebound looks"
+# First steps (issue 32 item 10): a missing model says where it was set and what the provider lists.
+mutate recovery/modelmissing.go 's/if modelMissingWords().MatchString(t) {/if false {/' \
+	./recovery 'TestModelNotFound_Property|TestProviders_Corpus' "first steps: providers' words for a missing model are read"
+mutate agent/modelhint.go 's/^\tcase model != t.agent.cfg.Model:$/\tcase false:/' \
+	./agent TestModelHint "first steps: a missing model says where its name was set"
+mutate agent/modelhint.go 's/return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.name, b.name))/return strings.Compare(a.name, b.name)/' \
+	./agent 'TestClosestModels|TestModelHint' "first steps: the closest listed models are by likeness"
+mutate cmd/rebound/sessions_cmd.go 's/Page(nil, \*limit,/Page(nil, maxSessionsLimit,/' \
+	./cmd/rebound TestSessions "first steps: rebound sessions is bounded by --limit"
 
 exit $survived

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/rebound-agent/rebound/config"
@@ -163,5 +164,6 @@ func runDemo(ctx context.Context, args []string, s streams, e env) int {
 		Home:          e.home,
 		ClientVersion: version(),
 		InspectHint:   inspectHint,
+		Self:          os.Args[0],
 	}, s.out, s.err)
 }

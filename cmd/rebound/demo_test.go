@@ -112,6 +112,9 @@ func TestDemo_Flags(t *testing.T) {
 		"↻ rate limited (429) · retrying in 0.1s · retry 1 of 2\n",
 		"\n  session log            " + filepath.Join(dir, "sessions") + string(filepath.Separator),
 		" shows its timeline\n",
+		// The command run, not an uninstalled "rebound"; the demo's own state dir.
+		"\n                         " + os.Args[0] + " inspect " + filepath.Join(dir, "sessions") + string(filepath.Separator),
+		"\n                         " + os.Args[0] + " sessions --state-dir " + dir + " lists the sessions there\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

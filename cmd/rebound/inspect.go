@@ -29,7 +29,8 @@ compactions; fallback model switches; how each turn ended; and totals per
 turn. Times in a turn's table are counted from the turn's start.
 
 SESSION is a log file (a path ending in .jsonl or containing a /) or a
-session id, looked up as <state dir>/sessions/<id>.jsonl. The state dir comes
+session id, looked up as <state dir>/sessions/<id>.jsonl ('rebound
+sessions' lists the ids). The state dir comes
 from --state-dir, else REBOUND_STATE_DIR, else state_dir in the config file
 (--config, REBOUND_CONFIG), else $XDG_STATE_HOME/rebound or
 ~/.local/state/rebound, as for serve.
@@ -88,7 +89,7 @@ func runInspect(_ context.Context, args []string, s streams, e env) int {
 	}
 	if len(positional) != 1 {
 		if len(positional) == 0 {
-			fmt.Fprintln(s.err, "rebound inspect: which session? Give a session id or a log file.")
+			fmt.Fprintln(s.err, "rebound inspect: which session? Give a session id or a log file; 'rebound sessions' lists the ids.")
 		} else {
 			fmt.Fprintf(s.err, "rebound inspect: one session at a time, got %d: %s\n", len(positional), strings.Join(positional, " "))
 		}
@@ -155,7 +156,7 @@ func inspectPath(arg string, flags config.Flags, e env) (string, error) {
 	}
 	path := session.Path(cfg.StateDir, arg)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no session %q: looked for %s (state dir %s; set it with --state-dir or %s)", arg, path, cfg.StateDir, config.EnvStateDir)
+		return "", fmt.Errorf("no session %q: looked for %s (state dir %s; set it with --state-dir or %s; 'rebound sessions' lists the sessions there)", arg, path, cfg.StateDir, config.EnvStateDir)
 	}
 	return path, nil
 }

@@ -214,7 +214,7 @@ func TestInspect_Usage(t *testing.T) {
 	if strings.Contains(errOut, "-base-url") {
 		t.Errorf("--help lists provider flags that do nothing here:\n%s", errOut)
 	}
-	if code, _, errOut := runInspectCmd(t, inspectEnv(t, nil), "inspect"); code != 2 || !strings.Contains(errOut, "which session?") {
+	if code, _, errOut := runInspectCmd(t, inspectEnv(t, nil), "inspect"); code != 2 || !strings.Contains(errOut, "which session?") || !strings.Contains(errOut, "'rebound sessions' lists the ids") {
 		t.Errorf("no session: exit %d, stderr %q", code, errOut)
 	}
 	if code, _, _ := runInspectCmd(t, inspectEnv(t, nil), "inspect", "a", "b"); code != 2 {

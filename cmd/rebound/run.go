@@ -174,8 +174,7 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(s.err, "rebound", version())
-		return 0
+		return printVersion(s)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(s.err, "rebound: unexpected argument %q\n", fs.Arg(0))
@@ -242,6 +241,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		StateDir:     cfg.StateDir,
 		StateDirHelp: cfg.StateDirHelp(),
 		Model:        cfg.Provider.Model,
+		ModelFrom:    cfg.ModelFrom,
 		MaxTokens:    cfg.Provider.MaxTokens,
 		Provider:     provider,
 		APIKeyEnv:    cfg.Provider.APIKeyEnv,

@@ -11,6 +11,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,9 @@ type Options struct {
 	// InspectHint adds to the summary the `rebound inspect` command that
 	// shows the session log's timeline.
 	InspectHint bool
+	// Self is the command that ran the demo, as typed (os.Args[0]), which
+	// the hint names: rebound may not be installed. Empty: "rebound".
+	Self string
 }
 
 // cancelGrace is how long the agent may take to exit once its stdin is
@@ -183,7 +187,11 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	proc.stop(cancelGrace)
 	out.clearLive()
 
-	if err := d.summarise(opts.InspectHint); err != nil {
+	hint := ""
+	if opts.InspectHint {
+		hint = cmp.Or(shellWord(opts.Self), "rebound")
+	}
+	if err := d.summarise(hint); err != nil {
 		return fail("%v", err)
 	}
 	if out.err != nil {
@@ -196,7 +204,8 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 }
 
 // summarise prints the summary read from the session log.
-func (d *driver) summarise(inspectHint bool) error {
+// self, when not empty, is the command the hints name.
+func (d *driver) summarise(self string) error {
 	logPath := d.logPath()
 	ld, err := session.Load(logPath)
 	if err != nil {
@@ -206,7 +215,7 @@ func (d *driver) summarise(inspectHint bool) error {
 	if err != nil {
 		return fmt.Errorf("reading the session log %s: %v", logPath, err)
 	}
-	d.summary(stats, logPath, inspectHint)
+	d.summary(stats, logPath, self)
 	return nil
 }
 
@@ -716,7 +725,7 @@ func (d *driver) received(id, text, thought string) {
 }
 
 // summary prints the closing table.
-func (d *driver) summary(st *logStats, logPath string, inspectHint bool) {
+func (d *driver) summary(st *logStats, logPath string, self string) {
 	o := d.out
 	row := func(k, format string, args ...any) {
 		o.line("  %-22s %s", k, fmt.Sprintf(format, args...))
@@ -757,9 +766,24 @@ func (d *driver) summary(st *logStats, logPath string, inspectHint bool) {
 		row("shown, then discarded", "%s the editor showed that no committed reply holds", o.c(red, count(discarded, "character")))
 	}
 	row("session log", "%s", logPath)
-	if inspectHint {
-		o.line("  %-22s %s", "", o.c(dim, "rebound inspect "+logPath+" shows its timeline"))
+	if self != "" {
+		// The log's path, not its id: the state dir is the demo's own,
+		// not the one inspect would look in.
+		o.line("  %-22s %s", "", o.c(dim, self+" inspect "+shellWord(logPath)+" shows its timeline"))
+		o.line("  %-22s %s", "", o.c(dim, self+" sessions --state-dir "+shellWord(d.state)+" lists the sessions there"))
 	}
+}
+
+// shellWord is s as one word a shell reads back as s: quoted when it holds
+// anything but letters, digits and -_./:+@%,=.
+func shellWord(s string) string {
+	plain := s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:+@%,=", r))
+	})
+	if plain || s == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // shownTool is a tool call as the editor shows it.

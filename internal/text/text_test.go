@@ -73,3 +73,21 @@ func FuzzPrefix(f *testing.F) {
 		}
 	})
 }
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"", "abc", 3}, {"gpt-5o", "gpt-4o", 1}, {"kitten", "sitting", 3},
+		{"modèle", "model", 2}, // in characters, not bytes
+		{"recovery.turn_deadline", "recovery.request_deadline", 6},
+	} {
+		if got := EditDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := EditDistance(tt.b, tt.a); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
