@@ -192,7 +192,7 @@ func TestObserver_WaitNamed(t *testing.T) {
 		f := newFakeObserver(false, false)
 		w := &retryWait{until: time.Now().Add(time.Minute)}
 		start := time.Now()
-		if err := f.waitNamed(t.Context(), recovery.Chain{ID: "r9", Retries: 2}, w); err != nil {
+		if err := f.waitNamed(t.Context(), recovery.Chain{ID: "r9", Retries: 2, Used: map[string]int{"transient": 2}}, w); err != nil {
 			t.Fatal(err)
 		}
 		if waited := time.Since(start); waited != time.Minute {
@@ -200,7 +200,7 @@ func TestObserver_WaitNamed(t *testing.T) {
 		}
 		f.want(t, "record llm/retry sync", "send progress scheduled 3/1", "record status in_progress",
 			"record llm/retry-started", "send progress started 3/1", "record status in_progress")
-		if f.chain.ID != "r9" || f.chain.Retries != 3 {
+		if f.chain.ID != "r9" || f.chain.Retries != 3 || f.chain.Used["transient"] != 2 || f.chain.Used[policyWait] != 1 {
 			t.Errorf("chain %+v", f.chain)
 		}
 

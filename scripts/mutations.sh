@@ -31,8 +31,13 @@ mutate() {
 	mv "$file.orig" "$file"
 }
 
-mutate agent/progress.go 's/t.s.appendSync(session.TypeLLMRetry, ev)/t.s.append(session.TypeLLMRetry, ev)/' \
+mutate agent/observer.go 's/o.record(session.TypeLLMRetry, ev, true)/o.record(session.TypeLLMRetry, ev, false)/' \
 	./agent TestAgent_RetryIsOnDiskBeforeTheWait "llm/retry is synced before the wait"
+# The observer alone, with a fake recorder: the same promise, and a notice per wait_status.
+mutate agent/observer.go 's/o.record(session.TypeLLMRetry, ev, true)/o.record(session.TypeLLMRetry, ev, false)/' \
+	./agent TestObserver_RecordThenSend "the observer syncs llm/retry before it shows the retry"
+mutate agent/observer.go 's/^\tif o.notices {$/\tif false {/' \
+	./agent TestObserver_RecordThenSend "the observer shows a retry as a notice where wait_status says so"
 mutate agent/emit.go 's|if err := e.journal.WriteShown(chunks\[:n\]...); err != nil {|if err := error(nil); err != nil {|' \
 	./agent TestAgent_LiveChunkIsInTheFileBeforeItIsShown "a live chunk is written to the file before the editor is sent it"
 # The emitter alone: its live path sends each chunk first, then journals it.
