@@ -84,6 +84,9 @@ mutate agent/autocompact.go 's/^\t\*c.fullTurn = c.turn$/\t_ = c.turn/' \
 	./agent TestCompactor_CompactIfFull "compact_at compacts at most once a turn"
 mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
+# The option writer alone (optionwriter.go).
+mutate agent/optionwriter.go 's/^\tw.written = append(w.written, p)$//' \
+	./agent TestOptionWriter "an option's record joins the session's events through the writer"
 # The session store alone (store.go), on logs in a temporary directory.
 mutate agent/store.go 's/^\tif s.locked \&\& up.OpenTurn != 0 {$/\tif false {/' \
 	./agent TestSessionStore_RepairsATurnLeftOpen "a use that holds the lock closes a turn a dead process left open"
