@@ -187,23 +187,9 @@ type sessionState struct {
 	title  string
 	titled bool
 
-	// optMu guards opts, writer, written and free (options.go), and puts
-	// the records setOption writes through a use in order with the use's
-	// own (record).
-	optMu sync.Mutex
-	// opts are the options the log records: changed only by reading the
-	// log (loadOptions), or by commitOption once its record is synced.
-	opts options
-	// writer is set while a use of this process holds the log's lock and
-	// may write (from acquire to done): an option is then changed through
-	// it (setOption), during a turn too.
-	writer bool
-	// written are the records setOption wrote through the writer, not yet
-	// in events: the writer takes them at its next record, or at done.
-	written []pendingEvent
-	// free, once made, is closed when turnMu is let go of or a use becomes
-	// the writer: what a waiting setOption waits for.
-	free chan struct{}
+	// options are the session's options, and the changes written through
+	// a use of it (optionwriter.go).
+	options optionWriter
 
 	// mcp are the session's MCP servers, replaced by a load or resume.
 	// Used under turnMu.
@@ -226,20 +212,7 @@ func (m *useMutex) Lock()         { m.mu.Lock() }
 func (m *useMutex) TryLock() bool { return m.mu.TryLock() }
 
 // unlockTurn lets go of turnMu and wakes the setOption calls waiting for it.
-func (s *sessionState) unlockTurn() {
-	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	s.turnMu.mu.Unlock()
-	s.wakeLocked()
-}
-
-// wakeLocked wakes the setOption calls waiting on free. Under optMu.
-func (s *sessionState) wakeLocked() {
-	if s.free != nil {
-		close(s.free)
-		s.free = nil
-	}
-}
+func (s *sessionState) unlockTurn() { s.options.release(s.turnMu.mu.Unlock) }
 
 // New returns an agent; zero limits in cfg get their defaults.
 func New(cfg Config) *Agent {
@@ -293,7 +266,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		return acp.NewSessionResponse{}, a.dir.createError(err)
 	}
 	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, opts: a.menu.defaults()}
+		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, options: optionWriter{opts: a.menu.defaults()}}
 	if err := a.store.add(s, log, func() { s.mcp = a.startMCP(id, req.Cwd, req.McpServers) }); err != nil {
 		discard()
 		return acp.NewSessionResponse{}, err
@@ -381,21 +354,19 @@ func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
 }
 
 // record appends an event of the use that holds s (turnMu) to the log and
-// to events. Under optMu, so that the records setOption wrote through
-// this use meanwhile come first in events, as they do in the file.
+// to events. In order with the options' changes (optionWriter.inOrder), so
+// that the records setOption wrote through this use meanwhile come first
+// in events, as they do in the file.
 func (s *sessionState) record(typ string, data any, sync bool) (session.Event, error) {
-	s.optMu.Lock()
 	var ev session.Event
 	var err error
-	if sync {
-		ev, err = s.log.AppendSync(typ, data)
-	} else {
-		ev, err = s.log.Append(typ, data)
-	}
-	written := s.written
-	s.written = nil
-	s.optMu.Unlock()
-	s.takeWritten(written)
+	s.takeWritten(s.options.inOrder(func() {
+		if sync {
+			ev, err = s.log.AppendSync(typ, data)
+		} else {
+			ev, err = s.log.Append(typ, data)
+		}
+	}))
 	if err != nil {
 		return ev, &recordError{err}
 	}

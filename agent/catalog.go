@@ -201,19 +201,18 @@ func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []strin
 	if !ok {
 		return
 	}
-	// optMu keeps a change of the options from being answered between
-	// reading them and sending them; the store's lock keeps the session
-	// from being closed in between, so a closed session is sent nothing.
-	// The update is only queued for the output.
-	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	o := s.opts
-	choices := a.catalog.choicesOf(list, o.model)
-	if slices.Equal(choices, offered) {
-		return
-	}
-	a.store.whileHeld(s, func() {
-		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
+	// whileCurrent keeps a change of the options from being answered
+	// between reading them and sending them; the store's lock keeps the
+	// session from being closed in between, so a closed session is sent
+	// nothing. The update is only queued for the output.
+	s.options.whileCurrent(func(o options) {
+		choices := a.catalog.choicesOf(list, o.model)
+		if slices.Equal(choices, offered) {
+			return
+		}
+		a.store.whileHeld(s, func() {
+			a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
+		})
 	})
 }
 

@@ -28,13 +28,16 @@
 //   - emit.go: the emitter, the one place reply text is recorded and then
 //     sent (live or held), and the resumer that trims a continuation's
 //     repeats.
-//   - adapt.go: the recovery.Adapter: compaction, fallback, image removal,
-//     as the executor's policies decide (package recovery decides; agent
-//     carries out). compact.go, autocompact.go: compaction (compactor), on
+//   - turn.adapt (turn.go): compaction, fallback, image removal, as the
+//     executor's policies decide (package recovery decides; agent carries
+//     out); adapt.go: their errors. compact.go, autocompact.go: compaction (compactor), on
 //     an overflow, /compact, or before a request once the context is
 //     nearly full.
-//   - progress.go, status.go: how a wait is shown (_meta, notices, the
-//     status tool call) and recorded.
+//   - observer.go: the editor's half of the recovery observer (observer,
+//     the executor's recovery.Observer and Adapter): each retry and wait
+//     recorded, then shown (_meta, notices, the status tool calls of
+//     statuscards.go), with a recorder and a sender only. progress.go,
+//     status.go: the _meta keys, wait_status, the replay of statuses.
 //   - toolrunner.go: the tool runner a turn builds and calls, and the
 //     narrow interfaces it depends on (the editor's permission, fs and
 //     terminal calls, the MCP servers).
@@ -48,7 +51,7 @@
 //   - slash.go: /retry, /continue, /compact, /init, /status.
 //   - usage.go: usage_update (context fill and cost; usageMeter).
 //   - options.go: session config options (configMenu, and setOption, which
-//     writes them through the session's use); catalog.go: the provider's
+//     writes them through the session's use, optionwriter.go); catalog.go: the provider's
 //     model list (catalog); auth.go: sign-in (signIn); modes.go,
 //     instructions.go: modes, the system prompt.
 package agent

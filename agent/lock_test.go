@@ -185,8 +185,8 @@ func TestAgent_RefusedChangeChangesNothing(t *testing.T) {
 // optionsOf are the options events record, over the defaults.
 func optionsOf(a *Agent, events []session.Event) options {
 	s := &sessionState{events: events}
-	a.store.loadOptions(s)
-	return s.opts
+	s.options.load(a.store.menu.fromLog(events))
+	return s.options.current()
 }
 
 // TestAgent_OptionsAreTheLog is a property over random sequences of option

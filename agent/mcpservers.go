@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -152,22 +151,6 @@ func (m *mcpServers) close() {
 	set := m.set
 	m.mu.Unlock()
 	set.Close() // what it could not stop cleanly, mcp logs
-}
-
-// reportMCP tells the editor about servers that failed to start or died
-// since it was last told: a notice for clients that show them, and the
-// turn's log on stderr always.
-func (t *turn) reportMCP(ctx context.Context) {
-	for _, f := range t.s.mcp.takeFailures() {
-		t.statusMCPFailure(ctx, f)
-		if !t.statusNotices() {
-			continue
-		}
-		t.notify(ctx, acp.Notice("warning",
-			fmt.Sprintf("MCP server %q is not available", f.Server),
-			fmt.Sprintf("%v. The session goes on without its tools.", f.Err),
-		))
-	}
 }
 
 // mcpNote is what the system prompt says about the session's MCP servers

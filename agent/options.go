@@ -83,11 +83,7 @@ func (m *configMenu) reasoningEffort(model, thought string) string {
 }
 
 // current is the session's configuration now.
-func (s *sessionState) current() options {
-	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	return s.opts
-}
+func (s *sessionState) current() options { return s.options.current() }
 
 // currentMode is the session's mode now.
 func (s *sessionState) currentMode() string { return s.current().mode }
@@ -247,47 +243,32 @@ func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u ac
 // or resume of this process runs, the change waits for it to end. Other
 // processes see the change at their next use of the session.
 func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
-	own := false // this call took the session and is its writer
-	s.optMu.Lock()
-	for !s.writer {
-		if s.turnMu.TryLock() {
-			s.optMu.Unlock()
-			if err := st.held(s); err != nil { // while this waited
-				s.unlockTurn()
-				return false, err
-			}
-			if err := st.acquire(s, true); err != nil {
-				s.unlockTurn()
-				return false, err
-			}
-			own = true
-			s.optMu.Lock()
-			break
+	acquire := func() error {
+		if err := st.held(s); err != nil { // while this waited
+			s.unlockTurn()
+			return err
 		}
-		if s.free == nil {
-			s.free = make(chan struct{})
+		if err := st.acquire(s, true); err != nil {
+			s.unlockTurn()
+			return err
 		}
-		free := s.free
-		s.optMu.Unlock()
-		select {
-		case <-free:
-		case <-ctx.Done():
-			return false, context.Cause(ctx)
+		return nil
+	}
+	write := func(id, value string) (pendingEvent, error) {
+		p, err := st.writeOption(s, id, value)
+		if err != nil {
+			return p, st.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
 		}
-		s.optMu.Lock()
+		return p, nil
 	}
 	// The log was read under the lock: what another process chose is
 	// known, so a value already recorded is not written again.
-	if *s.opts.field(id) != value {
-		err = st.commitOptionLocked(s, id, value)
-		changed = err == nil
-	}
-	s.optMu.Unlock()
+	changed, own, err := s.options.set(ctx, id, value, s.turnMu.TryLock, acquire, write)
 	if own {
 		st.done(s)
 	}
 	if err != nil {
-		return false, st.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
+		return false, err
 	}
 	if changed {
 		st.log.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
@@ -295,10 +276,9 @@ func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, valu
 	return changed, nil
 }
 
-// commitOptionLocked is the one change of s.opts besides reading the log:
-// it writes the option's record through the writer, syncs it, and only
-// then makes value the session's. Under optMu, with s.writer set.
-func (st *sessionStore) commitOptionLocked(s *sessionState, id, value string) error {
+// writeOption writes option id's record through the writer and syncs it
+// (optionWriter.set then makes value the session's).
+func (st *sessionStore) writeOption(s *sessionState, id, value string) (pendingEvent, error) {
 	typ, data := session.TypeConfig, any(session.Config{ConfigID: id, Value: value})
 	if id == ModeConfigID {
 		typ, data = session.TypeMode, session.Mode{Mode: value}
@@ -307,13 +287,11 @@ func (st *sessionStore) commitOptionLocked(s *sessionState, id, value string) er
 	l := s.log
 	st.mu.Unlock()
 	if l == nil {
-		return errAgentClosed
+		return pendingEvent{}, errAgentClosed
 	}
 	ev, err := l.AppendSync(typ, data)
 	if err != nil {
-		return &recordError{err}
+		return pendingEvent{}, &recordError{err}
 	}
-	s.written = append(s.written, pendingEvent{ev, data})
-	*s.opts.field(id) = value
-	return nil
+	return pendingEvent{ev, data}, nil
 }

@@ -128,52 +128,35 @@ func farText(f *recovery.Failure, until, now time.Time) string {
 	return "until " + recovery.ClockText(until, now)
 }
 
-// runAfter runs the turn, first waiting out a /retry wait's named time
-// (wait nil: at once). A cancel during the wait ends the turn cancelled,
-// as one during a retry's wait does.
-func (t *turn) runAfter(ctx context.Context, wait *retryWait) (acp.PromptResponse, error) {
-	if wait != nil {
-		if err := t.waitNamed(ctx, wait); err != nil {
-			if isCancelled(ctx) {
-				t.cancelled = true
-				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
-			}
-			return acp.PromptResponse{}, err
-		}
-	}
-	return t.run(ctx)
-}
-
 // waitNamed waits until w.until the way the executor waits for a retry:
 // recorded (llm/retry, synced) before the wait and shown through Scheduled
 // (the _meta progress, a notice or the status tool call, per wait_status),
-// then Started, or Cancelled when the prompt is. The record continues the
-// chain the log says the request continues (an interrupted turn's).
-func (t *turn) waitNamed(ctx context.Context, w *retryWait) error {
+// then Started, or Cancelled when the prompt is. The record continues
+// chain, the one the log says the request continues (an interrupted turn's).
+func (o *observer) waitNamed(ctx context.Context, chain recovery.Chain, w *retryWait) error {
 	// Whole milliseconds, rounded up: the record says what is waited.
 	d := time.Until(w.until)
 	d = (d + time.Millisecond - 1).Truncate(time.Millisecond)
 	if d <= 0 {
 		return nil
 	}
-	id, retries, used := t.s.retryChain()
-	if id == "" {
-		id = recovery.NewRetryID()
+	if chain.ID == "" {
+		chain.ID = recovery.NewRetryID()
 	}
-	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	r := recovery.Retry{ID: id, N: retries + 1, Max: 1, Delay: d, Failure: w.failure, Policy: policyWait, PolicyN: 1}
-	if err := t.Scheduled(ctx, r); err != nil {
+	o.chain = chain
+	r := recovery.Retry{ID: chain.ID, N: chain.Retries + 1, Max: 1, Delay: d, Failure: w.failure, Policy: policyWait, PolicyN: 1}
+	if err := o.Scheduled(ctx, r); err != nil {
 		return fmt.Errorf("record the wait of /retry wait: %w", err)
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		t.Cancelled(r)
+		o.Cancelled(r)
 		return context.Cause(ctx)
 	case <-timer.C:
 	}
-	if err := t.Started(ctx, r); err != nil {
+	if err := o.Started(ctx, r); err != nil {
 		return fmt.Errorf("record the end of the wait of /retry wait: %w", err)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/acp"
-	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -48,18 +47,17 @@ const statusIDPrefix = reboundIDPrefix + "status_"
 // maxStatusTitle bounds a status title: a provider's reason can be long.
 const maxStatusTitle = 200
 
-// statusNotices reports whether waits are shown as notices in this client.
-func (t *turn) statusNotices() bool {
-	switch t.agent.cfg.WaitStatus {
+// statusNoticesFor reports whether waits are shown as notices to a client
+// with caps, for the choice of agent.wait_status.
+func statusNoticesFor(choice string, caps acp.ClientCapabilities) bool {
+	switch choice {
 	case WaitStatusNotice, WaitStatusAuto, "":
-		return t.c.Capabilities().Notices()
+		return caps.Notices()
 	}
 	return false
 }
 
-// statusCalls reports whether waits are shown as status tool calls.
-func (t *turn) statusCalls() bool { return statusCallsFor(t.agent.cfg.WaitStatus, t.c.Capabilities()) }
-
+// statusCallsFor reports whether waits are shown as status tool calls.
 func statusCallsFor(choice string, caps acp.ClientCapabilities) bool {
 	switch choice {
 	case WaitStatusToolCall:
@@ -68,12 +66,6 @@ func statusCallsFor(choice string, caps acp.ClientCapabilities) bool {
 		return !caps.Notices()
 	}
 	return false
-}
-
-// showStatus records a status, then shows it where statuses are shown as
-// tool calls (statuscards.go).
-func (t *turn) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
-	t.cards().showStatus(ctx, st, title, detail, status)
 }
 
 // clipBytes cuts s to at most n bytes, at a rune boundary.
@@ -85,42 +77,6 @@ func clipBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// wording is how the turn words retry r (recovery/words.go): the status,
-// the notice and the give-up say it one way.
-func (t *turn) wording(r recovery.Retry) recovery.Wording {
-	return recovery.Wording{Retry: r, Continuing: t.out.shownAny(), Model: t.req.model, MaxTokens: t.req.maxTokens, At: time.Now()}
-}
-
-// statusRecovered closes the open statuses of a request that succeeded.
-func (t *turn) statusRecovered(ctx context.Context) { t.cards().recovered(ctx) }
-
-// statusEnded closes the open statuses of a turn that was cancelled or
-// failed (statusCards.ended).
-func (t *turn) statusEnded(ctx context.Context, cancelled bool, why string) {
-	t.cards().ended(ctx, cancelled, why)
-}
-
-// statusRefused shows why the provider's content filter refused the prompt:
-// the answer's stopReason and _meta carry only the facts, which no editor
-// shows a person. Open statuses close with the reason, as at a give-up.
-func (t *turn) statusRefused(ctx context.Context, f *recovery.Failure) {
-	why, reason := f.Summary()+".", ""
-	if f.Message != "" {
-		reason = strings.TrimRight(f.Message, ". ") + "."
-		why = f.Summary() + ": " + reason
-	}
-	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
-		why += " " + advice
-		reason = strings.TrimSpace(reason + " " + advice)
-	}
-	if t.statusNotices() {
-		t.notify(ctx, acp.Notice("warning", f.Summary(), reason).
-			WithMeta(acp.Meta{RefusalMetaKey: f}))
-	}
-	// The title says what happened; the reason is the content.
-	t.cards().failed(ctx, f.Summary(), why)
 }
 
 // Status titles put what happened first and keep the rest short, with no
@@ -135,31 +91,6 @@ func statusTitle(s string) string {
 		s = string([]rune(s)[:maxStatusTitle-1]) + "…"
 	}
 	return s
-}
-
-// waitMCP waits for the session's MCP servers, showing the wait while they
-// are still starting (a server has up to mcp's start timeout).
-func (t *turn) waitMCP(ctx context.Context) *mcp.Set {
-	m := t.s.mcp
-	if !m.starting() {
-		return m.wait(ctx)
-	}
-	st := &waitStatus{subject: "MCP servers"}
-	t.showStatus(ctx, st, "Waiting for the MCP servers to start", "", acp.ToolStatusInProgress)
-	set := m.wait(ctx)
-	if ctx.Err() != nil {
-		t.showStatus(ctx, st, "Waiting for the MCP servers to start: cancelled", "", acp.ToolStatusFailed)
-		return set
-	}
-	t.showStatus(ctx, st, "The MCP servers have started", "", acp.ToolStatusCompleted)
-	return set
-}
-
-// statusMCPFailure shows an MCP server that is not available, where
-// notices are not shown (and records it in every client).
-func (t *turn) statusMCPFailure(ctx context.Context, f mcp.Failure) {
-	why := fmt.Sprintf("MCP server %q is not available: %v. The session goes on without its tools.", f.Server, f.Err)
-	t.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
 }
 
 // replayStatuses sends the statuses of waits recorded before seq (all of

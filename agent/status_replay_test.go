@@ -132,7 +132,7 @@ var statusScenarios = []statusScenario{
 			answers(usedReply(longAnswer, 990), failSummary, usedReply("Use a WaitGroup.", 100))(c)
 			c.ContextWindow, c.Overflow = 1000, Overflow{KeepRecentMessages: 2, CompactAt: 0.9}
 		}, run: turns("What is a goroutine?", "How do I wait for them?")},
-	{name: "an MCP server starting, then not available", covers: []string{"waitMCP", "statusMCPFailure"},
+	{name: "an MCP server starting, then not available", covers: []string{"waitMCP", "reportMCP"},
 		cfg: answers(text("ok")), mcp: true, run: turns("hi")},
 }
 

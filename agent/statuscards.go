@@ -34,23 +34,6 @@ type waitStatus struct {
 	open    bool              // in_progress: not yet completed or failed
 }
 
-// cards are the turn's status cards, made on first use.
-func (t *turn) cards() *statusCards {
-	if t.status == nil {
-		t.status = &statusCards{turn: t.number, chains: map[string]*waitStatus{}, record: func(st session.Status) error {
-			_, err := t.s.append(session.TypeStatus, st)
-			if err != nil {
-				t.agent.cfg.Logger.Error().Err(err).Str("session", t.s.id).Msg("could not record a status")
-			}
-			return err
-		}}
-		if t.statusCalls() {
-			t.status.send = t.notify
-		}
-	}
-	return t.status
-}
-
 // showStatus records a card's state, then sends it as a status tool call,
 // or updates the one already shown. A card opened again after it was
 // closed is a new tool call: an editor would fold two into one under one

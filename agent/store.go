@@ -321,10 +321,7 @@ func (st *sessionStore) becomeUser(s *sessionState, l *session.Log, write bool) 
 			return st.dir.logError(s.id, fmt.Errorf("let go of session %s: %w", s.id, err))
 		}
 	}
-	s.optMu.Lock()
-	s.writer = s.locked
-	s.wakeLocked()
-	s.optMu.Unlock()
+	s.options.become(s.locked)
 	return nil
 }
 
@@ -357,7 +354,7 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 		}
 		ld.Data = nil
 		s.rules, s.toolIDs = session.PermissionRules(s.events), nil
-		st.loadOptions(s)
+		s.options.load(st.menu.fromLog(s.events)) // the options its log records
 		sum, titled := session.Summarize(s.events)
 		s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
 		return true
@@ -386,7 +383,7 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 			}
 		}
 	}
-	st.loadOptions(s)
+	s.options.load(st.menu.fromLog(s.events)) // the options its log records
 	// The title is the last one recorded, else made from the first prompt.
 	if sum, titled := session.Summarize(ld.Events); titled {
 		s.title, s.titled = sum.Title, true
@@ -396,15 +393,6 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 		s.title = sum.Title
 	}
 	return true
-}
-
-// loadOptions takes the session's options from its log (fromLog).
-// Called with the log open, under turnMu.
-func (st *sessionStore) loadOptions(s *sessionState) {
-	o := st.menu.fromLog(s.events)
-	s.optMu.Lock()
-	defer s.optMu.Unlock()
-	s.opts = o
 }
 
 // forget drops a session whose log was never opened (a session/load of a
@@ -451,12 +439,7 @@ func (st *sessionStore) release(s *sessionState) {
 // records setOption wrote through it join events, then the log is released
 // and turnMu let go of.
 func (st *sessionStore) done(s *sessionState) {
-	s.optMu.Lock()
-	s.writer = false // before the lock goes: nothing is written through s now
-	written := s.written
-	s.written = nil
-	s.optMu.Unlock()
-	s.takeWritten(written)
+	s.takeWritten(s.options.stop()) // before the lock goes: nothing is written through s now
 	st.release(s)
 	s.unlockTurn()
 }

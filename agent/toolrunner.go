@@ -88,7 +88,7 @@ func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
 	return &toolRunner{
 		ed: t.c, ws: ws, sessionID: t.s.id, turn: t.number,
 		record:   record,
-		notify:   t.notify,
+		notify:   t.obs.notify,
 		answered: t.msgs.add,
 		mode:     mode,
 		// Read each time: the session may reload its rules from the log.

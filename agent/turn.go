@@ -92,7 +92,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	}
 	// The session's MCP servers may still be starting; their tools and
 	// what failed belong in the first request.
-	t.mcp = t.waitMCP(ctx)
+	t.mcp = t.obs.waitMCP(ctx, s.mcp)
 	t.runner.mcp = t.mcp
 	t.req.mode = s.currentMode()
 	history[0] = a.systemMessages(s, t.runner.ws, t.req.mode, t.mcp != nil, t.start)[0]
@@ -102,7 +102,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 
 	resp, err = t.runAfter(ctx, wait) // retrywait.go: /retry wait waits first
 	if t.cancelled || err != nil && isCancelled(ctx) {
-		t.statusEnded(ctx, true, "")
+		t.obs.ended(ctx, true, "")
 	}
 	if err != nil && recorded(err) {
 		// The log failed: Rebound's own failure, reported as such.
@@ -244,15 +244,27 @@ type turn struct {
 	compactor *compactor  // compaction (compact.go, autocompact.go)
 	cancelled bool
 	failed    *recovery.Failure // why the turn failed, once it has
-	chain     recovery.Chain    // the retry chain of this logical request
-	status    *statusCards      // status tool calls shown for waits (statuscards.go)
-	lastMax   int               // the budget of the policy behind the last retry
+	// obs records and shows retries and the other waits (observer.go):
+	// the editor's half of the recovery observer.
+	obs *observer
 }
 
 // newTurn builds turn number of s, for the editor c, and what it delegates
 // to.
 func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 	t := &turn{agent: a, s: s, c: c, number: number, start: time.Now()}
+	t.obs = newObserver(observer{turn: number, sessionID: s.id,
+		record: func(typ string, data any, sync bool) error {
+			_, err := s.record(typ, data, sync)
+			return err
+		},
+		send: notifier(a, c, s.id),
+		facts: func() requestFacts {
+			return requestFacts{step: t.req.attempts, model: t.req.model, maxTokens: t.req.maxTokens, shown: t.out.shownAny()}
+		},
+		adapt: t.adapt, notices: statusNoticesFor(a.cfg.WaitStatus, c.Capabilities()),
+		apiKeyEnv: a.cfg.APIKeyEnv, log: &a.cfg.Logger,
+	}, statusCallsFor(a.cfg.WaitStatus, c.Capabilities()))
 	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
 	t.runner = t.newToolRunner(tools.NewWorkspace(s.cwd, s.additionalDirs...))
 	record := func(typ string, data any) error {
@@ -268,7 +280,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 	t.compactor = &compactor{
 		overflow: a.cfg.Overflow, maxTokens: a.cfg.MaxTokens, limits: a.cfg.Recovery,
 		provider: a.auth.current, record: record,
-		ed: t, updates: func() bool { return c.Capabilities().Compaction() },
+		ed: t.obs, updates: func() bool { return c.Capabilities().Compaction() },
 		lastFill: func() (uint64, bool) {
 			h, err := s.history()
 			if err != nil {
@@ -315,10 +327,45 @@ func (t *turn) compact(ctx context.Context) error {
 	return err
 }
 
+// adapt changes the next request as a retry's action says (the
+// observer's Adapt).
+func (t *turn) adapt(ctx context.Context, r recovery.Retry) error {
+	switch r.Action {
+	case recovery.ActionFallback:
+		model := t.agent.cfg.Recovery.FallbackModel
+		t.req.fallBack(model, t.agent.menu.reasoningEffort(model, t.s.current().thought))
+		t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Str("model", model).Msg("switching to the fallback model for this turn")
+		return nil
+	case recovery.ActionCompact:
+		return t.compact(ctx)
+	case recovery.ActionStripImages:
+		return t.msgs.stripImages()
+	}
+	return fmt.Errorf("unknown recovery action %q", r.Action)
+}
+
 // compaction is what a compaction of the turn's history works on now.
 func (t *turn) compaction() compaction {
 	return compaction{history: t.msgs.history, model: t.req.model, step: t.req.attempts, start: t.req.start,
 		rest: func() []llm.Message { return t.request().Messages[len(t.msgs.history):] }}
+}
+
+// runAfter runs the turn, first waiting out a /retry wait's named time
+// (retrywait.go)
+// (wait nil: at once). A cancel during the wait ends the turn cancelled,
+// as one during a retry's wait does.
+func (t *turn) runAfter(ctx context.Context, wait *retryWait) (acp.PromptResponse, error) {
+	if wait != nil {
+		id, retries, used := t.s.retryChain()
+		if err := t.obs.waitNamed(ctx, recovery.Chain{ID: id, Retries: retries, Used: used}, wait); err != nil {
+			if isCancelled(ctx) {
+				t.cancelled = true
+				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+			}
+			return acp.PromptResponse{}, err
+		}
+	}
+	return t.run(ctx)
 }
 
 // run is the agent loop: each round is one logical request, recovered
@@ -341,7 +388,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 		if t.req.apply(o, t.agent.menu.reasoningEffort) { // the system prompt says what the mode allows
 			t.msgs.history[0] = t.agent.systemMessages(t.s, t.runner.ws, o.mode, t.mcp != nil, t.start)[0]
 		}
-		t.reportMCP(ctx)
+		t.obs.reportMCP(ctx, t.s.mcp.takeFailures())
 		if h := t.compactor.compactIfFull(ctx, t.compaction()); h != nil { // autocompact.go
 			t.msgs.history = h
 		}
@@ -356,7 +403,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 				// A filtered prompt is the provider's refusal, as a filtered
 				// reply is; its facts (the reason) go with the answer, and
 				// the reason is shown.
-				t.statusRefused(ctx, f)
+				t.obs.refused(ctx, f)
 				return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
 			}
 			return acp.PromptResponse{}, t.failure(ctx, err)
@@ -381,7 +428,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 // committed; a reply still cut at the limit has none (they may be cut too).
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
 	id, retries, used := t.s.retryChain()
-	t.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
+	t.obs.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
 	t.out.begin()
 	t.req.begin(time.Now())
 	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start}
@@ -393,7 +440,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	defer stop(nil)
 	for {
 		var got *llm.Reply
-		err := exec.Do(dctx, t.chain, t, func(ctx context.Context) error {
+		err := exec.Do(dctx, t.obs.chain, t.obs, func(ctx context.Context) error {
 			var err error
 			got, err = t.runAttempt(ctx)
 			if err != nil && recorded(err) {
@@ -408,7 +455,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 			}
 			return nil, nil, err
 		}
-		t.statusRecovered(ctx)
+		t.obs.recovered(ctx)
 		// A truncated reply is no success of the logical request: every
 		// policy's count stands until the reply is complete, so a logical
 		// request makes at most 1 + the sum of the budgets requests.
@@ -426,7 +473,7 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 					t.out.keep(got)
 				}
 				t.req.maxTokens = d.MaxTokens
-				if err := t.ownRetry(ctx, d.Policy, d.Action, d.N, d.Max); err != nil {
+				if err := t.obs.ownRetry(ctx, d.Policy, d.Action, d.N, d.Max); err != nil {
 					return nil, nil, err
 				}
 				continue
@@ -456,8 +503,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 		f = g.Failure
 		msg = strings.TrimRight(g.Message(), ". ") + "."
 		if g.Retries > 0 {
-			t.progress(ctx, recovery.RetryProgress{Phase: recovery.PhaseExhausted, RetryID: t.chain.ID, Retry: t.chain.Retries,
-				MaxRetries: t.lastMax, Failure: f})
+			t.obs.exhausted(ctx, f)
 		}
 	}
 	t.failed = f
@@ -470,7 +516,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if hint := retryWaitHint(f, t.agent.cfg.Recovery.Policy.MaxRetryAfter, time.Now()); hint != "" { // retrywait.go
 		msg += " " + hint
 	}
-	t.statusEnded(ctx, false, msg)
+	t.obs.ended(ctx, false, msg)
 	code := acp.CodeInternalError
 	if f.Code == recovery.Auth {
 		code = acp.CodeAuthRequired
@@ -548,7 +594,7 @@ func (t *turn) endAttempt(ctx context.Context, outcome string) error {
 		t.agent.cfg.Logger.Debug().Err(err).Str("session", t.s.id).Msg("usage not shown: the step's record was not written")
 		return nil
 	}
-	t.notify(ctx, *u)
+	t.obs.notify(ctx, *u)
 	return nil
 }
 
@@ -605,9 +651,9 @@ func (t *turn) receive(ctx context.Context, req llm.Request) (*llm.Reply, error)
 		if err := reply.Add(c); err != nil {
 			return nil, err
 		}
-		if c.HasDelta() && t.status != nil {
+		if c.HasDelta() {
 			// The retry is answering: say so before its reply shows.
-			t.statusRecovered(ctx)
+			t.obs.recovered(ctx)
 		}
 		if err := t.out.chunk(ctx, c.Reasoning, c.Content); err != nil {
 			return nil, err

@@ -31,8 +31,13 @@ mutate() {
 	mv "$file.orig" "$file"
 }
 
-mutate agent/progress.go 's/t.s.appendSync(session.TypeLLMRetry, ev)/t.s.append(session.TypeLLMRetry, ev)/' \
+mutate agent/observer.go 's/o.record(session.TypeLLMRetry, ev, true)/o.record(session.TypeLLMRetry, ev, false)/' \
 	./agent TestAgent_RetryIsOnDiskBeforeTheWait "llm/retry is synced before the wait"
+# The observer alone, with a fake recorder: the same promise, and a notice per wait_status.
+mutate agent/observer.go 's/o.record(session.TypeLLMRetry, ev, true)/o.record(session.TypeLLMRetry, ev, false)/' \
+	./agent TestObserver_RecordThenSend "the observer syncs llm/retry before it shows the retry"
+mutate agent/observer.go 's/^\tif o.notices {$/\tif false {/' \
+	./agent TestObserver_RecordThenSend "the observer shows a retry as a notice where wait_status says so"
 mutate agent/emit.go 's|if err := e.journal.WriteShown(chunks\[:n\]...); err != nil {|if err := error(nil); err != nil {|' \
 	./agent TestAgent_LiveChunkIsInTheFileBeforeItIsShown "a live chunk is written to the file before the editor is sent it"
 # The emitter alone: its live path sends each chunk first, then journals it.
@@ -79,6 +84,9 @@ mutate agent/autocompact.go 's/^\t\*c.fullTurn = c.turn$/\t_ = c.turn/' \
 	./agent TestCompactor_CompactIfFull "compact_at compacts at most once a turn"
 mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
+# The option writer alone (optionwriter.go).
+mutate agent/optionwriter.go 's/^\tw.written = append(w.written, p)$//' \
+	./agent TestOptionWriter "an option's record joins the session's events through the writer"
 # The session store alone (store.go), on logs in a temporary directory.
 mutate agent/store.go 's/^\tif s.locked \&\& up.OpenTurn != 0 {$/\tif false {/' \
 	./agent TestSessionStore_RepairsATurnLeftOpen "a use that holds the lock closes a turn a dead process left open"
