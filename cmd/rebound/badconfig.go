@@ -13,12 +13,17 @@ import (
 // configuration error that keeps Rebound from serving sessions.
 const configErrorMetaKey = "rebound/configError"
 
+// codeConfigError is the JSON-RPC error code of a method failed by the
+// configuration error: one of the codes JSON-RPC leaves to the server, and
+// not -32603, which codecompanion.nvim shows nothing of.
+const codeConfigError = -32010
+
 // serveBadConfig serves ACP when the configuration could not be loaded:
 // editors such as agent-shell and codecompanion throw a failed agent's
 // stderr away, so an exit before initialize would hide the error. It
 // answers initialize and fails every session method with the error's text.
 func serveBadConfig(ctx context.Context, cfgErr error, stdin io.Reader, stdout io.Writer, log zerolog.Logger) error {
-	a := badConfigAgent{err: &acp.RequestError{Code: acp.CodeInternalError, Message: cfgErr.Error()}}
+	a := badConfigAgent{err: &acp.RequestError{Code: codeConfigError, Message: cfgErr.Error()}}
 	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log,
 		CapabilitiesMeta: acp.Meta{configErrorMetaKey: cfgErr.Error()}})
 	return srv.Serve(ctx, stdin, stdout)
