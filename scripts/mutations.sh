@@ -148,7 +148,7 @@ mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
 mutate agent/store.go 's/^\t\tif s.cwd == "" \&\& filepath.IsAbs(s.home) {$/\t\tif false {/' \
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
-mutate cmd/rebound/run.go 's/^\t\tif serr := serveBadConfig(/\t\tif false { _ = serveBadConfig }; if serr := error(nil); false \&\& serr != nil { _ = (/' \
+mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
 
 exit $survived
