@@ -61,6 +61,13 @@ type (
 	SessionAnswerer interface {
 		SessionAnswered(ctx context.Context, sessionID string, c Client)
 	}
+	// SessionReopener is told, once, that the client skipped initialize
+	// (a respawn after a crash): from then on a session method naming a
+	// session the agent does not hold opens it from where the agent keeps
+	// it, instead of failing as not found.
+	SessionReopener interface {
+		ReopenOnUse()
+	}
 )
 
 // Client is the agent's view of the editor for one request: where session

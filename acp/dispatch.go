@@ -25,10 +25,7 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 	}
 	ev.Msg("acp: received")
 	if req.Method != MethodInitialize && !s.isInitialized() {
-		if !req.Notif {
-			s.reply(ctx, c, req, nil, errNotInitialized(req.Method))
-		}
-		return
+		s.initializeUnasked(req.Method)
 	}
 	switch req.Method {
 	case MethodInitialize:
@@ -78,13 +75,28 @@ func (s *Server) isInitialized() bool {
 	return s.initialized
 }
 
-// errNotInitialized answers a request that came before initialize. A
-// session served without the client's capabilities would write files past
-// the editor's buffers and run commands outside its terminal without a word.
-func errNotInitialized(method string) error {
-	return &RequestError{Code: CodeInvalidRequest,
-		Message: method + " came before initialize: Rebound serves nothing until the client has sent initialize with its capabilities. Restart the agent from the editor, or report this to the editor's developers.",
-		Data:    map[string]any{"reason": "not_initialized", "method": method}}
+// initializeUnasked serves a client that sent method first, with no
+// initialize: one that respawned Rebound after a crash and goes on with
+// the session it shows (agent-shell does). Its capabilities are unknown,
+// so none are assumed: no editor file system or terminal (tools work on
+// the disk and run commands here, as for any client without them; the
+// session's mode and permission requests, a baseline client method, still
+// apply). A session it names is opened from its log on use
+// (SessionReopener). A later initialize replaces the capabilities.
+func (s *Server) initializeUnasked(method string) {
+	s.mu.Lock()
+	first := !s.initialized
+	if first {
+		s.initialized, s.caps = true, ClientCapabilities{}
+	}
+	s.mu.Unlock()
+	if !first {
+		return
+	}
+	s.log.Warn().Str("method", method).Msg("acp: no initialize before the first request; serving with no client capabilities")
+	if r, ok := s.agent.(SessionReopener); ok {
+		r.ReopenOnUse()
+	}
 }
 
 func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -134,6 +135,8 @@ type Agent struct {
 	auth    *signIn       // the provider a turn uses (auth.go)
 	catalog *catalog      // the provider's models (catalog.go)
 	menu    *configMenu   // what the sessions' configuration options offer (options.go)
+	// reopenOnUse is set once the client skipped initialize (reopen.go).
+	reopenOnUse atomic.Bool
 }
 
 var _ acp.Agent = (*Agent)(nil)

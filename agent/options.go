@@ -175,7 +175,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeReques
 	if !ValidMode(req.ModeID) {
 		return acp.SetSessionModeResponse{}, acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
 	}
-	s, err := a.store.lookup(req.SessionID)
+	s, err := a.session(req.SessionID)
 	if err != nil {
 		return acp.SetSessionModeResponse{}, err
 	}
@@ -196,7 +196,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionCo
 	if !slices.Contains(configIDs, req.ConfigID) {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
 	}
-	s, err := a.store.lookup(req.SessionID)
+	s, err := a.session(req.SessionID)
 	if err != nil {
 		return acp.SetSessionConfigOptionResponse{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -357,6 +358,11 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 		s.options.load(st.menu.fromLog(s.events)) // the options its log records
 		sum, titled := session.Summarize(s.events)
 		s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
+		if s.cwd == "" && filepath.IsAbs(s.home) {
+			// Nobody said where to work (a session reopened on use,
+			// reopen.go): where the session was made.
+			s.cwd = s.home
+		}
 		return true
 	}
 	// Another process appended: what is derived goes on from the tail.

@@ -35,7 +35,7 @@ type FailureData struct {
 // the log and then to the editor, and close the turn in every outcome, a
 // panic included.
 func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
-	s, err := a.store.lookup(req.SessionID)
+	s, err := a.session(req.SessionID)
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}

@@ -156,4 +156,16 @@ mutate agent/modelhint.go 's/return cmp.Or(cmp.Compare(a.d, b.d), strings.Compar
 mutate cmd/rebound/sessions_cmd.go 's/Page(nil, \*limit,/Page(nil, maxSessionsLimit,/' \
 	./cmd/rebound TestSessions "first steps: rebound sessions is bounded by --limit"
 
+# A client that skipped initialize (a respawn after a crash), and a bad configuration.
+mutate acp/dispatch.go 's/^\t\ts.initialized, s.caps = true, ClientCapabilities{}$/\t\ts.initialized, s.caps = true, ClientCapabilities{Terminal: true}/' \
+	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: no client capabilities are assumed before initialize"
+mutate acp/dispatch.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
+	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
+mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
+	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
+mutate agent/store.go 's/^\t\tif s.cwd == "" \&\& filepath.IsAbs(s.home) {$/\t\tif false {/' \
+	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
+mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
+	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
+
 exit $survived

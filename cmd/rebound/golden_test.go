@@ -117,6 +117,7 @@ type scenario struct {
 	files  map[string][]byte // cwd/<path> sections: the project tree, made under $CWD
 	links  [][2]string       // symlinks section: "path target" lines, path under $CWD
 	state  map[string][]byte // state/<path> sections: files put in the state dir first (a log left by a crash)
+	exit   int               // exit section: the exit code every run of the agent ends with (0 unless given)
 }
 
 // goldenConfig is used when a scenario has no config.toml: the defaults, but
@@ -162,6 +163,10 @@ func parseScenario(t *testing.T, path string) scenario {
 			}
 		case "config.toml":
 			sc.config = string(f.Data)
+		case "exit":
+			if sc.exit, err = strconv.Atoi(strings.TrimSpace(string(f.Data))); err != nil {
+				t.Fatalf("%s: exit: %v", path, err)
+			}
 		case "env":
 			for line := range strings.SplitSeq(strings.TrimSpace(string(f.Data)), "\n") {
 				k, v, _ := strings.Cut(line, "=")
@@ -366,8 +371,8 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		tr.mu.Unlock()
 		<-p.written
 		p.in.Close()
-		if code := <-p.done; code != 0 {
-			t.Errorf("rebound exited %d; stderr:\n%s", code, stderr.String())
+		if code := <-p.done; code != sc.exit {
+			t.Errorf("rebound exited %d, want %d; stderr:\n%s", code, sc.exit, stderr.String())
 		}
 	}
 

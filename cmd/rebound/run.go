@@ -184,6 +184,11 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 	cfg, err := config.Load(given(), e.getenv, e.home)
 	if err != nil {
 		fmt.Fprintf(s.err, "rebound: %v\n", err)
+		// An editor may show nothing of stderr: the error is served to it
+		// too (badconfig.go), and the exit still says it failed.
+		if serr := serveBadConfig(ctx, err, s.in, s.out, newLogger(s.err, "")); serr != nil && ctx.Err() == nil {
+			fmt.Fprintf(s.err, "rebound: %v\n", serr)
+		}
 		return 1
 	}
 	log := newLogger(s.err, cfg.LogLevel)
