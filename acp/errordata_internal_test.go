@@ -37,7 +37,7 @@ func TestWireError_DataOnlyForRichClients(t *testing.T) {
 		if got.Code != int64(re.Code) || got.Message != re.Message {
 			t.Fatalf("wireError(%v) = %d %q, want %d %q", err, got.Code, got.Message, re.Code, re.Message)
 		}
-		if want := rich && re.Data != nil; (got.Data != nil) != want {
+		if want := (rich || re.Code == CodeAuthRequired) && re.Data != nil; (got.Data != nil) != want {
 			t.Fatalf("wireError(%v, caps %+v): data %v, want data: %v", err, caps, got.Data != nil, want)
 		}
 	}

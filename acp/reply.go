@@ -70,12 +70,15 @@ const MetaRetry = "rebound/retry"
 
 // wireError maps an error to its JSON-RPC error; data only when withData
 // (the client's RichErrors): the message says what a person needs, and the
-// facts in data are for programs. errors.As (not a type assertion, as
+// facts in data are for programs. auth_required keeps its data (the
+// methods to sign in with) for every client: Zed shows that error's
+// message alone and opens its sign-in from the methods, and programs
+// (the SDK's clients) read them there. errors.As (not a type assertion, as
 // jsonrpc2.HandlerWithError does) so a wrapped *RequestError keeps its code.
 func wireError(err error, withData bool) *jsonrpc2.Error {
 	if re, ok := errors.AsType[*RequestError](err); ok {
 		e := &jsonrpc2.Error{Code: int64(re.Code), Message: re.Message}
-		if re.Data != nil && withData {
+		if re.Data != nil && (withData || re.Code == CodeAuthRequired) {
 			if b, merr := json.Marshal(re.Data); merr == nil {
 				raw := json.RawMessage(b)
 				e.Data = &raw
