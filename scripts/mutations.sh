@@ -134,7 +134,7 @@ mutate agent/statuscards.go 's/^\tif c.send == nil {$/\tif true {/' \
 	./agent TestStatusCards "retry words: status cards are sent where they are shown"
 
 # Issue 32 items 5 and 6: Zed's sign-in and the data of errors.
-mutate acp/reply.go 's/if re.Data != nil \&\& withData {/if re.Data != nil {/' \
+mutate acp/reply.go 's/if re.Data != nil \&\& (withData || re.Code == CodeAuthRequired) {/if re.Data != nil {/' \
 	./acp 'TestServer_ErrorDataByClient|TestWireError_DataOnlyForRichClients' "error data: only clients that read Rebound's richer messages get an error's data"
 mutate acp/auth.go 's/if !caps.TerminalAuthByMeta() || m.Meta\[TerminalAuthMetaKey\] == nil {/if true {/' \
 	./acp TestServer_InitializeAuthMethods "terminal sign-in: a client with only _meta terminal-auth is offered the command"
