@@ -96,7 +96,8 @@ type editor struct {
 	acp.Client
 	mu      sync.Mutex
 	updates []acp.SessionUpdate
-	onTool  func() // called on a tool_call update
+	onTool  func()   // called on a tool_call update
+	errs    []string // the failed prompts' error messages, where a test keeps them
 }
 
 func (e *editor) Update(_ context.Context, _ string, u acp.SessionUpdate) error {

@@ -37,7 +37,9 @@ var WaitStatuses = []string{WaitStatusAuto, WaitStatusNotice, WaitStatusToolCall
 // Rebound's own, never recorded as one (it is not in the model's history),
 // never part of the reply's text or messageId. Each change of a status is
 // recorded (a status event) before it is shown, whatever the client's
-// carrier, so a load shows every status as it was last shown, under its id.
+// carrier, so a load shows every status as it was last shown, under its id;
+// a give-up's card as recorded, in the words of the error the live turn
+// answered, which the replay has not (statuscards.go gaveUp).
 
 // statusIDPrefix starts the toolCallId of a status tool call, so a client
 // (or a test) can tell them from the model's calls: it is in Rebound's

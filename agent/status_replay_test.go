@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
@@ -80,7 +81,13 @@ type statusScenario struct {
 func turns(texts ...string) func(t *testing.T, a *Agent, id string, c acp.Client) {
 	return func(t *testing.T, a *Agent, id string, c acp.Client) {
 		for _, text := range texts {
-			_, _ = prompt1(t.Context(), a, id, text, c) // some fail: that is what is shown
+			// Some fail: that is what is shown, with the error.
+			_, err := prompt1(t.Context(), a, id, text, c)
+			if e, ok := c.(*editor); ok && err != nil {
+				e.mu.Lock()
+				e.errs = append(e.errs, err.Error())
+				e.mu.Unlock()
+			}
 		}
 	}
 }
@@ -165,8 +172,12 @@ func (sc statusScenario) start(t *testing.T) (dir string, cfg Config, a *Agent, 
 // recorded and shown again by a load as it was last shown, under the same
 // id and where it was: one scenario per way a status is shown, and every
 // function that shows one is covered by a scenario (a new one fails here
-// until it is). A session whose client was shown notices instead records
-// the same statuses, which a load in a client without notices shows.
+// until it is). A give-up is the exception: live, the prompt's error says
+// why, and the card says only that it gave up (or there is none, when no
+// card was open); a load, which has no error to show, shows a card with
+// the error's words in its place, one per failed prompt. A session whose
+// client was shown notices instead records the same statuses, which a
+// load in a client without notices shows.
 func TestStatuses_ReplayedAsShown(t *testing.T) {
 	covered := map[string]bool{}
 	for _, sc := range statusScenarios {
@@ -181,7 +192,7 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 	}
 	for _, sc := range statusScenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			var live, fromNotices []shownStatus
+			var replayedLive, fromNotices []shownStatus
 			for _, notices := range []bool{false, true} {
 				synctest.Test(t, func(t *testing.T) {
 					dir, cfg, a, res := sc.start(t)
@@ -203,11 +214,14 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 						fromNotices = replayed
 						return
 					}
-					live = statusesShown(e)
-					if len(live) == 0 {
+					replayedLive = replayed
+					live := statusesShown(e)
+					if len(live) == 0 && len(e.errs) == 0 {
 						t.Fatal("no status was shown live")
 					}
-					if diff := cmp.Diff(live, replayed); diff != "" {
+					want, rest := asReplayed(t, live, e.errs)
+					replayed = withoutGiveUps(t, replayed, rest)
+					if diff := cmp.Diff(want, replayed, cmpopts.EquateEmpty()); diff != "" {
 						t.Errorf("statuses replayed (+) differ from those shown live (-):\n%s", diff)
 					}
 				})
@@ -219,11 +233,51 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 				}
 				return s
 			}
-			if diff := cmp.Diff(strip(live), strip(fromNotices)); diff != "" {
+			if diff := cmp.Diff(strip(replayedLive), strip(fromNotices)); diff != "" {
 				t.Errorf("a session shown notices replays (+) other statuses than one shown status calls (-):\n%s", diff)
 			}
 		})
 	}
+}
+
+// asReplayed is how a load shows the statuses shown live in a session
+// whose failed prompts answered the errors errs: each card that ended
+// saying it gave up carries the next error's words. The errors no card
+// took are returned: their prompts failed with no card open.
+func asReplayed(t *testing.T, live []shownStatus, errs []string) (want []shownStatus, rest []string) {
+	t.Helper()
+	want = slices.Clone(live)
+	for i, s := range want {
+		if s.Status != string(acp.ToolStatusFailed) || !strings.HasSuffix(s.Content, "the error below says why and what to do.") {
+			continue
+		}
+		if len(errs) == 0 {
+			t.Fatalf("card %q says it gave up, and no prompt failed", s.Title)
+		}
+		if strings.Contains(s.Content, errs[0]) || strings.Contains(s.Title, errs[0]) {
+			t.Errorf("the give-up card %q repeats the error live", s.Title)
+		}
+		want[i].Title, want[i].Content = statusTitle(errs[0]), errs[0]
+		errs = errs[1:]
+	}
+	return want, errs
+}
+
+// withoutGiveUps is replayed without the cards of give-ups no card was open
+// for, which must be there, one per error in errs, in the error's words.
+func withoutGiveUps(t *testing.T, replayed []shownStatus, errs []string) []shownStatus {
+	t.Helper()
+	for _, e := range errs {
+		i := slices.IndexFunc(replayed, func(s shownStatus) bool {
+			return s.Status == string(acp.ToolStatusFailed) && s.Title == statusTitle(e) && s.Content == e
+		})
+		if i < 0 {
+			t.Errorf("no card replays the error %q", e)
+			continue
+		}
+		replayed = slices.Delete(slices.Clone(replayed), i, i+1)
+	}
+	return replayed
 }
 
 // showers are the functions of the package that show a status.

@@ -40,17 +40,27 @@ type waitStatus struct {
 // id. Every update carries the content, so none is left from an earlier
 // state.
 func (c *statusCards) showStatus(ctx context.Context, st *waitStatus, title, detail string, status acp.ToolCallStatus) {
+	c.show(ctx, st, title, detail, &shownWords{title, detail}, status)
+}
+
+// shownWords are what a card shows live when that differs from what is
+// recorded for a replay.
+type shownWords struct{ title, detail string }
+
+// show records a card's state with title and detail, then sends it with
+// shown's words; a nil shown records it only.
+func (c *statusCards) show(ctx context.Context, st *waitStatus, title, detail string, shown *shownWords, status acp.ToolCallStatus) {
 	first := st.id == "" || !st.open && status == acp.ToolStatusInProgress
 	if first {
 		st.id = newID(statusIDPrefix)
 	}
 	st.open = status == acp.ToolStatusInProgress
-	title = statusTitle(title)
-	_ = c.record(session.Status{Turn: c.turn, StatusID: st.id, Title: title,
+	_ = c.record(session.Status{Turn: c.turn, StatusID: st.id, Title: statusTitle(title),
 		Detail: clipBytes(detail, session.MaxStatusBytes), State: string(status)})
-	if c.send == nil {
+	if c.send == nil || shown == nil {
 		return
 	}
+	title, detail = statusTitle(shown.title), shown.detail
 	tc := acp.ToolCallUpdate{ToolCallID: st.id, Title: title, Status: status}
 	if detail != "" {
 		tc.Content = []acp.ToolCallContent{acp.ContentText(detail)}
@@ -106,16 +116,13 @@ func (c *statusCards) recovered(ctx context.Context) {
 	}
 }
 
-// ended closes the open cards of a turn that was cancelled or failed; a
-// failure with nothing open gets a card of its own, so the reason is in
-// the thread (a reopened one too) and not only in the prompt's error.
-// Title and body say the same end: a client that stops drawing a cancelled
-// turn's titles (codecompanion) shows the body.
+// ended closes the open cards of a turn that was cancelled or failed (why
+// is the failed prompt's error message). Title and body say the same end: a
+// client that stops drawing a cancelled turn's titles (codecompanion) shows
+// the body.
 func (c *statusCards) ended(ctx context.Context, cancelled bool, why string) {
 	if !cancelled {
-		if !c.closeOpen(ctx, why, why) && why != "" { // it says it gave up, and why
-			c.showStatus(ctx, &waitStatus{}, why, why, acp.ToolStatusFailed)
-		}
+		c.gaveUp(ctx, why)
 		return
 	}
 	for _, st := range c.chains {
@@ -128,6 +135,31 @@ func (c *statusCards) ended(ctx context.Context, cancelled bool, why string) {
 		}
 		title, body := st.words.Cancelled(st.running)
 		c.showStatus(ctx, st, title, body, acp.ToolStatusFailed)
+	}
+}
+
+// gaveUp ends the cards of a turn that failed with the error message why.
+// Every client shows the prompt's error, so live a card does not say it
+// again: a retry chain's card ends short ("…; gave up after 2 retries", see
+// the error below), and a failure with no card open shows none. Each is
+// recorded with why in full: a replay has no error answer, and the card is
+// where a reopened thread reads why the turn failed.
+func (c *statusCards) gaveUp(ctx context.Context, why string) {
+	shown := false
+	for _, st := range c.chains {
+		if !st.open {
+			continue
+		}
+		shown = true
+		live := &shownWords{why, why}
+		if st.words != nil {
+			t, b := st.words.GaveUp()
+			live = &shownWords{t, b}
+		}
+		c.show(ctx, st, why, why, live, acp.ToolStatusFailed)
+	}
+	if !shown && why != "" {
+		c.show(ctx, &waitStatus{}, why, why, nil, acp.ToolStatusFailed)
 	}
 }
 

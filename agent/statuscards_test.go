@@ -78,6 +78,9 @@ func TestStatusCards(t *testing.T) {
 			"record failed The provider had a server error (503), cancelled",
 			"send failed The provider had a server error (503), cancelled | Cancelled during retry 1 of 2.",
 		}},
+		// The prompt's error says why live: the card ends short, and a
+		// failure with nothing open shows no card; both are recorded in
+		// full, for a replay, which has no error.
 		{"gave up, then a failure with nothing open", true, func(c *statusCards) {
 			c.scheduled(ctx, retryWords("r1", 2, time.Second))
 			c.ended(ctx, false, "gave up")
@@ -87,9 +90,20 @@ func TestStatusCards(t *testing.T) {
 			"record in_progress The provider had a server error (503), retry 2 of 2 in 1.0s",
 			"send in_progress The provider had a server error (503), retry 2 of 2 in 1.0s | Retrying in 1.0s (retry 2 of 2).",
 			"record failed gave up",
-			"send failed gave up | gave up",
+			"send failed The provider had a server error (503); gave up after 2 retries | Gave up after 2 retries; the error below says why and what to do.",
 			"record failed failed again",
-			"send failed failed again | failed again",
+		}},
+		{"a refusal is not an error: its card says why", true, func(c *statusCards) {
+			c.scheduled(ctx, retryWords("r1", 1, time.Second))
+			c.failed(ctx, "Refused", "Refused: the filter said no")
+			c.failed(ctx, "Refused", "Refused again")
+		}, []string{
+			"record in_progress The provider had a server error (503), retry 1 of 2 in 1.0s",
+			"send in_progress The provider had a server error (503), retry 1 of 2 in 1.0s | Retrying in 1.0s (retry 1 of 2).",
+			"record failed Refused",
+			"send failed Refused | Refused: the filter said no",
+			"record failed Refused",
+			"send failed Refused | Refused again",
 		}},
 		{"not shown as tool calls", false, func(c *statusCards) {
 			c.scheduled(ctx, retryWords("r1", 1, time.Second))

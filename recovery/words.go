@@ -313,6 +313,15 @@ func (w Wording) Cancelled(running bool) (title, body string) {
 	return w.Subject() + ", cancelled", what + w.said()
 }
 
+// GaveUp: the retries did not recover the request and the turn failed. The
+// failed prompt's error, which every client shows after the card, says the
+// rest (the provider's words, what to do); a replay, which has none, shows
+// the error's words instead (agent/statuscards.go).
+func (w Wording) GaveUp() (title, body string) {
+	g := gaveUpUntimed(w.Retry.N)
+	return w.Subject() + "; " + g, capital(g) + "; the error below says why and what to do."
+}
+
 // Interrupted: Rebound stopped while the status was open (a replay says it).
 func (w Wording) Interrupted() (title, body string) {
 	return w.Subject() + ", " + Interrupted, "Rebound stopped during " + w.count() + "; the next prompt goes on from it." + w.said()

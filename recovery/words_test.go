@@ -110,6 +110,15 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 		add("cancelled running", true, t5, b5)
 		t6, b6 := w.Interrupted()
 		add("interrupted", true, t6, b6)
+		t7, b7 := w.GaveUp()
+		add("gave up", true, t7, b7)
+		// The give-up's card says how many retries it made, title and body
+		// alike, and leaves the provider's words to the prompt's error.
+		gave := strings.TrimPrefix(t7, w.Subject()+"; ")
+		if gave == t7 || !strings.HasPrefix(gave, "gave up") || !strings.HasPrefix(b7, strings.ToUpper(gave[:1])+gave[1:]+";") ||
+			!strings.Contains(gave, recovery.Retries(n)) || f != nil && f.Message != "" && strings.Contains(t7+b7, f.Message) {
+			t.Fatalf("case %d gave up: %q / %q", i, t7, b7)
+		}
 		for _, s := range states {
 			if s.body == "" || !strings.HasPrefix(s.title, w.Subject()) {
 				t.Fatalf("case %d %s: title %q (subject %q), body %q", i, s.name, s.title, w.Subject(), s.body)

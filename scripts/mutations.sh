@@ -130,8 +130,15 @@ mutate session/retries.go 's/clear(open)/_ = open/g' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
 mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
-mutate agent/statuscards.go 's/^\tif c.send == nil {$/\tif true {/' \
+mutate agent/statuscards.go 's/^\tif c.send == nil || shown == nil {$/\tif true {/' \
 	./agent TestStatusCards "retry words: status cards are sent where they are shown"
+# Issue 32 item 8: a give-up is said once live (the prompt's error), and in full by a replay.
+mutate agent/statuscards.go 's/c.show(ctx, st, why, why, live, acp.ToolStatusFailed)/c.show(ctx, st, live.title, live.detail, live, acp.ToolStatusFailed)/' \
+	./agent TestStatuses_ReplayedAsShown "give-up: a replayed card carries the error's words"
+mutate agent/statuscards.go 's/live = \&shownWords{t, b}/live = \&shownWords{why, why + t + b}/' \
+	./agent 'TestStatuses_ReplayedAsShown|TestStatusCards' "give-up: a retry chain's card does not repeat the error live"
+mutate agent/statuscards.go 's/c.show(ctx, \&waitStatus{}, why, why, nil, acp.ToolStatusFailed)/c.show(ctx, \&waitStatus{}, why, why, \&shownWords{why, why}, acp.ToolStatusFailed)/' \
+	./agent 'TestStatuses_ReplayedAsShown|TestStatusCards' "give-up: a failure with no card open shows none live"
 
 # Issue 32 items 5 and 6: Zed's sign-in and the data of errors.
 mutate acp/reply.go 's/if re.Data != nil \&\& (withData || re.Code == CodeAuthRequired) {/if re.Data != nil {/' \
