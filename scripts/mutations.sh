@@ -168,7 +168,7 @@ mutate agent/store.go 's/^\t\tif s.cwd == "" \&\& filepath.IsAbs(s.home) {$/\t\t
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
 # A replay shows what the person saw live, each prompt as its own message (agent/load.go).
-mutate agent/load.go 's/acp.UserMessageChunk(id, blocks\[i\])/acp.UserMessageChunk("", blocks[i])/' \
+mutate agent/load.go 's/id := replayedID("user", m)/id := ""/' \
 	./cmd/rebound 'TestGolden$' "replay: every prompt goes under a messageId of its own"
 mutate agent/load.go 's/^\t\tif t.statusLast {$/\t\tif true {/' \
 	./agent TestAgent_LoadAfterCrash "replay: a turn cut by a stop of Rebound's ends with the Interrupted mark"
