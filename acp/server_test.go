@@ -641,7 +641,7 @@ func TestServer_LoadSession(t *testing.T) {
 		var got acp.LoadSessionRequest
 		agent := &fakeAgent{LoadSessionFunc: func(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
 			got = req
-			if err := c.Update(ctx, req.SessionID, acp.UserMessageChunk(acp.TextBlock("hi"))); err != nil {
+			if err := c.Update(ctx, req.SessionID, acp.UserMessageChunk("", acp.TextBlock("hi"))); err != nil {
 				return acp.LoadSessionResponse{}, err
 			}
 			return acp.LoadSessionResponse{}, c.Update(ctx, req.SessionID, textUpdate("hello"))

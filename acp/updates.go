@@ -13,9 +13,10 @@ func Chunk(kind, messageID string, b ContentBlock) SessionUpdate {
 	return SessionUpdate{SessionUpdate: kind, Content: &b, MessageID: messageID}
 }
 
-// UserMessageChunk is a piece of the user's message (a replayed prompt).
-func UserMessageChunk(b ContentBlock) SessionUpdate {
-	return Chunk(UpdateUserMessageChunk, "", b)
+// UserMessageChunk is a piece of the user's message (a replayed prompt),
+// under messageID: clients (Zed) tell one prompt from the next by it.
+func UserMessageChunk(messageID string, b ContentBlock) SessionUpdate {
+	return Chunk(UpdateUserMessageChunk, messageID, b)
 }
 
 // AgentMessageChunk is a piece of the agent's reply.

@@ -27,9 +27,9 @@ func TestUpdateConstructors(t *testing.T) {
 		literal acp.SessionUpdate // as callers wrote it before the constructors
 		want    string
 	}{
-		{"user message chunk", acp.UserMessageChunk(text),
-			acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &text},
-			`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"}}`},
+		{"user message chunk", acp.UserMessageChunk("u1", text),
+			acp.SessionUpdate{SessionUpdate: acp.UpdateUserMessageChunk, Content: &text, MessageID: "u1"},
+			`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"},"messageId":"u1"}`},
 		{"agent message chunk", acp.AgentMessageChunk("m1", text),
 			acp.SessionUpdate{SessionUpdate: acp.UpdateAgentMessageChunk, Content: &text, MessageID: "m1"},
 			`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"},"messageId":"m1"}`},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -40,12 +41,12 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	msgs := h.conv.Messages()
-	var waits []session.WaitStatus
-	if statusCallsFor(a.cfg.WaitStatus, c.Capabilities()) {
-		waits = session.WaitStatuses(s.events)
-	}
+	// Every client gets a failed turn's give-up words (the replay shows
+	// them where a status call would not); only some get the status calls.
+	waits := session.WaitStatuses(s.events)
+	showWaits := statusCallsFor(a.cfg.WaitStatus, c.Capabilities())
 	modes, opts := a.menu.sessionConfig(s)
-	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits)
+	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits, showWaits)
 	if err == nil {
 		err = replayUsage(ctx, c, s.id, h)
 	}
@@ -53,12 +54,26 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 }
 
 // replay sends the committed conversation of a loaded session, and the
-// statuses of its waits (waits, nil for a client that is not shown them)
-// where they happened.
-func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message, waits []session.WaitStatus) error {
+// statuses of its waits where they happened when showWaits (else waits
+// only give a failed turn's words).
+//
+// Each prompt and reply goes under a messageId of its own, derived from the
+// log (a reply's is the one it had live), so a second load sends the same
+// ids and a client that tells messages apart by them (Zed) keeps two
+// prompts apart. A turn that ended without a reply shows how it ended
+// where the reply would be, in the words the user saw live: a client that
+// tells messages apart by what comes between them (codecompanion) would
+// otherwise glue its prompt to the next. A reply cut by a stop of
+// Rebound's ends with a mark that says so.
+func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message, waits []session.WaitStatus, showWaits bool) error {
+	giveUps := giveUpWords(waits)
+	if !showWaits {
+		waits = nil
+	}
+	var open turnReplay
 	for _, m := range msgs {
 		var err error
-		if waits, err = replayStatuses(ctx, c, sessionID, waits, m.Seq); err != nil {
+		if waits, err = replayStatuses(ctx, c, sessionID, waits, m.Seq, &open); err != nil {
 			return err
 		}
 		if isPlanUpdate(m) {
@@ -66,6 +81,10 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 		}
 		switch m.Role {
 		case session.RoleUser:
+			if err := open.end(ctx, c, sessionID, giveUps); err != nil {
+				return err
+			}
+			open = turnReplay{user: m}
 			var blocks []acp.ContentBlock
 			if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
 				blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
@@ -75,13 +94,14 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 					blocks[0] = acp.TextBlock(typed)
 				}
 			}
+			id := replayedID("user", m)
 			for i := range blocks {
 				if blocks[i].Type == "text" && blocks[i].Text == "" {
 					// An empty text block (some clients send one first)
 					// shows nothing, and ACP's text block needs text.
 					continue
 				}
-				if err := c.Update(ctx, sessionID, acp.UserMessageChunk(blocks[i])); err != nil {
+				if err := c.Update(ctx, sessionID, acp.UserMessageChunk(id, blocks[i])); err != nil {
 					return err
 				}
 			}
@@ -96,26 +116,125 @@ func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Works
 				}
 			}
 		case session.RoleAssistant:
+			id := cmp.Or(m.MessageID, replayedID("reply", m))
 			if m.Reasoning != "" {
-				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, m.MessageID, m.Reasoning); err != nil {
+				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, id, m.Reasoning); err != nil {
 					return err
 				}
 			}
 			if m.Text != "" || len(m.ToolCalls) == 0 {
-				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, m.MessageID, m.Text); err != nil {
+				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, id, m.Text); err != nil {
 					return err
+				}
+			}
+			open.cut = false
+			if m.Text != "" {
+				open.shown, open.statusLast = true, false
+				if m.Incomplete {
+					open.cut = true
 				}
 			}
 		case session.RoleTool:
 			if err := c.Update(ctx, sessionID, replayedToolCall(m, ws)); err != nil {
 				return err
 			}
+			open.shown, open.statusLast, open.cut = true, false, false
 		}
 	}
-	if _, err := replayStatuses(ctx, c, sessionID, waits, 0); err != nil {
+	if _, err := replayStatuses(ctx, c, sessionID, waits, 0, &open); err != nil {
+		return err
+	}
+	if err := open.end(ctx, c, sessionID, giveUps); err != nil {
 		return err
 	}
 	return replayPlan(ctx, c, sessionID, msgs)
+}
+
+// replayedID is the messageId a replay gives message m of the log: from
+// its turn and the seq of its record, so the same on every load and never
+// another message's. kind keeps it apart from ids of other kinds.
+func replayedID(kind string, m session.Message) string {
+	return fmt.Sprintf("%s%s_%d_%d", reboundIDPrefix, kind, m.Turn, m.Seq)
+}
+
+// turnReplay is what a replay has shown of the turn it is in.
+type turnReplay struct {
+	user session.Message // the turn's prompt; Seq 0 before the first
+	// shown: a reply's text or a tool call came after the prompt, which
+	// every client shows apart from it.
+	shown bool
+	// status: a status call of the turn's was shown; statusLast: it was
+	// the last thing shown.
+	status, statusLast bool
+	// cut: the last thing shown was the text of a reply cut short.
+	cut bool
+}
+
+// end closes the turn's replay: where it ended with no reply shown, or was
+// cut by a stop of Rebound's, it says how it ended (turnEndWords).
+func (t *turnReplay) end(ctx context.Context, c acp.Client, sessionID string, giveUps map[int]string) error {
+	outcome := t.user.TurnOutcome
+	switch {
+	case t.user.Seq == 0 || outcome == "":
+		return nil
+	case outcome == session.OutcomeTurnInterrupted:
+		// Unless its status, shown last, already says so: nothing else
+		// says the turn was cut.
+		if t.statusLast {
+			return nil
+		}
+	case outcome == session.OutcomeTurnFailed:
+		// Live, the give-up was a status call or the prompt's error,
+		// which a replay has no other way to show.
+		if t.status {
+			return nil
+		}
+		t.cut = false
+	case t.shown || t.status:
+		return nil
+	}
+	words := turnEndWords(outcome, giveUps[t.user.Turn], t.cut)
+	if t.cut {
+		// After the cut reply, as a message of its own: the reply's id
+		// stands for what the log committed, and a client that joins
+		// the two (codecompanion) still shows the mark apart.
+		words = "\n\n" + words
+	}
+	t.shown = true
+	return sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, replayedID("end", t.user), words)
+}
+
+// turnEndWords says how a turn ended, as the user saw it live: a stop of
+// Rebound's as recovery.StoppedMark (replied: after the cut reply), a
+// failure in its give-up's words (giveUp, the words of its last failed
+// status, which the live error said too), a cancel as the client showed
+// it.
+func turnEndWords(outcome, giveUp string, replied bool) string {
+	switch outcome {
+	case session.OutcomeTurnInterrupted:
+		return recovery.StoppedMark(replied)
+	case session.OutcomeTurnFailed:
+		return "[" + cmp.Or(giveUp, "The request failed.") + "]"
+	case "cancelled":
+		return "[Cancelled.]"
+	}
+	return "[The turn ended without a reply.]"
+}
+
+// giveUpWords is the words of each failed turn's last failed status, by
+// turn: what the live give-up said, as a status and as the error.
+func giveUpWords(waits []session.WaitStatus) map[int]string {
+	out := map[int]string{}
+	for _, w := range waits {
+		// The body, which the title may clip.
+		if u := replayedStatus(w); u.Status == string(acp.ToolStatusFailed) {
+			out[w.Turn] = u.Title
+			if len(u.ToolContent) > 0 && u.ToolContent[0].Content != nil && u.ToolContent[0].Content.Text != "" {
+				out[w.Turn] = u.ToolContent[0].Content.Text
+			}
+		}
+	}
+	return out
 }
 
 // replayedToolCall is a recorded tool call as the editor saw it last: its

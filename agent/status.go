@@ -98,11 +98,13 @@ func statusTitle(s string) string {
 // replayStatuses sends the statuses of waits recorded before seq (all of
 // them when seq is 0) and returns the rest, so a reopened thread shows
 // each where it happened: between the messages around it.
-func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits []session.WaitStatus, seq int64) ([]session.WaitStatus, error) {
+func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits []session.WaitStatus, seq int64, open *turnReplay) ([]session.WaitStatus, error) {
 	for len(waits) > 0 && (seq == 0 || waits[0].Seq < seq) {
 		if err := c.Update(ctx, sessionID, replayedStatus(waits[0])); err != nil {
 			return nil, err
 		}
+		// A tool call: every client shows it apart from the prompt.
+		open.status, open.statusLast, open.cut = true, true, false
 		waits = waits[1:]
 	}
 	return waits, nil

@@ -330,6 +330,17 @@ func (w Wording) Interrupted() (title, body string) {
 // Interrupted is the words a status open when Rebound stopped ends with.
 const Interrupted = "interrupted (Rebound stopped)"
 
+// StoppedMark is what a replay shows where Rebound stopped in a turn (a
+// crash, a kill): after the part of the reply the user saw, or, when it
+// had shown none or went on after it, at the turn's end. The live status of such a turn says
+// Interrupted; the model is told the same (agent/history.go).
+func StoppedMark(replied bool) string {
+	if replied {
+		return "[Interrupted: Rebound stopped before this reply finished; the next prompt goes on from it.]"
+	}
+	return "[Interrupted: Rebound stopped before this turn finished; the next prompt goes on from it.]"
+}
+
 // GaveUpAfter is a give-up replayed from an old log, which recorded its
 // retries but not the words shown: "<subject>; gave up after 2 retries:
 // <the provider's message>", the live give-up's words without its time.

@@ -174,5 +174,12 @@ mutate agent/store.go 's/^\t\tif s.cwd == "" \&\& filepath.IsAbs(s.home) {$/\t\t
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
+# A replay shows what the person saw live, each prompt as its own message (agent/load.go).
+mutate agent/load.go 's/id := replayedID("user", m)/id := ""/' \
+	./cmd/rebound 'TestGolden$' "replay: every prompt goes under a messageId of its own"
+mutate agent/load.go 's/^\t\tif t.statusLast {$/\t\tif true {/' \
+	./agent TestAgent_LoadAfterCrash "replay: a turn cut by a stop of Rebound's ends with the Interrupted mark"
+mutate agent/load.go 's/^\t\tif t.status {$/\t\tif true {/' \
+	./cmd/rebound 'TestGolden$/slash_blocks' "replay: a failed turn shows its give-up where no status did"
 
 exit $survived

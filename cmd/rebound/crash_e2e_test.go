@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/llm/mockprovider"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -366,6 +367,17 @@ func TestE2E_CrashMidStreamThenLoad(t *testing.T) {
 			replayed.WriteString(u["content"].(map[string]any)["text"].(string))
 		}
 	}
+	// The cut reply ends with the mark that says so (none shown: the mark
+	// alone).
+	cut, marked := strings.CutSuffix(replayed.String(), "\n\n"+recovery.StoppedMark(true))
+	if !marked {
+		cut, marked = strings.CutSuffix(replayed.String(), recovery.StoppedMark(false))
+	}
+	if !marked {
+		t.Errorf("replayed %q: want it to end with the interrupted mark", replayed.String())
+	}
+	replayed.Reset()
+	replayed.WriteString(cut)
 	if !strings.HasPrefix(shown.String(), replayed.String()) || !strings.HasPrefix(replayed.String(), early.String()) {
 		t.Errorf("replayed %q: want a prefix of what was shown (%q) holding at least the chunks older than 100 ms (%q)",
 			replayed.String(), shown.String(), early.String())

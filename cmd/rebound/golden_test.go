@@ -621,6 +621,11 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 		}
 	}
 	shown := map[string]string{}
+	// A replayed prompt is its own message: under its own messageId, and
+	// with something every client draws apart (a reply's text, a tool
+	// call) before the next, which codecompanion needs to keep two
+	// prompts apart.
+	lastPrompt, separated := "", false
 	for _, l := range lines {
 		var rec struct {
 			Dir string `json:"dir"`
@@ -638,7 +643,31 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 			} `json:"msg"`
 		}
 		json.Unmarshal([]byte(l), &rec)
+		switch u := rec.Msg.Params.Update; {
+		case rec.Dir == "send" && rec.Msg.Method == "session/load":
+			lastPrompt = ""
+		case rec.Dir != "recv":
+		case u.Kind == "user_message_chunk":
+			if u.MessageID == "" {
+				t.Errorf("user_message_chunk %q without a messageId", u.Content.Text)
+			}
+			if u.MessageID != lastPrompt && lastPrompt != "" && !separated {
+				t.Errorf("prompt %s follows prompt %s with nothing between them that a client draws", u.MessageID, lastPrompt)
+			}
+			lastPrompt, separated = u.MessageID, false
+		case u.Kind == "agent_message_chunk" && u.Content.Text != "", u.Kind == "tool_call", u.Kind == "tool_call_update":
+			separated = true
+		}
 		if u := rec.Msg.Params.Update; rec.Dir == "recv" && u.Kind == "agent_message_chunk" {
+			if strings.HasPrefix(u.MessageID, "rebound_end_") {
+				// A replay's word on how a turn ended, Rebound's own
+				// (agent/load.go), bracketed so it never passes for
+				// the model's.
+				if !strings.HasPrefix(strings.TrimLeft(u.Content.Text, "\n"), "[") || !strings.HasSuffix(u.Content.Text, "]") {
+					t.Errorf("turn-end mark %q is not bracketed", u.Content.Text)
+				}
+				continue
+			}
 			if _, ok := committed[u.MessageID]; !ok {
 				t.Errorf("agent_message_chunk %q with messageId %q that no assistant/message committed", u.Content.Text, u.MessageID)
 			}
