@@ -166,7 +166,7 @@ func TestE2E_PromptOverRealPipes(t *testing.T) {
 	}
 }
 
-func TestE2E_BadConfigStopsStartup(t *testing.T) {
+func TestE2E_BadConfigReachesTheEditor(t *testing.T) {
 	t.Parallel() // a rebound process of its own; it waits on it, not on the CPU
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -178,12 +178,26 @@ func TestE2E_BadConfigStopsStartup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	p := spawn(t, ctx, "REBOUND_CONFIG="+cfg)
-	err := p.cmd.Wait()
-	if err == nil {
-		t.Fatal("rebound started with a bad config")
+	// The editor is answered (it would otherwise see only a dead process),
+	// and what follows fails with the text the terminal shows.
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	if _, init := p.until(t, 0); init["result"] == nil {
+		t.Fatalf("initialize answered %v", init)
 	}
-	if s := p.stderr.String(); !strings.Contains(s, cfg) || !strings.Contains(s, "provider.max_tokens") {
-		t.Errorf("stderr does not name the file and the key:\n%s", s)
+	p.send(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	_, resp := p.until(t, 1)
+	e, _ := resp["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if !strings.Contains(msg, cfg) || !strings.Contains(msg, "provider.max_tokens") {
+		t.Errorf("session/new answered %v; want an error naming the file and the key", resp)
+	}
+	// Its input ends: it exits, and not with success.
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err == nil || ctx.Err() != nil {
+		t.Fatalf("rebound with a bad config exited %v (deadline: %v), want a failure status when its input ends", err, ctx.Err())
+	}
+	if s := p.stderr.String(); !strings.Contains(s, cfg) || !strings.Contains(s, "provider.max_tokens") || !strings.Contains(s, msg) {
+		t.Errorf("stderr does not name the file and the key as the editor was told (%q):\n%s", msg, s)
 	}
 }
 
