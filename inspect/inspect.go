@@ -17,6 +17,7 @@ package inspect
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -302,6 +303,22 @@ type Totals struct {
 	Retries   int   `json:"retries"`
 	WaitedMs  int64 `json:"waitedMs"`  // time actually spent waiting for retries
 	ElapsedMs int64 `json:"elapsedMs"` // from turn/start to the turn's End
+}
+
+// Read is Load for a log that is no file: a pipe, standard input. name
+// stands for its path in errors and in the timeline.
+func Read(r io.Reader, name string) (*Timeline, error) {
+	ld, err := session.Parse(r, name)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := Build(ld.Events)
+	if err != nil {
+		return nil, err
+	}
+	tl.Session.Log = name
+	tl.Warnings = ld.Warnings
+	return tl, nil
 }
 
 // Load reads, checks and builds the timeline of the log at path. Repairs and
