@@ -163,7 +163,9 @@ func TestShownJournal_WriteClearClose(t *testing.T) {
 	dir := t.TempDir()
 	j := shownJournal{path: filepath.Join(dir, "s1.jsonl.shown")}
 	writes := 0
-	j.wrapWith(func(w io.Writer) io.Writer { return writerFunc(func(p []byte) (int, error) { writes++; return w.Write(p) }) })
+	j.wrapWith(func(w io.Writer) io.Writer {
+		return writerFunc(func(p []byte) (int, error) { writes++; return w.Write(p) })
+	})
 	if err := j.write("s1", []AssistantChunk{{Turn: 1, Step: 1, Text: "a"}, {Turn: 1, Step: 1, Text: "b"}}); err != nil {
 		t.Fatal(err)
 	}
