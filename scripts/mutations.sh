@@ -126,9 +126,9 @@ mutate agent/statuscards.go 's/title, body := st.words.Cancelled(st.running)/tit
 mutate agent/statuscards.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
 	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a recovered status's content says it recovered"
 # A retry's wait is derived once (session.Recoveries): a chain is per turn.
-mutate session/retries.go 's/clear(open)/_ = open/g' \
+mutate session/retries.go 's/clear(f.open)/_ = f.open/g' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
-mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
+mutate session/retries.go 's/f.ended(p, WaitEndCancelled, ev.Time, true)/f.ended(p, WaitEndFailed, ev.Time, true)/' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
 mutate agent/statuscards.go 's/^\tif c.send == nil || shown == nil {$/\tif true {/' \
 	./agent TestStatusCards "retry words: status cards are sent where they are shown"
