@@ -63,7 +63,7 @@ mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
 mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
-mutate session/batch.go 's/b.timer = time.AfterFunc(FlushDelay, fire)/b.timer = time.AfterFunc(time.Hour, fire)/' \
+mutate session/batch.go 's/b.timer = time.AfterFunc(FlushDelay, b.fire)/b.timer = time.AfterFunc(time.Hour, b.fire)/' \
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
 mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
 	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"

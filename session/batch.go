@@ -27,6 +27,9 @@ type batch struct {
 	// timer is ever reset from another goroutine's synctest bubble.
 	timer *time.Timer
 	armed bool
+	// fire is what the timer runs: the owner's flush. Set once, so arming
+	// allocates no closure per record.
+	fire func()
 }
 
 // full reports whether more than FlushSize is pending: then the owner
@@ -34,10 +37,10 @@ type batch struct {
 func (b *batch) full() bool { return len(b.pending) > FlushSize }
 
 // arm makes fire run FlushDelay from now, unless it is already due to run.
-func (b *batch) arm(fire func()) {
+func (b *batch) arm() {
 	if !b.armed {
 		b.armed = true
-		b.timer = time.AfterFunc(FlushDelay, fire)
+		b.timer = time.AfterFunc(FlushDelay, b.fire)
 	}
 }
 

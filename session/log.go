@@ -78,7 +78,9 @@ type Log struct {
 }
 
 func newLog(path, id string, f *os.File, fi os.FileInfo) *Log {
-	return &Log{file: newLogFile(path, id, f, fi), check: newChecker(path), shown: shownJournal{path: ShownPath(path)}}
+	l := &Log{file: newLogFile(path, id, f, fi), check: newChecker(path), shown: shownJournal{path: ShownPath(path)}}
+	l.batch.fire = l.onTimer
+	return l
 }
 
 // Create starts the log of a new session, which must not exist yet, and
@@ -467,7 +469,7 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 		}
 		return ev, nil
 	}
-	l.batch.arm(l.onTimer)
+	l.batch.arm()
 	return ev, nil
 }
 

@@ -22,11 +22,11 @@ func TestBatch_ArmsOnceAndFiresAfterFlushDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b batch
 		fires := 0
-		fire := func() { fires++ }
 		start := time.Now()
 		var firedAt time.Time
-		b.arm(func() { fire(); firedAt = time.Now(); b.fired() })
-		b.arm(fire) // already armed: no second timer
+		b.fire = func() { fires++; firedAt = time.Now(); b.fired() }
+		b.arm()
+		b.arm() // already armed: no second timer
 		synctest.Wait()
 		time.Sleep(FlushDelay - time.Millisecond)
 		synctest.Wait()
@@ -38,7 +38,7 @@ func TestBatch_ArmsOnceAndFiresAfterFlushDelay(t *testing.T) {
 		if fires != 1 || firedAt.Sub(start) != FlushDelay {
 			t.Fatalf("fired %d times, after %v; want once, after %v", fires, firedAt.Sub(start), FlushDelay)
 		}
-		b.arm(fire)
+		b.arm()
 		b.stop()
 		time.Sleep(2 * FlushDelay)
 		synctest.Wait()
