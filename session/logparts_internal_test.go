@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,31 +21,47 @@ import (
 // records follow; fired lets the next record arm it again; stop stops it.
 func TestBatch_ArmsOnceAndFiresAfterFlushDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		// The batch's owner holds a lock around it (Log.mu); so does this.
+		var mu sync.Mutex
 		var b batch
 		fires := 0
 		start := time.Now()
 		var firedAt time.Time
-		b.fire = func() { fires++; firedAt = time.Now(); b.fired() }
+		b.fire = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			fires++
+			firedAt = time.Now()
+			b.fired()
+		}
+		check := func(after time.Duration, wantFires int) {
+			t.Helper()
+			time.Sleep(after)
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if fires != wantFires {
+				t.Fatalf("%v after the start: fired %d times, want %d", time.Since(start), fires, wantFires)
+			}
+		}
+		mu.Lock()
 		b.arm()
 		b.arm() // already armed: no second timer
-		synctest.Wait()
-		time.Sleep(FlushDelay - time.Millisecond)
-		synctest.Wait()
-		if fires != 0 {
-			t.Fatalf("fired %d times before FlushDelay", fires)
+		mu.Unlock()
+		check(FlushDelay-time.Millisecond, 0)
+		check(time.Millisecond, 1)
+		mu.Lock()
+		if firedAt.Sub(start) != FlushDelay {
+			t.Errorf("fired after %v, want %v", firedAt.Sub(start), FlushDelay)
 		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		if fires != 1 || firedAt.Sub(start) != FlushDelay {
-			t.Fatalf("fired %d times, after %v; want once, after %v", fires, firedAt.Sub(start), FlushDelay)
-		}
+		b.arm() // fired: the next record arms it again
+		mu.Unlock()
+		check(FlushDelay, 2)
+		mu.Lock()
 		b.arm()
 		b.stop()
-		time.Sleep(2 * FlushDelay)
-		synctest.Wait()
-		if fires != 1 || b.armed {
-			t.Fatalf("a stopped timer fired (%d fires, armed %v)", fires, b.armed)
-		}
+		mu.Unlock()
+		check(2*FlushDelay, 2)
 	})
 }
 
@@ -143,6 +160,19 @@ func TestLogFile_SyncPolicyAndBreaking(t *testing.T) {
 	if err := lf.sync(); err != nil || lf.dirty {
 		t.Fatalf("sync: %v, dirty %v", err, lf.dirty)
 	}
+	// Nothing written since: the file is not synced again (a closed one
+	// would fail).
+	open := lf.f
+	closed, err := os.Create(path + ".other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	lf.f = closed
+	if err := lf.sync(); err != nil {
+		t.Fatalf("a sync with nothing written synced: %v", err)
+	}
+	lf.f = open
 	err = lf.write([]byte("b\n"))
 	if _, ok := errors.AsType[*WriteError](err); !ok {
 		t.Fatalf("failed write: %v, want a *WriteError", err)
