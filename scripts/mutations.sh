@@ -63,7 +63,7 @@ mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
 mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
-mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer = time.AfterFunc(time.Hour, l.onTimer)/' \
+mutate session/batch.go 's/b.timer = time.AfterFunc(FlushDelay, b.fire)/b.timer = time.AfterFunc(time.Hour, b.fire)/' \
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
 mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
 	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"
@@ -126,9 +126,9 @@ mutate agent/statuscards.go 's/title, body := st.words.Cancelled(st.running)/tit
 mutate agent/statuscards.go 's/title, body := st.words.Recovered()/title, body := st.words.Recovered(); body = ""/' \
 	./agent TestStatuses_BodyAgreesWithTheFinalState "retry words: a recovered status's content says it recovered"
 # A retry's wait is derived once (session.Recoveries): a chain is per turn.
-mutate session/retries.go 's/clear(open)/_ = open/g' \
+mutate session/retries.go 's/clear(f.open)/_ = f.open/g' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a chain carried into the next turn counts there anew"
-mutate session/retries.go 's/ended(p, WaitEndCancelled, ev.Time, true)/ended(p, WaitEndFailed, ev.Time, true)/' \
+mutate session/retries.go 's/f.ended(p, WaitEndCancelled, ev.Time, true)/f.ended(p, WaitEndFailed, ev.Time, true)/' \
 	./session TestRecoveries_LogBeforeStatuses "retry derivation: a wait cut by a cancel ends cancelled"
 mutate agent/statuscards.go 's/^\tif c.send == nil || shown == nil {$/\tif true {/' \
 	./agent TestStatusCards "retry words: status cards are sent where they are shown"
