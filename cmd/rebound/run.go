@@ -397,6 +397,7 @@ func recoveryConfig(r config.Recovery) recovery.Config {
 			InitialDelay:  time.Duration(r.InitialDelay),
 			MaxDelay:      time.Duration(r.MaxDelay),
 			Jitter:        r.Jitter,
+			JitterMode:    r.JitterMode,
 			MaxRetryAfter: time.Duration(r.MaxRetryAfter),
 			Retryable:     codes,
 		},
