@@ -37,9 +37,12 @@ func (r *retries) add(kind string, x recovery.Retry) {
 	defer r.mu.Unlock()
 	r.got = append(r.got, heldCall{kind, time.Since(r.start), x.N, x.Policy, x.PolicyN, x.Max, x.Delay, x.Failure})
 }
-func (r *retries) Scheduled(_ context.Context, x recovery.Retry) error { r.add("Scheduled", x); return nil }
-func (r *retries) Started(_ context.Context, x recovery.Retry) error   { r.add("Started", x); return nil }
-func (r *retries) Cancelled(x recovery.Retry)                          { r.add("Cancelled", x) }
+func (r *retries) Scheduled(_ context.Context, x recovery.Retry) error {
+	r.add("Scheduled", x)
+	return nil
+}
+func (r *retries) Started(_ context.Context, x recovery.Retry) error { r.add("Started", x); return nil }
+func (r *retries) Cancelled(x recovery.Retry)                        { r.add("Cancelled", x) }
 
 // kinds is each call's kind, at, policy and delay: the shape of a run.
 func (r *retries) shape() []string {
