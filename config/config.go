@@ -385,7 +385,7 @@ func (ps *problems) checkRetries(r Recovery) {
 	if r.Jitter < 0 || r.Jitter > 1 || r.Jitter != r.Jitter {
 		ps.bad("recovery.jitter", "must be between 0 and 1, got %v", r.Jitter)
 	}
-	if r.JitterMode != "" && !slices.Contains(recovery.JitterModes, r.JitterMode) {
+	if !slices.Contains(recovery.JitterModes, r.JitterMode) {
 		ps.bad("recovery.jitter_mode", "must be one of %s, got %q", strings.Join(recovery.JitterModes, ", "), r.JitterMode)
 	}
 	seen := map[string]bool{}

@@ -25,8 +25,9 @@ var update = golden.Update
 // fixtures are hand-written logs for what the golden scenarios do not (yet)
 // produce: a fallback model, tool calls and a compaction; a turn whose
 // process died, closed on reload, and a chain carried into the next turn;
-// a log that ends in a wait with a torn last line; hostile text.
-var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan", "usage", "usage_hostile"}
+// a log that ends in a wait with a torn last line; hostile text; waits on
+// the shared rate limit (held).
+var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan", "usage", "usage_hostile", "held"}
 
 func TestInspect_Fixtures(t *testing.T) {
 	for _, name := range fixtures {

@@ -381,9 +381,9 @@ func (w Wording) GaveUpAfter(retries int, message string) string {
 // retry's wait is, counted in no retry budget.
 const PolicyShared = "shared"
 
-// heldBy is who learnt the shared limit, in words; a value Rebound does not
+// HeldBy is who learnt the shared limit, in words; a value Rebound does not
 // write (a hand-edited log) names nobody in particular.
-func heldBy(by string) string {
+func HeldBy(by string) string {
 	switch by {
 	case HoldBySelf:
 		return "this chat"
@@ -407,9 +407,9 @@ func from(source string) string {
 // not count down (retryAfterMs has it).
 func HoldMessage(h Held, source string) string {
 	if h.Reason == HoldPacing {
-		return fmt.Sprintf("the provider's rate limit is nearly used up, as %s learnt%s: requests are spread over what is left of it", heldBy(h.By), from(source))
+		return fmt.Sprintf("the provider's rate limit is nearly used up, as %s learnt%s: requests are spread over what is left of it", HeldBy(h.By), from(source))
 	}
-	return fmt.Sprintf("%s reached the provider's rate limit%s", heldBy(h.By), from(source))
+	return fmt.Sprintf("%s reached the provider's rate limit%s", HeldBy(h.By), from(source))
 }
 
 // holdWhy is why recovery gives up on a hold of d rather than wait:
@@ -418,9 +418,9 @@ func HoldMessage(h Held, source string) string {
 // is the limit the wait passes.
 func holdWhy(h Held, d time.Duration, source, bound string) string {
 	if h.Reason == HoldPacing {
-		return fmt.Sprintf("the limit is nearly used up (as %s learnt) and the next request may go in %s%s, %s", heldBy(h.By), d, from(source), bound)
+		return fmt.Sprintf("the limit is nearly used up (as %s learnt) and the next request may go in %s%s, %s", HeldBy(h.By), d, from(source), bound)
 	}
-	return fmt.Sprintf("the limit, reached by %s, resets in %s%s, %s", heldBy(h.By), d, from(source), bound)
+	return fmt.Sprintf("the limit, reached by %s, resets in %s%s, %s", HeldBy(h.By), d, from(source), bound)
 }
 
 // HeldSummary is the summary of a held request's facts.
@@ -441,9 +441,9 @@ func (w Wording) held() *Held {
 // is nearly used up.
 func heldSubject(h *Held) string {
 	if h.Reason == HoldPacing {
-		return "The provider's rate limit is nearly used up (as " + heldBy(h.By) + " learnt)"
+		return "The provider's rate limit is nearly used up (as " + HeldBy(h.By) + " learnt)"
 	}
-	return "The provider's rate limit was reached by " + heldBy(h.By)
+	return "The provider's rate limit was reached by " + HeldBy(h.By)
 }
 
 // heldDescription is what a shared wait does, and why every chat waits.
