@@ -17,6 +17,7 @@ import (
 
 	"github.com/rebound-agent/rebound/inspect"
 	"github.com/rebound-agent/rebound/internal/golden"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -302,7 +303,10 @@ func TestInspect_Snapshots(t *testing.T) {
 					case session.TypeStepStart:
 						steps++
 					case session.TypeLLMRetry:
-						retries++
+						var r session.LLMRetry
+						if json.Unmarshal(ev.Data, &r) == nil && r.Policy != recovery.PolicyShared { // a hold is no retry
+							retries++
+						}
 					}
 				}
 				if tl.Totals.Attempts != steps || tl.Totals.Retries != retries {
