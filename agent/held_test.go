@@ -257,3 +257,22 @@ func holdScenarios() []statusScenario {
 	}
 	return out
 }
+
+// TestTurn_HoldThenFailure: a request that waited on the shared limit and
+// then failed gave up without a retry: the hold is none, and the card's
+// give-up counts as the error does.
+func TestTurn_HoldThenFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := &testkit.Gate{Holds: []testkit.GateHold{{For: 2 * time.Second, Reason: recovery.HoldCooldown, By: recovery.HoldBySelf}}}
+		a := gated(t, gate, nil, unauthorized)
+		id := newSession(t, a)
+		e := &editor{}
+		if _, err := prompt1(t.Context(), a, id, "hi", e); err == nil {
+			t.Fatal("the turn did not fail")
+		}
+		titles := statusTitles(e)
+		if last := titles[len(titles)-1]; last != "failed: The provider's rate limit was reached by this chat; gave up without a retry" {
+			t.Errorf("the card ends %q, want it to have given up without a retry", last)
+		}
+	})
+}
