@@ -195,7 +195,7 @@ mutate recovery/hold.go 's|held.Reason == HoldPacing \&\& d < SilentPacing|held.
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: only a pacing under a second is waited silently"
 mutate recovery/hold.go 's|^\tif err := sleep(ctx, d); err != nil {$|\tif err := sleep(context.Background(), d); err != nil {|' \
 	./recovery TestExecutor_HoldCancelled "shared limit: a cancel ends the hold at once"
-mutate recovery/hold.go 's|^func retries(chain Chain, used map\[string\]int) int { return max(chain.Retries-used\[PolicyShared\], 0) }|func retries(chain Chain, used map[string]int) int { return chain.Retries }|' \
+mutate recovery/executor.go 's|^func retries(chain Chain, used map\[string\]int) int { return max(chain.Retries-used\[PolicyShared\], 0) }|func retries(chain Chain, used map[string]int) int { return chain.Retries }|' \
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold counts in no retry budget"
 mutate recovery/executor.go 's|^\t\trelease() // the attempt.s stream has ended$|\t\t// released never|' \
 	./recovery TestExecutor_InFlightSlot "shared limit: the in-flight slot is given back when the attempt ends"
