@@ -3,6 +3,7 @@ package recovery_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -317,5 +318,97 @@ func TestExecutor_GateAskedPerAttempt(t *testing.T) {
 		if asked != 2 || gates[0] != recovery.Gate(first) || gates[1] != nil {
 			t.Errorf("asked %d times, attempts saw %v; want 2, [first nil]", asked, gates)
 		}
+	})
+}
+
+// FuzzExecutorHolds: whatever the gate asks (holds of any length, reason
+// and author, before any attempt) and however the attempts go, a hold is
+// no request and no retry: the requests stay within 1 + the budget, the
+// give-up counts only the retries, every recorded wait is bounded by
+// max_retry_after and ends before the request deadline, only a pacing
+// under SilentPacing goes unrecorded, the chain's numbering goes up by one
+// across holds and retries, and a give-up on a hold names its wait.
+func FuzzExecutorHolds(f *testing.F) {
+	f.Add([]byte{0x10, 0x80, 0x01, 0x02, 0x00, 0x05}, uint8(2), uint16(30))
+	f.Add([]byte{0xff, 0x01, 0x40, 0x07, 0x90, 0x00, 0x33}, uint8(0), uint16(0))
+	f.Fuzz(func(t *testing.T, script []byte, budget uint8, deadlineS uint16) {
+		if len(script) > 64 {
+			script = script[:64]
+		}
+		synctest.Test(t, func(t *testing.T) {
+			reasons := []string{recovery.HoldCooldown, recovery.HoldPacing, ""}
+			bys := []string{recovery.HoldBySelf, recovery.HoldByOtherChat, recovery.HoldByOtherProcess, "?"}
+			var holds []testkit.GateHold
+			var errs []error
+			for i, b := range script {
+				if i%2 == 0 { // a hold: up to 25.5 s in 100 ms steps, some none
+					holds = append(holds, testkit.GateHold{For: time.Duration(b>>1) * 200 * time.Millisecond,
+						Reason: reasons[int(b)%len(reasons)], By: bys[int(b)%len(bys)], Source: "x-ratelimit-reset-requests"})
+					continue
+				}
+				if b%4 == 0 {
+					errs = append(errs, nil)
+					break
+				}
+				errs = append(errs, rateLimited())
+			}
+			pol := testPolicy
+			pol.MaxRetries = int(budget % 4)
+			cfg := recovery.Config{Policy: pol, RequestDeadline: time.Duration(deadlineS%120) * time.Second}
+			gate := &testkit.Gate{Holds: slices.Clone(holds)}
+			obs := &retries{start: time.Now()}
+			att := newScripted(errs...)
+			e := recovery.Executor{Config: cfg, Start: time.Now(), Gate: func() recovery.Gate { return gate }}
+			err := e.Do(t.Context(), recovery.Chain{}, obs, att.attempt)
+
+			if len(att.at) > 1+pol.MaxRetries {
+				t.Fatalf("%d requests, budget %d: a hold was counted as no wait or a retry as none", len(att.at), pol.MaxRetries)
+			}
+			deadline := cfg.RequestDeadline
+			own, shared := 0, 0
+			for i, c := range obs.got {
+				if c.Kind != "Scheduled" {
+					continue
+				}
+				if c.N != own+shared+1 {
+					t.Fatalf("call %d numbered %d after %d retries and %d holds", i, c.N, own, shared)
+				}
+				if c.Policy != recovery.PolicyShared {
+					own++
+					continue
+				}
+				shared++
+				if c.Delay > pol.MaxRetryAfter || deadline > 0 && c.At+c.Delay >= deadline {
+					t.Fatalf("a hold of %v at %v waited past max_retry_after %v or the deadline %v", c.Delay, c.At, pol.MaxRetryAfter, deadline)
+				}
+				if f := c.Failure; f == nil || f.Held == nil || f.Code != recovery.RateLimit || f.RetryAfterMs == nil || *f.RetryAfterMs != c.Delay.Milliseconds() {
+					t.Fatalf("a hold's facts %+v do not name its wait %v", f, c.Delay)
+				}
+				if f := c.Failure.Held; f.Reason == recovery.HoldPacing && c.Delay < recovery.SilentPacing {
+					t.Fatalf("a pacing of %v was recorded", c.Delay)
+				}
+			}
+			asked := len(gate.Asked())
+			recorded := 0
+			for _, h := range holds[:min(asked, len(holds))] {
+				if h.For > 0 && !(h.Reason == recovery.HoldPacing && h.For < recovery.SilentPacing) {
+					recorded++
+				}
+			}
+			g, gaveUp := recovery.AsGiveUp(err)
+			if gaveUp && g.Failure.Held != nil {
+				recorded-- // the last hold was too long: given up, not waited
+				last := holds[asked-1]
+				if g.Failure.RetryAfterMs == nil || time.Duration(*g.Failure.RetryAfterMs)*time.Millisecond != last.For {
+					t.Fatalf("the give-up names %v, the hold was %v", g.Failure.RetryAfterMs, last.For)
+				}
+			}
+			if recorded != shared {
+				t.Fatalf("%d holds to show, %d recorded", recorded, shared)
+			}
+			if gaveUp && g.Retries != own {
+				t.Fatalf("the give-up counts %d retries, %d were made", g.Retries, own)
+			}
+		})
 	})
 }
