@@ -421,6 +421,7 @@ func turnRecovery(events []session.Event, turn int) string {
 	retries, unknown := 0, 0 // unknown: waits a stop of Rebound cut short
 	var waited time.Duration
 	outcome := ""
+	var held heldWaits // the shared rate limit's waits, which are no retries
 	for _, c := range session.Recoveries(events) {
 		if c.Turn != turn {
 			continue
@@ -430,6 +431,15 @@ func turnRecovery(events []session.Event, turn int) string {
 		unknown += c.Unknown
 		outcome = c.Outcome
 		for _, w := range c.Waits {
+			if held.add(w) {
+				retries--
+				if w.Known {
+					waited -= w.Waited
+				} else {
+					unknown--
+				}
+				continue
+			}
 			code := "UNKNOWN"
 			if f := failureOf(w.Record.Failure); f != nil {
 				code = string(f.Code)
@@ -444,7 +454,7 @@ func turnRecovery(events []session.Event, turn int) string {
 		}
 	}
 	if retries == 0 {
-		return ""
+		return held.words()
 	}
 	var parts []string
 	for _, c := range codes {
@@ -460,7 +470,7 @@ func turnRecovery(events []session.Event, turn int) string {
 	if o := chainOutcomes[outcome]; o != "" {
 		out += "; " + o
 	}
-	return out + "."
+	return strings.TrimSpace(held.words() + " " + out + ".")
 }
 
 // chainOutcomes word how the turn's last retry chain ended

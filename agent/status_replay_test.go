@@ -179,8 +179,9 @@ func (sc statusScenario) start(t *testing.T) (dir string, cfg Config, a *Agent, 
 // client was shown notices instead records the same statuses, which a
 // load in a client without notices shows.
 func TestStatuses_ReplayedAsShown(t *testing.T) {
+	scenarios := append(slices.Clone(statusScenarios), holdScenarios()...)
 	covered := map[string]bool{}
-	for _, sc := range statusScenarios {
+	for _, sc := range scenarios {
 		for _, f := range sc.covers {
 			covered[f] = true
 		}
@@ -190,7 +191,7 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 			t.Errorf("%s shows a status, and no scenario here shows it: add one", f)
 		}
 	}
-	for _, sc := range statusScenarios {
+	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			var replayedLive, fromNotices []shownStatus
 			for _, notices := range []bool{false, true} {

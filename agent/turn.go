@@ -431,7 +431,12 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	t.obs.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
 	t.out.begin()
 	t.req.begin(time.Now())
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start}
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start, Origin: t.s.id}
+	if gates := t.agent.cfg.Gates; gates != nil {
+		// Asked before each attempt: a fallback switches the model, and so
+		// the provider bucket.
+		exec.Gate = func() recovery.Gate { return gates(t.req.model) }
+	}
 	trunc := t.agent.cfg.Truncation
 	// A failure of the log ends recovery at once: it is Rebound's own, so
 	// no provider policy (or user rule) may retry it. Cancelling the

@@ -182,4 +182,28 @@ mutate agent/load.go 's/^\t\tif t.statusLast {$/\t\tif true {/' \
 mutate agent/load.go 's/^\t\tif t.status {$/\t\tif true {/' \
 	./cmd/rebound 'TestGolden$/slash_blocks' "replay: a failed turn shows its give-up where no status did"
 
+# Waiting on the shared rate limit (recovery/hold.go, issue #33): a hold is a wait like a retry's.
+mutate recovery/executor.go 's|if err := e.hold(ctx, gate, \&chain, used, obs, deadline, attempts); err != nil {|if false {|' \
+	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold is waited before the attempt"
+mutate recovery/hold.go 's|if err := obs.Scheduled(ctx, r); err != nil {|if false {|' \
+	./agent TestTurn_WaitsOnTheSharedLimit "shared limit: a hold is recorded before the wait"
+mutate recovery/hold.go 's|if limit := e.Config.Policy.MaxRetryAfter; d > limit {|if limit := e.Config.Policy.MaxRetryAfter; false \&\& d > limit {|' \
+	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold longer than max_retry_after gives up at once"
+mutate recovery/hold.go 's|if !deadline.IsZero() \&\& !now.Add(d).Before(deadline) {|if false {|' \
+	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold past the request deadline gives up at once"
+mutate recovery/hold.go 's|held.Reason == HoldPacing \&\& d < SilentPacing|held.Reason == HoldPacing \&\& d <= SilentPacing|' \
+	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: only a pacing under a second is waited silently"
+mutate recovery/hold.go 's|^\tif err := sleep(ctx, d); err != nil {$|\tif err := sleep(context.Background(), d); err != nil {|' \
+	./recovery TestExecutor_HoldCancelled "shared limit: a cancel ends the hold at once"
+mutate recovery/executor.go 's|^func retries(chain Chain, used map\[string\]int) int { return max(chain.Retries-used\[PolicyShared\], 0) }|func retries(chain Chain, used map[string]int) int { return chain.Retries }|' \
+	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold counts in no retry budget"
+mutate recovery/executor.go 's|^\t\trelease() // the attempt.s stream has ended$|\t\t// released never|' \
+	./recovery TestExecutor_InFlightSlot "shared limit: the in-flight slot is given back when the attempt ends"
+mutate agent/turn.go 's|return gates(t.req.model)|return gates(t.agent.cfg.Model)|' \
+	./agent TestTurn_GateFollowsTheFallback "shared limit: the gate is the bucket of the request's model"
+mutate agent/observer.go 's|^\t\tShared: o.chain.Used\[recovery.PolicyShared\]}$|\t}|' \
+	./agent TestTurn_HoldThenFailure "shared limit: a card's give-up counts no hold as a retry"
+mutate recovery/policy.go 's|^\tif p.JitterMode == JitterFull {$|\tif false {|' \
+	./recovery TestPolicy_BackoffFullJitter "full jitter: the backoff is uniform in [0, backoff]"
+
 exit $survived

@@ -40,6 +40,8 @@ type env struct {
 	// executable is os.Executable: the binary an editor's terminal sign-in
 	// runs `login` with (loginCommand). Nil or failing leaves it out.
 	executable func() (string, error)
+	// gates, when set, are the shared rate-limit gates (tests script them).
+	gates func(model string) recovery.Gate
 }
 
 func osEnv() env {
@@ -254,6 +256,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		NewProvider:  newProvider,
 		Login:        loginCommand(log, e, cfg.Source),
 		Recovery:     recoveryConfig(cfg.Recovery),
+		Gates:        e.gates,
 		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
@@ -398,6 +401,7 @@ func recoveryConfig(r config.Recovery) recovery.Config {
 			InitialDelay:  time.Duration(r.InitialDelay),
 			MaxDelay:      time.Duration(r.MaxDelay),
 			Jitter:        r.Jitter,
+			JitterMode:    r.JitterMode,
 			MaxRetryAfter: time.Duration(r.MaxRetryAfter),
 			Retryable:     codes,
 		},
