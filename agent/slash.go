@@ -289,6 +289,11 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 	if eerr := t.endAttempt(ctx, outcome); eerr != nil {
 		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
 	}
+	if !t.cancelled && !recorded(err) {
+		// The prompt's error says why, in Rebound's words, not a
+		// provider's: recorded as the give-up, a load says them too.
+		t.obs.ended(ctx, false, shownError(err))
+	}
 	t.noteTurn(ctx, t.settle(&acp.PromptResponse{}, err))
 	if t.cancelled {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil

@@ -55,7 +55,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	var t *turn
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = a.endPanicked(s, t, r)
+			resp, err = a.endPanicked(ctx, s, t, r)
 		}
 	}()
 	h, err := s.history()
@@ -116,6 +116,15 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	return resp, err
 }
 
+// shownError is the message the editor is shown for a prompt answered
+// with err (acp's wireError).
+func shownError(err error) string {
+	if re, ok := errors.AsType[*acp.RequestError](err); ok {
+		return re.Message
+	}
+	return err.Error()
+}
+
 // recorded reports whether err is a failure of the session log.
 func recorded(err error) bool {
 	_, ok := errors.AsType[*recordError](err)
@@ -134,11 +143,12 @@ func ownFailure(err error) *recovery.Failure {
 // gets a result and turn/end is written, so the log stays valid and the
 // next prompt works. The session's log is read again before its next use.
 // The prompt is answered with an internal error.
-func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
+func (a *Agent) endPanicked(ctx context.Context, s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
 	a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
 	s.reload = true
 	msg := fmt.Sprintf("Rebound hit an internal error (a bug: %v)", r)
 	if t != nil {
+		ended := msg + " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -157,9 +167,12 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
 				}
 			}
+			// Recorded as the give-up in the words the prompt's error
+			// says, so a load says them too.
+			t.obs.ended(ctx, false, ended)
 			t.settle(&acp.PromptResponse{}, errors.New(msg))
 		}()
-		msg += " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
+		msg = ended
 	} else {
 		msg += "; the session is intact. Please report the bug with Rebound's log."
 	}
