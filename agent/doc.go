@@ -26,8 +26,9 @@
 //     the current request's attempts and settings (request) and the
 //     messages the model is sent (turnMessages).
 //   - emit.go: the emitter, the one place reply text is recorded and then
-//     sent (live or held), and the resumer that trims a continuation's
-//     repeats.
+//     sent (live or held); its state in two parts: what was shown live
+//     and the resumer that trims a continuation's repeats (emitlive.go),
+//     what is held back until the commit (emitheld.go).
 //   - turn.adapt (turn.go): compaction, fallback, image removal, as the
 //     executor's policies decide (package recovery decides; agent carries
 //     out); adapt.go: their errors. compact.go, autocompact.go: compaction (compactor), on

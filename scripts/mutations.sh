@@ -45,7 +45,7 @@ mutate agent/emit.go 's|^\tif err := e.journal.WriteShown(chunks\[:n\]...); err 
 	./agent TestEmitter_Live "the emitter journals a live chunk before it sends it"
 mutate agent/emit.go 's|^\tif !e.committed {$|\tif false {|' \
 	./agent TestEmitter_ "the emitter's flush sends nothing uncommitted"
-mutate agent/emit.go 's|^\t\te.held.add(acp.UpdateAgentMessageChunk, text)$|\t\t_ = sendChunk(ctx, e.c, e.session, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
+mutate agent/emit.go 's|^\t\te.held.add(thought, text)$|\t\te.held.add(thought, "")\n\t\t_ = sendChunk(ctx, e.c, e.session, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
 mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
@@ -67,7 +67,7 @@ mutate session/log.go 's/l.timer = time.AfterFunc(FlushDelay, l.onTimer)/l.timer
 	./session 'Flush|Buffer|Timer|Delay' "buffered chunks reach the file within 100 ms"
 mutate internal/proc/reaper_linux.go 's|^\t\tclose(stop)$|\t\t// EOF ignored|' \
 	./cmd/rebound TestE2E_CrashDuringCommandThenLoad "a command dies with a Rebound that is killed"
-mutate agent/emit.go 's|^\t\t\t\treturn p\[o:\]$|\t\t\t\treturn p|' \
+mutate agent/emitlive.go 's|^\t\t\t\treturn p\[o:\]$|\t\t\t\treturn p|' \
 	./agent TestResumer "a continuation's repeat of the shown text is trimmed"
 mutate agent/approval.go '0,/g.rules()\[scope\] = outcome/s//_ = outcome/' \
 	./cmd/rebound 'TestGolden/tool_permission_always' "an always-allow answer holds for the session"
