@@ -63,7 +63,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	// A slash command (slash.go) names the prompt to run, or answers.
-	run, answer, compact, wait := slash(s, h, req.Prompt, func() string { return a.statusText(s, h) })
+	run, answer, compact, wait := slash(s, h, req.Prompt, func() string { return statusText(&a.cfg, a.auth.current(), s.current(), h, s.events) })
 	if run != nil {
 		req.Prompt = run
 	}
@@ -307,6 +307,31 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 	return t
 }
 
+// newToolRunner builds the turn's runner. The MCP servers join it once the
+// turn has waited for them.
+func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
+	a := t.agent
+	record := func(typ string, data any) error {
+		_, err := t.s.appendSync(typ, data)
+		return err
+	}
+	mode := func() string { return t.req.mode }
+	return &toolRunner{
+		ed: t.c, ws: ws, sessionID: t.s.id, turn: t.number,
+		record:   record,
+		notify:   t.obs.notify,
+		answered: t.msgs.add,
+		mode:     mode,
+		// Read each time: the session may reload its rules from the log.
+		gate: &permissionGate{asker: t.c, sessionID: t.s.id, turn: t.number, record: record, mode: mode,
+			rules: func() map[string]string { return t.s.rules }, log: &a.cfg.Logger},
+		mcp:     (*mcp.Set)(nil),
+		cfg:     a.cfg.Tools,
+		secrets: a.childSecrets,
+		log:     &a.cfg.Logger,
+	}
+}
+
 // continuePrompt asks for the rest of a reply that was cut off (at the
 // output limit, or by a failure after it was shown) of a provider that
 // cannot continue it in place. It is sent after the partial reply and never
@@ -523,7 +548,8 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}
-	if hint := t.modelHint(ctx, f); hint != "" { // modelhint.go
+	hints := modelHints{configured: t.agent.cfg.Model, from: t.agent.cfg.ModelFrom, models: t.agent.catalog.providerModels}
+	if hint := hints.hint(ctx, f, t.req.model, t.req.fellBack); hint != "" { // modelhint.go
 		msg += " " + hint
 	}
 	if hint := retryWaitHint(f, t.agent.cfg.Recovery.Policy.MaxRetryAfter, time.Now()); hint != "" { // retrywait.go

@@ -156,7 +156,7 @@ mutate cmd/rebound/run.go 's/return agent.LoginCommand(path, vars)/return agent.
 # First steps (issue 32 item 10): a missing model says where it was set and what the provider lists.
 mutate recovery/modelmissing.go 's/if modelMissingWords().MatchString(t) {/if false {/' \
 	./recovery 'TestModelNotFound_Property|TestProviders_Corpus' "first steps: providers' words for a missing model are read"
-mutate agent/modelhint.go 's/^\tcase model != t.agent.cfg.Model:$/\tcase false:/' \
+mutate agent/modelhint.go 's/^\tcase model != h.configured:$/\tcase false:/' \
 	./agent TestModelHint "first steps: a missing model says where its name was set"
 mutate agent/modelhint.go 's/return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.name, b.name))/return strings.Compare(a.name, b.name)/' \
 	./agent 'TestClosestModels|TestModelHint' "first steps: the closest listed models are by likeness"
