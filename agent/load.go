@@ -34,7 +34,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	defer a.store.done(s)
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
-	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	h, err := s.history()
 	if err != nil {
@@ -46,7 +46,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	waits := session.WaitStatuses(s.events)
 	showWaits := statusCallsFor(a.cfg.WaitStatus, c.Capabilities())
 	modes, opts := a.menu.sessionConfig(s)
-	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits, showWaits)
+	err = replay(ctx, c, s.id, s.dirs.workspace(), msgs, waits, showWaits)
 	if err == nil {
 		err = replayUsage(ctx, c, s.id, h)
 	}

@@ -145,7 +145,7 @@ func ownFailure(err error) *recovery.Failure {
 // The prompt is answered with an internal error.
 func (a *Agent) endPanicked(ctx context.Context, s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
 	a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
-	s.reload = true
+	s.use.reload = true
 	msg := fmt.Sprintf("Rebound hit an internal error (a bug: %v)", r)
 	if t != nil {
 		ended := msg + " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
@@ -202,7 +202,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 			end.Error = mustJSON(t.failed)
 		}
 	}
-	if !t.s.titled {
+	if !t.s.listing.titled {
 		// The first turn to end gives the session its title (noteTurn
 		// tells the editor).
 		end.Title = firstPromptTitle(t.s.events)
@@ -210,7 +210,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 	if ev, err := t.s.appendSync(session.TypeTurnEnd, end); err != nil {
 		a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Int("turn", t.number).Msg("could not record the end of the turn")
 	} else if end.Title != "" {
-		t.s.title, t.s.titled = end.Title, true
+		t.s.listing.title, t.s.listing.titled = end.Title, true
 		titledAt = ev.Time
 	}
 	ev := a.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Dur("elapsed", time.Since(t.start))
@@ -228,7 +228,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 func (t *turn) noteTurn(ctx context.Context, titledAt time.Time) {
 	s := t.s
 	if !titledAt.IsZero() {
-		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(titledAt)), "could not send the session's title")
+		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.listing.title, isoTime(titledAt)), "could not send the session's title")
 	}
 	t.agent.store.putSummary(s.summary())
 }
@@ -279,7 +279,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 		apiKeyEnv: a.cfg.APIKeyEnv, log: &a.cfg.Logger,
 	}, statusCallsFor(a.cfg.WaitStatus, c.Capabilities()))
 	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
-	t.runner = t.newToolRunner(tools.NewWorkspace(s.cwd, s.additionalDirs...))
+	t.runner = t.newToolRunner(s.dirs.workspace())
 	record := func(typ string, data any) error {
 		_, err := s.appendSync(typ, data)
 		return err

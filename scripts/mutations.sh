@@ -88,7 +88,7 @@ mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 mutate agent/optionwriter.go 's/^\tw.written = append(w.written, p)$//' \
 	./agent TestOptionWriter "an option's record joins the session's events through the writer"
 # The session store alone (store.go), on logs in a temporary directory.
-mutate agent/store.go 's/^\tif s.locked \&\& up.OpenTurn != 0 {$/\tif false {/' \
+mutate agent/store.go 's/^\tif s.use.locked \&\& up.OpenTurn != 0 {$/\tif false {/' \
 	./agent TestSessionStore_RepairsATurnLeftOpen "a use that holds the lock closes a turn a dead process left open"
 mutate agent/mcpservers.go 's/m.unsaid = append(m.unsaid, f)/_ = f/' \
 	./cmd/rebound TestE2E_MCPServerDies "a server that dies is reported to the editor"
@@ -170,7 +170,7 @@ mutate acp/dispatch.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
 mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
-mutate agent/store.go 's/^\t\tif s.cwd == "" \&\& filepath.IsAbs(s.home) {$/\t\tif false {/' \
+mutate agent/store.go 's/^\t\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\t\tif false {/' \
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
