@@ -296,9 +296,14 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		discard()
 		return acp.NewSessionResponse{}, a.dir.createError(err)
 	}
-	s := &sessionState{id: id, dirs: sessionDirs{req.Cwd, req.AdditionalDirectories}, use: logUse{loaded: true},
+	s := &sessionState{
+		id:           id,
+		dirs:         sessionDirs{req.Cwd, req.AdditionalDirectories},
 		conversation: conversation{events: loaded.Events, rules: session.PermissionRules(loaded.Events)},
-		listing: sessionList{home: req.Cwd}, options: optionWriter{opts: a.menu.defaults()}}
+		use:          logUse{loaded: true},
+		listing:      sessionList{home: req.Cwd},
+		options:      optionWriter{opts: a.menu.defaults()},
+	}
 	if err := a.store.add(s, log, func() { s.mcp = a.startMCP(id, req.Cwd, req.McpServers) }); err != nil {
 		discard()
 		return acp.NewSessionResponse{}, err
