@@ -181,5 +181,10 @@ mutate agent/load.go 's/^\t\tif t.statusLast {$/\t\tif true {/' \
 	./agent TestAgent_LoadAfterCrash "replay: a turn cut by a stop of Rebound's ends with the Interrupted mark"
 mutate agent/load.go 's/^\t\tif t.status {$/\t\tif true {/' \
 	./cmd/rebound 'TestGolden$/slash_blocks' "replay: a failed turn shows its give-up where no status did"
+# A give-up Rebound words itself is recorded in those words (agent/slash.go, agent/turn.go).
+mutate agent/slash.go 's/^\t\tt.obs.ended(ctx, false, shownError(err))$/\t\t_ = shownError(err)/' \
+	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed /compact says what its error said"
+mutate agent/turn.go 's/^\t\t\tt.obs.ended(ctx, false, ended)$/\t\t\t_ = ended/' \
+	./agent 'TestStatuses_ReplayedAsShown$' "replay: a turn that panicked says what its error said"
 
 exit $survived
