@@ -137,7 +137,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 		return acp.ResumeSessionResponse{}, err
 	}
 	defer a.store.done(s)
-	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
 	modes, opts := a.menu.sessionConfig(s)
@@ -218,7 +218,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 // summary is what the index keeps of s. Called with the log open, under
 // s.turnMu.
 func (s *sessionState) summary() session.Summary {
-	sum := session.Summary{SessionID: s.id, Cwd: s.home, Title: s.title}
+	sum := session.Summary{SessionID: s.id, Cwd: s.listing.home, Title: s.listing.title}
 	if n := len(s.events); n > 0 {
 		sum.UpdatedAt = s.events[n-1].Time
 	}
