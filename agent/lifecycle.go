@@ -227,14 +227,7 @@ func (s *sessionState) summary() session.Summary {
 
 // firstPromptTitle makes a title from the session's first prompt.
 func firstPromptTitle(events []session.Event) string {
-	for _, ev := range events {
-		if ev.Type != session.TypeTurnStart {
-			continue
-		}
-		var d session.TurnStart
-		if session.Unmarshal(ev.Data, &d) != nil {
-			return ""
-		}
+	if d, ok := session.FirstTurnStart(events); ok {
 		if typed, ok := typedCommand(d.Text); ok {
 			return typed // what the user typed, not the instruction it ran
 		}

@@ -380,14 +380,7 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 	}
 	maps.Copy(s.rules, session.PermissionRules(ld.Events)) // the last answer for a scope wins
 	if s.toolIDs != nil {
-		for _, ev := range ld.Events {
-			var m session.AssistantMessage
-			if ev.Type == session.TypeAssistantMessage && session.Unmarshal(ev.Data, &m) == nil {
-				for _, c := range m.ToolCalls {
-					s.toolIDs[c.ID] = true
-				}
-			}
-		}
+		maps.Copy(s.toolIDs, session.ToolCallIDs(ld.Events))
 	}
 	s.options.load(st.menu.fromLog(s.events)) // the options its log records
 	// The title is the last one recorded, else made from the first prompt.

@@ -286,7 +286,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 	}
 	t.usage = &usageMeter{window: a.catalog.knownWindow, prices: a.cfg.Prices, last: func() *session.StepUsage {
 		if h, err := s.history(); err == nil {
-			return h.fill.last()
+			return h.fill.Last()
 		}
 		return nil
 	}}
@@ -299,7 +299,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 			if err != nil {
 				return 0, false // the turn's own request says what is wrong with the log
 			}
-			return h.fill.get()
+			return h.fill.Used()
 		},
 		window: a.catalog.knownWindow, fullTurn: &s.fullTurn,
 		log: &a.cfg.Logger, sessionID: s.id, turn: number,
