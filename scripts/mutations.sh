@@ -186,7 +186,7 @@ mutate agent/load.go 's/^\t\tt.cut = t.text$/\t\treturn nil/' \
 mutate agent/load.go 's/^\treturn statusWords(u) == why$/\treturn false/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed turn's give-up is said once, not as a card too"
 mutate agent/load.go 's/^\tcase t.text:$/\tcase t.text || t.shown:/' \
-	./cmd/rebound 'TestGolden$' "replay: a turn of tool calls alone ends with a line of text"
+	./agent 'TestReplay_PromptsKeptApartByText$' "replay: a turn of tool calls alone ends with a line of text"
 # A give-up Rebound words itself is recorded in those words (agent/slash.go, agent/turn.go).
 mutate agent/slash.go 's/^\t\tt.obs.ended(ctx, false, shownError(err))$/\t\t_ = shownError(err)/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed /compact says what its error said"
