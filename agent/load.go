@@ -119,7 +119,7 @@ func (r *replayer) message(ctx context.Context, m session.Message) error {
 // statusesBefore shows the statuses recorded before seq (all when 0).
 func (r *replayer) statusesBefore(ctx context.Context, seq int64) error {
 	var err error
-	r.waits, err = replayStatuses(ctx, r.c, r.sessionID, r.waits, seq, &r.open)
+	r.waits, err = replayStatuses(ctx, r.c, r.sessionID, r.waits, seq, &r.open, r.giveUps)
 	return err
 }
 
@@ -188,7 +188,7 @@ func (r *replayer) reply(ctx context.Context, m session.Message) error {
 	}
 	r.open.cut = false
 	if m.Text != "" {
-		r.open.shown, r.open.statusLast = true, false
+		r.open.shown, r.open.text, r.open.statusLast = true, true, false
 		r.open.cut = m.Incomplete
 	}
 	return nil
@@ -216,6 +216,10 @@ type turnReplay struct {
 	// shown: a reply's text or a tool call came after the prompt, which
 	// every client shows apart from it.
 	shown bool
+	// text: a reply's text was shown. Only text keeps two prompts apart in
+	// every client: codecompanion's restore draws no tool call, so a turn
+	// of cards alone would glue its prompt to the next.
+	text bool
 	// status: a status call of the turn's was shown; statusLast: it was
 	// the last thing shown.
 	status, statusLast bool
@@ -223,37 +227,44 @@ type turnReplay struct {
 	cut bool
 }
 
-// end closes the turn's replay: where it ended with no reply shown, or was
-// cut by a stop of Rebound's, it says how it ended (turnEndWords).
+// isGiveUp reports whether u, a status of this turn, is its give-up: the
+// card that ended a failed turn in the words of the prompt's error.
+func (t *turnReplay) isGiveUp(u acp.SessionUpdate, giveUps map[int]string) bool {
+	why, ok := giveUps[t.user.Turn]
+	if !ok || t.user.Seq == 0 || t.user.TurnOutcome != session.OutcomeTurnFailed || u.Status != string(acp.ToolStatusFailed) {
+		return false
+	}
+	return statusWords(u) == why
+}
+
+// end closes the turn's replay with a line of text where it ended with no
+// reply's text shown, was cut by a stop of Rebound's, or failed: it says
+// how it ended (turnEndWords). A failed turn always ends so: live, the
+// prompt's error said why, after the card, and every client shows text.
 func (t *turnReplay) end(ctx context.Context, c acp.Client, sessionID string, giveUps map[int]string) error {
 	outcome := t.user.TurnOutcome
 	switch {
 	case t.user.Seq == 0 || outcome == "":
 		return nil
 	case outcome == session.OutcomeTurnInterrupted:
-		// Unless its status, shown last, already says so: nothing else
-		// says the turn was cut.
-		if t.statusLast {
+		// Unless its status, shown last after the reply's text, already
+		// says so: nothing else says the turn was cut.
+		if t.statusLast && t.text {
 			return nil
 		}
 	case outcome == session.OutcomeTurnFailed:
-		// Live, the give-up was a status call or the prompt's error,
-		// which a replay has no other way to show.
-		if t.status {
-			return nil
-		}
-		t.cut = false
-	case t.shown || t.status:
+		t.cut = t.text
+	case t.text:
 		return nil
 	}
 	words := turnEndWords(outcome, giveUps[t.user.Turn], t.cut)
-	if t.cut {
-		// After the cut reply, as a message of its own: the reply's id
-		// stands for what the log committed, and a client that joins
-		// the two (codecompanion) still shows the mark apart.
+	if t.text {
+		// After the reply's text, as a message of its own: the reply's
+		// id stands for what the log committed, and a client that joins
+		// the two (codecompanion) still shows the line apart.
 		words = "\n\n" + words
 	}
-	t.shown = true
+	t.shown, t.text = true, true
 	return sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, replayedID("end", t.user), words)
 }
 
@@ -279,15 +290,20 @@ func turnEndWords(outcome, giveUp string, replied bool) string {
 func giveUpWords(waits []session.WaitStatus) map[int]string {
 	out := map[int]string{}
 	for _, w := range waits {
-		// The body, which the title may clip.
 		if u := replayedStatus(w); u.Status == string(acp.ToolStatusFailed) {
-			out[w.Turn] = u.Title
-			if len(u.ToolContent) > 0 && u.ToolContent[0].Content != nil && u.ToolContent[0].Content.Text != "" {
-				out[w.Turn] = u.ToolContent[0].Content.Text
-			}
+			out[w.Turn] = statusWords(u)
 		}
 	}
 	return out
+}
+
+// statusWords is what a status says: its body, which the title may clip,
+// or its title.
+func statusWords(u acp.SessionUpdate) string {
+	if len(u.ToolContent) > 0 && u.ToolContent[0].Content != nil && u.ToolContent[0].Content.Text != "" {
+		return u.ToolContent[0].Content.Text
+	}
+	return u.Title
 }
 
 // replayedToolCall is a recorded tool call as the editor saw it last: its

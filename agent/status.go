@@ -98,9 +98,16 @@ func statusTitle(s string) string {
 // replayStatuses sends the statuses of waits recorded before seq (all of
 // them when seq is 0) and returns the rest, so a reopened thread shows
 // each where it happened: between the messages around it.
-func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits []session.WaitStatus, seq int64, open *turnReplay) ([]session.WaitStatus, error) {
+func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits []session.WaitStatus, seq int64, open *turnReplay, giveUps map[int]string) ([]session.WaitStatus, error) {
 	for len(waits) > 0 && (seq == 0 || waits[0].Seq < seq) {
-		if err := c.Update(ctx, sessionID, replayedStatus(waits[0])); err != nil {
+		u := replayedStatus(waits[0])
+		if open.isGiveUp(u, giveUps) {
+			// The turn's last line says it (turnReplay.end), as the
+			// prompt's error did live: not twice.
+			waits = waits[1:]
+			continue
+		}
+		if err := c.Update(ctx, sessionID, u); err != nil {
 			return nil, err
 		}
 		// A tool call: every client shows it apart from the prompt.

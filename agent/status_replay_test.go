@@ -229,8 +229,8 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 					if len(live) == 0 && len(e.errs) == 0 {
 						t.Fatal("no status was shown live")
 					}
-					want, rest := asReplayed(t, live, e.errs)
-					replayed = withoutGiveUps(t, replayed, rest)
+					want, errs := asReplayed(t, live, e.errs)
+					errorsReplayedAsText(t, loaded, replayed, errs)
 					if diff := cmp.Diff(want, replayed, cmpopts.EquateEmpty()); diff != "" {
 						t.Errorf("statuses replayed (+) differ from those shown live (-):\n%s", diff)
 					}
@@ -251,14 +251,15 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 }
 
 // asReplayed is how a load shows the statuses shown live in a session
-// whose failed prompts answered the errors errs: each card that ended
-// saying it gave up carries the next error's words. The errors no card
-// took are returned: their prompts failed with no card open.
+// whose failed prompts answered the errors errs: a card that ended saying
+// it gave up, pointing at the error below, is not replayed, since the
+// turn's last line says the error (turnReplay.end). The errors no card
+// pointed at are returned: their prompts failed with no card open.
 func asReplayed(t *testing.T, live []shownStatus, errs []string) (want []shownStatus, rest []string) {
 	t.Helper()
-	want = slices.Clone(live)
-	for i, s := range want {
+	for _, s := range live {
 		if s.Status != string(acp.ToolStatusFailed) || !strings.HasSuffix(s.Content, "the error below says why and what to do.") {
+			want = append(want, s)
 			continue
 		}
 		if len(errs) == 0 {
@@ -267,27 +268,34 @@ func asReplayed(t *testing.T, live []shownStatus, errs []string) (want []shownSt
 		if strings.Contains(s.Content, errs[0]) || strings.Contains(s.Title, errs[0]) {
 			t.Errorf("the give-up card %q repeats the error live", s.Title)
 		}
-		want[i].Title, want[i].Content = statusTitle(errs[0]), errs[0]
-		errs = errs[1:]
 	}
 	return want, errs
 }
 
-// withoutGiveUps is replayed without the cards of give-ups no card was open
-// for, which must be there, one per error in errs, in the error's words.
-func withoutGiveUps(t *testing.T, replayed []shownStatus, errs []string) []shownStatus {
+// errorsReplayedAsText checks that each error a prompt answered live comes
+// back in a load as a line of the turn's text, bracketed, in the error's
+// words: the one form every client draws (codecompanion's restore shows no
+// tool call), and no card says it again.
+func errorsReplayedAsText(t *testing.T, loaded *editor, replayed []shownStatus, errs []string) {
 	t.Helper()
-	for _, e := range errs {
-		i := slices.IndexFunc(replayed, func(s shownStatus) bool {
-			return s.Status == string(acp.ToolStatusFailed) && s.Title == statusTitle(e) && s.Content == e
-		})
-		if i < 0 {
-			t.Errorf("no card replays the error %q", e)
-			continue
+	loaded.mu.Lock()
+	var lines []string
+	for _, u := range loaded.updates {
+		if u.SessionUpdate == acp.UpdateAgentMessageChunk && u.Content != nil {
+			lines = append(lines, strings.TrimLeft(u.Content.Text, "\n"))
 		}
-		replayed = slices.Delete(slices.Clone(replayed), i, i+1)
 	}
-	return replayed
+	loaded.mu.Unlock()
+	for _, e := range errs {
+		if !slices.Contains(lines, "["+e+"]") {
+			t.Errorf("no line of text replays the error %q; lines: %q", e, lines)
+		}
+		for _, s := range replayed {
+			if s.Content == e {
+				t.Errorf("a card replays the error %q again", e)
+			}
+		}
+	}
 }
 
 // showers are the functions of the package that show a status.

@@ -177,10 +177,16 @@ mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConf
 # A replay shows what the person saw live, each prompt as its own message (agent/load.go).
 mutate agent/load.go 's/id := replayedID("user", m)/id := ""/' \
 	./cmd/rebound 'TestGolden$' "replay: every prompt goes under a messageId of its own"
-mutate agent/load.go 's/^\t\tif t.statusLast {$/\t\tif true {/' \
+mutate agent/load.go 's/^\t\tif t.statusLast \&\& t.text {$/\t\tif true {/' \
 	./agent TestAgent_LoadAfterCrash "replay: a turn cut by a stop of Rebound's ends with the Interrupted mark"
-mutate agent/load.go 's/^\t\tif t.status {$/\t\tif true {/' \
-	./cmd/rebound 'TestGolden$/slash_blocks' "replay: a failed turn shows its give-up where no status did"
+mutate agent/load.go 's/^\t\tt.cut = t.text$/\t\treturn nil/' \
+	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed turn ends with its give-up as a line of text"
+mutate agent/load.go 's/^\t\tt.cut = t.text$/\t\treturn nil/' \
+	./cmd/rebound 'TestGolden$/status_give_up_without' "replay: a failed turn's prompt is kept apart from the next by text, not by a card"
+mutate agent/load.go 's/^\treturn statusWords(u) == why$/\treturn false/' \
+	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed turn's give-up is said once, not as a card too"
+mutate agent/load.go 's/^\tcase t.text:$/\tcase t.text || t.shown:/' \
+	./agent 'TestReplay_PromptsKeptApartByText$' "replay: a turn of tool calls alone ends with a line of text"
 # A give-up Rebound words itself is recorded in those words (agent/slash.go, agent/turn.go).
 mutate agent/slash.go 's/^\t\tt.obs.ended(ctx, false, shownError(err))$/\t\t_ = shownError(err)/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed /compact says what its error said"
