@@ -164,9 +164,9 @@ mutate cmd/rebound/sessions_cmd.go 's/Page(nil, \*limit,/Page(nil, maxSessionsLi
 	./cmd/rebound TestSessions "first steps: rebound sessions is bounded by --limit"
 
 # A client that skipped initialize (a respawn after a crash), and a bad configuration.
-mutate acp/dispatch.go 's/^\t\ts.initialized, s.caps = true, ClientCapabilities{}$/\t\ts.initialized, s.caps = true, ClientCapabilities{Terminal: true}/' \
+mutate acp/handshake.go 's/^\t\th.initialized, h.caps = true, ClientCapabilities{}$/\t\th.initialized, h.caps = true, ClientCapabilities{Terminal: true}/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: no client capabilities are assumed before initialize"
-mutate acp/dispatch.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
+mutate acp/handshake.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
 mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
