@@ -174,6 +174,33 @@ mutate agent/store.go 's/^\t\tif s.cwd == "" \&\& filepath.IsAbs(s.home) {$/\t\t
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
+# Issue 30: acp's Server and LineStream in parts, each tested alone with fakes.
+mutate acp/linereader.go 's/^\t\t\t\tn--.*$/\t\t\t\tn += 0/' \
+	./acp TestLineReader_Property "acp parts: a line of exactly the limit is read, its newline not counted"
+mutate acp/decode.go 's/^\t\tids.take(sub)$/\t\t_ = sub/' \
+	./acp TestDecode_Kinds "acp parts: a refused request gives its substitute id back"
+mutate acp/ids.go 's/^\tif !bytes.HasPrefix(line, respIDPrefix) {$/\tif true {/' \
+	./acp TestIDTable_RoundTrip "acp parts: a response goes out with the id the client sent"
+mutate acp/writer.go 's/w.pending = slices.Insert(w.pending, 0, line...)/w.pending = append(w.pending, line...)/' \
+	./acp TestLineWriter_WriteNow "acp parts: a line writeNow refused goes before those queued meanwhile"
+mutate acp/writer.go 's/^\tif !w.syncWrites {$/\tif true {/' \
+	./acp TestLineWriter_SyncAfterInputEnds "acp parts: once the input ended a write returns when its line is out"
+mutate acp/writer.go 's/if !flushed \&\& !w.waitWriter(closeGrace) {/if false {/' \
+	./acp TestLineWriter_CloseWhenNobodyReads "acp parts: close is bounded and says what it dropped"
+mutate acp/handshake.go 's/^\tfirst := !h.initialized$/\tfirst := true/' \
+	./acp TestHandshake_UnaskedThenInitialize "acp parts: only the first request before initialize assumes no capabilities"
+mutate acp/inflight.go 's/^\tif f.prompts\[sessionID\] == t {$/\tif true {/' \
+	./acp TestInflight_OnePromptPerSession "acp parts: a finished prompt removes only its own entry"
+mutate acp/inflight.go 's/^\tcase f.prompts\[sessionID\] != nil:$/\tcase false:/' \
+	./acp TestInflight_CloseAndDelete "acp parts: delete is refused while a prompt runs"
+mutate acp/shutdown.go 's/if !st.started \&\& !errors.Is(err, io.EOF) {/if !errors.Is(err, io.EOF) {/' \
+	./acp TestStopper_InputError "acp parts: an input error after stopping began is not the connection's"
+mutate acp/shutdown.go 's/st.closeOutput(time.Until(deadline))/st.closeOutput(stopTimeout)/' \
+	./acp TestStopper_WorkThatEnds "acp parts: shutdown closes the output within one budget"
+mutate acp/reply.go 's/werr := wireError(err, r.rich())/werr := wireError(err, false)/' \
+	./acp TestReplier_OneAnswerEach "acp parts: a reply asks whether the client reads error data"
+mutate acp/prompts.go 's/(err != nil || res.StopReason == "")/(err != nil)/' \
+	./acp TestPromptResult "acp parts: a cancelled turn with no stop reason is answered cancelled"
 # A replay shows what the person saw live, each prompt as its own message (agent/load.go).
 mutate agent/load.go 's/id := replayedID("user", m)/id := ""/' \
 	./cmd/rebound 'TestGolden$' "replay: every prompt goes under a messageId of its own"
