@@ -181,7 +181,7 @@ mutate acp/decode.go 's/^\t\tids.take(sub)$/\t\t_ = sub/' \
 	./acp TestDecode_Kinds "acp parts: a refused request gives its substitute id back"
 mutate acp/ids.go 's/^\tif !bytes.HasPrefix(line, respIDPrefix) {$/\tif true {/' \
 	./acp TestIDTable_RoundTrip "acp parts: a response goes out with the id the client sent"
-mutate acp/writer.go 's/w.pending = slices.Insert(w.pending, 0, line...)/w.pending = append(w.pending, line...)/' \
+mutate acp/writer.go 's/w.pending = slices.Insert(w.pending, 0, line...)/w.pending = slices.Insert(w.pending, len(w.pending), line...)/' \
 	./acp TestLineWriter_WriteNow "acp parts: a line writeNow refused goes before those queued meanwhile"
 mutate acp/writer.go 's/^\tif !w.syncWrites {$/\tif true {/' \
 	./acp TestLineWriter_SyncAfterInputEnds "acp parts: once the input ended a write returns when its line is out"
@@ -195,7 +195,7 @@ mutate acp/inflight.go 's/^\tcase f.prompts\[sessionID\] != nil:$/\tcase false:/
 	./acp TestInflight_CloseAndDelete "acp parts: delete is refused while a prompt runs"
 mutate acp/shutdown.go 's/if !st.started \&\& !errors.Is(err, io.EOF) {/if !errors.Is(err, io.EOF) {/' \
 	./acp TestStopper_InputError "acp parts: an input error after stopping began is not the connection's"
-mutate acp/shutdown.go 's/st.closeOutput(time.Until(deadline))/st.closeOutput(stopTimeout)/' \
+mutate acp/shutdown.go 's/st.closeOutput(time.Until(deadline))/st.closeOutput(time.Until(deadline) + stopTimeout)/' \
 	./acp TestStopper_WorkThatEnds "acp parts: shutdown closes the output within one budget"
 mutate acp/reply.go 's/werr := wireError(err, r.rich())/werr := wireError(err, false)/' \
 	./acp TestReplier_OneAnswerEach "acp parts: a reply asks whether the client reads error data"
