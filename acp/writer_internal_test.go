@@ -67,8 +67,14 @@ func TestLineWriter_WriteNow(t *testing.T) {
 		out := &gatedWriter{}
 		var now []string
 		takes := true
-		w := newLineWriter(out, func(p []byte) (bool, error) {
+		var w *lineWriter
+		w = newLineWriter(out, func(p []byte) (bool, error) {
 			if !takes {
+				// Another turn's line comes while this one is tried.
+				takes = true
+				if err := w.write([]byte("c\n")); err != nil {
+					t.Error(err)
+				}
 				return false, nil
 			}
 			now = append(now, string(p))
@@ -83,9 +89,6 @@ func TestLineWriter_WriteNow(t *testing.T) {
 		takes = false
 		out.gate = make(chan struct{})
 		if err := w.write([]byte("b\n")); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.write([]byte("c\n")); err != nil {
 			t.Fatal(err)
 		}
 		close(out.gate)
