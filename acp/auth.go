@@ -2,10 +2,7 @@ package acp
 
 import (
 	"context"
-	"slices"
 	"strings"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // AuthMethod is one entry of initialize's authMethods. A method with no
@@ -121,31 +118,20 @@ type LogoutAuthenticator interface {
 	Logout(ctx context.Context, req LogoutRequest) (LogoutResponse, error)
 }
 
-// authCapabilities advertises logout when the agent can sign out; nil
+// authCapabilities advertises logout when agent can sign out; nil
 // otherwise, which the schema reads as no support.
-func (s *Server) authCapabilities() *AgentAuthCapabilities {
-	if _, ok := s.agent.(LogoutAuthenticator); ok {
+func authCapabilities(agent Agent) *AgentAuthCapabilities {
+	if _, ok := agent.(LogoutAuthenticator); ok {
 		return &AgentAuthCapabilities{Logout: &struct{}{}}
 	}
 	return nil
 }
 
-// logout runs the agent's Logout in a goroutine of its own (it writes the
-// disk). Without one, the method is not found, as for any method not
-// advertised.
-func (s *Server) logout(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	auth, ok := implemented[LogoutAuthenticator](s, c, req)
-	if !ok {
-		return
-	}
-	handle(s, c, req, false, nil, func(p LogoutRequest) (LogoutResponse, error) { return auth.Logout(s.base, p) }, nil)
-}
-
-// authMethods are the methods to advertise to a client with caps; never nil,
-// since the schema's default for a missing list is the empty one anyway.
-func (s *Server) authMethods(caps ClientCapabilities) []AuthMethod {
+// authMethods are the methods agent offers to a client with caps; never
+// nil, since the schema's default for a missing list is the empty one anyway.
+func authMethods(agent Agent, caps ClientCapabilities) []AuthMethod {
 	methods := []AuthMethod{}
-	if a, ok := s.agent.(Authenticator); ok {
+	if a, ok := agent.(Authenticator); ok {
 		for _, m := range a.AuthMethods() {
 			if m.Type == AuthTypeTerminal && !caps.TerminalAuth() {
 				if !caps.TerminalAuthByMeta() || m.Meta[TerminalAuthMetaKey] == nil {
@@ -160,27 +146,6 @@ func (s *Server) authMethods(caps ClientCapabilities) []AuthMethod {
 		}
 	}
 	return methods
-}
-
-// authenticate checks the method against those advertised to this client
-// and runs the agent's Authenticate in a goroutine of its own (it may read
-// the disk).
-func (s *Server) authenticate(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	auth, ok := s.agent.(Authenticator)
-	if !ok {
-		s.reply(s.base, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
-		return
-	}
-	handle(s, c, req, true, func(p *AuthenticateRequest) error {
-		methods := s.authMethods(editorConn{s: s, c: c}.Capabilities())
-		switch {
-		case p.MethodID == "":
-			return NewInvalidParams("methodId is required; the methods are %s", methodList(methods))
-		case !slices.ContainsFunc(methods, func(m AuthMethod) bool { return m.ID == p.MethodID }):
-			return NewInvalidParams("unknown methodId %s; the methods are %s", quote(p.MethodID), methodList(methods))
-		}
-		return nil
-	}, func(p AuthenticateRequest) (AuthenticateResponse, error) { return auth.Authenticate(s.base, p) }, nil)
 }
 
 // methodList names methods for an error message: "api-key" (API key), ...

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 
+	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -21,39 +23,19 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 	}
 	ev := s.log.Debug().Str("method", req.Method)
 	if !req.Notif {
-		ev = ev.Str("id", s.idText(req.ID))
+		ev = ev.Str("id", s.answers.idText(req.ID))
 	}
 	ev.Msg("acp: received")
-	if req.Method != MethodInitialize && !s.isInitialized() {
-		s.initializeUnasked(req.Method)
+	if req.Method != MethodInitialize {
+		s.hello.unasked(req.Method)
 	}
-	switch req.Method {
-	case MethodInitialize:
-		res, err := s.initialize(req)
-		s.reply(ctx, c, req, res, err)
-	case MethodAuthenticate:
-		s.authenticate(c, req)
-	case MethodLogout:
-		s.logout(c, req)
-	case MethodSessionNew:
-		s.newSession(c, req)
-	case MethodSessionLoad:
-		s.loadSession(c, req)
-	case MethodSessionPrompt:
-		s.prompt(c, req)
-	case MethodSessionList:
-		s.listSessions(c, req)
-	case MethodSessionResume:
-		s.resumeSession(c, req)
-	case MethodSessionClose:
-		s.closeSession(c, req)
-	case MethodSessionDelete:
-		s.deleteSession(c, req)
-	case MethodSessionSetMode:
-		s.setMode(c, req)
-	case MethodSessionSetConfigOption:
-		s.setConfigOption(c, req)
-	case MethodSessionCancel:
+	switch h, ok := agentMethods[req.Method]; {
+	case ok:
+		h(s, c, req)
+	case req.Method == MethodInitialize:
+		res, err := s.hello.initialize(req)
+		s.answers.reply(ctx, c, req, res, err)
+	case req.Method == MethodSessionCancel:
 		err := s.cancel(req)
 		if req.Notif {
 			if err != nil {
@@ -63,92 +45,60 @@ func (s *Server) Handle(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Req
 		}
 		// Sent as a request by mistake: still cancel, and answer so the
 		// client isn't left waiting.
-		s.reply(ctx, c, req, nil, err)
+		s.answers.reply(ctx, c, req, nil, err)
 	default:
-		s.reply(ctx, c, req, nil, NewMethodNotFound(req.Method))
+		s.answers.reply(ctx, c, req, nil, NewMethodNotFound(req.Method))
 	}
 }
 
-func (s *Server) isInitialized() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.initialized
+// agentMethods are the methods that reach the Agent, each served by a
+// handler that checks the params on the read goroutine and calls the agent
+// in a goroutine of its own. initialize and session/cancel are not among
+// them: they run inline (see Server).
+var agentMethods = map[string]func(*Server, *jsonrpc2.Conn, *jsonrpc2.Request){
+	MethodAuthenticate:           (*Server).authenticate,
+	MethodLogout:                 (*Server).logout,
+	MethodSessionNew:             (*Server).newSession,
+	MethodSessionLoad:            (*Server).loadSession,
+	MethodSessionPrompt:          (*Server).prompt,
+	MethodSessionList:            (*Server).listSessions,
+	MethodSessionResume:          (*Server).resumeSession,
+	MethodSessionClose:           (*Server).closeSession,
+	MethodSessionDelete:          (*Server).deleteSession,
+	MethodSessionSetMode:         (*Server).setMode,
+	MethodSessionSetConfigOption: (*Server).setConfigOption,
 }
 
-// initializeUnasked serves a client that sent method first, with no
-// initialize: one that respawned Rebound after a crash and goes on with
-// the session it shows (agent-shell does). Its capabilities are unknown,
-// so none are assumed: no editor file system or terminal (tools work on
-// the disk and run commands here, as for any client without them; the
-// session's mode and permission requests, a baseline client method, still
-// apply). A session it names is opened from its log on use
-// (SessionReopener). A later initialize replaces the capabilities.
-func (s *Server) initializeUnasked(method string) {
-	s.mu.Lock()
-	first := !s.initialized
-	if first {
-		s.initialized, s.caps = true, ClientCapabilities{}
-	}
-	s.mu.Unlock()
-	if !first {
+// authenticate checks the method against those advertised to this client
+// and runs the agent's Authenticate in a goroutine of its own (it may read
+// the disk).
+func (s *Server) authenticate(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	auth, ok := s.agent.(Authenticator)
+	if !ok {
+		s.answers.reply(s.base, c, req, nil, NewInvalidParams("Rebound advertises no authentication methods"))
 		return
 	}
-	s.log.Warn().Str("method", method).Msg("acp: no initialize before the first request; serving with no client capabilities")
-	if r, ok := s.agent.(SessionReopener); ok {
-		r.ReopenOnUse()
-	}
-}
-
-func (s *Server) initialize(req *jsonrpc2.Request) (InitializeResponse, error) {
-	var p InitializeRequest
-	if err := decodeParams(req, &p, false); err != nil {
-		return InitializeResponse{}, err
-	}
-	s.mu.Lock()
-	s.caps = p.ClientCapabilities
-	s.initialized = true
-	s.mu.Unlock()
-	ev := s.log.Info().Int("clientProtocolVersion", p.ProtocolVersion)
-	if p.ClientInfo != nil {
-		ev = ev.Str("client", p.ClientInfo.Name).Str("clientVersion", p.ClientInfo.Version)
-	}
-	ev.Msg("acp: initialize")
-	// Version 1 is the only one spoken; the spec says to answer with the
-	// latest supported one when the client's differs, and let it decide.
-	return InitializeResponse{
-		ProtocolVersion: ProtocolVersion,
-		AgentCapabilities: AgentCapabilities{
-			LoadSession:         true,
-			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true, Image: true},
-			SessionCapabilities: s.sessionCapabilities(),
-			McpCapabilities:     s.cfg.McpCapabilities,
-			Auth:                s.authCapabilities(),
-			Meta:                s.cfg.CapabilitiesMeta,
-		},
-		AuthMethods: s.authMethods(p.ClientCapabilities),
-		AgentInfo:   &Implementation{Name: AgentName, Version: s.cfg.Version},
-	}, nil
-}
-
-// sessionCapabilities advertises the optional session methods the agent
-// implements; nil when it implements none.
-func (s *Server) sessionCapabilities() *SessionCapabilities {
-	var sc SessionCapabilities
-	yes := func(ok bool) *struct{} {
-		if ok {
-			return &struct{}{}
+	handle(s, c, req, true, func(p *AuthenticateRequest) error {
+		methods := authMethods(s.agent, s.hello.capabilities())
+		switch {
+		case p.MethodID == "":
+			return NewInvalidParams("methodId is required; the methods are %s", methodList(methods))
+		case !slices.ContainsFunc(methods, func(m AuthMethod) bool { return m.ID == p.MethodID }):
+			return NewInvalidParams("unknown methodId %s; the methods are %s", quote(p.MethodID), methodList(methods))
 		}
 		return nil
+	}, func(p AuthenticateRequest) (AuthenticateResponse, error) { return auth.Authenticate(s.base, p) }, nil)
+}
+
+// logout runs the agent's Logout in a goroutine of its own (it writes the
+// disk). Without one, the method is not found, as for any method not
+// advertised.
+func (s *Server) logout(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	auth, ok := implemented[LogoutAuthenticator](s, c, req)
+	if !ok {
+		return
 	}
-	_, list := s.agent.(SessionLister)
-	_, resume := s.agent.(SessionResumer)
-	_, closer := s.agent.(SessionCloser)
-	_, deleter := s.agent.(SessionDeleter)
-	sc.List, sc.Resume, sc.Close, sc.Delete = yes(list), yes(resume), yes(closer), yes(deleter)
-	if sc == (SessionCapabilities{}) {
-		return nil
-	}
-	return &sc
+	handle(s, c, req, false, nil, func(p LogoutRequest) (LogoutResponse, error) { return auth.Logout(s.base, p) }, nil)
 }
 
 // newSession checks the params on the read goroutine and runs the agent's
@@ -258,7 +208,7 @@ func handle[P, R any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, requir
 	check func(*P) error, call func(P) (R, error), then func(P, R)) {
 	p, err := decodeChecked(req, required, check)
 	if err != nil {
-		s.reply(s.base, c, req, nil, err)
+		s.answers.reply(s.base, c, req, nil, err)
 		return
 	}
 	var after func(R)
@@ -284,7 +234,7 @@ func decodeChecked[P any](req *jsonrpc2.Request, required bool, check func(*P) e
 func implemented[A any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request) (A, bool) {
 	a, ok := s.agent.(A)
 	if !ok {
-		s.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		s.answers.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
 	}
 	return a, ok
 }
@@ -293,8 +243,8 @@ func implemented[A any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request) (A, 
 // (work that shutdown waits for), replies with its result and, once a
 // result was answered, calls then(result) if then is not nil.
 func goAgentThen[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
-	if !s.startWork() {
-		s.reply(s.base, c, req, nil, errShuttingDown)
+	if !s.work.start() {
+		s.answers.reply(s.base, c, req, nil, errShuttingDown)
 		return
 	}
 	go runAgent(s, c, req, call, then)
@@ -312,12 +262,12 @@ func (s *Server) answered(c *jsonrpc2.Conn, sessionID string) {
 // calls then (if not nil) with a result that was answered, and marks the
 // work done.
 func runAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call func() (T, error), then func(T)) {
-	defer s.work.Done()
+	defer s.work.done()
 	res, err := func() (_ T, err error) {
-		defer s.recoverAgent(req.Method, &err)
+		defer recoverAgent(s.log, req.Method, &err)
 		return call()
 	}()
-	s.reply(context.WithoutCancel(s.base), c, req, res, err)
+	s.answers.reply(context.WithoutCancel(s.base), c, req, res, err)
 	if err == nil && then != nil {
 		then(res)
 	}
@@ -326,9 +276,9 @@ func runAgent[T any](s *Server, c *jsonrpc2.Conn, req *jsonrpc2.Request, call fu
 // recoverAgent turns a panic in the agent into an error reply: the editor
 // gets an answer and the other sessions keep running, and the stack goes to
 // the log.
-func (s *Server) recoverAgent(method string, err *error) {
+func recoverAgent(log zerolog.Logger, method string, err *error) {
 	if r := recover(); r != nil {
-		s.log.Error().Str("method", method).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("acp: agent panicked")
+		log.Error().Str("method", method).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("acp: agent panicked")
 		*err = fmt.Errorf("internal error in %s: %v", method, r)
 	}
 }

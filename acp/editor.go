@@ -53,7 +53,5 @@ func updateLine(sessionID string, u SessionUpdate) ([]byte, error) {
 // Capabilities returns what the client advertised in initialize (zero
 // before it).
 func (cl editorConn) Capabilities() ClientCapabilities {
-	cl.s.mu.Lock()
-	defer cl.s.mu.Unlock()
-	return cl.s.caps
+	return cl.s.hello.capabilities()
 }

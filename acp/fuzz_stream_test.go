@@ -37,8 +37,8 @@ func FuzzLineStream_ReadObject(f *testing.F) {
 		for {
 			var req jsonrpc2.Request
 			err := s.ReadObject(&req)
-			if cap(s.buf) > 2*limit {
-				t.Fatalf("line buffer grew to %d bytes, limit %d", cap(s.buf), limit)
+			if cap(s.in.buf) > 2*limit {
+				t.Fatalf("line buffer grew to %d bytes, limit %d", cap(s.in.buf), limit)
 			}
 			if errors.Is(err, io.EOF) {
 				break
@@ -59,8 +59,8 @@ func FuzzLineStream_ReadObject(f *testing.F) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if len(s.ids) != 0 {
-			t.Errorf("%d substituted ids left after their responses", len(s.ids))
+		if s.ids.held() != 0 {
+			t.Errorf("%d substituted ids left after their responses", s.ids.held())
 		}
 		answered := 0
 		for line := range strings.Lines(out.String()) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -71,16 +72,25 @@ func carriedAsIs(raw json.RawMessage) bool {
 	return err == nil
 }
 
+// idTable holds the ids ReadObject substituted (see idPrefix), by number,
+// until the response carrying them is written. Its own lock: ids are taken
+// on the reading goroutine and given back on whichever writes the response.
+type idTable struct {
+	mu   sync.Mutex
+	ids  map[uint64]json.RawMessage
+	last uint64
+}
+
 // substitute records raw under a new substitute id and returns its number.
-func (s *LineStream) substitute(raw json.RawMessage) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ids == nil {
-		s.ids = map[uint64]json.RawMessage{}
+func (t *idTable) substitute(raw json.RawMessage) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ids == nil {
+		t.ids = map[uint64]json.RawMessage{}
 	}
-	s.lastID++
-	s.ids[s.lastID] = raw
-	return s.lastID
+	t.last++
+	t.ids[t.last] = raw
+	return t.last
 }
 
 func substituteJSON(n uint64) json.RawMessage {
@@ -88,18 +98,25 @@ func substituteJSON(n uint64) json.RawMessage {
 	return b
 }
 
-// takeID removes and returns the id substitute n stood for.
-func (s *LineStream) takeID(n uint64) (json.RawMessage, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	raw, ok := s.ids[n]
-	delete(s.ids, n)
+// take removes and returns the id substitute n stood for.
+func (t *idTable) take(n uint64) (json.RawMessage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	raw, ok := t.ids[n]
+	delete(t.ids, n)
 	return raw, ok
 }
 
-// restoreID gives a response line written for a substituted id the id the
+// held is how many substitutes wait for their response.
+func (t *idTable) held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.ids)
+}
+
+// restore gives a response line written for a substituted id the id the
 // client sent; other lines are returned as they are.
-func (s *LineStream) restoreID(line []byte) []byte {
+func (t *idTable) restore(line []byte) []byte {
 	if !bytes.HasPrefix(line, respIDPrefix) {
 		return line
 	}
@@ -112,7 +129,7 @@ func (s *LineStream) restoreID(line []byte) []byte {
 	if err != nil {
 		return line
 	}
-	raw, ok := s.takeID(n)
+	raw, ok := t.take(n)
 	if !ok {
 		return line
 	}
@@ -121,13 +138,13 @@ func (s *LineStream) restoreID(line []byte) []byte {
 	return append(append(append(out, `{"id":`...), raw...), rest...)
 }
 
-// idText is the id the client sent for req's id, for logs.
-func (s *LineStream) idText(id jsonrpc2.ID) string {
+// text is the id the client sent for a request's id, for logs.
+func (t *idTable) text(id jsonrpc2.ID) string {
 	if n, ok := strings.CutPrefix(id.Str, idPrefix); ok && id.IsString {
 		if k, err := strconv.ParseUint(n, 10, 64); err == nil {
-			s.mu.Lock()
-			raw, ok := s.ids[k]
-			s.mu.Unlock()
+			t.mu.Lock()
+			raw, ok := t.ids[k]
+			t.mu.Unlock()
 			if ok {
 				return string(raw)
 			}

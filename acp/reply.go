@@ -11,9 +11,26 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 )
 
-// reply answers req once, mapping err to the wire error here and nowhere
-// else.
-func (s *Server) reply(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request, res any, err error) {
+// replyConn is the side of a jsonrpc2.Conn a replier answers on.
+type replyConn interface {
+	Reply(ctx context.Context, id jsonrpc2.ID, result any) error
+	ReplyWithError(ctx context.Context, id jsonrpc2.ID, respErr *jsonrpc2.Error) error
+}
+
+// replier answers requests, mapping an error to its wire error here and
+// nowhere else, and logs what failed.
+type replier struct {
+	log zerolog.Logger
+	// rich reports whether the client gets an error's data
+	// (ClientCapabilities.RichErrors), asked at each reply: initialize
+	// may come after the first request.
+	rich func() bool
+	// idText is a request's id as the client sent it, for logs.
+	idText func(jsonrpc2.ID) string
+}
+
+// reply answers req once.
+func (r replier) reply(ctx context.Context, c replyConn, req *jsonrpc2.Request, res any, err error) {
 	var raw json.RawMessage
 	if err == nil {
 		if raw, err = json.Marshal(res); err != nil {
@@ -22,16 +39,16 @@ func (s *Server) reply(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 	}
 	var sendErr error
 	if err != nil {
-		werr := wireError(err, editorConn{s: s, c: c}.Capabilities().RichErrors())
-		ev := s.log.Debug()
+		werr := wireError(err, r.rich())
+		ev := r.log.Debug()
 		if werr.Code == CodeInternalError {
-			ev = s.log.Warn()
+			ev = r.log.Warn()
 		}
 		// The data goes to the log whether or not the client is sent it.
 		if re, ok := errors.AsType[*RequestError](err); ok && re.Data != nil {
 			ev = ev.Interface("data", re.Data)
 		}
-		ev.Err(err).Str("method", req.Method).Str("id", s.idText(req.ID)).Int64("code", werr.Code).Msg("acp: request failed")
+		ev.Err(err).Str("method", req.Method).Str("id", r.idText(req.ID)).Int64("code", werr.Code).Msg("acp: request failed")
 		sendErr = c.ReplyWithError(ctx, req.ID, werr)
 	} else {
 		sendErr = c.Reply(ctx, req.ID, raw)
@@ -39,16 +56,8 @@ func (s *Server) reply(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Requ
 	// ErrClosed means the client went away, errStreamClosed that shutdown
 	// gave up on the output; there is no one to tell.
 	if sendErr != nil && !errors.Is(sendErr, jsonrpc2.ErrClosed) && !errors.Is(sendErr, errStreamClosed) {
-		s.log.Warn().Err(sendErr).Str("method", req.Method).Msg("acp: reply not sent")
+		r.log.Warn().Err(sendErr).Str("method", req.Method).Msg("acp: reply not sent")
 	}
-}
-
-// idText is id as the client sent it, for logs.
-func (s *Server) idText(id jsonrpc2.ID) string {
-	if s.out == nil {
-		return id.String()
-	}
-	return s.out.idText(id)
 }
 
 // RichErrors reports whether the client shows it understands Rebound's

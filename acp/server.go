@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rebound-agent/rebound/internal/text"
 	"io"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/rebound-agent/rebound/internal/text"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
@@ -53,6 +52,12 @@ type Config struct {
 // Requests before initialize are served anyway, with empty client
 // capabilities: Zed always initializes first, rejecting others would only
 // make hand-driven and test clients fail for no protection gained.
+//
+// Its parts, each a job of its own: hello (handshake.go) is what initialize
+// settles, work (inflight.go) the requests running in the agent and the
+// prompt of each session, end (shutdown.go) the bounded stop, answers
+// (reply.go) the replies and their errors, and out (stream.go) the
+// connection's lines.
 type Server struct {
 	agent Agent
 	cfg   Config
@@ -61,30 +66,13 @@ type Server struct {
 	served atomic.Bool
 	out    *LineStream // the connection's stream: session updates are written to it directly
 	// base parents every turn and load context; Serve sets it before the
-	// read goroutine starts and cancels it with ErrShutdown on the way out.
+	// read goroutine starts, and end cancels it with ErrShutdown.
 	base context.Context
-	stop context.CancelCauseFunc
 
-	mu   sync.Mutex
-	caps ClientCapabilities
-	// initialized is set by the first initialize: what a session may do
-	// (write through the editor, run in its terminal) depends on the
-	// capabilities it declares, so nothing else is served before it.
-	initialized bool
-	prompts     map[string]*runningPrompt // the running prompt per session id
-	// closing counts the session/close and session/delete requests being
-	// served per session id: prompts for it are refused meanwhile.
-	closing  map[string]int
-	stopping bool           // set once; no work starts after it
-	work     sync.WaitGroup // goroutines calling the agent; Add only under mu while !stopping
-	readErr  error          // why the input failed, if not a plain EOF
-
-	// shutdown runs once: the first caller sets shutdownRun and closes
-	// stopped when done; later ones wait for that (a channel, not a
-	// sync.Once: a goroutine waiting on one is durably blocked, so
-	// testing/synctest's clock can run).
-	shutdownRun bool
-	stopped     chan struct{}
+	hello   *handshake
+	work    *inflight
+	end     *stopper // set by Serve
+	answers replier  // set by Serve
 
 	nextCallID atomic.Uint64 // the last id of a request sent to the client
 }
@@ -96,13 +84,13 @@ func NewServer(agent Agent, cfg Config) *Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	log := cfg.Logger.With().Str("component", "acp").Logger()
 	return &Server{
-		agent:   agent,
-		cfg:     cfg,
-		log:     cfg.Logger.With().Str("component", "acp").Logger(),
-		prompts: map[string]*runningPrompt{},
-		closing: map[string]int{},
-		stopped: make(chan struct{}),
+		agent: agent,
+		cfg:   cfg,
+		log:   log,
+		hello: &handshake{agent: agent, cfg: cfg, log: log},
+		work:  newInflight(),
 	}
 }
 
@@ -120,101 +108,30 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("acp: Serve called twice; a Server serves one connection")
 	}
-	s.base, s.stop = context.WithCancelCause(context.WithoutCancel(ctx))
+	base, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	s.base = base
 	s.out = NewLineStream(StdioConn(in, out), StreamConfig{MaxLineBytes: s.cfg.MaxLineBytes, Logger: s.log})
+	s.end = newStopper(s.work, cancel, s.out.closeWithin, s.log)
+	s.answers = replier{log: s.log, rich: func() bool { return s.hello.capabilities().RichErrors() }, idText: s.out.idText}
 	// When the input ends, the turns are drained while the connection can
 	// still carry their replies: jsonrpc2.Conn closes itself as soon as
 	// ReadObject fails.
-	s.out.onInputEnd = s.inputEnded
+	s.out.onInputEnd = s.end.inputEnded
 	// The connection must outlive ctx: turns are answered before it closes.
 	conn := jsonrpc2.NewConn(context.WithoutCancel(ctx), s.out, s, jsonrpc2.SetLogger(RPCLogger{L: s.log}))
 	select {
 	case <-conn.DisconnectNotify():
-		s.shutdown() // done already by inputEnded; kept for any other close
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.readErr
+		s.end.stop() // done already by inputEnded; kept for any other close
+		return s.end.err()
 	case <-ctx.Done():
 		s.log.Info().Err(context.Cause(ctx)).Msg("acp: stopping")
-		s.shutdown()
+		s.end.stop()
 		conn.Close()
 		return ctx.Err()
 	}
 }
 
-func (s *Server) inputEnded(err error) {
-	s.mu.Lock()
-	if !s.stopping && !errors.Is(err, io.EOF) {
-		s.readErr = fmt.Errorf("acp: connection: %w", err)
-	}
-	s.mu.Unlock()
-	s.log.Debug().Err(err).Msg("acp: input ended")
-	s.shutdown()
-}
-
-// stopTimeout bounds how long a stopping Server waits for its running work
-// to reply (turns are cancelled first, so they answer at once unless the
-// output is stuck) and for the output to be written, before it closes the
-// stream anyway; closeGrace more is then allowed for the work to end.
-const stopTimeout = 2 * time.Second
-
-// shutdown stops new work, cancels what runs, and waits, at most
-// stopTimeout, for it to reply and for the output to be written. Then it
-// closes the stream: output nobody has read by then is dropped, and work
-// blocked writing it returns. So shutdown is bounded even when nobody
-// reads the output. It runs once; a concurrent call waits for it.
-func (s *Server) shutdown() {
-	s.mu.Lock()
-	s.stopping = true
-	first := !s.shutdownRun
-	s.shutdownRun = true
-	s.mu.Unlock()
-	if !first {
-		<-s.stopped
-		return
-	}
-	defer close(s.stopped)
-	s.stop(ErrShutdown)
-
-	deadline := time.Now().Add(stopTimeout)
-	done := make(chan struct{})
-	go func() {
-		s.work.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(stopTimeout)
-	defer t.Stop()
-	finished := true
-	select {
-	case <-done:
-	case <-t.C:
-		finished = false
-		s.log.Warn().Dur("after", stopTimeout).Msg("acp: requests still running at shutdown; closing the output")
-	}
-	if err := s.out.closeWithin(time.Until(deadline)); err != nil {
-		s.log.Warn().Err(err).Msg("acp: output lost at shutdown")
-	}
-	if !finished {
-		t.Reset(closeGrace)
-		select {
-		case <-done:
-		case <-t.C:
-			s.log.Warn().Msg("acp: the agent did not stop; leaving its requests unanswered")
-		}
-	}
-}
-
 var errShuttingDown = &RequestError{Code: CodeRequestCancelled, Message: "Rebound is shutting down"}
-
-func (s *Server) startWork() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopping {
-		return false
-	}
-	s.work.Add(1)
-	return true
-}
 
 // clip returns s, or its first n bytes (at a rune boundary) and "…".
 func clip(s string, n int) string {

@@ -1,14 +1,10 @@
 package acp
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -43,43 +39,17 @@ type StreamConfig struct {
 // bad line is answered and skipped, so ReadObject only ever fails when the
 // input itself ends or breaks. Output is byte-for-byte what
 // NewPlainObjectStream writes (json.Marshal, then '\n').
+//
+// It joins three parts, each with a job: in (linereader.go) reads lines
+// within the limit, decode (decode.go) reads one as a message or says why
+// not, out (writer.go) writes lines and owns the flush policy, and ids
+// (ids.go) carries substituted request ids from one side to the other.
 type LineStream struct {
-	r     *bufio.Reader
-	w     io.Writer
-	c     io.Closer
-	limit int
-	log   zerolog.Logger
-
-	buf []byte // the current line; reused, never much over limit
-
-	// Output. WriteObject writes an idle stream's line itself when
-	// writeNow can; otherwise it appends the line to pending and, unless
-	// one is running, starts the writer goroutine, which writes everything pending
-	// with one Write and loops until nothing is; lines written while it
-	// writes go out together in its next Write. Everything below is
-	// guarded by mu; cond is signalled when the writer takes pending, ends
-	// a Write or stops.
-	mu      sync.Mutex
-	cond    sync.Cond
-	pending []byte // lines not yet taken by the writer
-	spare   []byte // the writer's last buffer, for reuse as pending
-	writing bool   // the writer goroutine runs, or a WriteLine writes its line
-	queued  uint64 // lines appended to pending so far
-	written uint64 // lines whose Write has returned
-	werr    error  // the first write error; every later write fails with it
-	// syncWrites is set when the input ends: the connection is closing, so
-	// WriteObject returns only once its line is written. Whoever waits for
-	// the last writers (Server's shutdown) then knows their lines are out.
-	syncWrites bool
-	closed     bool
-	// writeNow, when set, writes a line at once if the output takes it
-	// without blocking: WriteLine then writes an idle stream's line itself.
-	writeNow func(p []byte) (bool, error)
-
-	// ids holds the ids ReadObject substituted (see idPrefix), by number,
-	// until the response carrying them is written. Guarded by mu.
-	ids    map[uint64]json.RawMessage
-	lastID uint64
+	in  *lineReader
+	out *lineWriter
+	ids idTable
+	c   io.Closer
+	log zerolog.Logger
 
 	// onInputEnd, when set (by Server), is called once the input has
 	// ended, instead of ReadObject waiting for the output itself: the
@@ -107,18 +77,16 @@ func NewLineStream(rwc io.ReadWriteCloser, cfg StreamConfig) *LineStream {
 	if limit <= 0 {
 		limit = MaxLineBytes
 	}
-	s := &LineStream{
-		r:     bufio.NewReaderSize(rwc, readChunk),
-		w:     rwc,
-		c:     rwc,
-		limit: limit,
-		log:   cfg.Logger,
-	}
+	var writeNow func(p []byte) (bool, error)
 	if st, ok := rwc.(stdio); ok {
-		s.writeNow = st.writeNow
+		writeNow = st.writeNow
 	}
-	s.cond.L = &s.mu
-	return s
+	return &LineStream{
+		in:  newLineReader(rwc, limit),
+		out: newLineWriter(rwc, writeNow),
+		c:   rwc,
+		log: cfg.Logger,
+	}
 }
 
 // ReadObject decodes the next acceptable line into v. Lines that are not
@@ -144,33 +112,24 @@ func NewLineStream(rwc io.ReadWriteCloser, cfg StreamConfig) *LineStream {
 func (s *LineStream) ReadObject(v any) error {
 	err := s.readObject(v)
 	if err != nil {
-		s.inputEnded(err)
+		s.out.inputEnded(s.onInputEnd == nil)
+		if s.onInputEnd != nil {
+			s.onInputEnd(err)
+		}
 	}
 	return err
 }
 
-func (s *LineStream) inputEnded(err error) {
-	s.mu.Lock()
-	s.syncWrites = true
-	if s.onInputEnd == nil && !s.closed {
-		s.waitWriter(flushTimeout)
-	}
-	s.mu.Unlock()
-	if s.onInputEnd != nil {
-		s.onInputEnd(err)
-	}
-}
-
 func (s *LineStream) readObject(v any) error {
 	for {
-		line, tooLong, err := s.readLine()
+		line, tooLong, err := s.in.readLine()
 		if tooLong {
-			s.log.Warn().Int("limit", s.limit).Msg("acp: refused over-long input line")
-			if werr := s.refuse(nil, CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", s.limit)); werr != nil {
+			s.log.Warn().Int("limit", s.in.limit).Msg("acp: refused over-long input line")
+			if werr := s.refuse(nil, CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", s.in.limit)); werr != nil {
 				return werr
 			}
 		} else if len(line) > 0 {
-			ok, r := s.decode(line, v)
+			ok, r := decode(line, v, &s.ids)
 			switch {
 			case ok:
 				return nil
@@ -185,114 +144,6 @@ func (s *LineStream) readObject(v any) error {
 		}
 		if err != nil {
 			return err // io.EOF after the last line, or a read failure
-		}
-	}
-}
-
-// refusal is the error answer to a line that is not read as a message: a
-// JSON-RPC error code, its message, and the id to answer with (nil: null).
-// A zero code means no answer: the line was a response, and JSON-RPC
-// forbids answering those; msg then says what was wrong, for the log.
-type refusal struct {
-	code int
-	msg  string
-	id   json.RawMessage
-}
-
-// decode fills v from one trimmed, non-empty line, or says why it can't.
-//
-// Before jsonrpc2 sees a request, its id is checked and, if jsonrpc2
-// would not carry it back unchanged, substituted (see idPrefix).
-func (s *LineStream) decode(line []byte, v any) (ok bool, r refusal) {
-	if line[0] != '{' {
-		var raw json.RawMessage
-		switch err := json.Unmarshal(line, &raw); {
-		case err != nil:
-			return false, refusal{code: CodeParseError, msg: "Parse error: " + err.Error()}
-		case line[0] == '[':
-			return false, refusal{code: CodeInvalidRequest, msg: "Invalid Request: batches are not supported"}
-		default:
-			return false, refusal{code: CodeInvalidRequest, msg: "Invalid Request: a message must be a JSON object"}
-		}
-	}
-	// The members as jsonrpc2.Request reads them: exact names, the last of
-	// repeated ones. (Struct fields would match names in any case.)
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
-		return false, refusal{code: CodeParseError, msg: "Parse error: " + err.Error()}
-	}
-	rawID, hasID := m["id"]
-	_, hasMethod := m["method"]
-	_, hasResult := m["result"]
-	isResponse := !hasMethod && (hasResult || len(m["error"]) > 0 && string(m["error"]) != "null")
-	var sub uint64 // the substitute id's number, 0 if none
-	if hasID && hasMethod {
-		if msg := checkID(rawID); msg != "" {
-			return false, refusal{code: CodeInvalidRequest, msg: msg}
-		}
-		if !carriedAsIs(rawID) {
-			sub = s.substitute(rawID)
-			m["id"] = substituteJSON(sub)
-			line, _ = json.Marshal(m) // cannot fail: every member was just decoded
-		}
-	}
-	// A failed decode may have filled parts of v (jsonrpc2's message type
-	// sets its request or response half first); the next line must start
-	// from zero or it could be taken for the wrong kind of message.
-	reflect.ValueOf(v).Elem().SetZero()
-	err := json.Unmarshal(line, v)
-	if err == nil {
-		return true, refusal{}
-	}
-	reflect.ValueOf(v).Elem().SetZero()
-	if sub != 0 {
-		s.takeID(sub)
-	}
-	if isResponse {
-		return false, refusal{msg: err.Error()}
-	}
-	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return false, refusal{code: CodeParseError, msg: "Parse error: " + err.Error()}
-	}
-	r = refusal{code: CodeInvalidRequest, msg: "Invalid Request: " + err.Error()}
-	if hasID && checkID(rawID) == "" {
-		r.id = rawID // the spec says null unless the id could be detected
-	}
-	return false, r
-}
-
-// readLine returns the next line without its line ending and surrounding
-// whitespace. A line over the limit is consumed to its end but not kept:
-// tooLong is set and line is nil. err is set with the last (possibly
-// unterminated) line or alone.
-func (s *LineStream) readLine() (line []byte, tooLong bool, err error) {
-	s.buf = s.buf[:0]
-	if cap(s.buf) > 4*readChunk {
-		s.buf = nil // don't pin a big earlier line's memory for the session
-	}
-	for {
-		frag, err := s.r.ReadSlice('\n')
-		if !tooLong {
-			n := len(s.buf) + len(frag)
-			if err == nil {
-				n-- // the '\n' doesn't count
-			}
-			if n > s.limit {
-				tooLong = true
-				s.buf = s.buf[:0]
-			} else {
-				s.buf = append(s.buf, frag...)
-			}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err != nil && tooLong:
-			return nil, true, err
-		case tooLong:
-			return nil, true, nil
-		default:
-			return bytes.TrimSpace(s.buf), false, err
 		}
 	}
 }
@@ -313,6 +164,43 @@ func (s *LineStream) refuse(id json.RawMessage, code int, msg string) error {
 	return s.WriteLine(append(append(line, e...), "}\n"...))
 }
 
+// WriteObject writes v as one compact JSON line: json.Marshal's bytes and
+// '\n' (json.Marshal escapes '\n' inside strings, so a message never spans
+// lines). Lines go out whole and in the order of the WriteObject calls, so
+// messages from concurrent turns never interleave.
+//
+// The line is queued, not written, when WriteObject returns (except once
+// the input has ended, see ReadObject): the writer goroutine writes all
+// queued lines with one Write, so a burst of notifications costs a few
+// writes, and an idle stream still writes each line at once. On an idle
+// stream whose output is a file (StdioConn's stdout) that can take the line
+// without blocking, WriteObject writes it itself: a line at a time, as a
+// model streams, then wakes no other goroutine. If more than
+// 4 MiB waits (the reader is slow), WriteObject waits for the writer. A
+// failed Write is not lost: the next WriteObject returns its error, and so
+// does every later one, without writing.
+func (s *LineStream) WriteObject(v any) error {
+	e := lineEncoders.Get().(*lineEncoder)
+	defer e.put()
+	line, err := e.encode(v)
+	if err != nil {
+		return err
+	}
+	return s.WriteLine(s.ids.restore(line))
+}
+
+// WriteLine queues a message that is already one line: compact JSON, as
+// json.Marshal writes it, ending in '\n'. It is WriteObject for a hot path
+// that encodes its own messages; line is copied before WriteLine returns.
+func (s *LineStream) WriteLine(line []byte) error {
+	return s.out.write(line)
+}
+
+// idText is the id the client sent for req's id, for logs.
+func (s *LineStream) idText(id jsonrpc2.ID) string {
+	return s.ids.text(id)
+}
+
 // Close writes what is pending, waiting at most flushTimeout (5 s) for it,
 // then closes the underlying ReadWriteCloser, which may unblock a Write
 // nobody reads (a pipe's; StdioConn leaves stdout open), waits at most
@@ -328,32 +216,7 @@ func (s *LineStream) Close() error {
 // closeWithin is Close with at most d (none if d <= 0) for the pending
 // output to be written before the underlying stream is closed.
 func (s *LineStream) closeWithin(d time.Duration) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	s.cond.Broadcast() // writers waiting for room or for their line give up
-	flushed := !s.writing
-	if !flushed && d > 0 {
-		flushed = s.waitWriter(d)
-	}
-	s.mu.Unlock()
-
-	err := s.c.Close()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !flushed && !s.waitWriter(closeGrace) {
-		err = errors.Join(err, fmt.Errorf("acp: output not written after %v: nobody reads it (%d bytes dropped, more in a Write that never returned)",
-			max(d, 0)+closeGrace, len(s.pending)))
-		s.pending = nil
-	}
-	if s.werr != nil && !errors.Is(err, s.werr) {
-		err = errors.Join(fmt.Errorf("acp: write: %w", s.werr), err)
-	}
-	return err
+	return s.out.close(d, s.c.Close)
 }
 
 // StdioConn joins an input and an output into the io.ReadWriteCloser that

@@ -1,259 +1,219 @@
 package acp
 
 import (
-	"bytes"
-	"encoding/json"
-	"reflect"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // maxPending is how much output may wait for the writer: when it is reached
-// (the reader is slow), WriteObject waits for the writer to take it.
+// (the reader is slow), a write waits for the writer to take it.
 const maxPending = 4 << 20
 
 // maxSpare is the largest buffer kept for reuse once written.
 const maxSpare = 256 << 10
 
-// WriteObject writes v as one compact JSON line: json.Marshal's bytes and
-// '\n' (json.Marshal escapes '\n' inside strings, so a message never spans
-// lines). Lines go out whole and in the order of the WriteObject calls, so
-// messages from concurrent turns never interleave.
-//
-// The line is queued, not written, when WriteObject returns (except once
-// the input has ended, see ReadObject): the writer goroutine writes all
-// queued lines with one Write, so a burst of notifications costs a few
-// writes, and an idle stream still writes each line at once. On an idle
-// stream whose output is a file (StdioConn's stdout) that can take the line
-// without blocking, WriteObject writes it itself: a line at a time, as a
-// model streams, then wakes no other goroutine. If more than
-// 4 MiB waits (the reader is slow), WriteObject waits for the writer. A
-// failed Write is not lost: the next WriteObject returns its error, and so
-// does every later one, without writing.
-func (s *LineStream) WriteObject(v any) error {
-	e := lineEncoders.Get().(*lineEncoder)
-	defer e.put()
-	line, err := e.encode(v)
-	if err != nil {
-		return err
-	}
-	return s.WriteLine(s.restoreID(line))
+// lineWriter is a LineStream's output and its flush policy. write writes an
+// idle stream's line itself when writeNow can; otherwise it appends the
+// line to pending and, unless one is running, starts the writer goroutine,
+// which writes everything pending with one Write and loops until nothing
+// is; lines written while it writes go out together in its next Write.
+// Everything below out and writeNow is guarded by mu; cond is signalled
+// when the writer takes pending, ends a Write or stops.
+type lineWriter struct {
+	out io.Writer
+	// writeNow, when set, writes a line at once if the output takes it
+	// without blocking: write then writes an idle stream's line itself.
+	writeNow func(p []byte) (bool, error)
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	pending []byte // lines not yet taken by the writer
+	spare   []byte // the writer's last buffer, for reuse as pending
+	writing bool   // the writer goroutine runs, or a write writes its line
+	queued  uint64 // lines appended to pending so far
+	written uint64 // lines whose Write has returned
+	werr    error  // the first write error; every later write fails with it
+	// syncWrites is set when the input ends: the connection is closing, so
+	// write returns only once its line is written. Whoever waits for the
+	// last writers (Server's shutdown) then knows their lines are out.
+	syncWrites bool
+	closed     bool
 }
 
-// WriteLine queues a message that is already one line: compact JSON, as
-// json.Marshal writes it, ending in '\n'. It is WriteObject for a hot path
-// that encodes its own messages; line is copied before WriteLine returns.
-func (s *LineStream) WriteLine(line []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.pending) > 0 && len(s.pending)+len(line) > maxPending && s.werr == nil && !s.closed {
-		s.cond.Wait()
+func newLineWriter(out io.Writer, writeNow func(p []byte) (bool, error)) *lineWriter {
+	w := &lineWriter{out: out, writeNow: writeNow}
+	w.cond.L = &w.mu
+	return w
+}
+
+// write queues line, a whole message ending in '\n' (see
+// LineStream.WriteObject for the policy); line is copied before it returns.
+func (w *lineWriter) write(line []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.pending) > 0 && len(w.pending)+len(line) > maxPending && w.werr == nil && !w.closed {
+		w.cond.Wait()
 	}
 	switch {
-	case s.werr != nil:
-		return s.werr
-	case s.closed:
+	case w.werr != nil:
+		return w.werr
+	case w.closed:
 		return errStreamClosed
 	}
-	if !s.writing && len(s.pending) == 0 && s.writeNow != nil {
-		return s.writeIdle(line)
+	if !w.writing && len(w.pending) == 0 && w.writeNow != nil {
+		return w.writeIdle(line)
 	}
-	s.pending = append(s.pending, line...)
-	s.queued++
-	if !s.writing {
-		s.writing = true
-		go s.writeLoop()
+	w.pending = append(w.pending, line...)
+	w.queued++
+	if !w.writing {
+		w.writing = true
+		go w.writeLoop()
 	}
-	return s.waitWritten(s.queued)
+	return w.waitWritten(w.queued)
 }
 
-// writeIdle writes line, with s.mu held and nothing pending or being
+// writeIdle writes line, with w.mu held and nothing pending or being
 // written, from the caller's goroutine if the output takes it without
 // blocking, and otherwise queues it for the writer goroutine. Lines
 // queued meanwhile come after it: the writing flag holds them back.
-func (s *LineStream) writeIdle(line []byte) error {
-	s.queued++
-	n := s.queued
-	s.writing = true
-	s.mu.Unlock()
-	wrote, err := s.writeNow(line)
-	s.mu.Lock()
+func (w *lineWriter) writeIdle(line []byte) error {
+	w.queued++
+	n := w.queued
+	w.writing = true
+	w.mu.Unlock()
+	wrote, err := w.writeNow(line)
+	w.mu.Lock()
 	if !wrote {
 		// It would block (the reader is slow): the writer goroutine
 		// waits for it, ahead of what was queued meanwhile.
-		s.pending = slices.Insert(s.pending, 0, line...)
-		go s.writeLoop()
-		return s.waitWritten(n)
+		w.pending = slices.Insert(w.pending, 0, line...)
+		go w.writeLoop()
+		return w.waitWritten(n)
 	}
-	s.written = n
+	w.written = n
 	if err != nil {
-		s.werr = err
-		s.pending = nil
+		w.werr = err
+		w.pending = nil
 	}
-	if len(s.pending) > 0 && s.werr == nil {
-		go s.writeLoop()
+	if len(w.pending) > 0 && w.werr == nil {
+		go w.writeLoop()
 	} else {
-		s.writing = false
+		w.writing = false
 	}
-	s.cond.Broadcast()
-	if s.syncWrites {
-		return s.werr
+	w.cond.Broadcast()
+	if w.syncWrites {
+		return w.werr
 	}
 	return nil
 }
 
-// waitWritten, with s.mu held, waits for line n to be written once the
+// waitWritten, with w.mu held, waits for line n to be written once the
 // input has ended (see ReadObject); before that it returns at once.
-func (s *LineStream) waitWritten(n uint64) error {
-	if !s.syncWrites {
+func (w *lineWriter) waitWritten(n uint64) error {
+	if !w.syncWrites {
 		return nil
 	}
-	for s.written < n && s.werr == nil && !s.closed {
-		s.cond.Wait()
+	for w.written < n && w.werr == nil && !w.closed {
+		w.cond.Wait()
 	}
-	if s.written < n && s.werr == nil {
+	if w.written < n && w.werr == nil {
 		return errStreamClosed // Close gave up on the output
 	}
-	return s.werr
+	return w.werr
 }
 
 // writeLoop writes what is pending until nothing is, then ends.
-func (s *LineStream) writeLoop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.pending) > 0 && s.werr == nil {
-		out, n := s.pending, s.queued
-		s.pending, s.spare = s.spare[:0], nil
-		s.cond.Broadcast() // room for writers waiting on maxPending
-		s.mu.Unlock()
-		_, err := s.w.Write(out)
-		s.mu.Lock()
+func (w *lineWriter) writeLoop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.pending) > 0 && w.werr == nil {
+		out, n := w.pending, w.queued
+		w.pending, w.spare = w.spare[:0], nil
+		w.cond.Broadcast() // room for writers waiting on maxPending
+		w.mu.Unlock()
+		_, err := w.out.Write(out)
+		w.mu.Lock()
 		if err != nil {
-			s.werr = err
-			s.pending = nil
+			w.werr = err
+			w.pending = nil
 		}
-		s.written = n
+		w.written = n
 		if cap(out) <= maxSpare {
-			s.spare = out
+			w.spare = out
 		}
-		s.cond.Broadcast()
+		w.cond.Broadcast()
 	}
-	s.writing = false
-	s.cond.Broadcast()
+	w.writing = false
+	w.cond.Broadcast()
 }
 
-// waitWriter waits, with s.mu held, until the writer has written all that
+// waitWriter waits, with w.mu held, until the writer has written all that
 // is pending and ended, or for d. It reports whether the writer ended.
-func (s *LineStream) waitWriter(d time.Duration) bool {
-	if !s.writing {
+func (w *lineWriter) waitWriter(d time.Duration) bool {
+	if !w.writing {
 		return true
 	}
 	expired := false
 	t := time.AfterFunc(d, func() {
-		s.mu.Lock()
+		w.mu.Lock()
 		expired = true
-		s.cond.Broadcast()
-		s.mu.Unlock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
 	})
 	defer t.Stop()
-	for s.writing && !expired {
-		s.cond.Wait()
+	for w.writing && !expired {
+		w.cond.Wait()
 	}
-	return !s.writing
+	return !w.writing
 }
 
-// lineEncoder marshals one line; pooled so WriteObject allocates nothing
-// for itself. Encode writes json.Marshal's bytes (HTML escaping included)
-// and '\n'.
-type lineEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+// inputEnded makes every later write wait for its line (syncWrites) and, if
+// flush, waits at most flushTimeout for what is pending.
+func (w *lineWriter) inputEnded(flush bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.syncWrites = true
+	if flush && !w.closed {
+		w.waitWriter(flushTimeout)
+	}
 }
 
-var lineEncoders = sync.Pool{New: func() any {
-	e := new(lineEncoder)
-	e.enc = json.NewEncoder(&e.buf)
-	return e
-}}
-
-// encode returns json.Marshal's bytes for v and '\n'. The result is valid
-// until e is put back.
-func (e *lineEncoder) encode(v any) ([]byte, error) {
-	if m, ok := v.(json.Marshaler); ok && fromJSONRPC2(v) {
-		// jsonrpc2.Conn's messages marshal themselves with json.Marshal,
-		// so their bytes are what json.Marshal(v) would write: it would
-		// only check and compact them again, a third scan of every
-		// message. The quick check below covers what compacting could
-		// still change.
-		b, err := m.MarshalJSON()
-		if err != nil {
-			return nil, &json.MarshalerError{Type: reflect.TypeOf(v), Err: err}
-		}
-		if compactEscaped(b) {
-			return append(b, '\n'), nil
-		}
+// close stops the writer: writes waiting for room or for their line give
+// up, and later ones fail. It waits at most d (none if d <= 0) for what is
+// pending to be written, then calls closeOut (which may unblock a Write
+// nobody reads), then waits at most closeGrace for the writer goroutine to
+// end. It returns the write error, if a Write failed, with closeOut's and
+// one saying what was dropped. Only the first close does this; later ones
+// return nil at once.
+func (w *lineWriter) close(d time.Duration, closeOut func() error) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
 	}
-	if err := e.enc.Encode(v); err != nil {
-		return nil, err
+	w.closed = true
+	w.cond.Broadcast() // writers waiting for room or for their line give up
+	flushed := !w.writing
+	if !flushed && d > 0 {
+		flushed = w.waitWriter(d)
 	}
-	return e.buf.Bytes(), nil
-}
+	w.mu.Unlock()
 
-// fromJSONRPC2 reports whether v is one of the jsonrpc2 package's types,
-// or a non-nil pointer to one.
-func fromJSONRPC2(v any) bool {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Pointer {
-		if rv.IsNil() {
-			return false
-		}
-		rv = rv.Elem()
+	err := closeOut()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !flushed && !w.waitWriter(closeGrace) {
+		err = errors.Join(err, fmt.Errorf("acp: output not written after %v: nobody reads it (%d bytes dropped, more in a Write that never returned)",
+			max(d, 0)+closeGrace, len(w.pending)))
+		w.pending = nil
 	}
-	return rv.Type().PkgPath() == jsonrpc2PkgPath
-}
-
-var jsonrpc2PkgPath = reflect.TypeFor[jsonrpc2.Request]().PkgPath()
-
-// compactEscaped reports whether b, which must be valid JSON, is left as it
-// is by json.Marshal's compacting of a Marshaler's output: no whitespace
-// outside strings, and no '<', '>', '&', U+2028 or U+2029 to escape.
-func compactEscaped(b []byte) bool {
-	inString := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !jsonSpecial[c] {
-			continue
-		}
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			return false
-		case c == 0xE2:
-			if i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8 {
-				return false
-			}
-		case c == '"':
-			inString = !inString
-		case inString:
-			if c == '\\' {
-				i++ // the escaped byte can't end the string
-			}
-		default: // whitespace outside a string
-			return false
-		}
+	if w.werr != nil && !errors.Is(err, w.werr) {
+		err = errors.Join(fmt.Errorf("acp: write: %w", w.werr), err)
 	}
-	return true
-}
-
-// jsonSpecial marks the bytes compactEscaped looks at.
-var jsonSpecial = [256]bool{'<': true, '>': true, '&': true, 0xE2: true, '"': true, '\\': true, ' ': true, '\t': true, '\n': true, '\r': true}
-
-func (e *lineEncoder) put() {
-	if e.buf.Cap() > maxSpare {
-		return // don't keep a big message's buffer
-	}
-	e.buf.Reset()
-	lineEncoders.Put(e)
+	return err
 }

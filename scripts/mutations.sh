@@ -164,9 +164,9 @@ mutate cmd/rebound/sessions_cmd.go 's/Page(nil, \*limit,/Page(nil, maxSessionsLi
 	./cmd/rebound TestSessions "first steps: rebound sessions is bounded by --limit"
 
 # A client that skipped initialize (a respawn after a crash), and a bad configuration.
-mutate acp/dispatch.go 's/^\t\ts.initialized, s.caps = true, ClientCapabilities{}$/\t\ts.initialized, s.caps = true, ClientCapabilities{Terminal: true}/' \
+mutate acp/handshake.go 's/^\t\th.initialized, h.caps = true, ClientCapabilities{}$/\t\th.initialized, h.caps = true, ClientCapabilities{Terminal: true}/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: no client capabilities are assumed before initialize"
-mutate acp/dispatch.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
+mutate acp/handshake.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
 mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
@@ -174,6 +174,33 @@ mutate agent/store.go 's/^\t\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
+# Issue 30: acp's Server and LineStream in parts, each tested alone with fakes.
+mutate acp/linereader.go 's/^\t\t\t\tn--.*$/\t\t\t\tn += 0/' \
+	./acp TestLineReader_Property "acp parts: a line of exactly the limit is read, its newline not counted"
+mutate acp/decode.go 's/^\t\tids.take(sub)$/\t\t_ = sub/' \
+	./acp TestDecode_Kinds "acp parts: a refused request gives its substitute id back"
+mutate acp/ids.go 's/^\tif !bytes.HasPrefix(line, respIDPrefix) {$/\tif true {/' \
+	./acp TestIDTable_RoundTrip "acp parts: a response goes out with the id the client sent"
+mutate acp/writer.go 's/w.pending = slices.Insert(w.pending, 0, line...)/w.pending = slices.Insert(w.pending, len(w.pending), line...)/' \
+	./acp TestLineWriter_WriteNow "acp parts: a line writeNow refused goes before those queued meanwhile"
+mutate acp/writer.go 's/^\tif !w.syncWrites {$/\tif true {/' \
+	./acp TestLineWriter_SyncAfterInputEnds "acp parts: once the input ended a write returns when its line is out"
+mutate acp/writer.go 's/if !flushed \&\& !w.waitWriter(closeGrace) {/if false {/' \
+	./acp TestLineWriter_CloseWhenNobodyReads "acp parts: close is bounded and says what it dropped"
+mutate acp/handshake.go 's/^\tfirst := !h.initialized$/\tfirst := true/' \
+	./acp TestHandshake_UnaskedThenInitialize "acp parts: only the first request before initialize assumes no capabilities"
+mutate acp/inflight.go 's/^\tif f.prompts\[sessionID\] == t {$/\tif true {/' \
+	./acp TestInflight_OnePromptPerSession "acp parts: a finished prompt removes only its own entry"
+mutate acp/inflight.go 's/^\tcase f.prompts\[sessionID\] != nil:$/\tcase false:/' \
+	./acp TestInflight_CloseAndDelete "acp parts: delete is refused while a prompt runs"
+mutate acp/shutdown.go 's/if !st.started \&\& !errors.Is(err, io.EOF) {/if !errors.Is(err, io.EOF) {/' \
+	./acp TestStopper_InputError "acp parts: an input error after stopping began is not the connection's"
+mutate acp/shutdown.go 's/st.closeOutput(time.Until(deadline))/st.closeOutput(time.Until(deadline) + stopTimeout)/' \
+	./acp TestStopper_WorkThatEnds "acp parts: shutdown closes the output within one budget"
+mutate acp/reply.go 's/werr := wireError(err, r.rich())/werr := wireError(err, false)/' \
+	./acp TestReplier_OneAnswerEach "acp parts: a reply asks whether the client reads error data"
+mutate acp/prompts.go 's/(err != nil || res.StopReason == "")/(err != nil)/' \
+	./acp TestPromptResult "acp parts: a cancelled turn with no stop reason is answered cancelled"
 # A replay shows what the person saw live, each prompt as its own message (agent/load.go).
 mutate agent/load.go 's/id := replayedID("user", m)/id := ""/' \
 	./cmd/rebound 'TestGolden$' "replay: every prompt goes under a messageId of its own"
