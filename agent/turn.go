@@ -83,6 +83,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		t = nil // no turn to close
 		return acp.PromptResponse{}, a.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
+	a.noteInterrupted(ctx, t) // interrupted.go: a first prompt after a crash
 	if answer != "" { // slash.go
 		return t.answer(ctx, answer)
 	}
