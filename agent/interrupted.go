@@ -126,6 +126,11 @@ func lastInterrupted(sums []session.Summary, self, cwd string, logs sessionLogs)
 // never fails or holds up the turn: what can't be read is a warning on
 // stderr, and no notice.
 func (a *Agent) noteInterrupted(ctx context.Context, t *turn) {
+	a.noteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))
+}
+
+// noteInterruptedIn is noteInterrupted reading the logs through logs.
+func (a *Agent) noteInterruptedIn(ctx context.Context, t *turn, logs sessionLogs) {
 	if t.number != 1 || !filepath.IsAbs(t.s.cwd) {
 		return
 	}
@@ -144,7 +149,7 @@ func (a *Agent) noteInterrupted(ctx context.Context, t *turn) {
 		return
 	}
 	dir := a.cfg.StateDir
-	sum, last, ok, errs := lastInterrupted(sums, t.s.id, cwd, stateLogs(dir))
+	sum, last, ok, errs := lastInterrupted(sums, t.s.id, cwd, logs)
 	for _, err := range errs {
 		log.Warn().Err(err).Str("session", t.s.id).Msg("could not tell whether a session here was interrupted")
 	}

@@ -41,6 +41,10 @@ const (
 // file, without checking or loading the log: a torn or broken line is
 // skipped. Only a regular file is read, never through a link.
 func ReadLastTurn(path string) (LastTurn, error) {
+	return readLastTurn(path, lastTurnWindow, maxLastTurnWindow)
+}
+
+func readLastTurn(path string, firstWindow, maxWindow int64) (LastTurn, error) {
 	f, err := regfile.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return LastTurn{}, openError(err)
@@ -51,7 +55,7 @@ func ReadLastTurn(path string) (LastTurn, error) {
 		return LastTurn{}, fmt.Errorf("read the last turn of %s: %w", path, err)
 	}
 	size := fi.Size()
-	for window := int64(lastTurnWindow); window <= maxLastTurnWindow; window *= 4 {
+	for window := firstWindow; window <= maxWindow; window *= 4 {
 		off := max(size-window, 0)
 		buf := make([]byte, size-off)
 		n, err := f.ReadAt(buf, off)
