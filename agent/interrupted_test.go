@@ -153,8 +153,10 @@ func TestLastInterrupted_AsReadingEveryLog(t *testing.T) {
 			if rng.IntN(8) == 0 {
 				id = "self"
 			}
-			start := noticeAt(rng.IntN(20)) // few values: ties
-			l := sessionOnDisk{mod: start.Add(time.Duration(rng.IntN(3)) * time.Minute), last: session.LastTurn{Turn: 1 + rng.IntN(3), Started: start}}
+			// Starts a few hundred ms apart, some equal; written up to
+			// seconds later.
+			start := noticeT0.Add(time.Duration(rng.IntN(20)) * 200 * time.Millisecond)
+			l := sessionOnDisk{mod: start.Add(time.Duration(rng.IntN(3000)) * time.Millisecond), last: session.LastTurn{Turn: 1 + rng.IntN(3), Started: start}}
 			switch rng.IntN(7) {
 			case 0:
 				l.last = session.LastTurn{}

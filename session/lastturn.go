@@ -193,5 +193,5 @@ func Held(stateDir, sessionID string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("lock session log %s: %w", f.Name(), err)
 	}
-	return false, unlockFile(f)
+	return false, nil // closing f lets go of the lock
 }
