@@ -209,6 +209,8 @@ mutate session/lastturn.go 's/^\t\tif fold.found || off == 0 {$/\t\tif true {/' 
 	./session TestReadLastTurn_AsTheEventsSay "interrupted: a window that holds no turn/start grows"
 mutate session/lastturn.go 's/^\t\tfold.keep() .*$//' \
 	./session TestReadLastTurn_AsTheEventsSay "interrupted: the read from the start keeps the line it dates by"
+mutate session/lastturn.go 's/f.before, f.prev, f.borrowed = f.prev, line, true/f.prev, f.borrowed = line, true/' \
+	./session TestReadLastTurn_AsTheEventsSay "interrupted: a torn last line does not lose the time of the one before"
 mutate session/lastturn.go 's/^\tcase errors.Is(err, errLockHeld):$/\tcase false:/' \
 	./session TestHeld "interrupted: a held lock is told"
 

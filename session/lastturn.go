@@ -109,13 +109,16 @@ func readLastTurnForward(f *os.File, path string) (LastTurn, error) {
 
 // lastTurnFold follows a log's lines to its last turn. Only lines that
 // may be a turn's start or end are decoded whole; of the others, the last
-// is kept, undecoded, for its time.
+// two are kept, undecoded, for the time: the last line of a log cut by a
+// kill may be torn, and then the one before it dates the turn.
 type lastTurnFold struct {
 	lt    LastTurn
 	found bool
-	prev  []byte // the last line of the turn before its end, when not yet decoded
-	// borrowed: prev is the line last added, which a reader may reuse.
-	borrowed bool
+	// prev and before are the turn's last lines before its end, when not
+	// yet decoded; borrowed: prev is the line last added, which a reader
+	// may reuse.
+	prev, before []byte
+	borrowed     bool
 }
 
 var turnType = []byte(`"turn/`)
@@ -139,18 +142,18 @@ func (f *lastTurnFold) add(line []byte) {
 		}
 		switch {
 		case ev.Type == TypeTurnStart:
-			f.lt, f.found, f.prev, f.borrowed = LastTurn{Turn: ev.Data.Turn, Started: ev.Time, Last: ev.Time}, true, nil, false
+			f.lt, f.found, f.prev, f.before, f.borrowed = LastTurn{Turn: ev.Data.Turn, Started: ev.Time, Last: ev.Time}, true, nil, nil, false
 			return
 		case ev.Type == TypeTurnEnd && f.found && ev.Data.Turn == f.lt.Turn && !f.lt.Ended:
 			f.lt.Ended, f.lt.Interrupted = true, ev.Data.Interrupted
 			if !ev.Data.Interrupted {
-				f.lt.Last, f.prev, f.borrowed = ev.Time, nil, false
+				f.lt.Last, f.prev, f.before, f.borrowed = ev.Time, nil, nil, false
 			}
 			return
 		}
 	}
 	if f.found && !f.lt.Ended {
-		f.prev, f.borrowed = line, true
+		f.before, f.prev, f.borrowed = f.prev, line, true
 	}
 }
 
@@ -163,12 +166,15 @@ func (f *lastTurnFold) keep() {
 }
 
 func (f *lastTurnFold) result() LastTurn {
-	if f.prev != nil {
+	for _, line := range [][]byte{f.prev, f.before} {
 		var ev struct {
 			Time time.Time `json:"time"`
 		}
-		if json.Unmarshal(f.prev, &ev) == nil && ev.Time.After(f.lt.Last) {
-			f.lt.Last = ev.Time
+		if line != nil && json.Unmarshal(line, &ev) == nil {
+			if ev.Time.After(f.lt.Last) {
+				f.lt.Last = ev.Time
+			}
+			break
 		}
 	}
 	return f.lt

@@ -77,8 +77,11 @@ func TestReadLastTurn_AsTheEventsSay(t *testing.T) {
 				}
 			}
 		}
-		if rng.IntN(4) == 0 {
-			b.WriteString(`{"seq":99,"v":1,"time":"2026-12-06T10:00:00Z","type":"turn/st`) // torn mid-write
+		switch rng.IntN(6) { // torn mid-write by a kill
+		case 0:
+			b.WriteString(`{"seq":99,"v":1,"time":"2026-12-06T10:00:00Z","type":"turn/st`)
+		case 1:
+			b.WriteString(`{"seq":99,"v":1,"time":"2026-12-06T10:00:00Z","type":"assistant/chunk","data":{"te`)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("log%d.jsonl", i))
 		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
