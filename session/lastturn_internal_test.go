@@ -152,3 +152,40 @@ func TestHeld(t *testing.T) {
 		t.Error("Held of a bad id: no error")
 	}
 }
+
+// Whatever a file holds, ReadLastTurn does not fail on it, and a read
+// from the end in small windows, the read from the start and a read of the
+// whole file at once say the same last turn.
+func FuzzReadLastTurn(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"v":1,"time":"2026-12-06T09:00:00Z","type":"session/start","data":{"sessionId":"s","cwd":"/p"}}
+{"seq":2,"v":1,"time":"2026-12-06T09:00:01Z","type":"turn/start","data":{"turn":1,"prompt":[],"text":"hi"}}
+{"seq":3,"v":1,"time":"2026-12-06T09:00:02Z","type":"assistant/chunk","data":{"turn":1,"step":1,"text":"he"}}
+{"seq":4,"v":1,"time":"2026-12-06T09:00:09Z","type":"turn/end","data":{"turn":1,"interrupted":true}}
+`))
+	f.Add([]byte(`{"seq":2,"v":1,"time":"2026-12-06T09:00:01Z","type":"turn/start","data":{"turn":3}}` + "\n" +
+		`{"seq":3,"v":1,"time":"2026-12-06T09:00:02Z","type":"turn/end","data":{"turn":3,"stopReason":"end_turn"}}` + "\n" + `{"seq":4,"ti`))
+	dir := f.TempDir()
+	path := filepath.Join(dir, "log.jsonl")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		whole, err := readLastTurn(path, int64(len(data))+1, int64(len(data))+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range [][2]int64{{1, 1}, {7, 200}, {lastTurnWindow, maxLastTurnWindow}} {
+			got, err := readLastTurn(path, w[0], w[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Started.Equal(whole.Started) || !got.Last.Equal(whole.Last) {
+				t.Fatalf("windows %v: %+v, the whole file: %+v", w, got, whole)
+			}
+			got.Started, got.Last = whole.Started, whole.Last
+			if got != whole {
+				t.Fatalf("windows %v: %+v, the whole file: %+v", w, got, whole)
+			}
+		}
+	})
+}
