@@ -126,11 +126,12 @@ func lastInterrupted(sums []session.Summary, self, cwd string, logs sessionLogs)
 // never fails or holds up the turn: what can't be read is a warning on
 // stderr, and no notice.
 func (a *Agent) noteInterrupted(ctx context.Context, t *turn) {
-	a.noteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))
+	noteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))
 }
 
 // noteInterruptedIn is noteInterrupted reading the logs through logs.
-func (a *Agent) noteInterruptedIn(ctx context.Context, t *turn, logs sessionLogs) {
+func noteInterruptedIn(ctx context.Context, t *turn, logs sessionLogs) {
+	a := t.agent
 	if t.number != 1 || !filepath.IsAbs(t.s.cwd) {
 		return
 	}
