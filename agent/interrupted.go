@@ -193,7 +193,8 @@ func stateLogs(dir string) sessionLogs {
 
 // interruptedWords is the notice's body: what was cut (title, id) and
 // when (at, in the person's zone), and what to type to go on with it in
-// the clients that start a new session after a crash (README).
+// the clients that start a new session after a crash (README): /resume is
+// codecompanion's own command, not Rebound's (those are typed after \\ there).
 func interruptedWords(id, title string, at, now time.Time) string {
 	what := "a session (" + id + ")"
 	if title = printableTitle(title); title != "" {
@@ -205,8 +206,8 @@ func interruptedWords(id, title string, at, now time.Time) string {
 	}
 	return "Rebound stopped " + when + " in the middle of " + what + ", in this directory. " +
 		"This chat is a new session: the model does not have that conversation. To go on with it, " +
-		"open a new chat and, before sending anything, type /resume in codecompanion.nvim, " +
-		"or pick it from the thread history in Zed. In a terminal, `rebound sessions` lists it."
+		"open a new chat and, before sending anything, type /resume in codecompanion.nvim; " +
+		"in an editor that lists past threads, open it there. In a terminal, `rebound sessions` lists it."
 }
 
 // printableTitle is a title from a log, which anyone may have written, on

@@ -460,7 +460,7 @@ func TestInterruptedWords(t *testing.T) {
 	got := interruptedWords("sess_1", "Fix\x1b[31m the\n\ttest", noticeAt(0), noticeAt(5))
 	want := "Rebound stopped at 09:00:00 UTC in the middle of “Fix [31m the test” (sess_1), in this directory. " +
 		"This chat is a new session: the model does not have that conversation. To go on with it, open a new chat and, " +
-		"before sending anything, type /resume in codecompanion.nvim, or pick it from the thread history in Zed. " +
+		"before sending anything, type /resume in codecompanion.nvim; in an editor that lists past threads, open it there. " +
 		"In a terminal, `rebound sessions` lists it."
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
