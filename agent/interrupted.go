@@ -194,7 +194,7 @@ func stateLogs(dir string) sessionLogs {
 // interruptedWords is the notice's body: what was cut (title, id) and
 // when (at, in the person's zone), and what to type to go on with it in
 // the clients that start a new session after a crash (README): /resume is
-// codecompanion's own command, not Rebound's (those are typed after \\ there).
+// codecompanion's own command, not Rebound's (those are typed after a backslash there).
 func interruptedWords(id, title string, at, now time.Time) string {
 	what := "a session (" + id + ")"
 	if title = printableTitle(title); title != "" {
