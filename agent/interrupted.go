@@ -132,7 +132,7 @@ func (a *Agent) noteInterrupted(ctx context.Context, t *turn) {
 // noteInterruptedIn is noteInterrupted reading the logs through logs.
 func noteInterruptedIn(ctx context.Context, t *turn, logs sessionLogs) {
 	a := t.agent
-	if t.number != 1 || !filepath.IsAbs(t.s.cwd) {
+	if t.number != 1 || !filepath.IsAbs(t.s.dirs.cwd) {
 		return
 	}
 	log := &a.cfg.Logger
@@ -141,7 +141,7 @@ func noteInterruptedIn(ctx context.Context, t *turn, logs sessionLogs) {
 			log.Error().Str("session", t.s.id).Str("panic", fmt.Sprint(r)).Msg("looking for an interrupted session panicked")
 		}
 	}()
-	cwd := filepath.Clean(t.s.cwd)
+	cwd := filepath.Clean(t.s.dirs.cwd)
 	sums, _, err := a.store.index.Page(nil, math.MaxInt, func(s session.Summary) bool {
 		return s.SessionID != t.s.id && s.Cwd != "" && filepath.Clean(s.Cwd) == cwd
 	})
