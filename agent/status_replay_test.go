@@ -150,6 +150,11 @@ var statusScenarios = []statusScenario{
 		}), run: turns("hi")},
 	{name: "an MCP server starting, then not available", covers: []string{"waitMCP", "reportMCP"},
 		cfg: answers(text("ok")), mcp: true, run: turns("hi")},
+	{name: "a session here cut by a crash", covers: []string{"noteInterruptedIn"},
+		cfg: answers(text("ok")), run: func(t *testing.T, a *Agent, id string, c acp.Client) {
+			cutHere(t, a.cfg.StateDir, "sess_cut", a.cfg.StateDir) // interrupted_test.go
+			turns("hi")(t, a, id, c)
+		}},
 }
 
 // start makes the scenario's agent (in synctest's bubble) and a session.

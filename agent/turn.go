@@ -83,6 +83,8 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		t = nil // no turn to close
 		return acp.PromptResponse{}, a.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
+	// interrupted.go: at a first prompt, the session here a crash cut.
+	a.noteInterrupted(ctx, t)
 	if answer != "" { // slash.go
 		return t.answer(ctx, answer)
 	}

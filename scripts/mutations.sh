@@ -244,4 +244,36 @@ mutate agent/observer.go 's|^\t\tShared: o.chain.Used\[recovery.PolicyShared\]}$
 mutate recovery/policy.go 's|^\tif p.JitterMode == JitterFull {$|\tif false {|' \
 	./recovery TestPolicy_BackoffFullJitter "full jitter: the backoff is uniform in [0, backoff]"
 
+# The first prompt after a crash names the session it cut (agent/interrupted.go).
+mutate agent/turn.go 's/^\ta.noteInterrupted(ctx, t)$//' \
+	./cmd/rebound 'TestGolden$/crash_new_session' "interrupted: a new session's first prompt names the session a crash cut"
+mutate agent/interrupted.go 's/ || filepath.Clean(s.Cwd) != cwd {$/ {/' \
+	./agent TestLastInterrupted_Choice "interrupted: only sessions of the same directory"
+mutate agent/interrupted.go 's/^\tif held {$/\tif false {/' \
+	./agent TestLastInterrupted_Choice "interrupted: not a session whose turn runs now (its lock held)"
+mutate agent/interrupted.go 's/ || last.Ended \&\& !last.Interrupted {$/ {/' \
+	./agent TestLastInterrupted_Choice "interrupted: nothing when the last session here ended"
+mutate agent/interrupted.go 's/ || last.Ended \&\& !last.Interrupted {$/ || last.Ended {/' \
+	./agent TestLastInterrupted_Choice "interrupted: a cut turn closed by a load still counts"
+mutate agent/interrupted.go 's/ || lt.Started.After(last.Started) {$/ {/' \
+	./agent TestLastInterrupted_Choice "interrupted: the last session is the one whose turn started last, not the last written"
+mutate agent/interrupted.go 's/c.mod.Add(clockSlack).Before(last.Started)/c.mod.Before(last.Started)/' \
+	./agent TestLastInterrupted_AsReadingEveryLog "interrupted: an mtime a little before the last event still counts"
+mutate agent/interrupted.go 's/^\t\t\tbreak \/\/ neither it nor any after it started a turn later$/\t\t\t_ = 0/' \
+	./agent TestLastInterrupted_ReadsFewLogs "interrupted: the search stops at the first log that can't be newer"
+mutate agent/interrupted.go 's/^\tif t.number != 1 || !filepath.IsAbs(t.s.dirs.cwd) {$/\tif !filepath.IsAbs(t.s.dirs.cwd) {/' \
+	./agent TestNoteInterrupted_OnceAtTheFirstPromptAfterACrash "interrupted: at a session's first prompt only"
+mutate agent/interrupted.go 's/^\t\tif r := recover(); r != nil {$/\t\tif r := recover(); r != nil \&\& false {/' \
+	./agent TestNoteInterrupted_FailsOpen "interrupted: a bug in the search never fails the turn"
+mutate session/lastturn.go 's/^\t\t\tif !ev.Data.Interrupted {$/\t\t\tif true {/' \
+	./session TestReadLastTurn_AsTheEventsSay "interrupted: a cut turn is dated by its last event, not the later repair"
+mutate session/lastturn.go 's/^\t\tif fold.found || off == 0 {$/\t\tif true {/' \
+	./session TestReadLastTurn_AsTheEventsSay "interrupted: a window that holds no turn/start grows"
+mutate session/lastturn.go 's/^\t\tfold.keep() .*$//' \
+	./session TestReadLastTurn_AsTheEventsSay "interrupted: the read from the start keeps the line it dates by"
+mutate session/lastturn.go 's/f.before, f.prev, f.borrowed = f.prev, line, true/f.prev, f.borrowed = line, true/' \
+	./session TestReadLastTurn_AsTheEventsSay "interrupted: a torn last line does not lose the time of the one before"
+mutate session/lastturn.go 's/^\tcase errors.Is(err, errLockHeld):$/\tcase false:/' \
+	./session TestHeld "interrupted: a held lock is told"
+
 exit $survived
