@@ -51,6 +51,8 @@ type Config struct {
 	// that out (auth.go).
 	Login    acp.TerminalAuthMeta
 	Recovery recovery.Config
+	// Gates returns the shared gate of the provider bucket a request for model goes to (package ratelimit); nil means none.
+	Gates func(model string) recovery.Gate
 	// Truncation and Overflow configure the recoveries that change the
 	// request, which the agent carries out.
 	Truncation recovery.Truncation
