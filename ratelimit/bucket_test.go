@@ -240,3 +240,18 @@ func TestFile_LockedIsSurvived(t *testing.T) {
 		t.Errorf("once unlocked, the file did not get the state: %+v", h)
 	}
 }
+
+// A file another process (or damage) wrote with a hold far in the future
+// holds no longer than MaxHold.
+func TestFile_HoldBounded(t *testing.T) {
+	a, _, dir := shared(t, Options{})
+	os.MkdirAll(dir, 0o700)
+	path := filepath.Join(dir, Key(endpoint, key, model, ScopeModel)+".json")
+	if err := os.WriteFile(path, []byte(`{"v":1,"cooldown":{"until":"9999-01-01T00:00:00Z","source":"retry-after","process":"p","origin":"o"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := a.Bucket(endpoint, key, model).Hold(t0, "s1")
+	if h.Reason != recovery.HoldCooldown || h.By != recovery.HoldByOtherProcess || h.Until.After(t0.Add(MaxHold)) {
+		t.Errorf("Hold = %+v, want a cooldown by another process of at most %v", h, MaxHold)
+	}
+}
