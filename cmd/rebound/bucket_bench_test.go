@@ -23,11 +23,13 @@ import (
 // provider.share_limits off and on. It reports the requests that reached
 // the provider, the 429s, those sent into a window an earlier 429 had
 // said was closed, the seconds until the last answer, and the prompts
-// answered end_turn. Run it with scripts/bench-bucket, or:
+// answered end_turn. "staggered" is 8 sessions of one process whose
+// prompts go 0.5 s apart: after the first refusal, the later ones can know
+// the window is closed. Run it with scripts/bench-bucket, or:
 //
 //	go test ./cmd/rebound/ -run '^$' -bench SharedBucket -benchtime 1x
 func BenchmarkSharedBucket(b *testing.B) {
-	for _, shape := range []string{"sessions", "processes"} {
+	for _, shape := range []string{"sessions", "processes", "staggered"} {
 		for _, share := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/share_limits=%v", shape, share), func(b *testing.B) {
 				var r bucketRun
@@ -116,6 +118,9 @@ func runBucket(b *testing.B, shape string, share bool) bucketRun {
 	}
 	start := time.Now()
 	for i, s := range sessions {
+		if shape == "staggered" && i > 0 {
+			time.Sleep(500 * time.Millisecond) // real time: the provider is real HTTP
+		}
 		s.p.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"prompt %d"}]}}`, 100+i, s.id, i))
 	}
 	var r bucketRun
