@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/recovery"
 )
 
@@ -253,5 +254,48 @@ func TestFile_HoldBounded(t *testing.T) {
 	h := a.Bucket(endpoint, key, model).Hold(t0, "s1")
 	if h.Reason != recovery.HoldCooldown || h.By != recovery.HoldByOtherProcess || h.Until.After(t0.Add(MaxHold)) {
 		t.Errorf("Hold = %+v, want a cooldown by another process of at most %v", h, MaxHold)
+	}
+}
+
+// Whatever is planted at a bucket's paths (a FIFO, a link to another file)
+// costs a warning and the sharing, never a hang or a write elsewhere.
+func TestFile_PlantedEntries(t *testing.T) {
+	if !lockSupported {
+		t.Skip("no bucket files here")
+	}
+	for _, plant := range []string{"fifo", "link"} {
+		t.Run(plant, func(t *testing.T) {
+			var log bytes.Buffer
+			a, _, dir := shared(t, Options{Log: zerolog.New(&log), MaxInFlight: 1})
+			testkit.Must(t, os.MkdirAll(dir, 0o700))
+			id := Key(endpoint, key, model, ScopeModel)
+			victim := filepath.Join(t.TempDir(), "victim")
+			testkit.Must(t, os.WriteFile(victim, []byte("keep"), 0o600))
+			for _, name := range []string{id + ".json", id + ".slot0"} {
+				if plant == "fifo" {
+					testkit.Mkfifo(t, filepath.Join(dir, name))
+				} else {
+					testkit.Symlink(t, victim, filepath.Join(dir, name))
+				}
+			}
+			bk := a.Bucket(endpoint, key, model)
+			testkit.Returns(t, "Learn, Hold and Acquire", func() error {
+				bk.Learn(t0, "s1", 429, hdr("Retry-After", "3"))
+				if h := bk.Hold(t0, "s2"); h.Reason != recovery.HoldCooldown {
+					t.Errorf("Hold = %+v, want the cooldown kept in memory", h)
+				}
+				release, err := bk.Acquire(t.Context())
+				if err == nil {
+					release()
+				}
+				return err
+			}, dir)
+			if data, _ := os.ReadFile(victim); string(data) != "keep" {
+				t.Errorf("a write went through the link: %q", data)
+			}
+			if !strings.Contains(log.String(), `"level":"warn"`) {
+				t.Errorf("no warning: %s", log.String())
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 	"unicode/utf8"
 )
 
@@ -80,7 +82,7 @@ func (b *Bucket) openLocked(path string, wait time.Duration) (*os.File, error) {
 	if err := os.MkdirAll(b.r.opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("bucket directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := regfile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600) // never a FIFO, a device or through a link
 	if err != nil {
 		return nil, fmt.Errorf("open bucket file: %w", err)
 	}

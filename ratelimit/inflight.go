@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
 // Polling for a slot another process holds: flock cannot wait under a
@@ -63,7 +65,7 @@ func (b *Bucket) trySlot() (*os.File, error) {
 		return nil, fmt.Errorf("bucket directory: %w", err)
 	}
 	for i := range b.r.opts.MaxInFlight {
-		f, err := os.OpenFile(b.r.path(b.id, fmt.Sprintf(".slot%d", i)), os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := regfile.OpenFile(b.r.path(b.id, fmt.Sprintf(".slot%d", i)), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("open slot file: %w", err)
 		}
