@@ -122,6 +122,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"header name", func(c *config.Config) { c.Provider.Headers = config.Headers{"X Key": "v"} }, `provider.headers."X Key"`, "must be named with an HTTP header name"},
 		{"reserved header", func(c *config.Config) { c.Provider.Headers = config.Headers{"authorization": "Bearer hunter2"} }, "provider.headers.authorization", "is set by Rebound"},
 		{"limit scope", func(c *config.Config) { c.Provider.LimitScope = "org" }, "provider.limit_scope", `must be model or key, got "org"`},
+		{"max in flight without sharing", func(c *config.Config) { c.Provider.MaxInFlight = 2; c.Provider.ShareLimits = false }, "provider.max_in_flight", "needs provider.share_limits = true"},
 		{"max in flight", func(c *config.Config) { c.Provider.MaxInFlight = -1 }, "provider.max_in_flight", "must be between 0 (no cap) and 1000, got -1"},
 		{"url with a query", func(c *config.Config) { c.Provider.BaseURL = "https://api.example.com/v1?key=x" }, "provider.base_url", "must not have a query"},
 	}

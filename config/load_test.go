@@ -174,7 +174,7 @@ price_input = 0.5
 price_cached_input = 0.05
 price_output = 1.5
 currency = "EUR"
-share_limits = false
+share_limits = true
 limit_scope = "key"
 pacing = false
 max_in_flight = 2
@@ -247,6 +247,7 @@ output_limit = 4096
 			PriceCachedInput: 0.05,
 			PriceOutput:      1.5,
 			Currency:         "EUR",
+			ShareLimits:      true,
 			LimitScope:       "key",
 			MaxInFlight:      2,
 			Headers:          map[string]string{"X-Gateway-Key": "gw-secret", "X-Tags": "team=a, ci"},
