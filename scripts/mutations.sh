@@ -207,6 +207,8 @@ mutate llm/mockprovider/mock.go 's/^\trefused := m.windowUsed >= b.Requests$/\tr
 	./llm/mockprovider TestMock_Bucket "shared limit: the mock's bucket refuses beyond its requests"
 mutate cmd/rebound/providerhttp.go 's/^\t\treq.Header\[k\] = v$/\t\t_ = v/' \
 	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: provider.headers are sent"
+mutate cmd/rebound/providerhttp.go 's/^\treturn d.scrub(resp), nil$/\treturn resp, nil/' \
+	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: a provider.headers value a gateway repeats is removed"
 mutate config/config.go 's/^\t\tr\[k\] = redact(v)$/\t\tr[k] = v/' \
 	./config TestConfig_HeadersNeverShown "shared limit: provider.headers values are never printed"
 mutate config/config.go 's/return r != .\\t. \&\& unicode.IsControl(r)/return false/' \

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -54,7 +56,57 @@ func (d headerDoer) Do(req *http.Request) (*http.Response, error) {
 	for k, v := range d.h {
 		req.Header[k] = v
 	}
-	return d.next.Do(req)
+	resp, err := d.next.Do(req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	return d.scrub(resp), nil
+}
+
+// Values shorter than minHeaderSecret are not scrubbed (as llm's redactor
+// does for keys): "ci" or "true" would garble every message and hide
+// nothing. maxScrubbed bounds what is read of an error body to scrub it;
+// llm keeps less (64 KiB) of it anyway.
+const (
+	minHeaderSecret = 8
+	maxScrubbed     = 1 << 20
+)
+
+// scrub removes the values of provider.headers from what a response may
+// quote them in: its headers, and the body of a failure (a gateway that
+// refuses a key may repeat it), which is what Rebound shows and logs. A
+// streamed reply is not read here: the model never sees the headers.
+func (d headerDoer) scrub(resp *http.Response) *http.Response {
+	var secrets []string
+	for _, vs := range d.h {
+		for _, v := range vs {
+			if len(v) >= minHeaderSecret {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	if len(secrets) == 0 {
+		return resp
+	}
+	clean := func(s string) string {
+		for _, v := range secrets {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+		return s
+	}
+	for k, vs := range resp.Header {
+		for i, v := range vs {
+			resp.Header[k][i] = clean(v)
+		}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxScrubbed))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(strings.NewReader(clean(string(body))))
+	resp.ContentLength = -1
+	return resp
 }
 
 // bucketGates hands the agent the gate of the bucket a model's requests

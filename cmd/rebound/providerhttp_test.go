@@ -31,7 +31,8 @@ func TestProviderHeaders_SentNeverLogged(t *testing.T) {
 	}
 	mock := mockprovider.New(&mockprovider.Script{Steps: []mockprovider.Step{
 		{Text: "Hello."},
-		{Status: 400}, // an error's path logs and shows more
+		// A gateway that refuses repeats the key, in its body and a header.
+		{Status: 400, Body: json.RawMessage(`{"error":{"message":"gateway key ` + secret + ` is not valid","type":"invalid_request_error"}}`), Headers: map[string]string{"X-Echo": secret}},
 	}})
 
 	inR, inW := io.Pipe()
