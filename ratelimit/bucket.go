@@ -64,8 +64,11 @@ type pace struct {
 
 const stateVersion = 1
 
-// Hold implements recovery.Gate. A zero Hold is a grant: when pacing, it
-// takes the next slot, so the caller is expected to send now.
+// Hold implements recovery.Gate. Pacing hands out slots: each call is
+// taken to be followed by a request, sent now (a zero Hold) or at Until
+// (a pacing Hold), so callers that ask together are given successive
+// slots, never one and the same. A cooldown is no slot: every caller is
+// held until it ends.
 func (b *Bucket) Hold(now time.Time, origin string) recovery.Hold {
 	var h recovery.Hold
 	b.update(now, func(s *state) bool {
@@ -77,18 +80,19 @@ func (b *Bucket) Hold(now time.Time, origin string) recovery.Hold {
 		if !b.r.opts.Pacing || p == nil || !now.Before(p.Reset) {
 			return false
 		}
-		if now.Before(p.Next) {
-			h = recovery.Hold{Until: p.Next, Reason: recovery.HoldPacing, By: b.who(p.by, origin), Source: p.Source}
-			return false
-		}
-		if p.Remaining < 1 { // the grants made since the provider's count used it up
+		if p.Remaining < 1 { // the slots given since the provider's count used it up
 			h = recovery.Hold{Until: p.Reset, Reason: recovery.HoldPacing, By: b.who(p.by, origin), Source: p.Source}
 			return false
 		}
-		spacing := time.Duration(float64(p.Reset.Sub(now)) / p.Remaining)
+		at := now
+		if p.Next.After(now) {
+			at = p.Next
+			h = recovery.Hold{Until: at, Reason: recovery.HoldPacing, By: b.who(p.by, origin), Source: p.Source}
+		}
+		spacing := time.Duration(float64(p.Reset.Sub(at)) / p.Remaining)
 		p.Remaining--
 		if spacing >= b.r.opts.MinSpacing {
-			p.Next = now.Add(spacing)
+			p.Next = at.Add(spacing)
 		}
 		return true
 	})
@@ -153,7 +157,7 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		}
 		if np != nil {
 			if old := s.Pace; old != nil && now.Before(old.Reset) {
-				np.Next = old.Next // a slot granted stays granted
+				np.Next = minTime(old.Next, np.Reset) // a slot given stays given
 			}
 			s.Pace, changed = np, true
 		}

@@ -87,16 +87,19 @@ func TestHold_Pacing(t *testing.T) {
 	if got := b.Hold(t0, "s1"); got != (recovery.Hold{}) {
 		t.Fatalf("first request held: %+v", got)
 	}
-	// 3 left over 9 s: one every 3 s.
-	got := b.Hold(t0, "s2")
-	if want := (recovery.Hold{Until: t0.Add(3 * time.Second), Reason: recovery.HoldPacing, By: recovery.HoldByOtherChat, Source: "x-ratelimit-reset-requests"}); got != want {
-		t.Fatalf("second request: %+v, want %+v", got, want)
+	// 3 left over 9 s: one every 3 s, each caller its own slot.
+	for i, origin := range []string{"s2", "s3"} {
+		got := b.Hold(t0, origin)
+		if want := (recovery.Hold{Until: t0.Add(time.Duration(3*(i+1)) * time.Second), Reason: recovery.HoldPacing, By: recovery.HoldByOtherChat, Source: "x-ratelimit-reset-requests"}); got != want {
+			t.Fatalf("caller %d: %+v, want %+v", i+2, got, want)
+		}
 	}
-	if got := b.Hold(t0.Add(3*time.Second), "s2"); got != (recovery.Hold{}) {
-		t.Fatalf("at its slot: %+v", got)
+	// None left: held to the reset.
+	if got := b.Hold(t0.Add(time.Second), "s1"); got.Until != t0.Add(9*time.Second) || got.Reason != recovery.HoldPacing {
+		t.Fatalf("fourth: %+v, want until the reset", got)
 	}
-	if got := b.Hold(t0.Add(3*time.Second), "s3"); got.Until != t0.Add(6*time.Second) {
-		t.Fatalf("third: %+v, want +6s", got)
+	if got := b.Hold(t0.Add(9*time.Second), "s1"); got != (recovery.Hold{}) {
+		t.Fatalf("after the reset: %+v", got)
 	}
 
 	off := memBucket(Options{})

@@ -191,8 +191,10 @@ mutate ratelimit/bucket.go 's/^\t\tcase lim.Known \&\& lim.Remaining < 1:$/\t\tc
 	./ratelimit TestLearn_RemainingZeroCloses "shared limit: a remaining count at 0 closes the bucket until its reset"
 mutate ratelimit/bucket.go 's/^\tcase l.Process != b.r.process:$/\tcase false:/' \
 	./ratelimit TestFile_SharedBetweenProcesses "shared limit: a hold learnt by another process says so"
-mutate ratelimit/bucket.go 's/^\t\t\tp.Next = now.Add(spacing)$/\t\t\tp.Next = now/' \
+mutate ratelimit/bucket.go 's/^\t\t\tp.Next = at.Add(spacing)$/\t\t\tp.Next = at/' \
 	./ratelimit TestHold_Pacing "shared limit: pacing spreads the requests left to the reset"
+mutate ratelimit/bucket.go 's/^\t\t\tat = p.Next$/\t\t\tat = now/' \
+	./ratelimit TestHold_Pacing "shared limit: callers held together get successive pacing slots"
 mutate ratelimit/file.go '/openLocked(b.file/,/return err/ s|^\t\tfn(\&b.mem)$|\t\t// lost|' \
 	./ratelimit TestFile_LockedIsSurvived "shared limit: a locked bucket file fails open to the state in memory"
 mutate ratelimit/file.go 's/^\t\t\tc.Until = limit$/\t\t\t_ = limit/' \
