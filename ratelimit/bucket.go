@@ -134,7 +134,7 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		switch {
 		case lim.Known && lim.Remaining < 1:
 			closeBy(lim.Reset, lim.Source)
-		case lim.Known && lim.Requests && lim.Reset > 0:
+		case lim.Known && lim.Requests && lim.Reset > 0 && nearlyEmpty(lim):
 			// The tightest request limit sets the pace: the most time per
 			// request left.
 			p := &pace{Reset: now.Add(min(lim.Reset, MaxHold)), Remaining: lim.Remaining, Source: lim.Source, by: l}
@@ -163,6 +163,19 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		}
 		return changed
 	})
+}
+
+// PaceBelow is the fraction of a limit below which its requests are paced,
+// when the provider says the limit's size: with a 4-request window, from
+// the last request left; with 500 a minute, from 125. Above it, the
+// requests left are spent as they come: spreading them would only delay
+// requests the window has room for.
+const PaceBelow = 0.25
+
+// nearlyEmpty: few enough of lim's requests are left to pace them. Without
+// the limit's size, the spacing (DefaultMinSpacing) alone decides.
+func nearlyEmpty(lim recovery.Limit) bool {
+	return lim.Limit <= 0 || lim.Remaining <= PaceBelow*lim.Limit
 }
 
 // Acquire implements recovery.Gate (inflight.go).

@@ -102,6 +102,20 @@ func TestHold_Pacing(t *testing.T) {
 		t.Fatalf("after the reset: %+v", got)
 	}
 
+	// The limit's size known: paced only under a quarter of it left.
+	sized := memBucket(Options{Pacing: true})
+	sized.Learn(t0, "s1", 200, hdr("x-ratelimit-limit-requests", "4", "x-ratelimit-remaining-requests", "3", "x-ratelimit-reset-requests", "9s"))
+	for range 3 {
+		if got := sized.Hold(t0, "s1"); got != (recovery.Hold{}) {
+			t.Fatalf("3 of 4 left, held: %+v", got)
+		}
+	}
+	sized.Learn(t0, "s1", 200, hdr("x-ratelimit-limit-requests", "4", "x-ratelimit-remaining-requests", "1", "x-ratelimit-reset-requests", "9s"))
+	sized.Hold(t0, "s1")
+	if got := sized.Hold(t0, "s2"); got.Reason != recovery.HoldPacing || got.Until != t0.Add(9*time.Second) {
+		t.Fatalf("1 of 4 left, the second caller: %+v, want paced to the reset", got)
+	}
+
 	off := memBucket(Options{})
 	off.Learn(t0, "s1", 200, h)
 	for range 3 {

@@ -38,6 +38,7 @@ type Limit struct {
 	Known     bool          // a remaining count was sent
 	Reset     time.Duration // until the window resets
 	Requests  bool          // it counts requests (not tokens)
+	Limit     float64       // the size of the limit ("x-ratelimit-limit-requests"), when > 0
 }
 
 // ResponseLimits reads every limit of h that says when it resets, whether
@@ -68,7 +69,9 @@ func ResponseLimits(h http.Header, now time.Time) []Limit {
 		rem := slices.Clone(parts)
 		rem[at] = "remaining"
 		left, known := parseCount(values[strings.Join(rem, "-")])
-		out = append(out, Limit{Source: shownSource(lower), Remaining: left, Known: known && left >= 0, Reset: d,
+		rem[at] = "limit"
+		size, _ := parseCount(values[strings.Join(rem, "-")])
+		out = append(out, Limit{Source: shownSource(lower), Remaining: left, Known: known && left >= 0, Reset: d, Limit: max(size, 0),
 			Requests: slices.ContainsFunc(parts, func(p string) bool { return p == "requests" || p == "request" || p == "req" })})
 	}
 	return out
@@ -84,7 +87,7 @@ func structuredLimits(v string, now time.Time) []Limit {
 	}
 	var out []Limit
 	for _, item := range items {
-		var reset, remaining string
+		var reset, remaining, limit string
 		requests := true
 		for _, p := range strings.Split(item, ";") {
 			k, val, _ := strings.Cut(strings.TrimSpace(p), "=")
@@ -94,6 +97,8 @@ func structuredLimits(v string, now time.Time) []Limit {
 				reset = val
 			case "r", "remaining":
 				remaining = val
+			case "limit":
+				limit = val
 			case "qu":
 				requests = val == "requests"
 			}
@@ -103,7 +108,8 @@ func structuredLimits(v string, now time.Time) []Limit {
 			continue
 		}
 		left, known := parseCount(remaining)
-		out = append(out, Limit{Source: SourceRateLimit, Remaining: left, Known: known && left >= 0, Reset: d, Requests: requests})
+		size, _ := parseCount(limit)
+		out = append(out, Limit{Source: SourceRateLimit, Remaining: left, Known: known && left >= 0, Reset: d, Requests: requests, Limit: max(size, 0)})
 	}
 	return out
 }

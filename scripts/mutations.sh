@@ -195,6 +195,8 @@ mutate ratelimit/bucket.go 's/^\t\t\tp.Next = at.Add(spacing)$/\t\t\tp.Next = at
 	./ratelimit TestHold_Pacing "shared limit: pacing spreads the requests left to the reset"
 mutate ratelimit/bucket.go 's/^\t\t\tat = p.Next$/\t\t\tat = now/' \
 	./ratelimit TestHold_Pacing "shared limit: callers held together get successive pacing slots"
+mutate ratelimit/bucket.go 's/return lim.Limit <= 0 || lim.Remaining <= PaceBelow\*lim.Limit/return true/' \
+	./ratelimit TestHold_Pacing "shared limit: pacing starts under a quarter of a limit of known size"
 mutate ratelimit/file.go '/openLocked(b.file/,/return err/ s|^\t\tfn(\&b.mem)$|\t\t// lost|' \
 	./ratelimit TestFile_LockedIsSurvived "shared limit: a locked bucket file fails open to the state in memory"
 mutate ratelimit/file.go 's/^\t\t\tc.Until = limit$/\t\t\t_ = limit/' \
