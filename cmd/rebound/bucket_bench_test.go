@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -163,7 +165,15 @@ func runBucket(b *testing.B, shape string, share bool) bucketRun {
 	r.shared = "no bucket file"
 	if len(files) > 0 {
 		data, _ := os.ReadFile(files[0])
-		r.shared = "bucket file: " + strings.TrimSpace(string(data))
+		var st map[string]json.RawMessage
+		json.Unmarshal(data, &st)
+		var facts []string
+		for _, k := range []string{"cooldown", "pace"} {
+			if st[k] != nil {
+				facts = append(facts, k)
+			}
+		}
+		r.shared = "bucket file: " + cmp.Or(strings.Join(facts, ", "), "empty")
 	}
 	return r
 }
