@@ -15,6 +15,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
@@ -158,14 +159,49 @@ var _ acp.Agent = (*Agent)(nil)
 type sessionState struct {
 	id string
 
-	// Used under turnMu.
-	turnMu         useMutex
-	cwd            string
-	additionalDirs []string
-	events         []session.Event   // everything appended or loaded, in order; nil while the log is closed
-	rules          map[string]string // standing permission answers by scope, from the log
-	// hist is derived from events and kept up to date with them, so a
-	// prompt never derives the conversation from the whole log again; nil
+	// Guarded by turnMu, which every use of the session holds (a turn, a
+	// load, a resume): dirs, conversation, use, listing, mcp and fullTurn.
+	turnMu useMutex
+	dirs   sessionDirs // where its tools work
+	// conversation is what is read from the log, and derived from it; it
+	// is forgotten when the log closes (closeLog, under the store's lock,
+	// which closes only a log not in use).
+	conversation
+	use     logUse      // how the current use holds the log
+	listing sessionList // what a list of sessions shows
+
+	// options are the session's options, and the changes written through
+	// a use of it (optionwriter.go); its own lock guards them.
+	options optionWriter
+
+	// mcp are the session's MCP servers, replaced by a load or resume.
+	mcp *mcpServers
+	// fullTurn is the last turn that compacted because the context was
+	// nearly full, or tried to (autocompact.go).
+	fullTurn int
+
+	// log is nil while closed: set and cleared under the store's lock
+	// (sessionStore.mu), closed when idle as its log cache decides.
+	log *session.Log
+}
+
+// sessionDirs are where a session's tools work: the editor's cwd and the
+// other directories it named (tools.Workspace).
+type sessionDirs struct {
+	cwd        string
+	additional []string
+}
+
+// workspace is the tools' view of the directories.
+func (d sessionDirs) workspace() *tools.Workspace { return tools.NewWorkspace(d.cwd, d.additional...) }
+
+// conversation is a session's events and what is kept derived from them,
+// so a prompt never derives anything from the whole log again. Under
+// turnMu; nil throughout while the log is closed.
+type conversation struct {
+	events []session.Event   // everything appended or loaded, in order
+	rules  map[string]string // standing permission answers by scope, from the log
+	// hist is derived from events and kept up to date with them; nil
 	// until first needed after the log was (re)read (see history).
 	hist *history
 	// reqBuf is the messages of the session's last request, reused by the
@@ -176,6 +212,10 @@ type sessionState struct {
 	// toolIDs are the tool call ids the session has used, made from the log
 	// on first need and kept with it; nil until then.
 	toolIDs map[string]bool
+}
+
+// logUse is how the session's current use holds its log. Under turnMu.
+type logUse struct {
 	// reload makes the next acquire close the log and read it again: a
 	// turn panicked, and memory may not match the file.
 	reload bool
@@ -184,28 +224,16 @@ type sessionState struct {
 	locked bool
 	// loaded is set once the log was opened in this process.
 	loaded bool
-	// What a list of sessions shows (session.Summary), kept while the log
-	// is open: the cwd of its session/start, its title, and whether that
-	// title was recorded (else it was made from the first prompt, and the
-	// next turn/end records one).
+}
+
+// sessionList is what a list of sessions shows (session.Summary), kept
+// while the log is open: the cwd of its session/start, its title, and
+// whether that title was recorded (else it was made from the first
+// prompt, and the next turn/end records one). Under turnMu.
+type sessionList struct {
 	home   string
 	title  string
 	titled bool
-
-	// options are the session's options, and the changes written through
-	// a use of it (optionwriter.go).
-	options optionWriter
-
-	// mcp are the session's MCP servers, replaced by a load or resume.
-	// Used under turnMu.
-	mcp *mcpServers
-	// fullTurn is the last turn that compacted because the context was
-	// nearly full, or tried to (autocompact.go). Used under turnMu.
-	fullTurn int
-
-	// log is nil while closed: set and cleared under the store's lock
-	// (sessionStore.mu), closed when idle as its log cache decides.
-	log *session.Log
 }
 
 // useMutex is sessionState.turnMu. It has no Unlock of its own:
@@ -270,8 +298,14 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		discard()
 		return acp.NewSessionResponse{}, a.dir.createError(err)
 	}
-	s := &sessionState{id: id, cwd: req.Cwd, additionalDirs: req.AdditionalDirectories, loaded: true,
-		events: loaded.Events, rules: session.PermissionRules(loaded.Events), home: req.Cwd, options: optionWriter{opts: a.menu.defaults()}}
+	s := &sessionState{
+		id:           id,
+		dirs:         sessionDirs{req.Cwd, req.AdditionalDirectories},
+		conversation: conversation{events: loaded.Events, rules: session.PermissionRules(loaded.Events)},
+		use:          logUse{loaded: true},
+		listing:      sessionList{home: req.Cwd},
+		options:      optionWriter{opts: a.menu.defaults()},
+	}
 	if err := a.store.add(s, log, func() { s.mcp = a.startMCP(id, req.Cwd, req.McpServers) }); err != nil {
 		discard()
 		return acp.NewSessionResponse{}, err
@@ -295,7 +329,7 @@ func (s *sessionState) closeLog() error {
 	}
 	err := s.log.Close()
 	s.log = nil
-	s.events, s.rules, s.toolIDs, s.hist, s.reqBuf = nil, nil, nil, nil, nil
+	s.conversation = conversation{}
 	return err
 }
 
@@ -395,38 +429,38 @@ func (s *sessionState) takeWritten(written []pendingEvent) {
 	}
 }
 
-// extend brings s.hist up to date with ev, the last of s.events.
-func (s *sessionState) extend(ev session.Event, data any) {
-	if s.hist != nil && s.hist.add(ev, data) != nil {
+// extend brings c.hist up to date with ev, the last of c.events.
+func (c *conversation) extend(ev session.Event, data any) {
+	if c.hist != nil && c.hist.add(ev, data) != nil {
 		// The log took what the derivation refuses: derived again from
 		// the events when next needed, that says what is wrong.
-		s.hist = nil
+		c.hist = nil
 	}
 }
 
 // history returns what is derived from the session's events, deriving it
 // from all of them only when the log was (re)read since. The error is
 // Conversation's for a log that breaks its rules. Called under turnMu.
-func (s *sessionState) history() (*history, error) {
-	if s.hist == nil {
+func (c *conversation) history() (*history, error) {
+	if c.hist == nil {
 		h := newHistory()
-		h.grow(s.events)
-		for _, ev := range s.events {
+		h.grow(c.events)
+		for _, ev := range c.events {
 			if err := h.add(ev, nil); err != nil {
 				return nil, err
 			}
 		}
-		s.hist = h
+		c.hist = h
 	}
-	return s.hist, nil
+	return c.hist, nil
 }
 
 // retryChain is session.RetryChain of the session's events.
-func (s *sessionState) retryChain() (id string, retries int, used map[string]int) {
-	if h, err := s.history(); err == nil {
+func (c *conversation) retryChain() (id string, retries int, used map[string]int) {
+	if h, err := c.history(); err == nil {
 		return h.conv.RetryChain()
 	}
-	return session.RetryChain(s.events)
+	return session.RetryChain(c.events)
 }
 
 // newID returns prefix + 128 random bits in hex.

@@ -35,7 +35,7 @@ func askRun(t *testing.T, command, cwd string) (acp.RequestPermissionRequest, st
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	dir := a.store.sessions[id].cwd
+	dir := a.store.sessions[id].dirs.cwd
 	if cwd != "" {
 		dir = filepath.Join(dir, cwd)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -147,7 +147,7 @@ func TestAgent_EditThroughALinkNamesItsTarget(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	cwd := a.store.sessions[id].cwd
+	cwd := a.store.sessions[id].dirs.cwd
 	if err := os.MkdirAll(filepath.Join(cwd, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}

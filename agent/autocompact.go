@@ -1,16 +1,13 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
-	"github.com/rebound-agent/rebound/session"
 )
 
 // Compaction before the provider refuses (issue #20): when the last
@@ -19,77 +16,6 @@ import (
 // the request that would overflow is never sent. The overflow recovery stays
 // the backstop: for a window Rebound does not know, a summary still too big,
 // or a step that grew the context past the window on its own.
-
-// lastFill is the session's last recorded usage: the usage of the last
-// step/end that recorded one, which the next request's cost goes on from
-// and a load shows again, and whether a compaction came after it (then its
-// used tokens are of a context that no longer exists). It is derived with
-// the rest of history, so it follows reloads and other processes' appends,
-// and a prompt never looks for it in the log.
-type lastFill struct {
-	usage *session.StepUsage
-	// raw is the data of the last step/end with usage, read from the log
-	// without its decoded data, decoded only when asked.
-	raw json.RawMessage
-	// stale: a compaction came after it.
-	stale bool
-}
-
-var usageField = []byte(`"usage"`)
-
-// add takes ev into the figure; data is as for history.add.
-func (f *lastFill) add(ev session.Event, data any) {
-	switch ev.Type {
-	case session.TypeStepEnd:
-		var u *session.StepUsage
-		switch d := data.(type) {
-		case session.StepEnd:
-			u = d.Usage
-		case *session.StepEnd:
-			u = d.Usage
-		default:
-			if bytes.Contains(ev.Data, usageField) {
-				f.raw, f.stale = ev.Data, false
-			}
-			return
-		}
-		if u != nil {
-			f.usage, f.raw, f.stale = u, nil, false
-		}
-	case session.TypeCompaction:
-		// A failed compaction replaced nothing: the figure still holds.
-		switch d := data.(type) {
-		case session.Compaction:
-			f.stale = f.stale || d.Failed == ""
-		case *session.Compaction:
-			f.stale = f.stale || d.Failed == ""
-		default:
-			var c session.Compaction
-			f.stale = f.stale || session.Unmarshal(ev.Data, &c) != nil || c.Failed == ""
-		}
-	}
-}
-
-// last is the last recorded usage; nil when no step recorded one.
-func (f *lastFill) last() *session.StepUsage {
-	if f.raw != nil {
-		var d session.StepEnd
-		if json.Unmarshal(f.raw, &d) == nil && d.Usage != nil {
-			f.usage = d.Usage
-		}
-		f.raw = nil
-	}
-	return f.usage
-}
-
-// get returns the last known used tokens; ok is false when none is known,
-// or a compaction came after it.
-func (f *lastFill) get() (used uint64, ok bool) {
-	if u := f.last(); u != nil && !f.stale {
-		return u.Used, true
-	}
-	return 0, false
-}
 
 // compactIfFull compacts the history before the turn's next request when
 // the last known usage has reached Overflow.CompactAt of the model's window:

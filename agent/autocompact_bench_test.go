@@ -12,6 +12,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/session"
 )
 
 // BenchmarkLastFill measures what the nearly-full check costs a session of
@@ -71,11 +72,11 @@ func BenchmarkLastFill(b *testing.B) {
 	base := float64(times[len(times)/2].Nanoseconds())
 	b.Run("load", func(b *testing.B) {
 		for b.Loop() {
-			var f lastFill
+			var f session.UsageFill
 			for _, ev := range events {
-				f.add(ev, nil)
+				f.Add(ev, nil)
 			}
-			if used, ok := f.get(); !ok || used != 510 {
+			if used, ok := f.Used(); !ok || used != 510 {
 				b.Fatalf("get() = %d, %v", used, ok)
 			}
 		}
@@ -86,7 +87,7 @@ func BenchmarkLastFill(b *testing.B) {
 	h := derive()
 	b.Run("prompt", func(b *testing.B) {
 		for b.Loop() {
-			used, ok := h.fill.get()
+			used, ok := h.fill.Used()
 			if !ok || shouldCompact(used, windowOf("gpt-4o-mini", 0), 0.9) {
 				b.Fatal("wrong decision")
 			}

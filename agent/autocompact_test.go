@@ -207,38 +207,38 @@ func TestLastFill(t *testing.T) {
 	failEv, failed := end(nil)
 	cmp := session.Event{Type: session.TypeCompaction, Data: mustJSON(session.Compaction{Turn: 1, Summary: "s"})}
 	for _, typed := range []bool{true, false} {
-		var f lastFill
-		if _, known := f.get(); known {
+		var f session.UsageFill
+		if _, known := f.Used(); known {
 			t.Fatal("a new session has a known usage")
 		}
 		add := func(ev session.Event, d session.StepEnd) {
 			if typed {
-				f.add(ev, d)
+				f.Add(ev, d)
 			} else {
-				f.add(ev, nil)
+				f.Add(ev, nil)
 			}
 		}
 		add(okEv, ok)
 		add(failEv, failed)
-		if used, known := f.get(); used != 700 || !known {
+		if used, known := f.Used(); used != 700 || !known {
 			t.Errorf("typed %v: get() = %d, %v; want 700, true", typed, used, known)
 		}
 		// A compaction recorded failed replaced nothing: the figure holds.
 		failedCmp := session.Compaction{Turn: 1, Failed: "the summary did not finish"}
 		if ev := (session.Event{Type: session.TypeCompaction, Data: mustJSON(failedCmp)}); typed {
-			f.add(ev, failedCmp)
+			f.Add(ev, failedCmp)
 		} else {
-			f.add(ev, nil)
+			f.Add(ev, nil)
 		}
-		if used, known := f.get(); used != 700 || !known {
+		if used, known := f.Used(); used != 700 || !known {
 			t.Errorf("typed %v: after a failed compaction get() = %d, %v; want 700, true", typed, used, known)
 		}
-		f.add(cmp, nil)
-		if _, known := f.get(); known {
+		f.Add(cmp, nil)
+		if _, known := f.Used(); known {
 			t.Errorf("typed %v: the usage is known after a compaction", typed)
 		}
 		// The record stays: the session's cost goes on from it.
-		if u := f.last(); u == nil || u.Used != 700 {
+		if u := f.Last(); u == nil || u.Used != 700 {
 			t.Errorf("typed %v: last() after a compaction = %+v, want the 700-token record", typed, u)
 		}
 	}

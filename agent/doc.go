@@ -22,12 +22,14 @@
 //     one can't be created, opened or written (stateDir).
 //   - turn.go: session/prompt, the agent loop (run), one logical request
 //     recovered to its commit (complete), one attempt (runAttempt, receive),
-//     the end of the turn (settle). The turn delegates: request.go holds
+//     the end of the turn (settle); newTurn and newToolRunner wire what
+//     the turn delegates to. The turn delegates: request.go holds
 //     the current request's attempts and settings (request) and the
 //     messages the model is sent (turnMessages).
 //   - emit.go: the emitter, the one place reply text is recorded and then
-//     sent (live or held), and the resumer that trims a continuation's
-//     repeats.
+//     sent (live or held); its state in two parts: what was shown live
+//     and the resumer that trims a continuation's repeats (emitlive.go),
+//     what is held back until the commit (emitheld.go).
 //   - turn.adapt (turn.go): compaction, fallback, image removal, as the
 //     executor's policies decide (package recovery decides; agent carries
 //     out); adapt.go: their errors. compact.go, autocompact.go: compaction (compactor), on
@@ -48,7 +50,10 @@
 //   - history.go: the model's view of the session log, kept incrementally.
 //   - load.go: session/load and the replay of a session to the editor.
 //   - lifecycle.go: session/list, resume, close, delete, titles.
-//   - slash.go: /retry, /continue, /compact, /init, /status.
+//   - slash.go: /retry, /continue, /compact, /init, /status, and the
+//     turn's answer to them (a step with no model: turn.answer,
+//     compactNow). modelhint.go: what a give-up adds about a model the
+//     provider does not have (modelHints).
 //   - usage.go: usage_update (context fill and cost; usageMeter).
 //   - options.go: session config options (configMenu, and setOption, which
 //     writes them through the session's use, optionwriter.go); catalog.go: the provider's

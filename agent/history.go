@@ -136,7 +136,7 @@ type history struct {
 	// which the model never sees (toLLM).
 	local bool
 	// fill is the last known context usage (autocompact.go).
-	fill lastFill
+	fill session.UsageFill
 }
 
 type incompleteReply struct {
@@ -159,7 +159,7 @@ func (h *history) add(ev session.Event, data any) error {
 	if err := h.conv.Add(ev, data); err != nil {
 		return err
 	}
-	h.fill.add(ev, data)
+	h.fill.Add(ev, data)
 	msgs := h.conv.Messages()
 	for ; h.seen < len(msgs); h.seen++ {
 		m := msgs[h.seen]

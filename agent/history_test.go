@@ -70,14 +70,14 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 			if read {
 				// What was read made the title: the last recorded, else
 				// the first prompt's.
-				if sum, _ := session.Summarize(s.events); s.title != sum.Title {
-					t.Fatalf("op %d, after acquire: title %q, want %q", op, s.title, sum.Title)
+				if sum, _ := session.Summarize(s.events); s.listing.title != sum.Title {
+					t.Fatalf("op %d, after acquire: title %q, want %q", op, s.listing.title, sum.Title)
 				}
 				read = false
 			}
 			for range r.IntN(30) {
 				typ, data := g.next(false)
-				if typ == session.TypeTurnEnd && !s.titled {
+				if typ == session.TypeTurnEnd && !s.listing.titled {
 					d := data.(session.TurnEnd)
 					d.Title = firstPromptTitle(s.events) // as settle does
 					data = d
@@ -128,7 +128,7 @@ func runHistoryProperty(t *testing.T, seed uint64, ops int) {
 			}
 			read = true
 		case k < 9: // a panicked turn: the log is read again whole
-			s.reload, read = true, true
+			s.use.reload, read = true, true
 		default: // closed while idle, opened again by the next use
 			a.store.mu.Lock()
 			a.store.closeLocked(s)
@@ -184,8 +184,8 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 	// An untitled session's title is made from its first prompt when the
 	// log is read; a recorded one is the last recorded.
 	sum, titled := session.Summarize(s.events)
-	if s.titled != titled || titled && s.title != sum.Title {
-		t.Fatalf("%s: title %q (recorded %v), want %q (recorded %v)", where, s.title, s.titled, sum.Title, titled)
+	if s.listing.titled != titled || titled && s.listing.title != sum.Title {
+		t.Fatalf("%s: title %q (recorded %v), want %q (recorded %v)", where, s.listing.title, s.listing.titled, sum.Title, titled)
 	}
 }
 
@@ -201,7 +201,7 @@ func (s *sessionState) mimic(ev session.Event, data any) {
 		}
 	case session.TurnEnd:
 		if d.Title != "" {
-			s.title, s.titled = d.Title, true
+			s.listing.title, s.listing.titled = d.Title, true
 		}
 	}
 }

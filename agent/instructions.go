@@ -82,9 +82,9 @@ func (a *Agent) systemMessages(s *sessionState, ws *tools.Workspace, mode string
 	if !a.cfg.ReplaceInstructions || a.cfg.Instructions == "" {
 		b.WriteString(baseInstructions(mode, withMCP))
 	}
-	fmt.Fprintf(&b, "\n\nEnvironment:\n- Working directory: %s\n", s.cwd)
-	if len(s.additionalDirs) > 0 {
-		fmt.Fprintf(&b, "- Other workspace directories: %s\n", strings.Join(s.additionalDirs, ", "))
+	fmt.Fprintf(&b, "\n\nEnvironment:\n- Working directory: %s\n", s.dirs.cwd)
+	if len(s.dirs.additional) > 0 {
+		fmt.Fprintf(&b, "- Other workspace directories: %s\n", strings.Join(s.dirs.additional, ", "))
 	}
 	fmt.Fprintf(&b, "- Platform: %s\n- Date: %s\n", runtime.GOOS, now.Format("2006-01-02"))
 	if a.cfg.Instructions != "" {

@@ -137,7 +137,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 		return acp.ResumeSessionResponse{}, err
 	}
 	defer a.store.done(s)
-	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
 	modes, opts := a.menu.sessionConfig(s)
@@ -218,7 +218,7 @@ func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest)
 // summary is what the index keeps of s. Called with the log open, under
 // s.turnMu.
 func (s *sessionState) summary() session.Summary {
-	sum := session.Summary{SessionID: s.id, Cwd: s.home, Title: s.title}
+	sum := session.Summary{SessionID: s.id, Cwd: s.listing.home, Title: s.listing.title}
 	if n := len(s.events); n > 0 {
 		sum.UpdatedAt = s.events[n-1].Time
 	}
@@ -227,14 +227,7 @@ func (s *sessionState) summary() session.Summary {
 
 // firstPromptTitle makes a title from the session's first prompt.
 func firstPromptTitle(events []session.Event) string {
-	for _, ev := range events {
-		if ev.Type != session.TypeTurnStart {
-			continue
-		}
-		var d session.TurnStart
-		if session.Unmarshal(ev.Data, &d) != nil {
-			return ""
-		}
+	if d, ok := session.FirstTurnStart(events); ok {
 		if typed, ok := typedCommand(d.Text); ok {
 			return typed // what the user typed, not the instruction it ran
 		}

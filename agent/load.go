@@ -34,7 +34,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	defer a.store.done(s)
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
-	s.cwd, s.additionalDirs = req.Cwd, req.AdditionalDirectories
+	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
 	a.restartMCP(s, req.McpServers)
 	h, err := s.history()
 	if err != nil {
@@ -46,7 +46,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	waits := session.WaitStatuses(s.events)
 	showWaits := statusCallsFor(a.cfg.WaitStatus, c.Capabilities())
 	modes, opts := a.menu.sessionConfig(s)
-	err = replay(ctx, c, s.id, tools.NewWorkspace(s.cwd, s.additionalDirs...), msgs, waits, showWaits)
+	err = replay(ctx, c, s.id, s.dirs.workspace(), msgs, waits, showWaits)
 	if err == nil {
 		err = replayUsage(ctx, c, s.id, h)
 	}
@@ -66,88 +66,141 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 // otherwise glue its prompt to the next. A reply cut by a stop of
 // Rebound's ends with a mark that says so.
 func replay(ctx context.Context, c acp.Client, sessionID string, ws *tools.Workspace, msgs []session.Message, waits []session.WaitStatus, showWaits bool) error {
-	giveUps := giveUpWords(waits)
-	if !showWaits {
-		waits = nil
+	r := replayer{c: c, sessionID: sessionID, ws: ws, giveUps: giveUpWords(waits)}
+	if showWaits {
+		r.waits = waits
 	}
-	var open turnReplay
 	for _, m := range msgs {
-		var err error
-		if waits, err = replayStatuses(ctx, c, sessionID, waits, m.Seq, &open); err != nil {
+		if err := r.message(ctx, m); err != nil {
 			return err
 		}
-		if isPlanUpdate(m) {
-			continue
-		}
-		switch m.Role {
-		case session.RoleUser:
-			if err := open.end(ctx, c, sessionID, giveUps); err != nil {
-				return err
-			}
-			open = turnReplay{user: m}
-			var blocks []acp.ContentBlock
-			if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
-				blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
-			}
-			if len(blocks) == 1 && blocks[0].Type == "text" {
-				if typed, ok := typedCommand(blocks[0].Text); ok {
-					blocks[0] = acp.TextBlock(typed)
-				}
-			}
-			id := replayedID("user", m)
-			for i := range blocks {
-				if blocks[i].Type == "text" && blocks[i].Text == "" {
-					// An empty text block (some clients send one first)
-					// shows nothing, and ACP's text block needs text.
-					continue
-				}
-				if err := c.Update(ctx, sessionID, acp.UserMessageChunk(id, blocks[i])); err != nil {
-					return err
-				}
-			}
-		case session.RoleCompaction:
-			if c.Capabilities().Compaction() {
-				u := acp.CompactionCompleted(m.CompactionID, []acp.ContentBlock{acp.TextBlock(m.Text)})
-				if m.Failed != "" { // as the editor was told when it failed
-					u = acp.CompactionFailed(m.CompactionID, m.Failed)
-				}
-				if err := c.Update(ctx, sessionID, u); err != nil {
-					return err
-				}
-			}
-		case session.RoleAssistant:
-			id := cmp.Or(m.MessageID, replayedID("reply", m))
-			if m.Reasoning != "" {
-				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentThoughtChunk, id, m.Reasoning); err != nil {
-					return err
-				}
-			}
-			if m.Text != "" || len(m.ToolCalls) == 0 {
-				if err := sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, id, m.Text); err != nil {
-					return err
-				}
-			}
-			open.cut = false
-			if m.Text != "" {
-				open.shown, open.statusLast = true, false
-				if m.Incomplete {
-					open.cut = true
-				}
-			}
-		case session.RoleTool:
-			if err := c.Update(ctx, sessionID, replayedToolCall(m, ws)); err != nil {
-				return err
-			}
-			open.shown, open.statusLast, open.cut = true, false, false
-		}
 	}
-	if _, err := replayStatuses(ctx, c, sessionID, waits, 0, &open); err != nil {
+	if err := r.statusesBefore(ctx, 0); err != nil {
 		return err
 	}
-	if err := open.end(ctx, c, sessionID, giveUps); err != nil {
+	if err := r.open.end(ctx, c, sessionID, r.giveUps); err != nil {
 		return err
 	}
 	return replayPlan(ctx, c, sessionID, msgs)
+}
+
+// replayer is one replay's state: where it is in the session, and what it
+// has still to show.
+type replayer struct {
+	c         acp.Client
+	sessionID string
+	ws        *tools.Workspace
+	giveUps   map[int]string       // the words of each failed turn's give-up (giveUpWords)
+	waits     []session.WaitStatus // the statuses still to show, in log order
+	open      turnReplay           // the turn being replayed
+}
+
+// message replays m, after the statuses recorded before it.
+func (r *replayer) message(ctx context.Context, m session.Message) error {
+	if err := r.statusesBefore(ctx, m.Seq); err != nil {
+		return err
+	}
+	if isPlanUpdate(m) {
+		return nil // the last plan is replayed at the end (replayPlan)
+	}
+	switch m.Role {
+	case session.RoleUser:
+		return r.prompt(ctx, m)
+	case session.RoleCompaction:
+		return r.compaction(ctx, m)
+	case session.RoleAssistant:
+		return r.reply(ctx, m)
+	case session.RoleTool:
+		return r.toolCall(ctx, m)
+	}
+	return nil
+}
+
+// statusesBefore shows the statuses recorded before seq (all when 0).
+func (r *replayer) statusesBefore(ctx context.Context, seq int64) error {
+	var err error
+	r.waits, err = replayStatuses(ctx, r.c, r.sessionID, r.waits, seq, &r.open)
+	return err
+}
+
+// prompt ends the turn before and shows m, the next turn's prompt, as the
+// person typed it.
+func (r *replayer) prompt(ctx context.Context, m session.Message) error {
+	if err := r.open.end(ctx, r.c, r.sessionID, r.giveUps); err != nil {
+		return err
+	}
+	r.open = turnReplay{user: m}
+	id := replayedID("user", m)
+	for _, b := range promptBlocks(m) {
+		if b.Type == "text" && b.Text == "" {
+			// An empty text block (some clients send one first) shows
+			// nothing, and ACP's text block needs text.
+			continue
+		}
+		if err := r.c.Update(ctx, r.sessionID, acp.UserMessageChunk(id, b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// promptBlocks are the blocks of a recorded prompt as the editor showed
+// them: a slash command as typed, not the prompt it ran.
+func promptBlocks(m session.Message) []acp.ContentBlock {
+	var blocks []acp.ContentBlock
+	if err := json.Unmarshal(m.Prompt, &blocks); err != nil || len(blocks) == 0 {
+		blocks = []acp.ContentBlock{acp.TextBlock(m.Text)}
+	}
+	if len(blocks) == 1 && blocks[0].Type == "text" {
+		if typed, ok := typedCommand(blocks[0].Text); ok {
+			blocks[0] = acp.TextBlock(typed)
+		}
+	}
+	return blocks
+}
+
+// compaction shows a compaction as the editor was told of it, to a client
+// that shows compactions.
+func (r *replayer) compaction(ctx context.Context, m session.Message) error {
+	if !r.c.Capabilities().Compaction() {
+		return nil
+	}
+	u := acp.CompactionCompleted(m.CompactionID, []acp.ContentBlock{acp.TextBlock(m.Text)})
+	if m.Failed != "" { // as the editor was told when it failed
+		u = acp.CompactionFailed(m.CompactionID, m.Failed)
+	}
+	return r.c.Update(ctx, r.sessionID, u)
+}
+
+// reply shows a committed reply, its thoughts first, under the id it had
+// live.
+func (r *replayer) reply(ctx context.Context, m session.Message) error {
+	id := cmp.Or(m.MessageID, replayedID("reply", m))
+	if m.Reasoning != "" {
+		if err := sendChunk(ctx, r.c, r.sessionID, acp.UpdateAgentThoughtChunk, id, m.Reasoning); err != nil {
+			return err
+		}
+	}
+	if m.Text != "" || len(m.ToolCalls) == 0 {
+		if err := sendChunk(ctx, r.c, r.sessionID, acp.UpdateAgentMessageChunk, id, m.Text); err != nil {
+			return err
+		}
+	}
+	r.open.cut = false
+	if m.Text != "" {
+		r.open.shown, r.open.statusLast = true, false
+		r.open.cut = m.Incomplete
+	}
+	return nil
+}
+
+// toolCall shows a recorded tool call as the editor saw it last.
+func (r *replayer) toolCall(ctx context.Context, m session.Message) error {
+	if err := r.c.Update(ctx, r.sessionID, replayedToolCall(m, r.ws)); err != nil {
+		return err
+	}
+	r.open.shown, r.open.statusLast, r.open.cut = true, false, false
+	return nil
 }
 
 // replayedID is the messageId a replay gives message m of the log: from

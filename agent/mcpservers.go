@@ -76,7 +76,7 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 // but Close holds.
 func (a *Agent) restartMCP(s *sessionState, servers []acp.McpServer) {
 	s.mcp.close()
-	m := a.startMCP(s.id, s.cwd, servers)
+	m := a.startMCP(s.id, s.dirs.cwd, servers)
 	// Under the store's lock too, as Close reads s.mcp to stop every
 	// session's servers.
 	if !a.store.whileOpen(func() { s.mcp = m }) {

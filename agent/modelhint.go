@@ -19,27 +19,37 @@ const (
 	maxLikenessBytes    = 64
 )
 
-// modelHint is what a give-up adds when the provider has no model of the
-// name asked for (recovery.Failure.ModelNotFound): where the name was set,
-// and the names the provider lists that are closest to it. "" otherwise.
-func (t *turn) modelHint(ctx context.Context, f *recovery.Failure) string {
-	model := t.req.model
+// modelHints says, at a give-up, what a person needs when the provider has
+// no model of the name asked for: where the name was set, and the names
+// the provider lists that are closest to it. It knows the configuration
+// and the provider's list only through its fields, so a test gives it
+// fakes.
+type modelHints struct {
+	configured string // the configured model (Config.Model)
+	from       string // where it was set (Config.ModelFrom); "" names every place
+	// models is the list the model picker offers; a request in flight is
+	// waited for, within its own timeout (ModelListTimeout).
+	models func(context.Context) ([]string, bool)
+}
+
+// hint is what a give-up with f adds when the provider has no model named
+// model (recovery.Failure.ModelNotFound); fellBack says the turn switched
+// to the fallback model. "" otherwise.
+func (h modelHints) hint(ctx context.Context, f *recovery.Failure, model string, fellBack bool) string {
 	if model == "" || !f.ModelNotFound(model) {
 		return ""
 	}
 	var from string
 	switch {
-	case t.req.fellBack:
+	case fellBack:
 		from = "recovery.fallback_model in the config file (the model Rebound switched to when the provider was overloaded)"
-	case model != t.agent.cfg.Model:
+	case model != h.configured:
 		from = "the session's model option, chosen in the editor"
 	default:
-		from = cmp.Or(t.agent.cfg.ModelFrom, "the configuration (provider.model, "+"REBOUND_MODEL or --model)")
+		from = cmp.Or(h.from, "the configuration (provider.model, "+"REBOUND_MODEL or --model)")
 	}
 	hint := fmt.Sprintf("The model %q comes from %s.", clipBytes(model, 100), from)
-	// The list the model picker offers; a request in flight is waited for,
-	// within its own timeout (ModelListTimeout).
-	list, _ := t.agent.catalog.providerModels(ctx)
+	list, _ := h.models(ctx)
 	if len(list) == 0 {
 		return hint
 	}

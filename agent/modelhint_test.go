@@ -14,6 +14,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	clip "github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
+	"github.com/rebound-agent/rebound/recovery"
 )
 
 // missingModel is a provider that has no model of any name asked for, and
@@ -116,5 +117,40 @@ func TestClosestModels_Property(t *testing.T) {
 	}
 	if got := closestModels("gpt-5o", []string{"gpt-4o", "gpt-5", "o3", "claude-sonnet-4"}, 2); !slices.Equal(got, []string{"gpt-4o", "gpt-5"}) {
 		t.Errorf("closestModels(gpt-5o) = %q, want gpt-4o and gpt-5 (one edit each; by name)", got)
+	}
+}
+
+// TestModelHints: the hint alone, with a fake list: where the name was set
+// (the fallback, the editor's choice, the configuration and where it was
+// written), the closest listed names, and nothing for another failure.
+func TestModelHints(t *testing.T) {
+	notFound := func(model string) *recovery.Failure {
+		return recovery.Classify(&llm.Error{Status: 404, Code: "model_not_found", Message: fmt.Sprintf("The model `%s` does not exist.", model)})
+	}
+	list := []string{"gpt-4o", "gpt-4o-mini", "o3"}
+	h := modelHints{configured: "gpt-4", from: "provider.model in config.toml",
+		models: func(context.Context) ([]string, bool) { return list, true }}
+	tests := []struct {
+		name, model string
+		fellBack    bool
+		f           *recovery.Failure
+		want        string
+	}{
+		{"configured", "gpt-4", false, notFound("gpt-4"),
+			`The model "gpt-4" comes from provider.model in config.toml. The provider lists 3 models; the closest: "gpt-4o", "o3", "gpt-4o-mini".`},
+		{"chosen in the editor", "gpt-5", false, notFound("gpt-5"), `The model "gpt-5" comes from the session's model option, chosen in the editor.`},
+		{"the fallback", "gpt-4", true, notFound("gpt-4"), `The model "gpt-4" comes from recovery.fallback_model in the config file`},
+		{"another failure", "gpt-4", false, &recovery.Failure{Code: recovery.Server, Status: 500}, ""},
+	}
+	for _, tt := range tests {
+		got := h.hint(t.Context(), tt.f, tt.model, tt.fellBack)
+		if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%s: hint = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	// No list: where the name was set, nothing more; no "from": every place.
+	h = modelHints{configured: "gpt-4", models: func(context.Context) ([]string, bool) { return nil, false }}
+	if got := h.hint(t.Context(), notFound("gpt-4"), "gpt-4", false); got != `The model "gpt-4" comes from the configuration (provider.model, REBOUND_MODEL or --model).` {
+		t.Errorf("without a list: %q", got)
 	}
 }

@@ -107,7 +107,8 @@ func (o *observer) Scheduled(ctx context.Context, r recovery.Retry) error {
 		Failure: r.Failure, Policy: r.Policy, PolicyRetry: r.PolicyN, Action: string(r.Action), Model: ev.Model}
 	o.progress(ctx, p)
 	// recovery/words.go: the status, the notice and the give-up say it one way.
-	w := recovery.Wording{Retry: r, Continuing: f.shown, Model: f.model, MaxTokens: f.maxTokens, At: time.Now()}
+	w := recovery.Wording{Retry: r, Continuing: f.shown, Model: f.model, MaxTokens: f.maxTokens, At: time.Now(),
+		Shared: o.chain.Used[recovery.PolicyShared]}
 	o.cards.scheduled(ctx, w)
 	if o.notices {
 		o.send(ctx, acp.Notice("warning", w.Subject(), w.Description()).

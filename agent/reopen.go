@@ -35,7 +35,7 @@ func (a *Agent) session(id string) (*sessionState, error) {
 		s.unlockTurn()
 		return nil, err
 	}
-	cwd := s.cwd // set from the log's session/start (take) unless a load said otherwise
+	cwd := s.dirs.cwd // set from the log's session/start (take) unless a load said otherwise
 	a.store.done(s)
 	if cwd == "" {
 		return nil, fmt.Errorf("session %s: its log names no absolute working directory; open it from the editor's session list", id)

@@ -137,14 +137,14 @@ func TestAgent_PermissionShowsTheWholeCommand(t *testing.T) {
 		}
 		req := ed.asked[0]
 		shown, hidden := tools.Visible(command)
-		if got := shownText(req); !strings.Contains(got, shown) || !strings.Contains(got, a.store.sessions[id].cwd) {
+		if got := shownText(req); !strings.Contains(got, shown) || !strings.Contains(got, a.store.sessions[id].dirs.cwd) {
 			t.Errorf("the request shows %q; want the whole command %q and its directory", got, shown)
 		}
 		if hidden && !strings.Contains(shownText(req), "invisible") {
 			t.Errorf("the request does not warn of the invisible character: %q", shownText(req))
 		}
 		var in tools.RunCommandArgs
-		if err := json.Unmarshal(req.ToolCall.RawInput, &in); err != nil || in.Command != command || in.Cwd != evalSymlinks(t, a.store.sessions[id].cwd) {
+		if err := json.Unmarshal(req.ToolCall.RawInput, &in); err != nil || in.Command != command || in.Cwd != evalSymlinks(t, a.store.sessions[id].dirs.cwd) {
 			t.Errorf("rawInput %s (%v), want the command and directory that run", req.ToolCall.RawInput, err)
 		}
 	}
@@ -183,7 +183,7 @@ func TestAgent_AlwaysAllowNamesTheDirectory(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	if err := os.MkdirAll(filepath.Join(a.store.sessions[id].cwd, "vendor", "evil"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(a.store.sessions[id].dirs.cwd, "vendor", "evil"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ed := &approver{answer: session.AllowAlways}
@@ -288,7 +288,7 @@ func TestAgent_CommandDirectorySwappedDuringPermission(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	sub := filepath.Join(a.store.sessions[id].cwd, "sub")
+	sub := filepath.Join(a.store.sessions[id].dirs.cwd, "sub")
 	outside := t.TempDir()
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -318,7 +318,7 @@ func TestAgent_AmbiguousArgumentsAreRefused(t *testing.T) {
 	if len(ed.asked) != 0 {
 		t.Errorf("asked %d times about an ambiguous call", len(ed.asked))
 	}
-	if _, err := os.Stat(filepath.Join(a.store.sessions[id].cwd, "x")); err == nil {
+	if _, err := os.Stat(filepath.Join(a.store.sessions[id].dirs.cwd, "x")); err == nil {
 		t.Error("the command hidden in COMMAND ran")
 	}
 	last := p.reqs[len(p.reqs)-1].Messages
@@ -343,7 +343,7 @@ func TestAgent_ProtectedWritesAlwaysAsk(t *testing.T) {
 			}}
 			a := testAgent(t, Config{Provider: p})
 			id := newSession(t, a)
-			cwd := a.store.sessions[id].cwd
+			cwd := a.store.sessions[id].dirs.cwd
 			if err := os.MkdirAll(filepath.Join(cwd, ".git"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -420,7 +420,7 @@ func TestAgent_HookRunnerConfigAsks(t *testing.T) {
 
 	a := testAgent(t, Config{Provider: &script{answers: answers}})
 	id := newSession(t, a)
-	cwd := a.store.sessions[id].cwd
+	cwd := a.store.sessions[id].dirs.cwd
 	if err := os.WriteFile(filepath.Join(cwd, "package.json"), []byte(`{"scripts": {"build": "tsc"}, "lint-staged": {"*.js": "eslint"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestAgent_AgentsFileIsConfined(t *testing.T) {
 			p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("ok")}}
 			a := testAgent(t, Config{Provider: p})
 			id := newSession(t, a)
-			if err := tt.make(filepath.Join(a.store.sessions[id].cwd, "AGENTS.md")); err != nil {
+			if err := tt.make(filepath.Join(a.store.sessions[id].dirs.cwd, "AGENTS.md")); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := ask(t.Context(), a, id, "hi"); err != nil {
@@ -530,7 +530,7 @@ func TestAgent_WriteTargetSwappedDuringPermission(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	path := filepath.Join(a.store.sessions[id].cwd, "notes.txt")
+	path := filepath.Join(a.store.sessions[id].dirs.cwd, "notes.txt")
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +553,7 @@ func TestAgent_EditorIsNotAskedToReadAFIFO(t *testing.T) {
 	}}
 	a := testAgent(t, Config{Provider: p})
 	id := newSession(t, a)
-	testkit.Mkfifo(t, filepath.Join(a.store.sessions[id].cwd, "pipe"))
+	testkit.Mkfifo(t, filepath.Join(a.store.sessions[id].dirs.cwd, "pipe"))
 	ed := &fsSwapper{}
 	reads := 0
 	ed.readHook = func() { reads++ }

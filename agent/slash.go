@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -289,6 +290,11 @@ func (t *turn) endUnanswered(ctx context.Context, err error) (acp.PromptResponse
 	if eerr := t.endAttempt(ctx, outcome); eerr != nil {
 		t.agent.cfg.Logger.Error().Err(eerr).Str("session", t.s.id).Msg("could not close the step")
 	}
+	if !t.cancelled && !recorded(err) {
+		// The prompt's error says why, in Rebound's words, not a
+		// provider's: recorded as the give-up, a load says them too.
+		t.obs.ended(ctx, false, shownError(err))
+	}
 	t.noteTurn(ctx, t.settle(&acp.PromptResponse{}, err))
 	if t.cancelled {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
@@ -361,27 +367,27 @@ func retryable(outcome string) bool {
 	return false
 }
 
-// statusText is /status's answer: what the session runs with and how its
-// last turn ended.
-func (a *Agent) statusText(s *sessionState, h *history) string {
-	o := s.current()
+// statusText is /status's answer: what the session runs with (the
+// configuration cfg, the provider, the session's options o) and how its
+// last turn ended (h, and the session's events).
+func statusText(cfg *Config, provider llm.Provider, o options, h *history, events []session.Event) string {
 	var b strings.Builder
-	if p, ok := a.auth.current().(interface{ Endpoint() string }); ok && p.Endpoint() != "" {
+	if p, ok := provider.(interface{ Endpoint() string }); ok && p.Endpoint() != "" {
 		fmt.Fprintf(&b, "Provider: %s\n", p.Endpoint())
 	}
 	fmt.Fprintf(&b, "Model: %s\nMode: %s\n", o.model, o.mode)
 	if o.thought != "" {
 		fmt.Fprintf(&b, "Reasoning effort: %s\n", o.thought)
 	}
-	fmt.Fprintf(&b, "Limits: %d model requests per turn", a.cfg.MaxRequests)
-	if a.cfg.MaxTokens > 0 {
-		fmt.Fprintf(&b, ", %d output tokens per request", a.cfg.MaxTokens)
+	fmt.Fprintf(&b, "Limits: %d model requests per turn", cfg.MaxRequests)
+	if cfg.MaxTokens > 0 {
+		fmt.Fprintf(&b, ", %d output tokens per request", cfg.MaxTokens)
 	}
-	if d := a.cfg.Recovery.RequestDeadline; d > 0 {
+	if d := cfg.Recovery.RequestDeadline; d > 0 {
 		fmt.Fprintf(&b, ", %s per request with its retries", d)
 	}
 	b.WriteString("\n")
-	if m := a.cfg.Recovery.FallbackModel; m != "" {
+	if m := cfg.Recovery.FallbackModel; m != "" {
 		fmt.Fprintf(&b, "Fallback model: %s\n", m)
 	}
 	last, ok := lastPrompt(h)
@@ -392,15 +398,15 @@ func (a *Agent) statusText(s *sessionState, h *history) string {
 		b.WriteString("Last turn: still running.")
 	default:
 		fmt.Fprintf(&b, "Last turn (%d) %s.", last.Turn, outcomeWords(last.TurnOutcome))
-		if r := turnRecovery(s.events, last.Turn); r != "" {
+		if r := turnRecovery(events, last.Turn); r != "" {
 			fmt.Fprintf(&b, " %s", r)
 		}
-		if f := turnFailure(s.events, last.Turn); f != "" {
+		if f := turnFailure(events, last.Turn); f != "" {
 			fmt.Fprintf(&b, " %s", f)
 		}
 		if retryable(last.TurnOutcome) {
 			b.WriteString(" `/retry` runs it again.")
-			b.WriteString(retryWaitStatus(s.events, last.Turn, time.Now()))
+			b.WriteString(retryWaitStatus(events, last.Turn, time.Now()))
 		}
 	}
 	return b.String()
@@ -421,6 +427,7 @@ func turnRecovery(events []session.Event, turn int) string {
 	retries, unknown := 0, 0 // unknown: waits a stop of Rebound cut short
 	var waited time.Duration
 	outcome := ""
+	var held heldWaits // the shared rate limit's waits, which are no retries
 	for _, c := range session.Recoveries(events) {
 		if c.Turn != turn {
 			continue
@@ -430,6 +437,15 @@ func turnRecovery(events []session.Event, turn int) string {
 		unknown += c.Unknown
 		outcome = c.Outcome
 		for _, w := range c.Waits {
+			if held.add(w) {
+				retries--
+				if w.Known {
+					waited -= w.Waited
+				} else {
+					unknown--
+				}
+				continue
+			}
 			code := "UNKNOWN"
 			if f := failureOf(w.Record.Failure); f != nil {
 				code = string(f.Code)
@@ -444,7 +460,7 @@ func turnRecovery(events []session.Event, turn int) string {
 		}
 	}
 	if retries == 0 {
-		return ""
+		return held.words()
 	}
 	var parts []string
 	for _, c := range codes {
@@ -460,7 +476,7 @@ func turnRecovery(events []session.Event, turn int) string {
 	if o := chainOutcomes[outcome]; o != "" {
 		out += "; " + o
 	}
-	return out + "."
+	return strings.TrimSpace(held.words() + " " + out + ".")
 }
 
 // chainOutcomes word how the turn's last retry chain ended

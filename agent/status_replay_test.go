@@ -139,6 +139,15 @@ var statusScenarios = []statusScenario{
 			answers(usedReply(longAnswer, 990), failSummary, usedReply("Use a WaitGroup.", 100))(c)
 			c.ContextWindow, c.Overflow = 1000, Overflow{KeepRecentMessages: 2, CompactAt: 0.9}
 		}, run: turns("What is a goroutine?", "How do I wait for them?")},
+	// /compact answers its failure with an error of its own words, not a
+	// provider's: a load says them as they were.
+	{name: "a /compact that failed", covers: []string{"ended"},
+		cfg: answers(text("ok"), failSummary), run: turns("hi", "/compact")},
+	// A panic answers with an internal error of Rebound's own words.
+	{name: "a turn that panicked", covers: []string{"ended"},
+		cfg: answers(func(context.Context, llm.Request) (llm.Stream, error) {
+			return funcStream(func() (llm.Chunk, error) { panic("provider exploded") }), nil
+		}), run: turns("hi")},
 	{name: "an MCP server starting, then not available", covers: []string{"waitMCP", "reportMCP"},
 		cfg: answers(text("ok")), mcp: true, run: turns("hi")},
 }
@@ -179,8 +188,9 @@ func (sc statusScenario) start(t *testing.T) (dir string, cfg Config, a *Agent, 
 // client was shown notices instead records the same statuses, which a
 // load in a client without notices shows.
 func TestStatuses_ReplayedAsShown(t *testing.T) {
+	scenarios := append(slices.Clone(statusScenarios), holdScenarios()...)
 	covered := map[string]bool{}
-	for _, sc := range statusScenarios {
+	for _, sc := range scenarios {
 		for _, f := range sc.covers {
 			covered[f] = true
 		}
@@ -190,7 +200,7 @@ func TestStatuses_ReplayedAsShown(t *testing.T) {
 			t.Errorf("%s shows a status, and no scenario here shows it: add one", f)
 		}
 	}
-	for _, sc := range statusScenarios {
+	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			var replayedLive, fromNotices []shownStatus
 			for _, notices := range []bool{false, true} {

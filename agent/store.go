@@ -187,7 +187,7 @@ func (st *sessionStore) acquire(s *sessionState, write bool) (err error) {
 		return err
 	}
 	changed := st.take(s, l, up) // what the others appended
-	if s.locked && up.OpenTurn != 0 {
+	if s.use.locked && up.OpenTurn != 0 {
 		if err := st.repairInterrupted(s, l, up, why); err != nil {
 			return err
 		}
@@ -213,12 +213,12 @@ func (st *sessionStore) use(s *sessionState) (*session.Log, error) {
 }
 
 // dropBroken closes s's open log l when memory may not match the file (a
-// turn panicked: s.reload) or a write failed (a full disk): reading it
+// turn panicked: s.use.reload) or a write failed (a full disk): reading it
 // again repairs its tail. It returns l, or nil once closed, with what ended
 // the turn this process left open when it did.
 func (st *sessionStore) dropBroken(s *sessionState, l *session.Log) (*session.Log, []byte) {
-	reload := s.reload
-	s.reload = false
+	reload := s.use.reload
+	s.use.reload = false
 	if l == nil || (!reload && l.Err() == nil) {
 		return l, nil
 	}
@@ -237,12 +237,12 @@ func (st *sessionStore) dropBroken(s *sessionState, l *session.Log) (*session.Lo
 func (st *sessionStore) reopen(s *sessionState) (*session.Log, error) {
 	log, loaded, err := session.OpenShared(st.dir.path, s.id)
 	if err != nil {
-		if !s.loaded {
+		if !s.use.loaded {
 			st.forget(s)
 		}
 		return nil, st.dir.openError(s.id, err)
 	}
-	s.loaded = true
+	s.use.loaded = true
 	st.take(s, log, loaded)
 	st.mu.Lock()
 	if st.closed {
@@ -260,13 +260,13 @@ func (st *sessionStore) reopen(s *sessionState) (*session.Log, error) {
 }
 
 // lockLog takes the lock of s's log l, so no other process writes it, and
-// reads what they appended: s.locked says whether it was taken. With write,
+// reads what they appended: s.use.locked says whether it was taken. With write,
 // a lock held elsewhere fails the use; without, what the writer has written
 // whole is read without the lock. A log removed by another process, or
 // unreadable now, is closed: the next use opens it afresh, or finds it gone.
 func (st *sessionStore) lockLog(s *sessionState, l *session.Log, write bool) (*session.Loaded, error) {
 	up, err := l.Lock()
-	s.locked = err == nil
+	s.use.locked = err == nil
 	if !write && errors.Is(err, session.ErrLocked) {
 		up, err = l.Refresh()
 	}
@@ -315,14 +315,14 @@ func (st *sessionStore) repairInterrupted(s *sessionState, l *session.Log, up *s
 // A use that holds the lock is the writer, which a waiting setOption
 // writes through.
 func (st *sessionStore) becomeUser(s *sessionState, l *session.Log, write bool) error {
-	if s.locked && !write {
+	if s.use.locked && !write {
 		err := l.Unlock()
-		s.locked = false
+		s.use.locked = false
 		if err != nil {
 			return st.dir.logError(s.id, fmt.Errorf("let go of session %s: %w", s.id, err))
 		}
 	}
-	s.options.become(s.locked)
+	s.options.become(s.use.locked)
 	return nil
 }
 
@@ -357,11 +357,11 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 		s.rules, s.toolIDs = session.PermissionRules(s.events), nil
 		s.options.load(st.menu.fromLog(s.events)) // the options its log records
 		sum, titled := session.Summarize(s.events)
-		s.home, s.title, s.titled = sum.Cwd, sum.Title, titled
-		if s.cwd == "" && filepath.IsAbs(s.home) {
+		s.listing.home, s.listing.title, s.listing.titled = sum.Cwd, sum.Title, titled
+		if s.dirs.cwd == "" && filepath.IsAbs(s.listing.home) {
 			// Nobody said where to work (a session reopened on use,
 			// reopen.go): where the session was made.
-			s.cwd = s.home
+			s.dirs.cwd = s.listing.home
 		}
 		return true
 	}
@@ -380,23 +380,16 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 	}
 	maps.Copy(s.rules, session.PermissionRules(ld.Events)) // the last answer for a scope wins
 	if s.toolIDs != nil {
-		for _, ev := range ld.Events {
-			var m session.AssistantMessage
-			if ev.Type == session.TypeAssistantMessage && session.Unmarshal(ev.Data, &m) == nil {
-				for _, c := range m.ToolCalls {
-					s.toolIDs[c.ID] = true
-				}
-			}
-		}
+		maps.Copy(s.toolIDs, session.ToolCallIDs(ld.Events))
 	}
 	s.options.load(st.menu.fromLog(s.events)) // the options its log records
 	// The title is the last one recorded, else made from the first prompt.
 	if sum, titled := session.Summarize(ld.Events); titled {
-		s.title, s.titled = sum.Title, true
-	} else if !s.titled {
+		s.listing.title, s.listing.titled = sum.Title, true
+	} else if !s.listing.titled {
 		// Rare: the session's first turn never recorded a title.
 		sum, _ := session.Summarize(s.events)
-		s.title = sum.Title
+		s.listing.title = sum.Title
 	}
 	return true
 }
@@ -429,13 +422,13 @@ func (st *sessionStore) release(s *sessionState) {
 	st.mu.Lock()
 	l := s.log
 	st.mu.Unlock()
-	if l != nil && s.locked {
+	if l != nil && s.use.locked {
 		// Outside st.mu: Unlock syncs the file.
 		if err := l.Unlock(); err != nil {
 			st.log.Warn().Err(err).Str("session", s.id).Msg("writing the session log before letting go of it failed")
 		}
 	}
-	s.locked = false
+	s.use.locked = false
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.logs.release(s)

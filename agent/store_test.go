@@ -64,8 +64,8 @@ func TestSessionStore_AcquireCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	use(t, st, s, true)
-	if len(s.events) != 1 || s.locked || s.options.writer {
-		t.Fatalf("after the first use: %d events, locked %v, writer %v; want 1, false, false", len(s.events), s.locked, s.options.writer)
+	if len(s.events) != 1 || s.use.locked || s.options.writer {
+		t.Fatalf("after the first use: %d events, locked %v, writer %v; want 1, false, false", len(s.events), s.use.locked, s.options.writer)
 	}
 	other, _, err := session.Open(dir, "sess_1")
 	if err != nil {

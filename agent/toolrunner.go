@@ -75,28 +75,3 @@ type mcpCaller interface {
 	Lookup(name string) (server, tool string, ok bool)
 	Call(ctx context.Context, name, arguments string) (mcp.Result, error)
 }
-
-// newToolRunner builds the turn's runner. The MCP servers join it once the
-// turn has waited for them.
-func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
-	a := t.agent
-	record := func(typ string, data any) error {
-		_, err := t.s.appendSync(typ, data)
-		return err
-	}
-	mode := func() string { return t.req.mode }
-	return &toolRunner{
-		ed: t.c, ws: ws, sessionID: t.s.id, turn: t.number,
-		record:   record,
-		notify:   t.obs.notify,
-		answered: t.msgs.add,
-		mode:     mode,
-		// Read each time: the session may reload its rules from the log.
-		gate: &permissionGate{asker: t.c, sessionID: t.s.id, turn: t.number, record: record, mode: mode,
-			rules: func() map[string]string { return t.s.rules }, log: &a.cfg.Logger},
-		mcp:     (*mcp.Set)(nil),
-		cfg:     a.cfg.Tools,
-		secrets: a.childSecrets,
-		log:     &a.cfg.Logger,
-	}
-}

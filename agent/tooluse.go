@@ -116,18 +116,7 @@ func (s *sessionState) toolCallIDs() map[string]bool {
 	if s.toolIDs != nil {
 		return s.toolIDs
 	}
-	s.toolIDs = map[string]bool{}
-	for _, ev := range s.events {
-		if ev.Type != session.TypeAssistantMessage {
-			continue
-		}
-		var m session.AssistantMessage
-		if session.Unmarshal(ev.Data, &m) == nil {
-			for _, c := range m.ToolCalls {
-				s.toolIDs[c.ID] = true
-			}
-		}
-	}
+	s.toolIDs = session.ToolCallIDs(s.events)
 	return s.toolIDs
 }
 

@@ -55,7 +55,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	var t *turn
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = a.endPanicked(s, t, r)
+			resp, err = a.endPanicked(ctx, s, t, r)
 		}
 	}()
 	h, err := s.history()
@@ -63,7 +63,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{}, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	// A slash command (slash.go) names the prompt to run, or answers.
-	run, answer, compact, wait := slash(s, h, req.Prompt, func() string { return a.statusText(s, h) })
+	run, answer, compact, wait := slash(s, h, req.Prompt, func() string { return statusText(&a.cfg, a.auth.current(), s.current(), h, s.events) })
 	if run != nil {
 		req.Prompt = run
 	}
@@ -116,6 +116,15 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	return resp, err
 }
 
+// shownError is the message the editor is shown for a prompt answered
+// with err (acp's wireError).
+func shownError(err error) string {
+	if re, ok := errors.AsType[*acp.RequestError](err); ok {
+		return re.Message
+	}
+	return err.Error()
+}
+
 // recorded reports whether err is a failure of the session log.
 func recorded(err error) bool {
 	_, ok := errors.AsType[*recordError](err)
@@ -134,11 +143,12 @@ func ownFailure(err error) *recovery.Failure {
 // gets a result and turn/end is written, so the log stays valid and the
 // next prompt works. The session's log is read again before its next use.
 // The prompt is answered with an internal error.
-func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
+func (a *Agent) endPanicked(ctx context.Context, s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
 	a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
-	s.reload = true
+	s.use.reload = true
 	msg := fmt.Sprintf("Rebound hit an internal error (a bug: %v)", r)
 	if t != nil {
+		ended := msg + " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -157,9 +167,12 @@ func (a *Agent) endPanicked(s *sessionState, t *turn, r any) (acp.PromptResponse
 					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
 				}
 			}
+			// Recorded as the give-up in the words the prompt's error
+			// says, so a load says them too.
+			t.obs.ended(ctx, false, ended)
 			t.settle(&acp.PromptResponse{}, errors.New(msg))
 		}()
-		msg += " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
+		msg = ended
 	} else {
 		msg += "; the session is intact. Please report the bug with Rebound's log."
 	}
@@ -189,7 +202,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 			end.Error = mustJSON(t.failed)
 		}
 	}
-	if !t.s.titled {
+	if !t.s.listing.titled {
 		// The first turn to end gives the session its title (noteTurn
 		// tells the editor).
 		end.Title = firstPromptTitle(t.s.events)
@@ -197,7 +210,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 	if ev, err := t.s.appendSync(session.TypeTurnEnd, end); err != nil {
 		a.cfg.Logger.Error().Err(err).Str("session", t.s.id).Int("turn", t.number).Msg("could not record the end of the turn")
 	} else if end.Title != "" {
-		t.s.title, t.s.titled = end.Title, true
+		t.s.listing.title, t.s.listing.titled = end.Title, true
 		titledAt = ev.Time
 	}
 	ev := a.cfg.Logger.Info().Str("session", t.s.id).Int("turn", t.number).Dur("elapsed", time.Since(t.start))
@@ -215,7 +228,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 func (t *turn) noteTurn(ctx context.Context, titledAt time.Time) {
 	s := t.s
 	if !titledAt.IsZero() {
-		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.title, isoTime(titledAt)), "could not send the session's title")
+		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.listing.title, isoTime(titledAt)), "could not send the session's title")
 	}
 	t.agent.store.putSummary(s.summary())
 }
@@ -266,14 +279,14 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 		apiKeyEnv: a.cfg.APIKeyEnv, log: &a.cfg.Logger,
 	}, statusCallsFor(a.cfg.WaitStatus, c.Capabilities()))
 	t.out = newEmitter(sessionRecorder{s}, sessionJournal{s}, c, s.id, &a.cfg.Logger, a.cfg.Live, t.number)
-	t.runner = t.newToolRunner(tools.NewWorkspace(s.cwd, s.additionalDirs...))
+	t.runner = t.newToolRunner(s.dirs.workspace())
 	record := func(typ string, data any) error {
 		_, err := s.appendSync(typ, data)
 		return err
 	}
 	t.usage = &usageMeter{window: a.catalog.knownWindow, prices: a.cfg.Prices, last: func() *session.StepUsage {
 		if h, err := s.history(); err == nil {
-			return h.fill.last()
+			return h.fill.Last()
 		}
 		return nil
 	}}
@@ -286,12 +299,37 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 			if err != nil {
 				return 0, false // the turn's own request says what is wrong with the log
 			}
-			return h.fill.get()
+			return h.fill.Used()
 		},
 		window: a.catalog.knownWindow, fullTurn: &s.fullTurn,
 		log: &a.cfg.Logger, sessionID: s.id, turn: number,
 	}
 	return t
+}
+
+// newToolRunner builds the turn's runner. The MCP servers join it once the
+// turn has waited for them.
+func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
+	a := t.agent
+	record := func(typ string, data any) error {
+		_, err := t.s.appendSync(typ, data)
+		return err
+	}
+	mode := func() string { return t.req.mode }
+	return &toolRunner{
+		ed: t.c, ws: ws, sessionID: t.s.id, turn: t.number,
+		record:   record,
+		notify:   t.obs.notify,
+		answered: t.msgs.add,
+		mode:     mode,
+		// Read each time: the session may reload its rules from the log.
+		gate: &permissionGate{asker: t.c, sessionID: t.s.id, turn: t.number, record: record, mode: mode,
+			rules: func() map[string]string { return t.s.rules }, log: &a.cfg.Logger},
+		mcp:     (*mcp.Set)(nil),
+		cfg:     a.cfg.Tools,
+		secrets: a.childSecrets,
+		log:     &a.cfg.Logger,
+	}
 }
 
 // continuePrompt asks for the rest of a reply that was cut off (at the
@@ -431,7 +469,12 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 	t.obs.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
 	t.out.begin()
 	t.req.begin(time.Now())
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start}
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start, Origin: t.s.id}
+	if gates := t.agent.cfg.Gates; gates != nil {
+		// Asked before each attempt: a fallback switches the model, and so
+		// the provider bucket.
+		exec.Gate = func() recovery.Gate { return gates(t.req.model) }
+	}
 	trunc := t.agent.cfg.Truncation
 	// A failure of the log ends recovery at once: it is Rebound's own, so
 	// no provider policy (or user rule) may retry it. Cancelling the
@@ -510,7 +553,8 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}
-	if hint := t.modelHint(ctx, f); hint != "" { // modelhint.go
+	hints := modelHints{configured: t.agent.cfg.Model, from: t.agent.cfg.ModelFrom, models: t.agent.catalog.providerModels}
+	if hint := hints.hint(ctx, f, t.req.model, t.req.fellBack); hint != "" { // modelhint.go
 		msg += " " + hint
 	}
 	if hint := retryWaitHint(f, t.agent.cfg.Recovery.Policy.MaxRetryAfter, time.Now()); hint != "" { // retrywait.go

@@ -237,7 +237,7 @@ func sessionUsageOf(u *session.StepUsage) sessionUsage {
 // last sent, so its fill bar is back where it was; nothing when no step
 // recorded usage with a known window.
 func replayUsage(ctx context.Context, c acp.Client, sessionID string, h *history) error {
-	u := h.fill.last()
+	u := h.fill.Last()
 	if u == nil || u.Size == 0 {
 		return nil
 	}

@@ -131,6 +131,7 @@ type Recovery struct {
 	InitialDelay          Duration   `toml:"initial_delay" json:"initial_delay" jsonschema_description:"Backoff before the first retry, as a Go duration; doubled for each later retry. Must not exceed max_delay. Default 500ms."`
 	MaxDelay              Duration   `toml:"max_delay" json:"max_delay" jsonschema_description:"Upper bound of the backoff, as a Go duration. Default 10s."`
 	Jitter                float64    `toml:"jitter" json:"jitter" jsonschema:"minimum=0,maximum=1,default=0.1" jsonschema_description:"Each backoff is multiplied by a random factor in [1-jitter, 1+jitter]; between 0 and 1. Default 0.1."`
+	JitterMode            string     `toml:"jitter_mode" json:"jitter_mode" jsonschema:"enum=proportional,enum=full,default=proportional" jsonschema_description:"How the backoff is jittered: proportional multiplies it by a factor in [1-jitter, 1+jitter]; full makes it uniform in [0, backoff] (full jitter), which spreads out chats that hit a shared limit together. Default proportional."`
 	MaxRetryAfter         Duration   `toml:"max_retry_after" json:"max_retry_after" jsonschema_description:"Longest Retry-After from the provider that is honoured, as a Go duration; a longer one ends recovery at once. Default 10s."`
 	RetryableCodes        []string   `toml:"retryable_codes" json:"retryable_codes" jsonschema:"uniqueItems=true,enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN,default=RATE_LIMIT,default=OVERLOADED,default=SERVER,default=TIMEOUT,default=TRANSPORT,default=EMPTY_RESPONSE" jsonschema_description:"Failure codes that are retried: RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE, CONTEXT_OVERFLOW, AUTH, QUOTA, INVALID_REQUEST, PROTOCOL, ABORTED, UNKNOWN. Default RATE_LIMIT, OVERLOADED, SERVER, TIMEOUT, TRANSPORT, EMPTY_RESPONSE."`
 	RequestDeadline       Duration   `toml:"request_deadline" json:"request_deadline" jsonschema_description:"Bounds the recovery of one step (one model request): its failed attempts and the waits between them, as a Go duration; a wait that would pass it is not started. A stream that is still producing is never cut by it, and tools and permission prompts do not count. Default 5m."`
@@ -235,6 +236,7 @@ func Default() Config {
 			InitialDelay:      Duration(policy.InitialDelay),
 			MaxDelay:          Duration(policy.MaxDelay),
 			Jitter:            policy.Jitter,
+			JitterMode:        recovery.JitterProportional,
 			MaxRetryAfter:     Duration(policy.MaxRetryAfter),
 			RetryableCodes:    retryable,
 			RequestDeadline:   Duration(5 * time.Minute),
@@ -459,6 +461,9 @@ func (ps *problems) checkRetries(r Recovery) {
 	}
 	if r.Jitter < 0 || r.Jitter > 1 || r.Jitter != r.Jitter {
 		ps.bad("recovery.jitter", "must be between 0 and 1, got %v", r.Jitter)
+	}
+	if !slices.Contains(recovery.JitterModes, r.JitterMode) {
+		ps.bad("recovery.jitter_mode", "must be one of %s, got %q", strings.Join(recovery.JitterModes, ", "), r.JitterMode)
 	}
 	seen := map[string]bool{}
 	for _, code := range r.RetryableCodes {

@@ -34,6 +34,7 @@ func TestDefault(t *testing.T) {
 			InitialDelay:      config.Duration(500 * time.Millisecond),
 			MaxDelay:          config.Duration(10 * time.Second),
 			Jitter:            0.1,
+			JitterMode:        "proportional",
 			MaxRetryAfter:     config.Duration(10 * time.Second),
 			RetryableCodes:    []string{"RATE_LIMIT", "OVERLOADED", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"},
 			RequestDeadline:   config.Duration(5 * time.Minute),

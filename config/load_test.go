@@ -188,6 +188,7 @@ max_retries = 5
 initial_delay = "1s"
 max_delay = "30s"
 jitter = 0
+jitter_mode = "full"
 max_retry_after = "1m"
 retryable_codes = ["RATE_LIMIT", "UNKNOWN"]
 request_deadline = "10m"
@@ -257,6 +258,7 @@ output_limit = 4096
 			InitialDelay:      config.Duration(time.Second),
 			MaxDelay:          config.Duration(30 * time.Second),
 			Jitter:            0,
+			JitterMode:        "full",
 			MaxRetryAfter:     config.Duration(time.Minute),
 			RetryableCodes:    []string{"RATE_LIMIT", "UNKNOWN"},
 			RequestDeadline:   config.Duration(10 * time.Minute),
@@ -525,6 +527,8 @@ func TestLoad_FileErrors(t *testing.T) {
 		{"empty model", "[provider]\nmodel = \"\"\n", "provider.model", "must not be empty"},
 		{"jitter 2", "[recovery]\njitter = 2\n", "recovery.jitter", "must be between 0 and 1, got 2"},
 		{"jitter string", "[recovery]\njitter = \"0.1\"\n", "recovery.jitter", "must be a number"},
+		{"jitter_mode unknown", "[recovery]\njitter_mode = \"fast\"\n", "recovery.jitter_mode", `must be one of proportional, full, got "fast"`},
+		{"jitter_mode empty", "[recovery]\njitter_mode = \"\"\n", "recovery.jitter_mode", `must be one of proportional, full, got ""`},
 		{"max_retries negative", "[recovery]\nmax_retries = -1\n", "recovery.max_retries", "got -1"},
 		{"initial_delay above max_delay", "[recovery]\ninitial_delay = \"20s\"\nmax_delay = \"10s\"\n", "recovery.initial_delay", "must not exceed recovery.max_delay (10s), got 20s"},
 		{"max_delay below default initial_delay", "[recovery]\nmax_delay = \"100ms\"\n", "recovery.initial_delay", "must not exceed recovery.max_delay (100ms), got 500ms"},

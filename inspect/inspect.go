@@ -17,6 +17,7 @@ package inspect
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -84,7 +85,10 @@ type Turn struct {
 	Steps    []*Step `json:"steps"`
 	// Wait is a retry scheduled before the turn's first attempt: /retry
 	// wait waiting out the time the last turn's failure named.
-	Wait        *Retry       `json:"wait,omitempty"`
+	Wait *Retry `json:"wait,omitempty"`
+	// Holds are the waits on the provider's shared rate limit before an
+	// attempt was sent (policy shared): no retries, and not counted as one.
+	Holds       []*Retry     `json:"holds,omitempty"`
 	Compactions []Compaction `json:"compactions,omitempty"`
 	Outcome     Outcome      `json:"outcome"`
 	Totals      Totals       `json:"totals"`
@@ -277,6 +281,13 @@ type Retry struct {
 	AtMs        int64     `json:"atMs"`    // At relative to the turn's start
 	Wait        string    `json:"wait"`    // WaitDone, WaitCancelled, WaitFailed, WaitInterrupted or WaitOpen
 	WaitedMs    *int64    `json:"waitedMs,omitempty"`
+	// HeldBy, of a hold (policy shared), is who learnt the limit: self,
+	// another chat, another Rebound process; HoldReason is cooldown or
+	// pacing.
+	HeldBy     string `json:"heldBy,omitempty"`
+	HoldReason string `json:"holdReason,omitempty"`
+	// after is how many of the turn's steps had started before it (a hold).
+	after int
 }
 
 // Compaction is a compaction of a step's request to fit the context window.
@@ -302,6 +313,22 @@ type Totals struct {
 	Retries   int   `json:"retries"`
 	WaitedMs  int64 `json:"waitedMs"`  // time actually spent waiting for retries
 	ElapsedMs int64 `json:"elapsedMs"` // from turn/start to the turn's End
+}
+
+// Read is Load for a log that is no file: a pipe, standard input. name
+// stands for its path in errors and in the timeline.
+func Read(r io.Reader, name string) (*Timeline, error) {
+	ld, err := session.Parse(r, name)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := Build(ld.Events)
+	if err != nil {
+		return nil, err
+	}
+	tl.Session.Log = name
+	tl.Warnings = ld.Warnings
+	return tl, nil
 }
 
 // Load reads, checks and builds the timeline of the log at path. Repairs and
@@ -565,6 +592,9 @@ func (b *builder) retry(t *Turn, ev session.Event) error {
 	}
 	r := &Retry{RetryID: d.RetryID, Retry: d.Retry, MaxRetries: d.MaxRetries, Policy: d.Policy, PolicyRetry: d.PolicyRetry, Action: d.Action,
 		DelayMs: d.DelayMs, At: ev.Time, AtMs: ms(ev.Time.Sub(t.Start))}
+	if d.Policy == recovery.PolicyShared {
+		return b.hold(t, ev, d, r)
+	}
 	// The retry belongs to the step that failed; the log does not check
 	// that number, so fall back to the latest step rather than lose it.
 	s := t.step(d.Step)
@@ -588,6 +618,26 @@ func (b *builder) retry(t *Turn, ev session.Event) error {
 		waited := ms(w.Waited)
 		r.WaitedMs = &waited
 	}
+	return nil
+}
+
+// hold adds a wait on the shared rate limit r (recorded as d) to the turn,
+// before the attempt that follows it.
+func (b *builder) hold(t *Turn, ev session.Event, d session.LLMRetry, r *Retry) error {
+	var f struct {
+		Held *recovery.Held `json:"held"`
+	}
+	if json.Unmarshal(d.Failure, &f) == nil && f.Held != nil {
+		r.HeldBy, r.HoldReason = f.Held.By, f.Held.Reason
+	}
+	r.after = len(t.Steps)
+	w := b.waits[ev.Seq]
+	r.Wait = w.End
+	if w.Known {
+		waited := ms(w.Waited)
+		r.WaitedMs = &waited
+	}
+	t.Holds = append(t.Holds, r)
 	return nil
 }
 
@@ -676,6 +726,11 @@ func (b *builder) finish(end time.Time, o Outcome) {
 		t.Totals.finishRetry(s.Retry)
 	}
 	t.Totals.finishRetry(t.Wait)
+	for _, h := range t.Holds { // waited, and no retry
+		if h.WaitedMs != nil {
+			t.Totals.WaitedMs += *h.WaitedMs
+		}
+	}
 	t.Totals.ElapsedMs = ms(t.End.Sub(t.Start))
 	t.Usage = b.turnUsage(t)
 	b.turn = nil

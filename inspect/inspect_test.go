@@ -17,6 +17,7 @@ import (
 
 	"github.com/rebound-agent/rebound/inspect"
 	"github.com/rebound-agent/rebound/internal/golden"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -25,8 +26,9 @@ var update = golden.Update
 // fixtures are hand-written logs for what the golden scenarios do not (yet)
 // produce: a fallback model, tool calls and a compaction; a turn whose
 // process died, closed on reload, and a chain carried into the next turn;
-// a log that ends in a wait with a torn last line; hostile text.
-var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan", "usage", "usage_hostile"}
+// a log that ends in a wait with a torn last line; hostile text; waits on
+// the shared rate limit (held).
+var fixtures = []string{"fallback_compaction_tools", "interrupted_then_carried", "open_torn", "hostile", "plan", "usage", "usage_hostile", "held"}
 
 func TestInspect_Fixtures(t *testing.T) {
 	for _, name := range fixtures {
@@ -301,7 +303,10 @@ func TestInspect_Snapshots(t *testing.T) {
 					case session.TypeStepStart:
 						steps++
 					case session.TypeLLMRetry:
-						retries++
+						var r session.LLMRetry
+						if json.Unmarshal(ev.Data, &r) == nil && r.Policy != recovery.PolicyShared { // a hold is no retry
+							retries++
+						}
 					}
 				}
 				if tl.Totals.Attempts != steps || tl.Totals.Retries != retries {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/internal/text"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -178,12 +179,17 @@ type row struct {
 // the attempts and the end last.
 func turnRows(t *Turn, sessionModel string) []row {
 	var rows []row
-	comps := t.Compactions
+	comps, holds := t.Compactions, t.Holds
 	compactions := func(upTo int) {
 		for len(comps) > 0 && comps[0].after <= upTo {
 			c := comps[0]
 			comps = comps[1:]
 			rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(c.AtMs), "", "compaction", "", "", compactionText(c)}})
+		}
+		for len(holds) > 0 && holds[0].after <= upTo {
+			h := holds[0]
+			holds = holds[1:]
+			rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(h.AtMs), "", "hold", "", "", holdText(h)}})
 		}
 	}
 	if r := t.Wait; r != nil { // /retry wait, before the first attempt
@@ -278,19 +284,34 @@ func retryText(r *Retry) string {
 		}
 		txt += ")"
 	}
+	return txt + waitEnd(r)
+}
+
+// waitEnd says how a retry's wait went: " · waited 2s".
+func waitEnd(r *Retry) string {
 	switch r.Wait {
 	case WaitDone:
-		txt += " · waited " + dur(*r.WaitedMs)
+		return " · waited " + dur(*r.WaitedMs)
 	case WaitCancelled:
-		txt += " · cancelled after " + dur(*r.WaitedMs)
+		return " · cancelled after " + dur(*r.WaitedMs)
 	case WaitFailed:
-		txt += " · turn failed after " + dur(*r.WaitedMs)
+		return " · turn failed after " + dur(*r.WaitedMs)
 	case WaitInterrupted:
-		txt += " · interrupted: the process died during the wait"
+		return " · interrupted: the process died during the wait"
 	case WaitOpen:
-		txt += " · still waiting when the log ends"
+		return " · still waiting when the log ends"
 	}
-	return txt
+	return ""
+}
+
+// holdText says what a wait on the shared rate limit was and how it went:
+// "held 8s: the provider's rate limit, reached by another chat · waited 8s".
+func holdText(r *Retry) string {
+	what := "reached by " + recovery.HeldBy(r.HeldBy)
+	if r.HoldReason == recovery.HoldPacing {
+		what = "nearly used up, as " + recovery.HeldBy(r.HeldBy) + " learnt"
+	}
+	return "held " + dur(r.DelayMs) + ": the provider's shared rate limit, " + what + waitEnd(r)
 }
 
 // notes are the lines under an attempt: why it failed, what it streamed in

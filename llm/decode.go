@@ -44,6 +44,24 @@ type wireChunk struct {
 	Object  isError         `json:"object"` // every chunk has one: read without a copy
 	Message isText          `json:"message"`
 	Detail  isText          `json:"detail"`
+	// BaseResp is MiniMax's status, in every chunk: code 0, or the error.
+	BaseResp failedBaseResp `json:"base_resp"`
+}
+
+// failedBaseResp records whether a MiniMax base_resp holds an error (a
+// status_code other than 0), keeping nothing.
+type failedBaseResp bool
+
+func (f *failedBaseResp) UnmarshalJSON(b []byte) error {
+	var br struct {
+		StatusCode json.RawMessage `json:"status_code"`
+	}
+	if json.Unmarshal(b, &br) != nil {
+		return nil // not MiniMax's shape: nothing to read, no reason to fail
+	}
+	c := jsonText(br.StatusCode)
+	*f = failedBaseResp(c != "" && c != "0")
+	return nil
 }
 
 // isError records whether a member is the string "error", keeping nothing.
@@ -136,7 +154,7 @@ func undecodable(raw []byte, r redactor, err error) error {
 // which no chunk has.
 func isErrorEvent(w wireChunk) bool {
 	switch {
-	case len(w.Error) > 0 && string(w.Error) != "null", string(bytes.TrimSpace(w.Type)) == `"error"`, bool(w.Object):
+	case len(w.Error) > 0 && string(w.Error) != "null", string(bytes.TrimSpace(w.Type)) == `"error"`, bool(w.Object), bool(w.BaseResp):
 		return true
 	case w.Choices != nil:
 		return false

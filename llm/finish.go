@@ -76,6 +76,9 @@ var finishTable = map[string]FinishClass{
 	"length": FinishTruncated, "max_tokens": FinishTruncated, "model_length": FinishTruncated,
 	"max_output_tokens": FinishTruncated, "model_context_window_exceeded": FinishTruncated,
 	"error_limit": FinishTruncated, "max_length": FinishTruncated,
+	// Anthropic's pause_turn: a long turn paused, to go on from the reply
+	// as it stands, which is what continuing a cut reply does.
+	"pause_turn": FinishTruncated,
 
 	// OpenAI and Azure (content_filter), Zhipu/GLM (sensitive), Gemini
 	// (SAFETY, RECITATION, PROHIBITED_CONTENT, BLOCKLIST, SPII,

@@ -434,7 +434,7 @@ func indentAny(r *rand.Rand, v []byte) string {
 // one ends the stream with an in-stream error naming it, after the deltas
 // that came with it; the others end it as a reply, in any case.
 func TestStream_FinishReasonClasses(t *testing.T) {
-	for _, reason := range []string{"network_error", "abort", "ERROR", "MALFORMED_FUNCTION_CALL", "insufficient_system_resource", "pause_turn", "weird_new_reason"} {
+	for _, reason := range []string{"network_error", "abort", "ERROR", "MALFORMED_FUNCTION_CALL", "insufficient_system_resource", "vendor_paused", "weird_new_reason"} {
 		t.Run(reason, func(t *testing.T) {
 			s := streamOf(t, sseEvents(contentDelta("half"))+
 				`data: {"choices":[{"index":0,"delta":{"content":" an answer"},"finish_reason":"`+reason+`"}]}`+"\n\ndata: [DONE]\n\n")

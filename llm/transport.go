@@ -102,6 +102,8 @@ func (f errorFacts) empty() bool { return f.Code == "" && f.Type == "" && f.Mess
 //	{"type":"error","error":{"type":"overloaded_error",..}} Anthropic
 //	{"error":"text"}                                        bare string
 //	[{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}]  Gemini, in an array
+//	{"success":false,"errors":[{"code":..,"message":..}]}  Cloudflare's API
+//	{"base_resp":{"status_code":1002,"status_msg":..}}      MiniMax, with 200
 //
 // A code may be a string or a number; either way it becomes a string. The
 // nested object wins; fields it lacks are taken from the top level. When
@@ -127,6 +129,14 @@ func parseErrorFacts(body []byte) (errorFacts, bool) {
 		} else {
 			f.Message = jsonText(raw)
 		}
+	} else if raw, ok := top["errors"]; ok {
+		// Cloudflare's API envelope: {"success":false,"errors":[{code,message}]}.
+		var list []map[string]json.RawMessage
+		if json.Unmarshal(raw, &list) == nil && len(list) > 0 && list[0] != nil {
+			f = factsOf(list[0])
+		}
+	} else if raw, ok := top["base_resp"]; ok {
+		f = baseResp(raw)
 	}
 	flat := factsOf(top)
 	if flat.Type == "error" && top["error"] != nil {
@@ -138,6 +148,26 @@ func parseErrorFacts(body []byte) (errorFacts, bool) {
 	f.Message = cmp.Or(f.Message, flat.Message)
 	f.RequestID = cmp.Or(f.RequestID, flat.RequestID)
 	return f, !f.empty()
+}
+
+// baseResp reads MiniMax's base_resp, {"status_code":1002,"status_msg":…},
+// which it sends with HTTP 200 and no choices when a request failed, and
+// with status_code 0 in every answer that did not. Its numbers are
+// MiniMax's own: the type "base_resp" keeps them apart from other
+// providers' numeric codes in the dialect table.
+func baseResp(raw json.RawMessage) errorFacts {
+	var br struct {
+		StatusCode json.RawMessage `json:"status_code"`
+		StatusMsg  json.RawMessage `json:"status_msg"`
+	}
+	if json.Unmarshal(raw, &br) != nil {
+		return errorFacts{}
+	}
+	code := jsonText(br.StatusCode)
+	if code == "" || code == "0" {
+		return errorFacts{}
+	}
+	return errorFacts{Code: code, Type: "base_resp", Message: jsonText(br.StatusMsg)}
 }
 
 func factsOf(m map[string]json.RawMessage) errorFacts {

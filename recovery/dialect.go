@@ -39,6 +39,11 @@ type Dialect struct {
 // Dialects is the table, structured codes and types first, then the
 // entries that need a phrase. The first match wins.
 var Dialects = []Dialect{
+	// Before the rate-limit code it shares: one request larger than a
+	// per-minute token limit, which no wait lets through and a smaller
+	// request does (compaction, when on).
+	{ID: "openai.request_too_large", Provider: "OpenAI (429), Groq (413)", Code: "rate_limit_exceeded",
+		Phrases: []string{"request too large"}, Means: ContextOverflow},
 	{ID: "openai.context_length_exceeded", Provider: "OpenAI, Azure, Groq and most compatible servers", Code: "context_length_exceeded", Means: ContextOverflow},
 	{ID: "openai.context_length_exceeded_type", Provider: "compatible servers that put the code in type", Type: "context_length_exceeded", Means: ContextOverflow},
 	{ID: "llamacpp.exceed_context_size", Provider: "llama.cpp server", Type: "exceed_context_size_error", Means: ContextOverflow},
@@ -50,6 +55,17 @@ var Dialects = []Dialect{
 	{ID: "openai.rate_limit_exceeded", Provider: "OpenAI, Azure, Groq", Code: "rate_limit_exceeded", Means: RateLimit},
 	{ID: "anthropic.rate_limit_error", Provider: "Anthropic", Type: "rate_limit_error", Means: RateLimit},
 	{ID: "azure.content_filter", Provider: "Azure OpenAI", Code: "content_filter", Means: InvalidRequest, ContentFilter: true},
+
+	// MiniMax's base_resp codes (llm reads them from a 200 with no
+	// choices), from its API reference's error code table.
+	{ID: "minimax.rate_limit", Provider: "MiniMax", Type: "base_resp", Code: "1002", Means: RateLimit},
+	{ID: "minimax.tpm_limit", Provider: "MiniMax", Type: "base_resp", Code: "1039", Means: RateLimit},
+	{ID: "minimax.insufficient_balance", Provider: "MiniMax", Type: "base_resp", Code: "1008", Means: Quota},
+	{ID: "minimax.auth", Provider: "MiniMax", Type: "base_resp", Code: "1004", Means: Auth},
+	{ID: "minimax.invalid_params", Provider: "MiniMax", Type: "base_resp", Code: "2013", Means: InvalidRequest},
+	{ID: "minimax.input_sensitive", Provider: "MiniMax", Type: "base_resp", Code: "1026", Means: InvalidRequest, ContentFilter: true},
+	{ID: "minimax.output_sensitive", Provider: "MiniMax", Type: "base_resp", Code: "1027", Means: InvalidRequest, ContentFilter: true},
+	{ID: "minimax.server", Provider: "MiniMax", Type: "base_resp", Code: "1013", Means: Server},
 
 	{ID: "xai.credits", Provider: "xAI", Status: 429, Code: "Some resource has been exhausted",
 		Phrases: []string{"used all available credits", "spending limit"}, Means: Quota},

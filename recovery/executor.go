@@ -150,6 +150,13 @@ func (f *Failure) reason() string {
 type Executor struct {
 	Config Config
 	Start  time.Time // when the logical request began; the deadline counts from here
+	// Gate returns the shared state of the provider bucket the next attempt
+	// goes to (asked before each: a fallback changes the model, and so the
+	// bucket); nil, or a nil Gate, means none (gate.go).
+	Gate func() Gate
+	// Origin is who sends the request (the session id): the gate tells a
+	// limit this chat reached from one another chat did.
+	Origin string
 }
 
 // Do runs attempt until it succeeds. A cancelled ctx returns the attempt's
@@ -167,7 +174,22 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 	overloads := 0 // consecutive OVERLOADED failures
 	adapter, canAdapt := obs.(Adapter)
 	for attempts := 1; ; attempts++ {
-		err := e.try(ctx, attempt)
+		var gate Gate
+		if e.Gate != nil {
+			gate = e.Gate()
+		}
+		release := func() {}
+		if gate != nil {
+			if err := e.hold(ctx, gate, &chain, used, obs, deadline, attempts); err != nil {
+				return err
+			}
+			var err error
+			if release, err = e.slot(ctx, gate, chain, used, deadline, attempts); err != nil {
+				return err
+			}
+		}
+		err := e.try(ctx, gate, attempt)
+		release() // the attempt's stream has ended
 		if err == nil {
 			return nil
 		}
@@ -181,7 +203,7 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 			overloads = 0 // a rate limit, an overflow, anything else breaks the run
 		}
 		giveUp := func(f *Failure, why string, cause error) error {
-			return &GiveUpError{Failure: f, Attempts: attempts, Elapsed: time.Since(e.Start), Retries: chain.Retries, Why: why, Err: cause}
+			return &GiveUpError{Failure: f, Attempts: attempts, Elapsed: time.Since(e.Start), Retries: retries(chain, used), Why: why, Err: cause}
 		}
 		d := e.decide(f, used, overloads, canAdapt)
 		if !d.Retry {
@@ -289,11 +311,20 @@ func (e *Executor) decide(f *Failure, used map[string]int, overloads int, canAda
 	return decision{Decision: d, policy: PolicyTransient, max: c.Policy.MaxRetries}
 }
 
-// try runs one attempt under the attempt timeout, if one is set. The request
-// deadline does not cut an attempt: it bounds recovery (the waits, and the
-// time failed attempts took), never a healthy stream that is still producing;
-// a stream that stalls is the watchdogs' to end.
-func (e *Executor) try(ctx context.Context, attempt func(context.Context) error) error {
+// retries is how many retries chain made: its numbered waits less the
+// shared ones, which are no retries.
+func retries(chain Chain, used map[string]int) int { return max(chain.Retries-used[PolicyShared], 0) }
+
+// try runs one attempt under the attempt timeout, if one is set, with
+// gate (if any) in its ctx for the HTTP layer to tell what the provider
+// answered. The request deadline does not cut an attempt: it bounds
+// recovery (the waits, and the time failed attempts took), never a healthy
+// stream that is still producing; a stream that stalls is the watchdogs'
+// to end.
+func (e *Executor) try(ctx context.Context, gate Gate, attempt func(context.Context) error) error {
+	if gate != nil {
+		ctx = WithGate(ctx, gate, e.Origin)
+	}
 	t := e.Config.AttemptTimeout
 	if t <= 0 {
 		return attempt(ctx)

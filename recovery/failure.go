@@ -68,6 +68,9 @@ type Failure struct {
 	// Limit is the configuration key of Rebound's own limit that ended the
 	// attempt (a TIMEOUT without a status): which one to raise.
 	Limit string `json:"limit,omitempty" jsonschema:"enum=recovery.first_token_timeout,enum=recovery.stream_idle_timeout,enum=recovery.attempt_timeout"`
+	// Held: the wait is the shared rate limit's (a Gate's Hold), asked
+	// before the request was sent, not the provider's answer to it.
+	Held *Held `json:"held,omitempty" jsonschema_description:"the wait was asked by the provider's rate limit as every chat and Rebound process sending to it shares it, before the request was sent"`
 
 	retryAfterErr error  // a Retry-After header that was present but unusable
 	body          []byte // the provider's error JSON, for user rules' field=value
@@ -77,6 +80,12 @@ type Failure struct {
 	// Of a connection failure (TRANSPORT): where to, and why, when known.
 	endpoint string // scheme://host[:port] of the request, never a path or credentials
 	cause    Cause
+}
+
+// Held is who learnt the shared rate limit that holds a request, and how.
+type Held struct {
+	Reason string `json:"reason" jsonschema:"enum=cooldown,enum=pacing"`
+	By     string `json:"by" jsonschema:"enum=self,enum=another chat,enum=another Rebound process"`
 }
 
 // Cause is why a connection to the provider failed, as far as the error's
@@ -359,6 +368,9 @@ func (f *Failure) Summary() string {
 	}
 	switch f.Code {
 	case RateLimit:
+		if f.Held != nil {
+			return HeldSummary
+		}
 		return "Rate limited by the provider" + status
 	case Overloaded:
 		return "The provider is overloaded" + status

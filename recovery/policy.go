@@ -10,16 +10,33 @@ import (
 // Policy is the transient-failure retry policy: which failures are retried,
 // how many times, and how long to wait before each retry.
 type Policy struct {
-	MaxRetries    int
-	InitialDelay  time.Duration
-	MaxDelay      time.Duration
-	Jitter        float64 // the delay is multiplied by a factor in [1-Jitter, 1+Jitter]
+	MaxRetries   int
+	InitialDelay time.Duration
+	MaxDelay     time.Duration
+	Jitter       float64 // the delay is multiplied by a factor in [1-Jitter, 1+Jitter]
+	// JitterMode is JitterProportional ("" too) or JitterFull: the delay
+	// is uniform in [0, backoff], and Jitter is not used.
+	JitterMode    string
 	MaxRetryAfter time.Duration
 	Retryable     []Code
 	// Rand returns a number in [0,1); nil means math/rand/v2. Tests inject a
 	// fixed source to pin jittered delays.
 	Rand func() float64
 }
+
+// Jitter modes (Policy.JitterMode, recovery.jitter_mode).
+const (
+	// JitterProportional: the backoff times a factor in [1-jitter, 1+jitter],
+	// close to the backoff, so retries keep their rhythm.
+	JitterProportional = "proportional"
+	// JitterFull: uniform in [0, backoff] ("full jitter"): many clients
+	// that failed together, every chat of a shared limit, spread out over
+	// the whole window rather than retrying in a bunch.
+	JitterFull = "full"
+)
+
+// JitterModes are the values recovery.jitter_mode takes.
+var JitterModes = []string{JitterProportional, JitterFull}
 
 // DefaultRetryable are the codes retried unless configured otherwise: the
 // failures that may pass by waiting.
@@ -33,18 +50,22 @@ func DefaultPolicy() Policy {
 }
 
 // Backoff is the local delay before retry n (1-based):
-// min(initial·2^(n-1), max) times the jitter factor, capped at max.
+// min(initial·2^(n-1), max) times the jitter factor, capped at max; with
+// full jitter, uniform in [0, min(initial·2^(n-1), max)].
 func (p Policy) Backoff(n int) time.Duration {
 	d := p.InitialDelay
 	for i := 1; i < n && d < p.MaxDelay; i++ { // stop doubling at the cap: no overflow
 		d *= 2
 	}
 	d = min(d, p.MaxDelay)
+	r := rand.Float64
+	if p.Rand != nil {
+		r = p.Rand
+	}
+	if p.JitterMode == JitterFull {
+		return time.Duration(float64(d) * min(max(r(), 0), 1))
+	}
 	if p.Jitter > 0 {
-		r := rand.Float64
-		if p.Rand != nil {
-			r = p.Rand
-		}
 		factor := 1 - p.Jitter + 2*p.Jitter*r()
 		d = time.Duration(float64(d) * factor)
 	}

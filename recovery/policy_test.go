@@ -202,3 +202,47 @@ func TestPolicy_Decide(t *testing.T) {
 		}
 	})
 }
+
+// Full jitter: the delay is uniform in [0, backoff] (Jitter is not used),
+// pinned with an injected Rand; every draw stays in bounds.
+func TestPolicy_BackoffFullJitter(t *testing.T) {
+	base := recovery.Policy{InitialDelay: 500 * time.Millisecond, MaxDelay: 10 * time.Second, Jitter: 0.1, JitterMode: recovery.JitterFull}
+	tests := []struct {
+		name string
+		r    float64
+		want []time.Duration // n = 1..6 (unjittered 0.5s, 1s, 2s, 4s, 8s, 10s)
+	}{
+		{"lowest draw sends at once", 0, []time.Duration{0, 0, 0, 0, 0, 0}},
+		{"a quarter", 0.25, []time.Duration{125 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 2500 * time.Millisecond}},
+		{"middle", 0.5, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second}},
+		{"a draw out of range is clamped", 7, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base
+			p.Rand = func() float64 { return tt.r }
+			var got []time.Duration
+			for n := 1; n <= len(tt.want); n++ {
+				got = append(got, p.Backoff(n))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Backoff(1..%d) (-want +got):\n%s", len(tt.want), diff)
+			}
+		})
+	}
+	t.Run("the default source stays in [0, backoff]", func(t *testing.T) {
+		var below int
+		for range 1000 {
+			got := base.Backoff(3)
+			if got < 0 || got > 2*time.Second {
+				t.Fatalf("Backoff(3) = %v, want within [0, 2s]", got)
+			}
+			if got < time.Second {
+				below++
+			}
+		}
+		if below < 350 || below > 650 { // uniform: about half below the middle
+			t.Errorf("%d of 1000 draws below the middle, want about half", below)
+		}
+	})
+}

@@ -56,9 +56,9 @@ type class struct {
 // clause break written " | ".
 var (
 	quotaWords = sync.OnceValue(func() *regexp.Regexp {
-		money := `(?:account |credit |prepaid |token )?(?:quota|quotas|budget|budgets|credit|credits|balance|billing(?: hard limit)?|hard limit|funds?|spend(?:ing)? limit|spend cap|prepaid|free tier|resource package|usage limit)`
+		money := `(?:account |credit |prepaid |token )?(?:quota|quotas|budget|budgets|credit|credits|balance|billing(?: hard limit)?|hard limit|funds?|spend(?:ing)? limit|spend cap|prepaid|free tier|resource package|usage limit|(?:free |daily |monthly )*(?:allocation|allowance))`
 		return regexp.MustCompile(strings.Join([]string{
-			`\b(?:exceeded|exceeds|exceed|exhausted|insufficient|not enough|ran out of|run out of|out of|used up|used all(?: available)?|depleted)(?: [a-z0-9]+){0,2} ` + money + `\b`,
+			`\b(?:exceeded|exceeds|exceed|exhausted|insufficient|not enough|ran out of|run out of|out of|used up|used all(?: available)?|depleted)(?: [a-z0-9]+){0,3} ` + money + `\b`,
 			`\bno (?:more |remaining |available )` + money + `\b|\b(?:have|has) no ` + money + `\b|\bno ` + money + ` (?:left|remaining|available)\b`,
 			`\b` + money + `(?: [a-z0-9]+){0,3} (?:exceeded|exhausted|depleted|insufficient|used up|too low|is low|has run out|ran out|is empty|is zero|is negative|expired|not active|inactive|overdue|reached)\b`,
 			`\b(?:arrears|arrearage|in arrear|overdue (?:payment|account|balance|bill)|account (?:is )?overdue|payment required|insufficient funds|recharge|top up|purchase more credits|add (?:more )?credits|unpaid (?:invoices?|bills?|balance))\b`,

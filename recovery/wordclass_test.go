@@ -137,6 +137,9 @@ var framings = []framing{
 	{"gateway upstream text", false, true, func(st int, s string) []byte {
 		return mustJSON(map[string]any{"error": map[string]any{"message": "Provider returned error", "code": st, "metadata": map[string]any{"raw": s}}})
 	}},
+	{"Cloudflare's errors list", false, false, func(st int, s string) []byte {
+		return mustJSON(map[string]any{"success": false, "errors": []any{map[string]any{"code": 3000 + st, "message": s}}, "messages": []any{}, "result": nil})
+	}},
 	{"code", true, true, func(st int, s string) []byte {
 		return mustJSON(map[string]any{"error": map[string]any{"message": "request failed", "code": codeOf(s)}})
 	}},

@@ -42,6 +42,9 @@ type Wording struct {
 	Model      string    // the model a fallback switches to
 	MaxTokens  int       // the escalated output budget; 0 when not known
 	At         time.Time // when the wait began: a long wait's end is said from it
+	// Shared counts the chain's shared waits (PolicyShared) so far, which
+	// its numbering counts and a give-up's retries do not.
+	Shared int
 }
 
 // RetryOf is the count of one retry: "retry 1 of 2".
@@ -126,6 +129,9 @@ func summary(f *Failure) string {
 // Subject is what happened, the status title's first words and the
 // notice's title: "Rate limited by the provider (429)".
 func (w Wording) Subject() string {
+	if h := w.held(); h != nil {
+		return heldSubject(h)
+	}
 	switch w.Retry.Action {
 	case ActionStripImages:
 		return "The model does not accept images"
@@ -145,6 +151,8 @@ func (w Wording) wait() string { return WaitWords(w.Retry.Delay, w.At) }
 func (w Wording) waiting() string {
 	r := w.Retry
 	switch {
+	case r.Policy == PolicyShared:
+		return "sending " + w.wait()
 	case r.Policy == PolicyWait:
 		if r.Delay < ClockAfter {
 			return "running the turn again " + w.wait()
@@ -196,6 +204,9 @@ func (w Wording) Description() string {
 	case ActionContinue:
 		return "Asking the model to continue (" + PartOf(r.PolicyN+1, r.Max+1) + ")"
 	}
+	if h := w.held(); h != nil {
+		return w.heldDescription(h)
+	}
 	if r.Policy == PolicyWait {
 		wait := ShortDuration(r.Delay)
 		if r.Delay >= ClockAfter {
@@ -223,6 +234,8 @@ func (w Wording) Description() string {
 func (w Wording) done() string {
 	r := w.Retry
 	switch {
+	case r.Policy == PolicyShared:
+		return "sent after the wait"
 	case r.Policy == PolicyWait:
 		return "waited and ran the turn again"
 	case r.Action == ActionCompact:
@@ -286,8 +299,11 @@ func (w Wording) Scheduled() (title, body string) {
 
 // Started: the wait is over and the retry's request runs.
 func (w Wording) Started() (title, body string) {
-	if w.Retry.Policy == PolicyWait {
+	switch w.Retry.Policy {
+	case PolicyWait:
 		return w.Subject() + ", running the turn again now", "The wait is over; running the turn again." + w.said()
+	case PolicyShared:
+		return w.Subject() + ", sending now", "The wait is over; sending the request." + w.said()
 	}
 	return w.Subject() + ", retrying now", "Retrying now (" + w.count() + ")." + w.said()
 }
@@ -303,6 +319,10 @@ func (w Wording) Recovered() (title, body string) {
 func (w Wording) Cancelled(running bool) (title, body string) {
 	what := "Cancelled during the wait; " + w.count() + " did not run."
 	switch {
+	case w.Retry.Policy == PolicyShared && running:
+		what = "Cancelled while the request ran."
+	case w.Retry.Policy == PolicyShared:
+		what = "Cancelled during the wait; the request was not sent."
 	case w.Retry.Policy == PolicyWait && running:
 		what = "Cancelled while the turn ran again."
 	case w.Retry.Policy == PolicyWait:
@@ -318,13 +338,17 @@ func (w Wording) Cancelled(running bool) (title, body string) {
 // rest (the provider's words, what to do); a replay, which has none, shows
 // the error's words instead (agent/statuscards.go).
 func (w Wording) GaveUp() (title, body string) {
-	g := gaveUpUntimed(w.Retry.N)
+	g := gaveUpUntimed(max(w.Retry.N-w.Shared, 0))
 	return w.Subject() + "; " + g, capital(g) + "; the error below says why and what to do."
 }
 
 // Interrupted: Rebound stopped while the status was open (a replay says it).
 func (w Wording) Interrupted() (title, body string) {
-	return w.Subject() + ", " + Interrupted, "Rebound stopped during " + w.count() + "; the next prompt goes on from it." + w.said()
+	during := w.count()
+	if w.Retry.Policy == PolicyShared {
+		during = "the wait"
+	}
+	return w.Subject() + ", " + Interrupted, "Rebound stopped during " + during + "; the next prompt goes on from it." + w.said()
 }
 
 // Interrupted is the words a status open when Rebound stopped ends with.
@@ -350,4 +374,83 @@ func (w Wording) GaveUpAfter(retries int, message string) string {
 		s += ": " + message
 	}
 	return s
+}
+
+// PolicyShared is the policy of a wait the shared rate limit asks for
+// before a request is sent (a Gate's Hold): recorded and shown as a
+// retry's wait is, counted in no retry budget.
+const PolicyShared = "shared"
+
+// HeldBy is who learnt the shared limit, in words; a value Rebound does not
+// write (a hand-edited log) names nobody in particular.
+func HeldBy(by string) string {
+	switch by {
+	case HoldBySelf:
+		return "this chat"
+	case HoldByOtherChat, HoldByOtherProcess:
+		return by
+	}
+	return "another chat or process"
+}
+
+// from is " (source)", or "" when the gate named no source.
+func from(source string) string {
+	if source == "" {
+		return ""
+	}
+	return " (" + source + ")"
+}
+
+// HoldMessage is what a hold says happened, the message of its facts:
+// "another chat reached the provider's rate limit
+// (x-ratelimit-reset-requests)". It names no duration: a card's body does
+// not count down (retryAfterMs has it).
+func HoldMessage(h Held, source string) string {
+	if h.Reason == HoldPacing {
+		return fmt.Sprintf("the provider's rate limit is nearly used up, as %s learnt%s: requests are spread over what is left of it", HeldBy(h.By), from(source))
+	}
+	return fmt.Sprintf("%s reached the provider's rate limit%s", HeldBy(h.By), from(source))
+}
+
+// holdWhy is why recovery gives up on a hold of d rather than wait:
+// "the limit, reached by another chat, resets in 40s
+// (x-ratelimit-reset-requests), longer than max_retry_after (10s)"; bound
+// is the limit the wait passes.
+func holdWhy(h Held, d time.Duration, source, bound string) string {
+	if h.Reason == HoldPacing {
+		return fmt.Sprintf("the limit is nearly used up (as %s learnt) and the next request may go in %s%s, %s", HeldBy(h.By), d, from(source), bound)
+	}
+	return fmt.Sprintf("the limit, reached by %s, resets in %s%s, %s", HeldBy(h.By), d, from(source), bound)
+}
+
+// HeldSummary is the summary of a held request's facts.
+const HeldSummary = "Held by the provider's shared rate limit"
+
+// held is the retry's hold, or nil when it is no shared wait.
+func (w Wording) held() *Held {
+	if w.Retry.Policy != PolicyShared {
+		return nil
+	}
+	if f := w.Retry.Failure; f != nil && f.Held != nil {
+		return f.Held
+	}
+	return &Held{}
+}
+
+// heldSubject is a shared wait's subject: who reached the limit, or that it
+// is nearly used up.
+func heldSubject(h *Held) string {
+	if h.Reason == HoldPacing {
+		return "The provider's rate limit is nearly used up (as " + HeldBy(h.By) + " learnt)"
+	}
+	return "The provider's rate limit was reached by " + HeldBy(h.By)
+}
+
+// heldDescription is what a shared wait does, and why every chat waits.
+func (w Wording) heldDescription(h *Held) string {
+	when := w.wait()
+	if h.Reason == HoldPacing {
+		return "Sending the request " + when + ", spreading requests over what is left of the limit, which every chat and Rebound process using this provider shares"
+	}
+	return "Sending the request " + when + ", when the limit resets; every chat and Rebound process using this provider waits for it"
 }

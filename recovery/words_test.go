@@ -66,7 +66,7 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 	defer func(l *time.Location) { time.Local = l }(time.Local)
 	time.Local = time.UTC
 	actions := []recovery.Action{recovery.ActionNone, recovery.ActionCompact, recovery.ActionFallback, recovery.ActionStripImages, recovery.ActionEscalate, recovery.ActionContinue}
-	policies := []string{recovery.PolicyTransient, "rule:1", recovery.PolicyWait, recovery.PolicyOverflow}
+	policies := []string{recovery.PolicyTransient, "rule:1", recovery.PolicyWait, recovery.PolicyOverflow, recovery.PolicyShared}
 	codes := []recovery.Code{recovery.RateLimit, recovery.Overloaded, recovery.Server, recovery.Timeout, recovery.Transport}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {
@@ -88,7 +88,18 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 		if r.Policy == recovery.PolicyWait {
 			r.Action = recovery.ActionNone
 		}
-		w := recovery.Wording{Retry: r, Continuing: rng.IntN(2) == 0, Model: "small", At: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+		shared := 0
+		if r.Policy == recovery.PolicyShared { // a hold: its facts say whose, and it is no retry
+			r.Action, r.Max = recovery.ActionNone, 0
+			reasons := []string{recovery.HoldCooldown, recovery.HoldPacing, ""}
+			bys := []string{recovery.HoldBySelf, recovery.HoldByOtherChat, recovery.HoldByOtherProcess, "a hand-edited log"}
+			held := recovery.Held{Reason: reasons[rng.IntN(len(reasons))], By: bys[rng.IntN(len(bys))]}
+			ms := r.Delay.Milliseconds()
+			f = &recovery.Failure{Code: recovery.RateLimit, RetryAfterMs: &ms, Held: &held, Message: recovery.HoldMessage(held, "x-ratelimit-reset-requests")}
+			r.Failure = f
+			shared = rng.IntN(n + 1)
+		}
+		w := recovery.Wording{Retry: r, Continuing: rng.IntN(2) == 0, Model: "small", At: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Shared: shared}
 		type state struct {
 			name        string
 			title, body string
@@ -116,7 +127,7 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 		// alike, and leaves the provider's words to the prompt's error.
 		gave := strings.TrimPrefix(t7, w.Subject()+"; ")
 		if gave == t7 || !strings.HasPrefix(gave, "gave up") || !strings.HasPrefix(b7, strings.ToUpper(gave[:1])+gave[1:]+";") ||
-			!strings.Contains(gave, recovery.Retries(n)) || f != nil && f.Message != "" && strings.Contains(t7+b7, f.Message) {
+			!strings.Contains(gave, recovery.Retries(n-shared)) && (n != shared || !strings.Contains(gave, "without a retry")) || f != nil && f.Message != "" && strings.Contains(t7+b7, f.Message) {
 			t.Fatalf("case %d gave up: %q / %q", i, t7, b7)
 		}
 		for _, s := range states {
@@ -138,6 +149,58 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 			if s.ended && (strings.Contains(s.body, "Retrying in") || strings.Contains(s.body, "until ") || strings.Contains(s.body, "Retrying at") || strings.Contains(strings.TrimPrefix(s.title, w.Subject()), " in ")) {
 				t.Fatalf("case %d %s: an ended status speaks of a wait: %q / %q", i, s.name, s.title, s.body)
 			}
+		}
+	}
+}
+
+// A shared wait says who reached the limit, when the request goes, and
+// that every chat waits for it; it counts no retry.
+func TestWording_Held(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.UTC
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	words := func(reason, by string, d time.Duration) recovery.Wording {
+		held := recovery.Held{Reason: reason, By: by}
+		ms := d.Milliseconds()
+		f := &recovery.Failure{Code: recovery.RateLimit, RetryAfterMs: &ms, RetryAfterSource: "x-ratelimit-reset-requests", Held: &held,
+			Message: recovery.HoldMessage(held, "x-ratelimit-reset-requests")}
+		return recovery.Wording{Retry: recovery.Retry{ID: "retry_1", N: 1, Delay: d, Failure: f, Policy: recovery.PolicyShared, PolicyN: 1}, At: at, Shared: 1}
+	}
+	type card struct{ title, body string }
+	pair := func(t, b string) card { return card{t, b} }
+	tests := []struct {
+		name string
+		got  card
+		want card
+	}{
+		{"another chat's cooldown, waiting", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Scheduled()), card{
+			"The provider's rate limit was reached by another chat, sending in 8.0s",
+			"Sending the request in 8.0s, when the limit resets; every chat and Rebound process using this provider waits for it.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
+		{"another process's, a long wait said as a clock time", pair(words(recovery.HoldCooldown, recovery.HoldByOtherProcess, time.Minute).Scheduled()), card{
+			"The provider's rate limit was reached by another Rebound process, sending at 12:01:00 UTC",
+			"Sending the request at 12:01:00 UTC, when the limit resets; every chat and Rebound process using this provider waits for it.\n\nWhat happened: another Rebound process reached the provider's rate limit (x-ratelimit-reset-requests)"}},
+		{"this chat's pacing", pair(words(recovery.HoldPacing, recovery.HoldBySelf, 2*time.Second).Scheduled()), card{
+			"The provider's rate limit is nearly used up (as this chat learnt), sending in 2.0s",
+			"Sending the request in 2.0s, spreading requests over what is left of the limit, which every chat and Rebound process using this provider shares.\n\nWhat happened: the provider's rate limit is nearly used up, as this chat learnt (x-ratelimit-reset-requests): requests are spread over what is left of it"}},
+		{"started", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Started()), card{
+			"The provider's rate limit was reached by another chat, sending now",
+			"The wait is over; sending the request.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
+		{"recovered", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Recovered()), card{
+			"The provider's rate limit was reached by another chat, sent after the wait",
+			"Sent after the wait.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
+		{"cancelled waiting", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Cancelled(false)), card{
+			"The provider's rate limit was reached by another chat, cancelled",
+			"Cancelled during the wait; the request was not sent.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
+		{"gave up after the wait: no retry", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).GaveUp()), card{
+			"The provider's rate limit was reached by another chat; gave up without a retry",
+			"Gave up without a retry; the error below says why and what to do."}},
+		{"interrupted", pair(words(recovery.HoldCooldown, "", 8*time.Second).Interrupted()), card{
+			"The provider's rate limit was reached by another chat or process, interrupted (Rebound stopped)",
+			"Rebound stopped during the wait; the next prompt goes on from it.\n\nWhat happened: another chat or process reached the provider's rate limit (x-ratelimit-reset-requests)"}},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, tt.got, tt.want)
 		}
 	}
 }

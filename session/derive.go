@@ -310,6 +310,40 @@ func PermissionRules(events []Event) map[string]string {
 	return rules
 }
 
+// ToolCallIDs returns the ids of every tool call the events' assistant
+// messages made (the ids a new call must not reuse).
+func ToolCallIDs(events []Event) map[string]bool {
+	ids := map[string]bool{}
+	for _, ev := range events {
+		if ev.Type != TypeAssistantMessage {
+			continue
+		}
+		var m AssistantMessage
+		if Unmarshal(ev.Data, &m) == nil {
+			for _, c := range m.ToolCalls {
+				ids[c.ID] = true
+			}
+		}
+	}
+	return ids
+}
+
+// FirstTurnStart is the session's first turn/start, decoded, which its
+// title is made from; ok is false when there is none, or it does not
+// decode.
+func FirstTurnStart(events []Event) (d TurnStart, ok bool) {
+	for _, ev := range events {
+		if ev.Type != TypeTurnStart {
+			continue
+		}
+		if err := Unmarshal(ev.Data, &d); err != nil {
+			return TurnStart{}, false
+		}
+		return d, true
+	}
+	return d, false
+}
+
 // LastMode is the mode of the session's last session/mode event; "" when it
 // has none (the session is in the default mode).
 func LastMode(events []Event) string {

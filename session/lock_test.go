@@ -468,3 +468,37 @@ func appendTurn(tb testing.TB, l *session.Log, n int) {
 		}
 	}
 }
+
+// OpenShared of a log that is nothing but an unterminated line waits for
+// the lock; refused, it names the holder as Open does (it once asked
+// /proc/locks about a file it had already closed, and said pid 0).
+func TestOpenShared_LockedErrorNamesTheHolder(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the holder is read from /proc/locks")
+	}
+	stateDir := t.TempDir()
+	path := session.Path(stateDir, "s1")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"seq":1,"v":1,"time":"2026-01-02T03:04:05Z","type":"session/start","data":{"sessionId":"s1","cwd":"/w"}}`
+	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = session.OpenShared(stateDir, "s1")
+	le, ok := errors.AsType[*session.LockedError](err)
+	if !ok {
+		t.Fatalf("OpenShared while another holds the lock: err = %v, want a *LockedError", err)
+	}
+	if le.PID != os.Getpid() {
+		t.Errorf("PID = %d, want this process, %d", le.PID, os.Getpid())
+	}
+}

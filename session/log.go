@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -47,19 +45,6 @@ func Path(stateDir, sessionID string) string {
 	return filepath.Join(stateDir, "sessions", sessionID+".jsonl")
 }
 
-// Bounds on what an appended record may wait in memory before it is
-// written to the file: a process killed with SIGKILL loses at most the
-// appends of the last FlushDelay (the OS keeps what was written; only an OS
-// crash loses unsynced data, and Sync covers that).
-const (
-	// FlushDelay is the longest time from an Append to the write of its
-	// record.
-	FlushDelay = 100 * time.Millisecond
-	// FlushSize is how much may be pending: an Append that makes more
-	// pending writes it all at once.
-	FlushSize = 64 << 10
-)
-
 // Log appends events to one session's file. It is safe for concurrent use.
 // Every event is checked against the log's invariants before it is written,
 // so a Log never writes a file that Load refuses.
@@ -80,57 +65,22 @@ const (
 // bubble's timer from outside is fatal); its timer then runs on the
 // bubble's fake clock.
 type Log struct {
-	path string
-	id   string
-
-	mu    sync.Mutex
-	f     *os.File
-	w     io.Writer // f, or a test's wrapper around it
+	mu sync.Mutex
+	// file is the open file: its lock, its writer, its sync policy.
+	file logFile
+	// check holds the invariants of what was read or appended so far, the
+	// next seq among them; at is how far the file was read or written.
 	check *checker
-	// pending holds whole encoded records not yet written.
-	pending []byte
-	// timer flushes pending at the latest FlushDelay after the first
-	// record; armed is true while it is set to fire. Each arming makes a
-	// new timer, so no timer is ever reset from another goroutine's bubble.
-	timer *time.Timer
-	armed bool
-	// err is set after a failed write or sync: a partial record may be on
-	// disk, so appending more would bury it mid-file. Reopening repairs it.
-	// It is always a *WriteError.
-	err error
-	// dirty is set when something was written since the last sync.
-	dirty bool
-
-	// fi is the file f is open on: the log at path may have been replaced
-	// or removed since.
-	fi os.FileInfo
-	// locked is set while f holds the log's lock: only then are records
-	// appended.
-	locked bool
-	// size is how much of the file this Log has read or written (whole
-	// lines), lines how many lines that is, and tail its last bytes (up to
-	// tailCheck). The next read goes on at size if the file still ends
-	// there with tail; otherwise it was changed, and is read again whole.
-	size  int64
-	lines int
-	tail  []byte
-
-	// The shown journal (shown.go), opened by the first WriteShown; wrap
-	// is WrapWriter's, applied to it too.
-	shown     *os.File
-	shownW    io.Writer
-	shownBuf  []byte
-	shownSize int64
-	wrap      func(io.Writer) io.Writer
+	at    cursor
+	// batch holds appended records until they are written.
+	batch batch
+	shown shownJournal
 }
 
-// tailCheck is how many of the last bytes read or written are compared
-// with the file before reading on after them: enough to hold the end of
-// the last record, with its seq-dependent data and time.
-const tailCheck = 256
-
 func newLog(path, id string, f *os.File, fi os.FileInfo) *Log {
-	return &Log{path: path, id: id, f: f, w: f, fi: fi, check: newChecker(path)}
+	l := &Log{file: newLogFile(path, id, f, fi), check: newChecker(path), shown: shownJournal{path: ShownPath(path)}}
+	l.batch.fire = l.onTimer
+	return l
 }
 
 // Create starts the log of a new session, which must not exist yet, and
@@ -158,15 +108,14 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 		os.Remove(path)
 		return nil, err
 	}
-	if err := lockFile(f); err != nil {
-		return fail(lockError(sessionID, path, f, err))
-	}
 	fi, err := f.Stat()
 	if err != nil {
 		return fail(&WriteError{Op: "create", Path: path, Err: err})
 	}
 	l := newLog(path, sessionID, f, fi)
-	l.locked = true
+	if err := l.file.lock(); err != nil {
+		return fail(err)
+	}
 	if _, err := l.AppendSync(TypeSessionStart, start); err != nil {
 		return fail(err)
 	}
@@ -175,15 +124,6 @@ func Create(stateDir, sessionID string, start SessionStart) (*Log, error) {
 		return fail(&WriteError{Op: "create", Path: path, Err: err})
 	}
 	return l, nil
-}
-
-func syncDir(dir string) error {
-	d, err := regfile.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Open loads an existing session's log, repairs its tail (drops a torn last
@@ -204,15 +144,13 @@ func Open(stateDir, sessionID string) (*Log, *Loaded, error) {
 		return nil, nil, err
 	}
 	// Locked before reading: what is checked can't change under us.
-	if err := lockFile(l.f); err != nil {
-		err = lockError(sessionID, l.path, l.f, err)
-		l.f.Close()
+	if err := l.file.lock(); err != nil {
+		l.file.close()
 		return nil, nil, err
 	}
-	l.locked = true
 	ld, err := l.catchUp()
 	if err != nil {
-		l.f.Close()
+		l.file.close()
 		return nil, nil, fmt.Errorf("open session log: %w", err)
 	}
 	return l, ld, nil
@@ -232,18 +170,17 @@ func OpenShared(stateDir, sessionID string) (*Log, *Loaded, error) {
 	if errors.Is(err, errHeldBack) {
 		// Nothing but a line without its newline: wait for any writer, then
 		// read it settled (and repaired) as Lock does.
-		if err = lockFile(l.f); err != nil {
-			l.f.Close()
-			return nil, nil, lockError(l.id, l.path, l.f, err)
+		if err = l.file.lock(); err != nil {
+			l.file.close()
+			return nil, nil, err
 		}
-		l.locked = true
 		ld, err = l.catchUp()
 		if uerr := l.unlock(); err == nil {
 			err = uerr
 		}
 	}
 	if err != nil {
-		l.f.Close()
+		l.file.close()
 		return nil, nil, fmt.Errorf("open session log: %w", err)
 	}
 	return l, ld, nil
@@ -270,13 +207,6 @@ func openLog(stateDir, sessionID string) (*Log, error) {
 	return newLog(path, sessionID, f, fi), nil
 }
 
-func lockError(sessionID, path string, f *os.File, err error) error {
-	if errors.Is(err, errLockHeld) {
-		return &LockedError{SessionID: sessionID, Path: path, PID: lockHolder(f)}
-	}
-	return fmt.Errorf("lock session log %s: %w", path, err)
-}
-
 // Lock takes the log's lock, without waiting: a *LockedError (ErrLocked)
 // says another Log, most likely in another Rebound process, is writing the
 // log now. Then it reads what others appended since this Log last read or
@@ -288,15 +218,14 @@ func lockError(sessionID, path string, f *os.File, err error) error {
 func (l *Log) Lock() (*Loaded, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usable("lock"); err != nil {
+	if err := l.file.usable("lock"); err != nil {
 		return nil, err
 	}
-	took := !l.locked
+	took := !l.file.locked
 	if took {
-		if err := lockFile(l.f); err != nil {
-			return nil, lockError(l.id, l.path, l.f, err)
+		if err := l.file.lock(); err != nil {
+			return nil, err
 		}
-		l.locked = true
 	}
 	ld, err := l.catchUp()
 	if err != nil {
@@ -315,7 +244,7 @@ func (l *Log) Lock() (*Loaded, error) {
 func (l *Log) Refresh() (*Loaded, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usable("read"); err != nil {
+	if err := l.file.usable("read"); err != nil {
 		return nil, err
 	}
 	return l.catchUp()
@@ -328,12 +257,12 @@ func (l *Log) Refresh() (*Loaded, error) {
 func (l *Log) Unlock() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil || !l.locked {
+	if l.file.closed() || !l.file.locked {
 		return nil
 	}
 	err := l.sync()
 	if uerr := l.unlock(); uerr != nil {
-		err = errors.Join(err, fmt.Errorf("unlock %s: %w", l.path, uerr))
+		err = errors.Join(err, fmt.Errorf("unlock %s: %w", l.file.path, uerr))
 	}
 	return err
 }
@@ -342,62 +271,58 @@ func (l *Log) unlock() error {
 	// The shown journal is written only under the lock: the next holder
 	// opens its file again, so one this Log kept open is never written
 	// after another process removed it. An empty one is removed now.
-	err := l.closeShown(true)
-	l.locked = false
-	return errors.Join(err, unlockFile(l.f))
-}
-
-// closeShown closes the shown journal; remove (only while the lock is
-// held) deletes it too when it is empty, so a session whose replies were
-// all committed leaves no file beside its log.
-func (l *Log) closeShown(remove bool) error {
-	if l.shown == nil {
-		return nil
-	}
-	err := l.shown.Close()
-	if remove && l.locked && l.shownSize == 0 {
-		if rerr := os.Remove(ShownPath(l.path)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = errors.Join(err, rerr)
-		}
-	}
-	l.shown, l.shownW, l.shownSize = nil, nil, 0
-	return err
+	err := l.shown.close(l.file.locked)
+	return errors.Join(err, l.file.unlock())
 }
 
 // Locked reports whether the Log holds the log's lock.
 func (l *Log) Locked() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.locked
+	return l.file.locked
 }
 
 // catchUp reads the file from where this Log left it, or whole when it
 // changed otherwise than by appends, and repairs a torn tail when the lock
 // is held. Under l.mu.
 func (l *Log) catchUp() (*Loaded, error) {
-	pfi, err := os.Stat(l.path)
+	replaced, err := l.file.replaced()
 	if err != nil {
-		// Removed (session/delete, perhaps in another process): appending
-		// to the unlinked file would lose everything.
-		return nil, openError(err)
+		return nil, err
 	}
-	if !os.SameFile(pfi, l.fi) {
-		if err := l.reopen(); err != nil {
+	if replaced {
+		if err := l.file.reopen(); err != nil {
 			return nil, err
 		}
-	}
-	fi, err := l.f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.path, err)
-	}
-	if l.size > 0 && (fi.Size() < l.size || !l.tailMatches()) {
 		l.restart()
 	}
-	ld := &Loaded{Tail: l.size > 0, ValidSize: l.size}
-	whole := l.size == 0
-	if fi.Size() > l.size {
-		r := io.NewSectionReader(l.f, l.size, fi.Size()-l.size)
-		n, err := scan(r, l.path, l.check, l.lines+1, true, l.locked, ld)
+	fi, err := l.file.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", l.file.path, err)
+	}
+	ld, err := l.readOn(fi.Size())
+	if err != nil {
+		l.restart()
+		return nil, err
+	}
+	return ld, nil
+}
+
+// readOn reads what follows the cursor in the file, now size bytes long,
+// checks it, repairs a torn tail when the lock is held, and moves the
+// cursor past it. On error the caller forgets what was read.
+func (l *Log) readOn(size int64) (*Loaded, error) {
+	path, f := l.file.path, l.file.f
+	if !l.at.continues(f, size) {
+		l.restart()
+	}
+	ld := &Loaded{Tail: l.at.size > 0, ValidSize: l.at.size}
+	whole := l.at.size == 0
+	n := 0
+	if size > l.at.size {
+		var err error
+		r := io.NewSectionReader(f, l.at.size, size-l.at.size)
+		n, err = scan(r, path, l.check, l.at.lines+1, true, l.file.locked, ld)
 		if err != nil && ld.Tail {
 			// What follows does not continue what this Log read: the file
 			// was changed under it. Read it all again.
@@ -405,33 +330,24 @@ func (l *Log) catchUp() (*Loaded, error) {
 			return l.catchUp()
 		}
 		if err != nil {
-			l.restart()
 			return nil, err
 		}
-		l.lines += n
 	}
-	if err := finish(ld, l.check, l.path, l.locked); err != nil {
-		l.restart()
+	if err := finish(ld, l.check, path, l.file.locked); err != nil {
 		return nil, err
 	}
 	if whole {
-		if err := l.ownLog(ld); err != nil {
-			l.restart()
+		if err := ownLog(ld, path, l.file.id); err != nil {
 			return nil, err
 		}
 	}
-	if l.locked {
-		if err := repair(l.f, ld); err != nil {
-			l.restart()
-			return nil, &WriteError{Op: "repair", Path: l.path, Err: err}
+	if l.file.locked {
+		if err := repair(f, ld); err != nil {
+			return nil, &WriteError{Op: "repair", Path: path, Err: err}
 		}
 	}
-	if ld.ValidSize != l.size {
-		l.size = ld.ValidSize
-		if l.tail, err = readTail(l.f, l.size); err != nil {
-			l.restart()
-			return nil, fmt.Errorf("read %s: %w", l.path, err)
-		}
+	if err := l.at.readTo(f, ld.ValidSize, n); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return ld, nil
 }
@@ -439,75 +355,24 @@ func (l *Log) catchUp() (*Loaded, error) {
 // ownLog refuses a log that begins another session's (a copy, or a second
 // name, of its log): this session's records would go into that session's
 // file, or its history be taken for this one's.
-func (l *Log) ownLog(ld *Loaded) error {
+func ownLog(ld *Loaded, path, id string) error {
 	if len(ld.Events) == 0 || ld.Events[0].Type != TypeSessionStart {
 		return nil // the checker holds the log to its first record
 	}
 	var d SessionStart
 	if err := Unmarshal(ld.Events[0].Data, &d); err != nil {
-		return fmt.Errorf("read %s: %w", l.path, err)
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	if d.SessionID != l.id {
-		return fmt.Errorf("%s is the log of session %s, not of %s (a copy or a link of another session's log): Rebound neither reads it as %s's nor writes it", l.path, d.SessionID, l.id, l.id)
+	if d.SessionID != id {
+		return fmt.Errorf("%s is the log of session %s, not of %s (a copy or a link of another session's log): Rebound neither reads it as %s's nor writes it", path, d.SessionID, id, id)
 	}
 	return nil
 }
 
 // restart forgets what was read, so the next read takes the whole file.
 func (l *Log) restart() {
-	l.size, l.lines, l.tail, l.check = 0, 0, nil, newChecker(l.path)
-}
-
-// reopen opens the file now at path in place of the one f was open on
-// (which was replaced), locked if the Log holds the lock, and reads it
-// from the start next.
-func (l *Log) reopen() error {
-	f, err := regfile.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0)
-	if err != nil {
-		return fmt.Errorf("open session log: %w", openError(err))
-	}
-	if l.locked {
-		if err := lockFile(f); err != nil {
-			err = lockError(l.id, l.path, f, err)
-			f.Close()
-			return err
-		}
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("open session log: %w", err)
-	}
-	l.f.Close()
-	l.f, l.w, l.fi = f, f, fi
-	l.restart()
-	return nil
-}
-
-// tailMatches reports whether the file still holds, just before l.size,
-// the bytes this Log last read or wrote there.
-func (l *Log) tailMatches() bool {
-	b, err := readTail(l.f, l.size)
-	return err == nil && bytes.Equal(b, l.tail)
-}
-
-// readTail reads the last tailCheck (or fewer) bytes before size.
-func readTail(f *os.File, size int64) ([]byte, error) {
-	n := min(size, tailCheck)
-	b := make([]byte, n)
-	_, err := f.ReadAt(b, size-n)
-	return b, err
-}
-
-// keepTail is the last tailCheck bytes of t followed by b.
-func keepTail(t, b []byte) []byte {
-	if len(b) >= tailCheck {
-		return append(t[:0], b[len(b)-tailCheck:]...)
-	}
-	if over := len(t) + len(b) - tailCheck; over > 0 {
-		t = t[over:]
-	}
-	return append(t, b...)
+	l.at.reset()
+	l.check = newChecker(l.file.path)
 }
 
 // Remove deletes a session's log. It takes the log's lock first, so it
@@ -560,10 +425,10 @@ func repair(f *os.File, ld *Loaded) error {
 }
 
 // Path is the file the log writes.
-func (l *Log) Path() string { return l.path }
+func (l *Log) Path() string { return l.file.path }
 
 // SessionID is the session the log belongs to.
-func (l *Log) SessionID() string { return l.id }
+func (l *Log) SessionID() string { return l.file.id }
 
 // WrapWriter makes l write its file through wrap(w), where w is what it
 // wrote through so far: a seam for fault injection (a test's full disk).
@@ -572,17 +437,8 @@ func (l *Log) SessionID() string { return l.id }
 func (l *Log) WrapWriter(wrap func(w io.Writer) io.Writer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.w = wrap(l.w)
-	prev := l.wrap
-	l.wrap = func(w io.Writer) io.Writer {
-		if prev != nil {
-			w = prev(w)
-		}
-		return wrap(w)
-	}
-	if l.shownW != nil {
-		l.shownW = wrap(l.shownW)
-	}
+	l.file.w = wrap(l.file.w)
+	l.shown.wrapWith(wrap)
 }
 
 // Err returns the *WriteError that broke the log, if a write or sync failed:
@@ -591,7 +447,7 @@ func (l *Log) WrapWriter(wrap func(w io.Writer) io.Writer) {
 func (l *Log) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err
+	return l.file.err
 }
 
 // Append adds one event with the next seq and the current time. The record
@@ -607,16 +463,13 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if len(l.pending) > FlushSize {
+	if l.batch.full() {
 		if err := l.flush(); err != nil {
 			return Event{}, fmt.Errorf("append %s: %w", typ, err)
 		}
 		return ev, nil
 	}
-	if !l.armed {
-		l.armed = true
-		l.timer = time.AfterFunc(FlushDelay, l.onTimer)
-	}
+	l.batch.arm()
 	return ev, nil
 }
 
@@ -635,20 +488,17 @@ func (l *Log) AppendSync(typ string, data any) (Event, error) {
 	return ev, nil
 }
 
-// append checks and encodes one event into pending.
+// append checks and encodes one event into the batch.
 func (l *Log) append(typ string, data any) (Event, error) {
-	if l.f == nil {
-		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, ErrClosed)
+	if l.file.closed() || l.file.err != nil {
+		return Event{}, l.file.usable("append " + typ + " to")
 	}
-	if l.err != nil {
-		return Event{}, fmt.Errorf("append %s to %s: an earlier write failed: %w", typ, l.path, l.err)
-	}
-	if !l.locked {
-		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, ErrNotLocked)
+	if !l.file.locked {
+		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.file.path, ErrNotLocked)
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
-		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
+		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.file.path, err)
 	}
 	ev := Event{Seq: l.check.lastSeq + 1, V: SchemaVersion, Time: time.Now().UTC(), Type: typ, Data: b}
 	// The checker may use data as it is instead of decoding what was just
@@ -659,64 +509,24 @@ func (l *Log) append(typ string, data any) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s: %w", typ, err)
 	}
-	pending, err := appendRecord(l.pending, ev)
+	pending, err := appendRecord(l.batch.pending, ev)
 	if err != nil {
 		// Unreachable: ev holds only marshalable values. Poison the log
 		// anyway, since the checker already counted the event.
-		l.err = err
-		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
+		l.file.err = err
+		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.file.path, err)
 	}
-	l.pending = pending
+	l.batch.pending = pending
 	return ev, nil
 }
 
-// appendRecord appends ev's line, '\n' included, to dst: the bytes of
-// json.Marshal(ev) and a newline, written out without reflection because
-// Append runs for every streamed chunk. ev.Data must be the output of
-// json.Marshal (compact, HTML-escaped). An event whose type or time would
-// be escaped or formatted otherwise goes through json.Marshal. On error dst
-// is returned unchanged.
-func appendRecord(dst []byte, ev Event) ([]byte, error) {
-	if !plainJSONString(ev.Type) || ev.Time.Location() != time.UTC || ev.Time.Year() < 0 || ev.Time.Year() > 9999 {
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return dst, err
-		}
-		return append(append(dst, line...), '\n'), nil
-	}
-	b := append(dst, `{"seq":`...)
-	b = strconv.AppendInt(b, ev.Seq, 10)
-	b = append(b, `,"v":`...)
-	b = strconv.AppendInt(b, int64(ev.V), 10)
-	b = append(b, `,"time":"`...)
-	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","type":"`...)
-	b = append(b, ev.Type...)
-	b = append(b, `","data":`...)
-	b = append(b, ev.Data...)
-	return append(b, "}\n"...), nil
-}
-
-// plainJSONString reports whether s is encoded by encoding/json as itself
-// between quotes: printable ASCII without '"', '\\' or the HTML-escaped
-// '<', '>' and '&'. Event types are.
-func plainJSONString(s string) bool {
-	for i := range len(s) {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
-}
-
 // onTimer writes what is pending FlushDelay after the first record. A
-// failure is kept in l.err for the next call to report.
+// failure is kept in l.file.err for the next call to report.
 func (l *Log) onTimer() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.armed = false
-	if l.f == nil || l.err != nil {
+	l.batch.fired()
+	if l.file.closed() || l.file.err != nil {
 		return
 	}
 	l.flush()
@@ -725,34 +535,18 @@ func (l *Log) onTimer() {
 // flush writes everything pending with one Write: a crash leaves at most
 // one torn line, at the end.
 func (l *Log) flush() error {
-	if len(l.pending) == 0 {
+	b := l.batch.pending
+	if len(b) == 0 {
 		return nil
 	}
-	_, err := l.w.Write(l.pending)
-	l.dirty = true
-	if err != nil {
-		l.pending = l.pending[:0]
-		l.err = &WriteError{Op: "write", Path: l.path, Err: err}
-		return l.err
+	err := l.file.write(b)
+	if err == nil {
+		// The file now ends with what was written: the next Lock reads
+		// on from there.
+		l.at.wrote(b)
 	}
-	// The file now ends with what was written: the next Lock reads on
-	// from there.
-	l.size += int64(len(l.pending))
-	l.lines += bytes.Count(l.pending, []byte{'\n'})
-	l.tail = keepTail(l.tail, l.pending)
-	l.pending = l.pending[:0]
-	return nil
-}
-
-// usable says why the log can't be written, if it can't.
-func (l *Log) usable(op string) error {
-	if l.f == nil {
-		return fmt.Errorf("%s %s: %w", op, l.path, ErrClosed)
-	}
-	if l.err != nil {
-		return fmt.Errorf("%s %s: an earlier write failed: %w", op, l.path, l.err)
-	}
-	return nil
+	l.batch.taken()
+	return err
 }
 
 // Flush writes the appended events to the file, all in one Write, without
@@ -760,7 +554,7 @@ func (l *Log) usable(op string) error {
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usable("flush"); err != nil {
+	if err := l.file.usable("flush"); err != nil {
 		return err
 	}
 	return l.flush()
@@ -775,21 +569,13 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) sync() error {
-	if err := l.usable("sync"); err != nil {
+	if err := l.file.usable("sync"); err != nil {
 		return err
 	}
 	if err := l.flush(); err != nil {
 		return err
 	}
-	if !l.dirty {
-		return nil // nothing written since the last sync
-	}
-	if err := l.f.Sync(); err != nil {
-		l.err = &WriteError{Op: "sync", Path: l.path, Err: err}
-		return l.err
-	}
-	l.dirty = false
-	return nil
+	return l.file.sync()
 }
 
 // Close writes what is pending, syncs and closes the file, and stops the
@@ -798,20 +584,16 @@ func (l *Log) sync() error {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.file.closed() {
 		return nil
 	}
-	if l.armed {
-		l.timer.Stop()
-		l.armed = false
-	}
+	l.batch.stop()
 	err := l.sync()
-	err = errors.Join(err, l.closeShown(true))
-	err = errors.Join(err, l.f.Close())
-	l.f, l.locked = nil, false
-	l.pending = nil
+	err = errors.Join(err, l.shown.close(l.file.locked))
+	err = errors.Join(err, l.file.close())
+	l.batch.pending = nil
 	if err != nil {
-		return fmt.Errorf("close %s: %w", l.path, err)
+		return fmt.Errorf("close %s: %w", l.file.path, err)
 	}
 	return nil
 }

@@ -78,89 +78,139 @@ type Recovery struct {
 // their first retry. Like WaitStatuses it reads a log that loaded and does
 // not check it again; an event that does not decode is skipped.
 func Recoveries(events []Event) []Recovery {
-	var out []Recovery
-	type key struct {
-		id string
-		n  int
-	}
-	type at struct{ chain, wait int }
-	open := map[string]int{} // the running turn's unfinished chains → index in out
-	pending := map[key]at{}  // the running turn's waits with no end yet
-	ended := func(p at, end string, t time.Time, known bool) {
-		w := &out[p.chain].Waits[p.wait]
-		w.End, w.Known = end, known
-		if known {
-			w.Waited = max(t.Sub(w.At), 0) // a log's clock may step back
-		}
-	}
+	f := recoveryFold{open: map[string]int{}, pending: map[waitKey]waitAt{}}
 	for _, ev := range events {
-		switch ev.Type {
-		case TypeTurnStart:
-			clear(open)
-			clear(pending)
-		case TypeLLMRetry:
-			var d LLMRetry
-			if Unmarshal(ev.Data, &d) != nil {
-				continue
-			}
-			i, ok := open[d.RetryID]
-			if !ok {
-				i = len(out)
-				open[d.RetryID] = i
-				out = append(out, Recovery{Seq: ev.Seq, Turn: d.Turn, RetryID: d.RetryID, First: d})
-			}
-			c := &out[i]
-			c.Last, c.Retries = d, c.Retries+1
-			pending[key{d.RetryID, d.Retry}] = at{i, len(c.Waits)}
-			c.Waits = append(c.Waits, RetryWait{Seq: ev.Seq, Turn: d.Turn, RetryID: d.RetryID, Retry: d.Retry, Record: d, At: ev.Time, End: WaitEndOpen})
-		case TypeLLMRetryStarted:
-			var d LLMRetryStarted
-			if Unmarshal(ev.Data, &d) != nil {
-				continue
-			}
-			k := key{d.RetryID, d.Retry}
-			if p, ok := pending[k]; ok {
-				ended(p, WaitEndDone, ev.Time, true)
-				delete(pending, k)
-			}
-		case TypeStepEnd:
-			var d StepEnd
-			if Unmarshal(ev.Data, &d) != nil || d.Outcome != OutcomeOK && d.Outcome != OutcomeTruncated {
-				continue
-			}
+		f.add(ev)
+	}
+	return f.totals()
+}
+
+// recoveryFold is Recoveries' state as it reads the log: the chains so
+// far, and which of them, and which of their waits, are open in the
+// running turn. A chain is per turn: a turn/start forgets what the last
+// turn left open.
+type recoveryFold struct {
+	out     []Recovery
+	open    map[string]int     // the running turn's unfinished chains → index in out
+	pending map[waitKey]waitAt // the running turn's waits with no end yet
+}
+
+// waitKey names one retry's wait: its chain and its number in it.
+type waitKey struct {
+	id string
+	n  int
+}
+
+// waitAt is where a wait is in the fold's out.
+type waitAt struct{ chain, wait int }
+
+// add takes one event into the fold; events of other types, and events
+// that do not decode, change nothing.
+func (f *recoveryFold) add(ev Event) {
+	switch ev.Type {
+	case TypeTurnStart:
+		f.forget()
+	case TypeLLMRetry:
+		var d LLMRetry
+		if Unmarshal(ev.Data, &d) == nil {
+			f.retry(ev, d)
+		}
+	case TypeLLMRetryStarted:
+		var d LLMRetryStarted
+		if Unmarshal(ev.Data, &d) == nil {
+			f.started(ev, d)
+		}
+	case TypeStepEnd:
+		var d StepEnd
+		if Unmarshal(ev.Data, &d) == nil && (d.Outcome == OutcomeOK || d.Outcome == OutcomeTruncated) {
 			// An attempt finished: what waited before it recovered.
-			for _, i := range open {
-				out[i].Outcome = WaitRecovered
-			}
-			clear(open)
-		case TypeTurnEnd:
-			var d TurnEnd
-			if Unmarshal(ev.Data, &d) != nil {
-				continue
-			}
-			for _, p := range pending {
-				switch {
-				case d.Interrupted:
-					ended(p, WaitEndInterrupted, ev.Time, false) // written on a later load: no end time
-				case len(d.Error) == 0 && d.StopReason == stopCancelled:
-					ended(p, WaitEndCancelled, ev.Time, true)
-				default:
-					ended(p, WaitEndFailed, ev.Time, true)
-				}
-			}
-			outcome := turnEndOutcome(d)
-			for _, i := range open {
-				out[i].Outcome = outcome
-				if outcome == WaitFailed {
-					out[i].Error = d.Error
-				}
-			}
-			clear(open)
-			clear(pending)
+			f.settle(WaitRecovered, nil)
+		}
+	case TypeTurnEnd:
+		var d TurnEnd
+		if Unmarshal(ev.Data, &d) == nil {
+			f.turnEnded(ev, d)
 		}
 	}
-	for i := range out {
-		c := &out[i]
+}
+
+// forget closes the running turn: what is open is not carried on.
+func (f *recoveryFold) forget() {
+	clear(f.open)
+	clear(f.pending)
+}
+
+// retry adds an llm/retry's wait to its chain, starting the chain if it is
+// not open in this turn.
+func (f *recoveryFold) retry(ev Event, d LLMRetry) {
+	i, ok := f.open[d.RetryID]
+	if !ok {
+		i = len(f.out)
+		f.open[d.RetryID] = i
+		f.out = append(f.out, Recovery{Seq: ev.Seq, Turn: d.Turn, RetryID: d.RetryID, First: d})
+	}
+	c := &f.out[i]
+	c.Last, c.Retries = d, c.Retries+1
+	f.pending[waitKey{d.RetryID, d.Retry}] = waitAt{i, len(c.Waits)}
+	c.Waits = append(c.Waits, RetryWait{Seq: ev.Seq, Turn: d.Turn, RetryID: d.RetryID, Retry: d.Retry, Record: d, At: ev.Time, End: WaitEndOpen})
+}
+
+// started ends the wait an llm/retry-started names: it ran to its end.
+func (f *recoveryFold) started(ev Event, d LLMRetryStarted) {
+	k := waitKey{d.RetryID, d.Retry}
+	if p, ok := f.pending[k]; ok {
+		f.ended(p, WaitEndDone, ev.Time, true)
+		delete(f.pending, k)
+	}
+}
+
+// turnEnded ends the turn's open waits and chains as its turn/end says.
+func (f *recoveryFold) turnEnded(ev Event, d TurnEnd) {
+	for _, p := range f.pending {
+		switch {
+		case d.Interrupted:
+			f.ended(p, WaitEndInterrupted, ev.Time, false) // written on a later load: no end time
+		case len(d.Error) == 0 && d.StopReason == stopCancelled:
+			f.ended(p, WaitEndCancelled, ev.Time, true)
+		default:
+			f.ended(p, WaitEndFailed, ev.Time, true)
+		}
+	}
+	var facts json.RawMessage
+	outcome := turnEndOutcome(d)
+	if outcome == WaitFailed {
+		facts = d.Error
+	}
+	f.settle(outcome, facts)
+	f.forget()
+}
+
+// settle gives the open chains their outcome (and a failure's facts), and
+// closes them.
+func (f *recoveryFold) settle(outcome string, facts json.RawMessage) {
+	for _, i := range f.open {
+		f.out[i].Outcome = outcome
+		if facts != nil {
+			f.out[i].Error = facts
+		}
+	}
+	clear(f.open)
+}
+
+// ended says how, and when if known, the wait at p ended.
+func (f *recoveryFold) ended(p waitAt, end string, t time.Time, known bool) {
+	w := &f.out[p.chain].Waits[p.wait]
+	w.End, w.Known = end, known
+	if known {
+		w.Waited = max(t.Sub(w.At), 0) // a log's clock may step back
+	}
+}
+
+// totals sums each chain's waits: the known ones' time, and how many are
+// not known.
+func (f *recoveryFold) totals() []Recovery {
+	for i := range f.out {
+		c := &f.out[i]
 		for _, w := range c.Waits {
 			if w.Known {
 				c.Waited += w.Waited
@@ -169,7 +219,7 @@ func Recoveries(events []Event) []Recovery {
 			}
 		}
 	}
-	return out
+	return f.out
 }
 
 // turnEndOutcome is what a turn's end means for a chain still open at it.

@@ -62,50 +62,16 @@ const (
 func (l *Log) WriteShown(chunks ...AssistantChunk) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.usable("record shown text in"); err != nil {
+	if err := l.file.usable("record shown text in"); err != nil {
 		return err
 	}
-	if !l.locked {
-		return fmt.Errorf("record shown text in %s: %w", l.path, ErrNotLocked)
+	if !l.file.locked {
+		return fmt.Errorf("record shown text in %s: %w", l.file.path, ErrNotLocked)
 	}
 	if err := l.flush(); err != nil {
 		return err
 	}
-	l.shownBuf = l.shownBuf[:0]
-	for _, c := range chunks {
-		c.Shown = true
-		b, err := json.Marshal(ShownChunk{SessionID: l.id, AssistantChunk: c})
-		if err != nil {
-			return fmt.Errorf("encode shown chunk: %w", err)
-		}
-		l.shownBuf = append(append(l.shownBuf, b...), '\n')
-	}
-	if len(l.shownBuf) == 0 {
-		return nil
-	}
-	if l.shown == nil {
-		// A new file: what is at the path is dead (see above), and may be
-		// anything (a link, a FIFO); removing a name never touches what it
-		// leads to, and O_EXCL never follows a link.
-		path := ShownPath(l.path)
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return &WriteError{Op: "replace", Path: path, Err: err}
-		}
-		f, err := regfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-		if err != nil {
-			return &WriteError{Op: "open", Path: path, Err: err}
-		}
-		l.shown, l.shownW = f, io.Writer(f)
-		if l.wrap != nil {
-			l.shownW = l.wrap(l.shownW)
-		}
-	}
-	if _, err := l.shownW.Write(l.shownBuf); err != nil {
-		// A torn line at its end is dropped when the journal is read.
-		return &WriteError{Op: "write", Path: ShownPath(l.path), Err: err}
-	}
-	l.shownSize += int64(len(l.shownBuf))
-	return nil
+	return l.shown.write(l.file.id, chunks)
 }
 
 // ClearShown empties the shown journal: call it once the reply it holds is
@@ -114,25 +80,120 @@ func (l *Log) WriteShown(chunks ...AssistantChunk) error {
 func (l *Log) ClearShown() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.shown == nil {
+	return l.shown.clear()
+}
+
+// shownJournal is a Log's shown journal at path: the file this Log
+// created, once it wrote to it, and how much it holds. Its owner calls it
+// only while it holds the log's lock (see above).
+type shownJournal struct {
+	path string
+	f    *os.File
+	w    io.Writer // f, through wrap
+	buf  []byte
+	size int64
+	// wrap is the Log's WrapWriter seam, applied to the file when it is
+	// opened.
+	wrap func(io.Writer) io.Writer
+}
+
+// write appends chunks, shown in session id, with one write.
+func (j *shownJournal) write(id string, chunks []AssistantChunk) error {
+	j.buf = j.buf[:0]
+	for _, c := range chunks {
+		c.Shown = true
+		b, err := json.Marshal(ShownChunk{SessionID: id, AssistantChunk: c})
+		if err != nil {
+			return fmt.Errorf("encode shown chunk: %w", err)
+		}
+		j.buf = append(append(j.buf, b...), '\n')
+	}
+	if len(j.buf) == 0 {
+		return nil
+	}
+	if j.f == nil {
+		if err := j.create(); err != nil {
+			return err
+		}
+	}
+	if _, err := j.w.Write(j.buf); err != nil {
+		// A torn line at its end is dropped when the journal is read.
+		return &WriteError{Op: "write", Path: j.path, Err: err}
+	}
+	j.size += int64(len(j.buf))
+	return nil
+}
+
+// create makes a new file at path. What is at the path is dead (see
+// above), and may be anything (a link, a FIFO); removing a name never
+// touches what it leads to, and O_EXCL never follows a link.
+func (j *shownJournal) create() error {
+	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return &WriteError{Op: "replace", Path: j.path, Err: err}
+	}
+	f, err := regfile.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return &WriteError{Op: "open", Path: j.path, Err: err}
+	}
+	j.f, j.w = f, io.Writer(f)
+	if j.wrap != nil {
+		j.w = j.wrap(j.w)
+	}
+	return nil
+}
+
+// clear empties the journal.
+func (j *shownJournal) clear() error {
+	if j.f == nil {
 		// Not opened by this Log: a journal a dead process left may exist.
 		// It is removed, never truncated by name: whatever is at the path,
 		// a link included, only the name goes.
-		if err := os.Remove(ShownPath(l.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return &WriteError{Op: "delete", Path: ShownPath(l.path), Err: err}
+		if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &WriteError{Op: "delete", Path: j.path, Err: err}
 		}
 		return nil
 	}
-	if l.shownSize == 0 {
+	if j.size == 0 {
 		return nil
 	}
 	// The file this Log created (O_EXCL), through its descriptor: what is
 	// at the path now does not matter.
-	if err := l.shown.Truncate(0); err != nil {
-		return &WriteError{Op: "truncate", Path: ShownPath(l.path), Err: err}
+	if err := j.f.Truncate(0); err != nil {
+		return &WriteError{Op: "truncate", Path: j.path, Err: err}
 	}
-	l.shownSize = 0
+	j.size = 0
 	return nil
+}
+
+// close closes the journal's file, if open; remove (only while the lock is
+// held) deletes it too when it is empty, so a session whose replies were
+// all committed leaves no file beside its log.
+func (j *shownJournal) close(remove bool) error {
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	if remove && j.size == 0 {
+		if rerr := os.Remove(j.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	j.f, j.w, j.size = nil, nil, 0
+	return err
+}
+
+// wrapWith makes the journal write through wrap too, from now on.
+func (j *shownJournal) wrapWith(wrap func(io.Writer) io.Writer) {
+	prev := j.wrap
+	j.wrap = func(w io.Writer) io.Writer {
+		if prev != nil {
+			w = prev(w)
+		}
+		return wrap(w)
+	}
+	if j.w != nil {
+		j.w = wrap(j.w)
+	}
 }
 
 // ReadShown reads the shown journal of the log at logPath: its chunks, in

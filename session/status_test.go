@@ -142,3 +142,35 @@ func TestCheck_Status(t *testing.T) {
 		t.Errorf("a good status refused: %v", err)
 	}
 }
+
+// Recorded statuses across updates and turns: an update without detail
+// keeps the detail last shown; a status id is the running turn's (the
+// next turn's status of the same id is a status of its own); a status
+// still in progress at its turn's end takes the turn's outcome, failed
+// when the turn's end names none.
+func TestWaitStatuses_RecordedUpdatesAndTurns(t *testing.T) {
+	status := func(turn int, id, detail, state string) rec {
+		return rec{session.TypeStatus, `{"turn":` + itoa(turn) + `,"statusId":"` + id + `","title":"t","detail":"` + detail + `","state":"` + state + `"}`}
+	}
+	log := render(rStart,
+		rTurn1, status(1, "s", "first", "in_progress"), status(1, "s", "", "completed"),
+		rec{session.TypeTurnEnd, `{"turn":1,"stopReason":"end_turn"}`},
+		rec{session.TypeTurnStart, `{"turn":2,"text":"again"}`}, status(2, "s", "second", "in_progress"),
+		rec{session.TypeTurnEnd, `{"turn":2,"stopReason":"cancelled"}`},
+		rec{session.TypeTurnStart, `{"turn":3,"text":"more"}`}, status(3, "s", "third", "in_progress"),
+		rec{session.TypeTurnEnd, `{"turn":3,"stopReason":"end_turn"}`},
+	)
+	got := session.WaitStatuses(events(t, log))
+	var short []string
+	for _, g := range got {
+		short = append(short, fmt.Sprintf("%d %s %s %s %q", g.Turn, g.Shown.StatusID, g.Shown.Detail, g.Shown.State, g.Outcome))
+	}
+	want := []string{
+		`1 s first completed ""`,
+		`2 s second in_progress "cancelled"`,
+		`3 s third in_progress "failed"`,
+	}
+	if fmt.Sprint(short) != fmt.Sprint(want) {
+		t.Errorf("statuses\n%q\nwant\n%q", short, want)
+	}
+}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,9 +84,10 @@ func sameFolded(a, b string) bool {
 
 // hooksPathOf returns the directory core.hooksPath names for the working
 // tree at dir, made absolute, when dir holds a .git (a directory, or a
-// worktree's or submodule's .git file) whose config sets it. The common
-// config of a linked worktree is read first, its own second; include
-// directives are not followed.
+// worktree's or submodule's .git file) whose config sets it, or the
+// system or global config does. As git does, the system config is read
+// first, then the global ones, then a linked worktree's common config, then
+// its own; the last value holds. Include directives are not followed.
 func hooksPathOf(dir string) (string, bool) {
 	gitdir := filepath.Join(dir, ".git")
 	fi, err := os.Stat(gitdir) // a .git may be a link to the directory
@@ -107,6 +109,10 @@ func hooksPathOf(dir string) (string, bool) {
 	if common, err := readSmall(filepath.Join(gitdir, "commondir"), 4096); err == nil && strings.TrimSpace(common) != "" {
 		configs = []string{filepath.Join(absClean(gitdir, strings.TrimSpace(common)), "config"), configs[0]}
 	}
+	// Git reads the system and global configs first: a hooksPath set there
+	// (often relative, ".githooks", so every repository's own directory of
+	// that name) holds unless the repository sets its own.
+	configs = append(outerGitConfigs(), configs...)
 	value, found := "", false
 	for _, c := range configs {
 		text, err := readSmall(c, maxGitConfigBytes)
@@ -210,4 +216,39 @@ func gitConfigValue(v string) string {
 		}
 	}
 	return b.String()
+}
+
+// outerGitConfigs are the config files git reads before a repository's, in
+// its order: the system config (GIT_CONFIG_SYSTEM, else /etc/gitconfig;
+// none with GIT_CONFIG_NOSYSTEM), then the global ones (GIT_CONFIG_GLOBAL
+// alone when set, else $XDG_CONFIG_HOME/git/config and ~/.gitconfig).
+func outerGitConfigs() []string {
+	var out []string
+	if !gitBool(os.Getenv("GIT_CONFIG_NOSYSTEM")) {
+		out = append(out, cmp.Or(os.Getenv("GIT_CONFIG_SYSTEM"), "/etc/gitconfig"))
+	}
+	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
+		return append(out, g)
+	}
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	if xdg != "" {
+		out = append(out, filepath.Join(xdg, "git", "config"))
+	}
+	if home != "" {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+	}
+	return out
+}
+
+// gitBool reads a boolean as git does for GIT_CONFIG_NOSYSTEM.
+func gitBool(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }

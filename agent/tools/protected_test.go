@@ -170,3 +170,54 @@ func TestWorkspace_ProtectedHooksPath(t *testing.T) {
 		}
 	}
 }
+
+// A core.hooksPath set in the global or system git config holds for every
+// repository that sets none of its own, as git reads it: the global
+// ".githooks" makes each repository's .githooks its hooks.
+func TestWorkspace_ProtectedHooksPathFromOuterConfigs(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	mkTree(t, base, map[string]string{
+		"repo/.git/config":        "[core]\n\tbare = false\n",
+		"own/.git/config":         "[core]\n\thooksPath = mine\n",
+		"sys/gitconfig":           "[core]\n\thooksPath = sys-hooks\n",
+		"home/.gitconfig":         "[core]\n\thooksPath = .githooks-global\n",
+		"home/.config/git/config": "[core]\n\thooksPath = xdg-hooks\n",
+		"alt/global":              "[core]\n\thooksPath = \"alt hooks\"\n",
+	})
+	check := func(t *testing.T, root string, tests map[string]bool) {
+		t.Helper()
+		ws := tools.NewWorkspace(filepath.Join(base, root))
+		for p, protect := range tests {
+			if got := ws.Protected(p); (got != "") != protect {
+				t.Errorf("Protected(%s/%s) = %q, want protected %v", root, p, got, protect)
+			}
+		}
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	t.Setenv("GIT_CONFIG_SYSTEM", filepath.Join(base, "sys", "gitconfig"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "")
+	t.Run("~/.gitconfig, read after the XDG file and the system one", func(t *testing.T) {
+		check(t, "repo", map[string]bool{".githooks-global/pre-commit": true, ".githooks-global/lib.sh": true,
+			"xdg-hooks/pre-commit": false, "sys-hooks/pre-commit": false, "main.go": false})
+		// The repository's own value holds over the global one.
+		check(t, "own", map[string]bool{"mine/pre-commit": true, ".githooks-global/pre-commit": false})
+	})
+	t.Run("the XDG file when ~/.gitconfig sets none", func(t *testing.T) {
+		t.Setenv("HOME", filepath.Join(base, "nohome"))
+		t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+		check(t, "repo", map[string]bool{"xdg-hooks/pre-push": true, ".githooks-global/pre-commit": false})
+	})
+	t.Run("the system config when no global one does", func(t *testing.T) {
+		t.Setenv("HOME", filepath.Join(base, "nohome"))
+		check(t, "repo", map[string]bool{"sys-hooks/commit-msg": true, "main.go": false})
+		t.Setenv("GIT_CONFIG_NOSYSTEM", "true")
+		check(t, "repo", map[string]bool{"sys-hooks/commit-msg": false})
+	})
+	t.Run("GIT_CONFIG_GLOBAL replaces the global files", func(t *testing.T) {
+		t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(base, "alt", "global"))
+		check(t, "repo", map[string]bool{"alt hooks/pre-commit": true, ".githooks-global/pre-commit": false})
+	})
+}

@@ -28,7 +28,9 @@ import (
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/mcp/mcpmock"
 	"github.com/rebound-agent/rebound/internal/golden"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm/mockprovider"
+	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -118,6 +120,12 @@ type scenario struct {
 	links  [][2]string       // symlinks section: "path target" lines, path under $CWD
 	state  map[string][]byte // state/<path> sections: files put in the state dir first (a log left by a crash)
 	exit   int               // exit section: the exit code every run of the agent ends with (0 unless given)
+	// gate section: the holds the shared rate-limit gate every session
+	// shares asks for, in turn, one a line: "8s cooldown another chat
+	// x-ratelimit-reset-requests" (for, reason, by, source; "none" for no
+	// hold). The real gate (package ratelimit) is tested on its own; here
+	// it is scripted, so a transcript pins how a hold is shown.
+	gate []testkit.GateHold
 }
 
 // goldenConfig is used when a scenario has no config.toml: the defaults, but
@@ -163,6 +171,10 @@ func parseScenario(t *testing.T, path string) scenario {
 			}
 		case "config.toml":
 			sc.config = string(f.Data)
+		case "gate":
+			for line := range strings.SplitSeq(strings.TrimSpace(string(f.Data)), "\n") {
+				sc.gate = append(sc.gate, parseHold(t, path, line))
+			}
 		case "exit":
 			if sc.exit, err = strconv.Atoi(strings.TrimSpace(string(f.Data))); err != nil {
 				t.Fatalf("%s: exit: %v", path, err)
@@ -180,6 +192,23 @@ func parseScenario(t *testing.T, path string) scenario {
 		sc.script = &mockprovider.Script{}
 	}
 	return sc
+}
+
+// parseHold reads a line of a scenario's gate section.
+func parseHold(t *testing.T, path, line string) testkit.GateHold {
+	t.Helper()
+	if line == "none" {
+		return testkit.GateHold{}
+	}
+	f := strings.Fields(line)
+	if len(f) < 4 {
+		t.Fatalf("%s: gate: want \"for reason by… source\", got %q", path, line)
+	}
+	d, err := time.ParseDuration(f[0])
+	if err != nil {
+		t.Fatalf("%s: gate: %v", path, err)
+	}
+	return testkit.GateHold{For: d, Reason: f[1], By: strings.Join(f[2:len(f)-1], " "), Source: f[len(f)-1]}
 }
 
 // process is one in-process run of the agent, as an editor would see it.
@@ -311,6 +340,11 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 		t.Fatal(err)
 	}
 	mock := mockprovider.New(sc.script)
+	var gates func(string) recovery.Gate
+	if sc.gate != nil {
+		gate := &testkit.Gate{Holds: sc.gate}
+		gates = func(string) recovery.Gate { return gate }
+	}
 	tr := &transcript{start: time.Now(), schema: schema, ids: map[string]string{}, answered: map[string]chan struct{}{}, t: t,
 		replies: map[string][]string{}}
 	var current *process // the running agent, whose stdin replies go to
@@ -352,7 +386,7 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			}
 		}()
 		go func() {
-			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock, mcpConnect: connectMockMCP, executable: goldenExecutable})
+			code := runEnv(t.Context(), nil, inR, outW, lockedWriter{&stderrMu, &stderr}, env{getenv: getenv, home: home, httpClient: mock, mcpConnect: connectMockMCP, executable: goldenExecutable, gates: gates})
 			outW.Close()
 			p.done <- code
 		}()

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,8 +30,9 @@ and the wait that really happened (or that a cancel or a crash cut short);
 compactions; fallback model switches; how each turn ended; and totals per
 turn. Times in a turn's table are counted from the turn's start.
 
-SESSION is a log file (a path ending in .jsonl or containing a /) or a
-session id, looked up as <state dir>/sessions/<id>.jsonl ('rebound
+SESSION is a log file (a path ending in .jsonl or containing a /; a named
+pipe too, so "rebound inspect <(zcat log.jsonl.gz)" works), "-" for a log
+on standard input, or a session id, looked up as <state dir>/sessions/<id>.jsonl ('rebound
 sessions' lists the ids). The state dir comes
 from --state-dir, else REBOUND_STATE_DIR, else state_dir in the config file
 (--config, REBOUND_CONFIG), else $XDG_STATE_HOME/rebound or
@@ -102,7 +105,7 @@ func runInspect(_ context.Context, args []string, s streams, e env) int {
 		fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
 		return 1
 	}
-	tl, err := inspect.Load(path)
+	tl, err := loadTimeline(path, s.in)
 	if err != nil {
 		if errors.Is(err, session.ErrNotFound) {
 			fmt.Fprintf(s.err, "rebound inspect: no session log at %s\n", path)
@@ -144,6 +147,9 @@ func runInspect(_ context.Context, args []string, s streams, e env) int {
 // configuration loaded, so inspecting a copied log file needs no working
 // config.
 func inspectPath(arg string, flags config.Flags, e env) (string, error) {
+	if arg == "-" {
+		return arg, nil
+	}
 	if strings.HasSuffix(arg, ".jsonl") || strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, filepath.Separator) {
 		return arg, nil
 	}
@@ -159,4 +165,49 @@ func inspectPath(arg string, flags config.Flags, e env) (string, error) {
 		return "", fmt.Errorf("no session %q: looked for %s (state dir %s; set it with --state-dir or %s; 'rebound sessions' lists the sessions there)", arg, path, cfg.StateDir, config.EnvStateDir)
 	}
 	return path, nil
+}
+
+// maxPipedLog bounds a log read from a pipe, which has no size to check
+// first: far above any session's log, far below what would exhaust memory.
+const maxPipedLog = 1 << 30
+
+// loadTimeline reads the log at path: a file, or a pipe ("-" for standard
+// input, or a named pipe such as "<(zcat log.jsonl.gz)" gives), read to its
+// end within maxPipedLog. A log file itself is never a pipe (session logs
+// refuse one), so only inspect reads them.
+func loadTimeline(path string, stdin io.Reader) (*inspect.Timeline, error) {
+	if path == "-" {
+		if stdin == nil {
+			return nil, errors.New("no standard input to read the log from")
+		}
+		return inspect.Read(&cappedReader{r: stdin, left: maxPipedLog}, "standard input")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return inspect.Read(&cappedReader{r: f, left: maxPipedLog}, path)
+	}
+	return inspect.Load(path)
+}
+
+// cappedReader reads r until left bytes have been read, then fails: a log
+// cut silently at the cap would read as a torn one.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the log is longer than %d MiB, more than inspect reads from a pipe; save it to a file first", maxPipedLog>>20)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }

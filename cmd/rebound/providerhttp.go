@@ -119,8 +119,12 @@ type bucketGates struct {
 
 func (g *bucketGates) useKey(key string) { g.key.Store(&key) }
 
-// gate is agent.Config.Gates: nil when sharing is off.
-func (g *bucketGates) gate() func(model string) recovery.Gate {
+// gate is agent.Config.Gates: scripted (a test's env.gates) when set, else
+// nil when sharing is off.
+func (g *bucketGates) gate(scripted func(model string) recovery.Gate) func(model string) recovery.Gate {
+	if scripted != nil {
+		return scripted
+	}
 	if g.reg == nil {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/config"
 	"github.com/rebound-agent/rebound/internal/proc"
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
@@ -39,6 +40,8 @@ type env struct {
 	// executable is os.Executable: the binary an editor's terminal sign-in
 	// runs `login` with (loginCommand). Nil or failing leaves it out.
 	executable func() (string, error)
+	// gates, when set, are the shared rate-limit gates (tests script them).
+	gates func(model string) recovery.Gate
 }
 
 func osEnv() env {
@@ -151,7 +154,7 @@ func runEnv(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		c, ok := commands[args[0]]
 		if !ok {
 			fmt.Fprintf(stderr, "rebound: unknown command %q\n\nCommands:\n%s", args[0], commandList())
-			return 2
+			return refuseStart(ctx, s, unknownCommandError(args[0]))
 		}
 		return c.run(ctx, args[1:], s, e)
 	}
@@ -171,7 +174,7 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return 2
+		return refuseStart(ctx, s, commandLineError(fs, err))
 	}
 	if *showVersion {
 		return printVersion(s)
@@ -179,7 +182,7 @@ func runServe(ctx context.Context, args []string, s streams, e env) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(s.err, "rebound: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return 2
+		return refuseStart(ctx, s, commandLineError(fs, fmt.Errorf("unexpected argument %q", text.ClipChars(fs.Arg(0), 40))))
 	}
 	cfg, err := config.Load(given(), e.getenv, e.home)
 	if err != nil {
@@ -254,7 +257,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		NewProvider:  newProvider,
 		Login:        loginCommand(log, e, cfg.Source),
 		Recovery:     recoveryConfig(cfg.Recovery),
-		Gates:        gates.gate(),
+		Gates:        gates.gate(e.gates),
 		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,
@@ -399,6 +402,7 @@ func recoveryConfig(r config.Recovery) recovery.Config {
 			InitialDelay:  time.Duration(r.InitialDelay),
 			MaxDelay:      time.Duration(r.MaxDelay),
 			Jitter:        r.Jitter,
+			JitterMode:    r.JitterMode,
 			MaxRetryAfter: time.Duration(r.MaxRetryAfter),
 			Retryable:     codes,
 		},
