@@ -12,8 +12,10 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -21,6 +23,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/rebound-agent/rebound/agent"
 	"github.com/rebound-agent/rebound/llm"
@@ -82,6 +87,12 @@ type Provider struct {
 	PriceCachedInput float64 `toml:"price_cached_input" json:"price_cached_input" jsonschema:"minimum=0,default=0" jsonschema_description:"Price of a million input tokens served from the provider's prompt cache; 0 prices them as provider.price_input. Default 0."`
 	PriceOutput      float64 `toml:"price_output" json:"price_output" jsonschema:"minimum=0,default=0" jsonschema_description:"Price of a million output (completion) tokens, in provider.currency. Default 0."`
 	Currency         string  `toml:"currency" json:"currency" jsonschema:"pattern=^[A-Z]{3}$,default=USD" jsonschema_description:"ISO 4217 code of the currency of the prices and of a cost the provider bills. Default USD."`
+	// The provider's limit, shared by every chat and process (package ratelimit).
+	ShareLimits bool    `toml:"share_limits" json:"share_limits" jsonschema:"default=true" jsonschema_description:"Share what the provider's responses say of its rate limit (a 429's wait, remaining counts reaching 0) between every chat of this Rebound and every Rebound using the same state directory, so that once one learns the limit is exhausted the others wait for its reset instead of being refused too. A bucket is the base URL, the key (a fingerprint of it; the key is never written) and, per provider.limit_scope, the model. false: each request learns the limit on its own. Default true."`
+	LimitScope  string  `toml:"limit_scope" json:"limit_scope" jsonschema:"enum=model,enum=key,default=model" jsonschema_description:"What one provider limit covers. model: each model has its own (OpenAI, Anthropic, Groq and Gemini count per model). key: every model shares the key's (OpenRouter, a LiteLLM virtual key). Default model."`
+	Pacing      bool    `toml:"pacing" json:"pacing" jsonschema:"default=true" jsonschema_description:"When the provider's x-ratelimit-remaining-requests (or the like) says few requests are left before the reset (under a quarter of the limit, when the provider says its size), spread them evenly over the time to the reset instead of spending them at once; a wait under 250 ms is not made, so it never slows more than 4 requests a second. Needs share_limits. Default true."`
+	MaxInFlight int     `toml:"max_in_flight" json:"max_in_flight" jsonschema:"minimum=0,maximum=1000,default=0" jsonschema_description:"Most requests in flight at once to one provider bucket, across the chats of this Rebound and every Rebound using the same state directory, 0 to 1000, for accounts with a low concurrency limit; a request waits (cancellably) for a free slot. 0: no cap. Needs share_limits. Default 0."`
+	Headers     Headers `toml:"headers" json:"headers,omitempty" jsonschema_description:"Extra HTTP headers sent with every provider request, e.g. a gateway's key or tags (\"X-Gateway-Key\" = \"...\"). Names are HTTP tokens; Authorization, Host, Content-Type, Content-Length, Transfer-Encoding, Connection and Accept are set by Rebound and refused here. Values are never logged or shown. Default none."`
 
 	// APIKey is the value of the variable named by APIKeyEnv, else that
 	// variable's entry in the credentials file (see APIKey); it may be
@@ -212,6 +223,10 @@ func Default() Config {
 			Model:     defaultModel,
 			MaxTokens: defaultMaxTokens,
 
+			ShareLimits: true,
+			Pacing:      true,
+			LimitScope:  "model",
+
 			Continuation: string(llm.ContinueAuto),
 			StreamUsage:  string(llm.StreamUsageAuto),
 			Currency:     "USD",
@@ -268,6 +283,7 @@ func (c Config) Validate() error {
 	ps.checkProvider(c.Provider)
 	ps.checkProviderLimits(c.Provider)
 	ps.checkProviderPrices(c.Provider)
+	ps.checkProviderShared(c.Provider)
 	ps.checkRetries(c.Recovery)
 	ps.checkRecoveries(c.Recovery)
 	ps.checkRules(c.Recovery.Rules)
@@ -351,6 +367,67 @@ func (ps *problems) checkProviderPrices(p Provider) {
 	case p.MaxTokens > maxMaxTokens:
 		ps.bad("provider.max_tokens", "must be at most %d, got %d", maxMaxTokens, p.MaxTokens)
 	}
+}
+
+// maxHeaders and maxHeaderValue bound provider.headers: a gateway needs a
+// few short ones.
+const (
+	maxHeaders     = 64
+	maxHeaderValue = 8 << 10
+)
+
+// reservedHeaders are the headers Rebound sets on a provider request.
+var reservedHeaders = []string{"Authorization", "Host", "Content-Type", "Content-Length", "Transfer-Encoding", "Connection", "Accept"}
+
+// checkProviderShared checks the shared limit's settings and the extra
+// headers. A header's value is never quoted: it may be a gateway's key.
+func (ps *problems) checkProviderShared(p Provider) {
+	if p.LimitScope != "model" && p.LimitScope != "key" {
+		ps.bad("provider.limit_scope", "must be model or key, got %q", p.LimitScope)
+	}
+	if p.MaxInFlight < 0 || p.MaxInFlight > 1000 {
+		ps.bad("provider.max_in_flight", "must be between 0 (no cap) and 1000, got %d", p.MaxInFlight)
+	}
+	if p.MaxInFlight > 0 && !p.ShareLimits {
+		ps.bad("provider.max_in_flight", "needs provider.share_limits = true (the cap is shared state), got %d with sharing off", p.MaxInFlight)
+	}
+	if len(p.Headers) > maxHeaders {
+		ps.bad("provider.headers", "must have at most %d headers, got %d", maxHeaders, len(p.Headers))
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Headers)) {
+		key := keyString(toml.Key{"provider", "headers", name})
+		v := p.Headers[name]
+		switch {
+		case !headerToken(name):
+			ps.bad(key, "must be named with an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~), got %q", name)
+		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, name) }):
+			ps.bad(key, "is set by Rebound (the key comes from provider.api_key_env); it cannot be set here")
+		case len(v) > maxHeaderValue:
+			ps.bad(key, "must be at most %d bytes long, got %d (the value is not shown)", maxHeaderValue, len(v))
+		case !headerValue(v):
+			ps.bad(key, "must be a header value: no line breaks or other control characters, and valid UTF-8 (the value is not shown)")
+		}
+	}
+}
+
+// headerToken: an HTTP field name (RFC 9110's token), at most 256 bytes.
+func headerToken(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// headerValue: valid UTF-8 without control characters but a tab, so no CR
+// or LF can split the request.
+func headerValue(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != '\t' && unicode.IsControl(r) })
 }
 
 // checkRetries checks the retry budget, its delays and timeouts, and the
@@ -534,6 +611,32 @@ func (p Provider) GoString() string {
 	q.APIKey = redact(p.APIKey)
 	return "config.Provider" + strings.TrimPrefix(fmt.Sprintf("%#v", q), "config.plain")
 }
+
+// Headers are provider.headers. Their values may be a gateway's key: they
+// print and marshal as "[redacted]", names only shown.
+type Headers map[string]string
+
+func (h Headers) redacted() map[string]string {
+	if h == nil {
+		return nil
+	}
+	r := make(map[string]string, len(h))
+	for k, v := range h {
+		r[k] = redact(v)
+	}
+	return r
+}
+
+// String shows the names, never the values.
+func (h Headers) String() string { return fmt.Sprint(h.redacted()) }
+
+// GoString is like String for %#v.
+func (h Headers) GoString() string {
+	return fmt.Sprintf("config.Headers%#v", h.redacted())[len("config.Headers"):]
+}
+
+// MarshalJSON writes the names, never the values.
+func (h Headers) MarshalJSON() ([]byte, error) { return json.Marshal(h.redacted()) }
 
 func redact(key string) string {
 	if key == "" {

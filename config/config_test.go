@@ -21,6 +21,10 @@ func TestDefault(t *testing.T) {
 			Model:     "gpt-4o-mini",
 			MaxTokens: 8192,
 
+			ShareLimits: true,
+			Pacing:      true,
+			LimitScope:  "model",
+
 			Continuation: "auto",
 			StreamUsage:  "auto",
 			Currency:     "USD",
@@ -115,6 +119,12 @@ func TestConfig_Validate(t *testing.T) {
 			`not the endpoint itself, got "https://api.example.com/v1/chat/completions"`},
 		{"url of the endpoint names the base", func(c *config.Config) { c.Provider.BaseURL = "http://localhost:8080/v1/chat/completions/" }, "provider.base_url",
 			`(e.g. "http://localhost:8080/v1")`},
+		{"headers", func(c *config.Config) { c.Provider.Headers = config.Headers{"X-Gateway-Key": "k\tv", "x-tags": "a=b"} }, "", ""},
+		{"header name", func(c *config.Config) { c.Provider.Headers = config.Headers{"X Key": "v"} }, `provider.headers."X Key"`, "must be named with an HTTP header name"},
+		{"reserved header", func(c *config.Config) { c.Provider.Headers = config.Headers{"authorization": "Bearer hunter2"} }, "provider.headers.authorization", "is set by Rebound"},
+		{"limit scope", func(c *config.Config) { c.Provider.LimitScope = "org" }, "provider.limit_scope", `must be model or key, got "org"`},
+		{"max in flight without sharing", func(c *config.Config) { c.Provider.MaxInFlight = 2; c.Provider.ShareLimits = false }, "provider.max_in_flight", "needs provider.share_limits = true"},
+		{"max in flight", func(c *config.Config) { c.Provider.MaxInFlight = -1 }, "provider.max_in_flight", "must be between 0 (no cap) and 1000, got -1"},
 		{"url with a query", func(c *config.Config) { c.Provider.BaseURL = "https://api.example.com/v1?key=x" }, "provider.base_url", "must not have a query"},
 	}
 	for _, tt := range tests {
@@ -239,5 +249,33 @@ func TestConfig_StringRedactsKey(t *testing.T) {
 	}
 	if got := fmt.Sprintf("%#v", c); !strings.HasPrefix(got, "config.Config{") {
 		t.Errorf("Sprintf(%%#v) = %s, want it to start with config.Config{", got)
+	}
+}
+
+// TestConfig_HeadersNeverShown: provider.headers' values (a gateway's key)
+// appear in no printing of the config, its JSON, or a validation error.
+func TestConfig_HeadersNeverShown(t *testing.T) {
+	const secret = "gw-secret-value-42"
+	c := config.Default()
+	c.Provider.Headers = config.Headers{"X-Gateway-Key": secret}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []any{c, &c, c.Provider, &c.Provider, c.Provider.Headers} {
+			if got := fmt.Sprintf(format, v); strings.Contains(got, secret) || !strings.Contains(got, "X-Gateway-Key") {
+				t.Errorf("Sprintf(%q, %T) = %s: want the name, not the value", format, v, got)
+			}
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil || strings.Contains(string(b), secret) {
+		t.Errorf("json.Marshal(Config) = %s, %v: leaks a header value", b, err)
+	}
+	for _, bad := range []string{secret + "\r\nX-Injected: 1", secret + "\n", secret + "\x00", strings.Repeat(secret, 1000)} {
+		c.Provider.Headers = config.Headers{"X-Gateway-Key": bad}
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "provider.headers.X-Gateway-Key: ") {
+			t.Errorf("Validate(%q) = %v, want an error on the header", bad, err)
+		} else if strings.Contains(err.Error(), secret) {
+			t.Errorf("Validate() = %q, leaks the value", err)
+		}
 	}
 }

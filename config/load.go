@@ -434,6 +434,18 @@ func checkShape(path string, t reflect.Type, m map[string]any, prefix toml.Key) 
 			for i, el := range arr {
 				errs = append(errs, checkShape(path, ft.Elem(), el, append(slices.Clip(prefix), fmt.Sprintf("%s[%d]", name, i)))...)
 			}
+		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
+			sub, ok := v.(map[string]any)
+			if !ok {
+				bad("must be a table of strings, got %s", kindOf(v))
+				continue
+			}
+			for _, k := range slices.Sorted(maps.Keys(sub)) {
+				if _, ok := sub[k].(string); !ok {
+					// Only the kind: a header's value may be a secret.
+					errs = append(errs, &FieldError{Source: path, Key: keyString(append(slices.Clip(key), k)), Problem: "must be a string, got " + kindOf(sub[k])})
+				}
+			}
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			arr, ok := v.([]any)
 			if !ok {
@@ -512,6 +524,20 @@ var renamedKeys = map[string]string{
 
 // describe names a decoded TOML value's type for messages, with the value
 // for scalars so the user can find it.
+// kindOf is describe without the value.
+func kindOf(v any) string {
+	d := describe(v)
+	if k, _, ok := strings.Cut(d, " "); ok {
+		switch k {
+		case "string", "float", "boolean":
+			return "a " + k
+		case "integer":
+			return "an integer"
+		}
+	}
+	return d
+}
+
 func describe(v any) string {
 	switch v := v.(type) {
 	case string:

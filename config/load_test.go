@@ -174,6 +174,14 @@ price_input = 0.5
 price_cached_input = 0.05
 price_output = 1.5
 currency = "EUR"
+share_limits = true
+limit_scope = "key"
+pacing = false
+max_in_flight = 2
+
+[provider.headers]
+X-Gateway-Key = "gw-secret"
+"X-Tags" = "team=a, ci"
 
 [recovery]
 max_retries = 5
@@ -240,6 +248,10 @@ output_limit = 4096
 			PriceCachedInput: 0.05,
 			PriceOutput:      1.5,
 			Currency:         "EUR",
+			ShareLimits:      true,
+			LimitScope:       "key",
+			MaxInFlight:      2,
+			Headers:          map[string]string{"X-Gateway-Key": "gw-secret", "X-Tags": "team=a, ci"},
 		},
 		Recovery: config.Recovery{
 			MaxRetries:        5,
@@ -553,6 +565,10 @@ func TestLoad_FileErrors(t *testing.T) {
 		{"rule delay too short", "[[recovery.rules]]\nmatch = \"429\"\ndelay = \"10ms\"\n", "recovery.rules[0].delay", "must be between 100ms and 1h, got 10ms"},
 		{"rule delay missing", "[[recovery.rules]]\nmatch = \"429\"\n", "recovery.rules[0].delay", "must be between 100ms and 1h, got 0s"},
 		{"rule max_retries too many", "[[recovery.rules]]\nmatch = \"RATE_LIMIT\"\ndelay = \"1s\"\nmax_retries = 5000\n", "recovery.rules[0].max_retries", "must be between 0 and 1000, got 5000"},
+		{"headers not a table", "[provider]\nheaders = \"X-Key: 123\"\n", "provider.headers", "must be a table of strings, got a string"},
+		{"header value not a string", "[provider.headers]\nX-Key = 12345678\n", "provider.headers.X-Key", "must be a string, got an integer"},
+		{"header value with a line break", "[provider.headers]\nX-Key = \"abc\\r\\nX-Evil: 1\"\n", "provider.headers.X-Key", "must be a header value"},
+		{"max_in_flight string", "[provider]\nmax_in_flight = \"2\"\n", "provider.max_in_flight", "must be an integer"},
 		{"second rule bad action", "[[recovery.rules]]\nmatch = \"429\"\ndelay = \"1s\"\n[[recovery.rules]]\nmatch = \"400\"\ndelay = \"1s\"\naction = \"pray\"\n", "recovery.rules[1].action", `must be retry or strip_images, got "pray"`},
 	}
 	for _, tt := range tests {

@@ -275,5 +275,40 @@ mutate session/lastturn.go 's/f.before, f.prev, f.borrowed = f.prev, line, true/
 	./session TestReadLastTurn_AsTheEventsSay "interrupted: a torn last line does not lose the time of the one before"
 mutate session/lastturn.go 's/^\tcase errors.Is(err, errLockHeld):$/\tcase false:/' \
 	./session TestHeld "interrupted: a held lock is told"
+# Issue 33: one provider limit, shared (ratelimit, config, the mock's bucket).
+mutate ratelimit/bucket.go 's/^\t\tif success \&\& s.Cooldown != nil {$/\t\tif false {/' \
+	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a success reopens the bucket"
+mutate ratelimit/bucket.go 's/(s.Cooldown == nil || closeAt.After(s.Cooldown.Until))/true/' \
+	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a shorter wait never reopens a bucket sooner"
+mutate ratelimit/bucket.go 's/^\t\tcase lim.Known \&\& lim.Remaining < 1:$/\t\tcase false:/' \
+	./ratelimit TestLearn_RemainingZeroCloses "shared limit: a remaining count at 0 closes the bucket until its reset"
+mutate ratelimit/bucket.go 's/^\tcase l.Process != b.r.process:$/\tcase false:/' \
+	./ratelimit TestFile_SharedBetweenProcesses "shared limit: a hold learnt by another process says so"
+mutate ratelimit/bucket.go 's/^\t\t\tp.Next = at.Add(spacing)$/\t\t\tp.Next = at/' \
+	./ratelimit TestHold_Pacing "shared limit: pacing spreads the requests left to the reset"
+mutate ratelimit/bucket.go 's/^\t\t\tat = p.Next$/\t\t\tat = now/' \
+	./ratelimit TestHold_Pacing "shared limit: callers held together get successive pacing slots"
+mutate ratelimit/bucket.go 's/return lim.Limit <= 0 || lim.Remaining <= PaceBelow\*lim.Limit/return true/' \
+	./ratelimit TestHold_Pacing "shared limit: pacing starts under a quarter of a limit of known size"
+mutate ratelimit/file.go '/openLocked(b.file/,/return err/ s|^\t\tfn(\&b.mem)$|\t\t// lost|' \
+	./ratelimit TestFile_LockedIsSurvived "shared limit: a locked bucket file fails open to the state in memory"
+mutate ratelimit/file.go 's/^\t\t\tc.Until = limit$/\t\t\t_ = limit/' \
+	./ratelimit TestFile_HoldBounded "shared limit: a bucket file holds no longer than MaxHold"
+mutate ratelimit/inflight.go 's/^\t\tok, err := tryLock(f)$/\t\tok, err := true, error(nil)/' \
+	./ratelimit 'TestAcquire_CapAcrossProcesses|TestFileLock_BetweenProcesses' "shared limit: max_in_flight holds across processes"
+mutate ratelimit/doer.go 's/^\t\tg.Learn(now(), origin, resp.StatusCode, resp.Header)$/\t\t_ = now/' \
+	./ratelimit TestLearnDoer "shared limit: every response is told to the gate"
+mutate recovery/bucketlimits.go 's/^\tif status != http.StatusTooManyRequests {$/\tif true {/' \
+	./ratelimit TestHold_NeverOpensClosedNeverHoldsLonger "shared limit: a 429's reset headers close the bucket"
+mutate llm/mockprovider/mock.go 's/^\trefused := m.windowUsed >= b.Requests$/\trefused := false/' \
+	./llm/mockprovider TestMock_Bucket "shared limit: the mock's bucket refuses beyond its requests"
+mutate cmd/rebound/providerhttp.go 's/^\t\treq.Header\[k\] = v$/\t\t_ = v/' \
+	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: provider.headers are sent"
+mutate cmd/rebound/providerhttp.go 's/^\treturn d.scrub(resp), nil$/\treturn resp, nil/' \
+	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: a provider.headers value a gateway repeats is removed"
+mutate config/config.go 's/^\t\tr\[k\] = redact(v)$/\t\tr[k] = v/' \
+	./config TestConfig_HeadersNeverShown "shared limit: provider.headers values are never printed"
+mutate config/config.go 's/return r != .\\t. \&\& unicode.IsControl(r)/return false/' \
+	./config TestConfig_HeadersNeverShown "shared limit: a header value with a line break is refused"
 
 exit $survived

@@ -87,7 +87,13 @@ func TestE2E_CrashDuringRetryWaitThenLoad(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte(`[recovery]
+	// share_limits off: the 30 s A was asked to wait is shared through the
+	// state directory, and would hold B's first request (as it should); this
+	// test is about the retry chain going on across the crash.
+	if err := os.WriteFile(cfg, []byte(`[provider]
+share_limits = false
+
+[recovery]
 max_retries = 3
 initial_delay = "10ms"
 max_delay = "100ms"

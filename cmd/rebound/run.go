@@ -222,7 +222,7 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 // serve wires the provider, the agent and the ACP server and runs until the
 // editor closes stdin or ctx ends.
 func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, e env) error {
-	httpClient := e.httpClient
+	httpClient, gates := providerHTTP(cfg, e.httpClient, log)
 	providerLog := log.With().Str("component", "provider").Logger()
 	openAI := func(key string) llm.Provider {
 		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient,
@@ -238,6 +238,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 			return nil, err
 		}
 		keys.add(key)
+		gates.useKey(key)
 		return openAI(key), nil
 	}
 	provider, err := newProvider()
@@ -256,7 +257,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		NewProvider:  newProvider,
 		Login:        loginCommand(log, e, cfg.Source),
 		Recovery:     recoveryConfig(cfg.Recovery),
-		Gates:        e.gates,
+		Gates:        gates.gate(e.gates),
 		Truncation: recovery.Truncation{
 			EscalatedMaxTokens: cfg.Recovery.Truncation.EscalatedMaxTokens,
 			MaxContinuations:   cfg.Recovery.Truncation.MaxContinuations,

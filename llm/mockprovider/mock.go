@@ -30,6 +30,9 @@ type Mock struct {
 	log    io.Writer
 	// modelLists counts GET /models requests.
 	modelLists int
+	// The Bucket's current window: when it started and how many it served.
+	windowStart time.Time
+	windowUsed  int
 }
 
 var (
@@ -47,6 +50,10 @@ func New(script *Script) *Mock {
 			m.script.Models = append([]string{}, script.Models...)
 		}
 		m.script.ContextLengths = maps.Clone(script.ContextLengths)
+		if script.Bucket != nil {
+			b := *script.Bucket
+			m.script.Bucket = &b
+		}
 	}
 	return m
 }
@@ -336,7 +343,15 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 				break
 			}
 		}
+		limit, refused := m.bucket(now)
+		defer func() {
+			for k, v := range limit {
+				rp.header[k] = v
+			}
+		}()
 		switch {
+		case refused:
+			rp = apiError(http.StatusTooManyRequests, "mock provider: rate limit reached for requests (bucket)", "requests", "rate_limit_exceeded")
 		case m.next < len(m.script.Steps):
 			rec.Step = m.next
 			rp = buildReply(&m.script.Steps[m.next], &cr, rec, seq)
@@ -361,6 +376,33 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 		m.log.Write(append(line, '\n'))
 	}
 	return rp
+}
+
+// bucket counts a chat request against Script.Bucket: the headers to send
+// and whether the request is refused. Called under mu.
+func (m *Mock) bucket(now time.Time) (http.Header, bool) {
+	b := m.script.Bucket
+	if b == nil {
+		return nil, false
+	}
+	window, _ := time.ParseDuration(b.Window) // validated
+	if m.windowStart.IsZero() || !now.Before(m.windowStart.Add(window)) {
+		m.windowStart, m.windowUsed = now, 0
+	}
+	reset := m.windowStart.Add(window).Sub(now)
+	refused := m.windowUsed >= b.Requests
+	if !refused {
+		m.windowUsed++
+	}
+	h := http.Header{}
+	h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(b.Requests))
+	h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(b.Requests-m.windowUsed))
+	h.Set("X-Ratelimit-Reset-Requests", reset.String())
+	if refused {
+		h.Set("Retry-After", strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After-Ms", strconv.FormatInt(reset.Milliseconds()+1, 10))
+	}
+	return h, refused
 }
 
 // chatRequest is the part of a chat completion request the mock reads.

@@ -517,3 +517,39 @@ func TestMock_StrictAlternation(t *testing.T) {
 		})
 	}
 }
+
+// A bucket of 2 requests per 10 s: the third in a window is refused with
+// the wait to its end and consumes no step; the next window serves again.
+func TestMock_Bucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := mockprovider.New(&mockprovider.Script{Bucket: &mockprovider.Bucket{Requests: 2, Window: "10s"}, Steps: []mockprovider.Step{{Text: "a"}, {Text: "b"}, {Text: "c"}}})
+		type seen struct{ Status, Remaining, Reset, RetryAfter string }
+		get := func() seen {
+			resp, _ := do(t, t.Context(), m, http.MethodPost, "/v1/chat/completions", chatBody)
+			h := resp.Header
+			return seen{resp.Status[:3], h.Get("X-Ratelimit-Remaining-Requests"), h.Get("X-Ratelimit-Reset-Requests"), h.Get("Retry-After")}
+		}
+		var got []seen
+		got = append(got, get())
+		time.Sleep(1500 * time.Millisecond)
+		got = append(got, get(), get())
+		time.Sleep(8500 * time.Millisecond)
+		got = append(got, get())
+		want := []seen{{"200", "1", "10s", ""}, {"200", "0", "8.5s", ""}, {"429", "0", "8.5s", "9"}, {"200", "1", "10s", ""}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		var steps []int
+		for _, r := range m.Requests() {
+			steps = append(steps, r.Step)
+		}
+		if diff := cmp.Diff([]int{0, 1, -1, 2}, steps); diff != "" {
+			t.Errorf("steps (-want +got):\n%s", diff)
+		}
+	})
+	for _, bad := range []string{`{"bucket":{"requests":0,"window":"10s"}}`, `{"bucket":{"requests":4,"window":"soon"}}`, `{"bucket":{"requests":4,"window":"-1s"}}`} {
+		if _, err := mockprovider.ParseScript([]byte(bad)); err == nil || !strings.Contains(err.Error(), "bucket") {
+			t.Errorf("ParseScript(%s) = %v, want a bucket error", bad, err)
+		}
+	}
+}

@@ -36,6 +36,22 @@ type Script struct {
 	// ContextLengths gives models of the list a context_length, as
 	// OpenRouter's list does (in tokens).
 	ContextLengths map[string]int `json:"context_lengths,omitempty"`
+	// Bucket, when set, puts a shared rate limit in front of the steps.
+	Bucket *Bucket `json:"bucket,omitempty"`
+}
+
+// Bucket is a provider's rate limit shared by every client of the mock:
+// at most Requests chat requests in each Window (fixed windows, the first
+// starting at the first request). A request beyond is refused with 429 and
+// consumes no step; it carries retry-after (whole seconds to the window's
+// end, rounded up), retry-after-ms, x-ratelimit-limit-requests,
+// x-ratelimit-remaining-requests (0) and x-ratelimit-reset-requests (a Go
+// duration to the window's end). Requests within the limit get the same
+// x-ratelimit-* headers with the count left.
+type Bucket struct {
+	Requests int `json:"requests"`
+	// Window is a Go duration, e.g. "10s".
+	Window string `json:"window"`
 }
 
 // Step is the answer to one request. The zero Step is an empty reply that
@@ -132,6 +148,14 @@ func LoadScript(path string) (*Script, error) {
 
 // Validate reports the first problem, naming the step and the field.
 func (s *Script) Validate() error {
+	if b := s.Bucket; b != nil {
+		if b.Requests < 1 {
+			return fmt.Errorf("mock script: bucket: requests: %d is not a positive count", b.Requests)
+		}
+		if d, err := time.ParseDuration(b.Window); err != nil || d <= 0 {
+			return fmt.Errorf("mock script: bucket: window: %q is not a positive Go duration", b.Window)
+		}
+	}
 	for i := range s.Steps {
 		if err := s.Steps[i].validate(); err != nil {
 			return fmt.Errorf("mock script: steps[%d]: %w", i, err)
