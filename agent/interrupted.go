@@ -29,8 +29,10 @@ import (
 // nothing, and neither does a load that closes the cut turn later.
 
 // interruptedTitle is the notice's title: short and with no colon, as
-// codecompanion cuts a tool call's title (status.go).
-const interruptedTitle = "Your last session here was interrupted"
+// codecompanion cuts a tool call's title (status.go) and shows nothing of
+// its body, so the title itself says what to type there, the client that
+// starts a new session after a crash (README); the body says the rest.
+const interruptedTitle = "Your last session here was interrupted; /resume reopens it"
 
 // Bounds of the search. clockSlack: a file's mtime, from the file
 // system's coarse clock, may be a little before the time of the last event
