@@ -102,9 +102,9 @@ func TestTurn_WaitsOnTheSharedLimit(t *testing.T) {
 			t.Errorf("retry progress %+v, want scheduled (8s, shared, by another chat) then started", progress)
 		}
 		want := []string{
-			"in_progress: The provider's rate limit was reached by another chat, sending in 8.0s",
-			"in_progress: The provider's rate limit was reached by another chat, sending now",
-			"completed: The provider's rate limit was reached by another chat, sent after the wait",
+			"in_progress: Rate limit hit by another chat, sending in 8.0s",
+			"in_progress: Rate limit hit by another chat, sending now",
+			"completed: Rate limit hit by another chat, sent after the wait",
 		}
 		if got := statusTitles(e); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("status cards:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -152,7 +152,7 @@ func TestTurn_HoldCancelled(t *testing.T) {
 			t.Errorf("retry progress %+v, want scheduled then cancelled", progress)
 		}
 		titles := statusTitles(e)
-		if last := titles[len(titles)-1]; last != "failed: The provider's rate limit was reached by another chat, cancelled" {
+		if last := titles[len(titles)-1]; last != "failed: Rate limit hit by another chat, cancelled" {
 			t.Errorf("the card ends %q, want it cancelled", last)
 		}
 	})
@@ -271,7 +271,7 @@ func TestTurn_HoldThenFailure(t *testing.T) {
 			t.Fatal("the turn did not fail")
 		}
 		titles := statusTitles(e)
-		if last := titles[len(titles)-1]; last != "failed: The provider's rate limit was reached by this chat; gave up without a retry" {
+		if last := titles[len(titles)-1]; last != "failed: Rate limit hit by this chat; gave up without a retry" {
 			t.Errorf("the card ends %q, want it to have given up without a retry", last)
 		}
 	})

@@ -439,11 +439,26 @@ func (w Wording) held() *Held {
 
 // heldSubject is a shared wait's subject: who reached the limit, or that it
 // is nearly used up.
+// It is short: the title's variable part (how long, until when) must come
+// before the 60th character, where codecompanion cuts a title; the body
+// says whose the limit is at length.
 func heldSubject(h *Held) string {
 	if h.Reason == HoldPacing {
-		return "The provider's rate limit is nearly used up (as " + HeldBy(h.By) + " learnt)"
+		return "Rate limit nearly used up"
 	}
-	return "The provider's rate limit was reached by " + HeldBy(h.By)
+	return "Rate limit hit by " + heldByShort(h.By)
+}
+
+// heldByShort is HeldBy for a title: "another Rebound" for another
+// process, which to a person is another editor window or script.
+func heldByShort(by string) string {
+	switch by {
+	case HoldByOtherProcess:
+		return "another Rebound"
+	case HoldBySelf, HoldByOtherChat:
+		return HeldBy(by)
+	}
+	return "another chat or Rebound"
 }
 
 // heldDescription is what a shared wait does, and why every chat waits.

@@ -174,28 +174,28 @@ func TestWording_Held(t *testing.T) {
 		want card
 	}{
 		{"another chat's cooldown, waiting", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Scheduled()), card{
-			"The provider's rate limit was reached by another chat, sending in 8.0s",
+			"Rate limit hit by another chat, sending in 8.0s",
 			"Sending the request in 8.0s, when the limit resets; every chat and Rebound process using this provider waits for it.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
 		{"another process's, a long wait said as a clock time", pair(words(recovery.HoldCooldown, recovery.HoldByOtherProcess, time.Minute).Scheduled()), card{
-			"The provider's rate limit was reached by another Rebound process, sending at 12:01:00 UTC",
+			"Rate limit hit by another Rebound, sending at 12:01:00 UTC",
 			"Sending the request at 12:01:00 UTC, when the limit resets; every chat and Rebound process using this provider waits for it.\n\nWhat happened: another Rebound process reached the provider's rate limit (x-ratelimit-reset-requests)"}},
 		{"this chat's pacing", pair(words(recovery.HoldPacing, recovery.HoldBySelf, 2*time.Second).Scheduled()), card{
-			"The provider's rate limit is nearly used up (as this chat learnt), sending in 2.0s",
+			"Rate limit nearly used up, sending in 2.0s",
 			"Sending the request in 2.0s, spreading requests over what is left of the limit, which every chat and Rebound process using this provider shares.\n\nWhat happened: the provider's rate limit is nearly used up, as this chat learnt (x-ratelimit-reset-requests): requests are spread over what is left of it"}},
 		{"started", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Started()), card{
-			"The provider's rate limit was reached by another chat, sending now",
+			"Rate limit hit by another chat, sending now",
 			"The wait is over; sending the request.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
 		{"recovered", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Recovered()), card{
-			"The provider's rate limit was reached by another chat, sent after the wait",
+			"Rate limit hit by another chat, sent after the wait",
 			"Sent after the wait.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
 		{"cancelled waiting", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).Cancelled(false)), card{
-			"The provider's rate limit was reached by another chat, cancelled",
+			"Rate limit hit by another chat, cancelled",
 			"Cancelled during the wait; the request was not sent.\n\nWhat happened: another chat reached the provider's rate limit (x-ratelimit-reset-requests)"}},
 		{"gave up after the wait: no retry", pair(words(recovery.HoldCooldown, recovery.HoldByOtherChat, 8*time.Second).GaveUp()), card{
-			"The provider's rate limit was reached by another chat; gave up without a retry",
+			"Rate limit hit by another chat; gave up without a retry",
 			"Gave up without a retry; the error below says why and what to do."}},
 		{"interrupted", pair(words(recovery.HoldCooldown, "", 8*time.Second).Interrupted()), card{
-			"The provider's rate limit was reached by another chat or process, interrupted (Rebound stopped)",
+			"Rate limit hit by another chat or Rebound, interrupted (Rebound stopped)",
 			"Rebound stopped during the wait; the next prompt goes on from it.\n\nWhat happened: another chat or process reached the provider's rate limit (x-ratelimit-reset-requests)"}},
 	}
 	for _, tt := range tests {
