@@ -19,8 +19,8 @@ import (
 )
 
 // The release build for this machine: the archive holds the binary at the
-// path cmd names (executable), with LICENSE and README.md; the entry and
-// SHA256SUMS carry the archive's real sha256; and the whole registry check
+// path cmd names (executable), with LICENSE and README.md; SHA256SUMS
+// carries the archive's real sha256 and the entry none; and the whole registry check
 // passes on it, auth and launch checks included.
 func TestBuild_HostArchive(t *testing.T) {
 	if testkit.Race {
@@ -55,12 +55,12 @@ func TestBuild_HostArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := m.Distribution.Binary[host.Platform]
-	if filepath.Base(a.Path) != filepath.Base(b.Archive) || filepath.Base(a.Path) != host.Archive(m.Version) {
+	if filepath.Base(a.Path) != filepath.Base(b.Archive) || filepath.Base(a.Path) != host.Archive() {
 		t.Errorf("archive %s, but agent.json downloads %s", filepath.Base(a.Path), b.Archive)
 	}
 	sum := sha256File(t, a.Path)
-	if b.SHA256 != sum || a.SHA256 != sum {
-		t.Errorf("sha256 of the archive is %s; agent.json says %q, Build %q", sum, b.SHA256, a.SHA256)
+	if a.SHA256 != sum {
+		t.Errorf("sha256 of the archive is %s; Build says %q", sum, a.SHA256)
 	}
 	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
 	if err != nil {
@@ -69,9 +69,11 @@ func TestBuild_HostArchive(t *testing.T) {
 	if want := sum + "  " + filepath.Base(a.Path) + "\n"; string(sums) != want {
 		t.Errorf("SHA256SUMS = %q, want %q", sums, want)
 	}
-	for p, other := range m.Distribution.Binary {
-		if p != host.Platform && other.SHA256 != "" {
-			t.Errorf("%s has a sha256 although it was not built", p)
+	// The registry's updater would carry a sum over to the next release's
+	// archive: the entry has none (CheckBump).
+	for p, b := range m.Distribution.Binary {
+		if b.SHA256 != "" {
+			t.Errorf("%s: the entry has a sha256", p)
 		}
 	}
 
@@ -97,7 +99,7 @@ func TestBuild_HostArchive(t *testing.T) {
 // A tampered archive fails the check of its sha256.
 func TestCheckArchive_SHA256(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "rebound-v0.1.0-linux-amd64.tar.gz")
+	path := filepath.Join(dir, "rebound-linux-amd64.tar.gz")
 	writeTarGz(t, path, map[string]string{"rebound": "#!/bin/sh\n"})
 	b := release.BinaryTarget{Cmd: "./rebound", SHA256: strings.Repeat("0", 64)}
 	if _, err := release.CheckArchive(path, b, t.TempDir()); err == nil || !strings.Contains(err.Error(), "sha256") {
