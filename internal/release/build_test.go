@@ -140,6 +140,18 @@ func TestBuild_Refuses(t *testing.T) {
 	if _, err := release.Build(t.Context(), release.BuildOptions{Root: root, Out: t.TempDir(), Targets: ts, Tag: "v9.9.9"}); err == nil || !strings.Contains(err.Error(), "not agent.json's version") {
 		t.Errorf("tag of another version: error = %v", err)
 	}
+	// The registry's updater reads a tag back as X.Y.Z only: a release of
+	// another form would have its next bump point elsewhere.
+	for _, v := range []string{"0.1.0-rc.1", "0.1.0.1", "0.1", "00.1.0"} {
+		other := t.TempDir()
+		data := edit(t, repoManifest(t), func(m, _ map[string]any) { m["version"] = v })
+		if err := os.WriteFile(filepath.Join(other, "agent.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := release.Build(t.Context(), release.BuildOptions{Root: other, Out: t.TempDir(), Targets: ts, Tag: "v" + v}); err == nil || !strings.Contains(err.Error(), "is not X.Y.Z") {
+			t.Errorf("version %s: error = %v", v, err)
+		}
+	}
 }
 
 func TestParseTargets(t *testing.T) {

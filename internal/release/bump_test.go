@@ -188,7 +188,7 @@ func TestCheckBump_Property(t *testing.T) {
 			t.Fatal(err)
 		}
 		if errs := release.CheckBump(data, "rebound", schema); len(errs) > 0 {
-			t.Fatalf("version %s: %v", m.Version, errs)
+			t.Fatalf("version %s: %d problems, the first: %v", m.Version, len(errs), errs[0])
 		}
 	}
 }
