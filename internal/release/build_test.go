@@ -240,3 +240,47 @@ func writeTarGz(t *testing.T, path string, files map[string]string) {
 }
 
 func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// Check takes each archive's sum from SHA256SUMS, now that the entry has
+// none: a tampered archive, or one the file does not list, fails.
+func TestCheck_SHA256SUMS(t *testing.T) {
+	out := t.TempDir()
+	entry := release.EntryDir(out, "rebound")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	icon, err := os.ReadFile(filepath.Join("..", "..", "icon.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"agent.json": repoManifest(t), "icon.svg": icon} {
+		if err := os.WriteFile(filepath.Join(entry, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Platforms other than this machine's, so no binary is run.
+	var others []release.Target
+	host, _ := release.HostTarget()
+	for _, tg := range release.Targets {
+		if tg != host && tg.GOOS != "windows" {
+			others = append(others, tg)
+		}
+	}
+	tampered, unlisted := others[0].Archive(), others[1].Archive()
+	for _, name := range []string{tampered, unlisted} {
+		writeTarGz(t, filepath.Join(out, name), map[string]string{"rebound": "#!/bin/sh\n"})
+	}
+	sums := strings.Repeat("0", 64) + "  " + tampered + "\n"
+	if err := os.WriteFile(filepath.Join(out, "SHA256SUMS"), []byte(sums), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errs := release.Check(t.Context(), release.CheckOptions{Out: out, ID: "rebound", Schema: registrySchema(t)})
+	var mismatch, missing bool
+	for _, err := range errs {
+		mismatch = mismatch || strings.Contains(err.Error(), tampered+": sha256 is")
+		missing = missing || strings.Contains(err.Error(), unlisted+": not in SHA256SUMS")
+	}
+	if !mismatch || !missing {
+		t.Errorf("errors = %v, want %s's sum refused and %s reported unlisted", errs, tampered, unlisted)
+	}
+}
