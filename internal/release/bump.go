@@ -179,7 +179,11 @@ func CheckBump(data []byte, dir string, schema *Schema) []error {
 	if len(errs) > 0 {
 		return errs
 	}
-	for _, next := range nextReleases(m.Version) {
+	next := nextReleases(m.Version)
+	if next == nil {
+		fail("version %q: its next releases cannot be counted", m.Version)
+	}
+	for _, next := range next {
 		bumped := RegistryBump(m, next)
 		for _, platform := range slices.Sorted(maps.Keys(bumped.Distribution.Binary)) {
 			t, _ := LookupTarget(platform)

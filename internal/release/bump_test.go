@@ -234,12 +234,7 @@ func TestCheckBump(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := release.CheckBump(edit(t, good, tc.edit), "rebound", schema)
-			for _, err := range errs {
-				if strings.Contains(err.Error(), tc.want) {
-					return
-				}
-			}
-			t.Errorf("errors = %v, want one containing %q", errs, tc.want)
+			wantError(t, errs, tc.want)
 		})
 	}
 }
