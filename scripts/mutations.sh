@@ -311,4 +311,18 @@ mutate config/config.go 's/^\t\tr\[k\] = redact(v)$/\t\tr[k] = v/' \
 mutate config/config.go 's/return r != .\\t. \&\& unicode.IsControl(r)/return false/' \
 	./config TestConfig_HeadersNeverShown "shared limit: a header value with a line break is refused"
 
+mutate internal/release/bump.go 's|for _, f := range \[\]string{"/v%s/", |for _, f := range []string{|' \
+	./internal/release 'TestCheckBump$' "registry bump: the updater's /vX.Y.Z/ rewrite is simulated"
+mutate internal/release/bump.go 's|if oldShort != old \&\& u == orig {|if oldShort != old {|' \
+	./internal/release TestRegistryBump_Rules "registry bump: the x.y form is rewritten only where no full form matched"
+mutate internal/release/bump.go 's|v := strings.TrimLeft(tag, "v")|v := strings.TrimPrefix(tag, "v")|' \
+	./internal/release TestUpdaterVersion "registry bump: the updater strips every leading v of a tag"
+mutate internal/release/bump.go 's|^\t\tif b.SHA256 != "" {$|\t\tif false {|' \
+	./internal/release 'TestCheckBump$' "registry bump: a sha256 the updater would leave stale is refused"
+mutate internal/release/build.go 's|^\tif !IsReleaseVersion(m.Version) {$|\tif false {|' \
+	./internal/release TestBuild_Refuses "registry bump: only X.Y.Z versions are released"
+
+mutate internal/release/check.go 's|^\t\tb.SHA256 = sum$|\t\t_ = sum|' \
+	./internal/release TestCheck_SHA256SUMS "registry bump: check compares each archive with SHA256SUMS"
+
 exit $survived

@@ -53,8 +53,8 @@ type Archive struct {
 
 // Build builds Rebound for each target as the release does (-trimpath,
 // LDFlags, CGO_ENABLED=0), packs each binary with alsoArchived into
-// Target.Archive, and writes the registry entry (EntryDir: agent.json with
-// each archive's sha256, and icon.svg) and SHA256SUMS into Out.
+// Target.Archive, and writes the registry entry (EntryDir: agent.json and
+// icon.svg) and SHA256SUMS into Out.
 //
 // Out must not be inside Root: go build stamps a checkout with untracked
 // files as modified, and a modified build does not report the tag's version.
@@ -71,6 +71,9 @@ func Build(ctx context.Context, o BuildOptions) ([]Archive, error) {
 	m, err := ParseManifest(manifestData)
 	if err != nil {
 		return nil, err
+	}
+	if !IsReleaseVersion(m.Version) {
+		return nil, fmt.Errorf("agent.json's version %q is not X.Y.Z: the registry's updater reads a release's tag back as X.Y.Z, so only such tags keep its bumps pointing at real archives", m.Version)
 	}
 	if o.Tag != "" && o.Tag != "v"+m.Version {
 		return nil, fmt.Errorf("tag %s is not agent.json's version v%s: bump agent.json and release in cmd/rebound/run.go together, then tag", o.Tag, m.Version)
@@ -105,7 +108,7 @@ func Build(ctx context.Context, o BuildOptions) ([]Archive, error) {
 		if err != nil {
 			return nil, err
 		}
-		path := filepath.Join(o.Out, t.Archive(m.Version))
+		path := filepath.Join(o.Out, t.Archive())
 		files := []archiveFile{{name: t.Binary(), path: bin, mode: 0o755}}
 		for _, f := range alsoArchived {
 			files = append(files, archiveFile{name: f, path: filepath.Join(o.Root, f), mode: 0o644})
@@ -127,14 +130,15 @@ func Build(ctx context.Context, o BuildOptions) ([]Archive, error) {
 // registry's repository wants it: <id>/agent.json and <id>/icon.svg.
 func EntryDir(out, id string) string { return filepath.Join(out, id) }
 
-// writeEntry writes the entry with each built archive's sha256 (which the
-// schema allows per download), and SHA256SUMS for people downloading by hand.
+// writeEntry writes the entry as agent.json stands, without sha256: the
+// registry's updater carries a sum over unchanged to the next release's
+// archive (CheckBump), so a sum in the entry would be wrong after the
+// first automatic bump. SHA256SUMS, published beside the archives, holds
+// them for people downloading by hand, and Check checks the archives
+// against it.
 func writeEntry(root, out string, m Manifest, archives []Archive) error {
 	var sums strings.Builder
 	for _, a := range archives {
-		b := m.Distribution.Binary[a.Target.Platform]
-		b.SHA256 = a.SHA256
-		m.Distribution.Binary[a.Target.Platform] = b
 		fmt.Fprintf(&sums, "%s  %s\n", a.SHA256, filepath.Base(a.Path))
 	}
 	data, err := m.Marshal()

@@ -34,7 +34,7 @@ func CheckEntry(dir string, schema *Schema) []error {
 }
 
 // CheckArchive checks one downloaded (here: built) archive against its
-// manifest entry: its sha256 when the manifest gives one, and that it
+// manifest entry: its sha256 when b gives one, and that it
 // extracts safely with the executable at the path cmd names. It extracts
 // into dir/extracted, as the registry's CI does, and returns the Launch
 // for that executable.
@@ -153,8 +153,9 @@ type CheckOptions struct {
 }
 
 // Check is everything the registry's CI checks of the entry in Out except
-// fetching URLs: the entry (CheckEntry), each archive Out holds
-// (CheckArchive), and, for this machine's platform, the auth check and
+// fetching URLs: the entry (CheckEntry), that it survives the registry
+// updater's bumps (CheckBump), each archive Out holds (CheckArchive, its
+// sum from Out's SHA256SUMS), and, for this machine's platform, the auth check and
 // the launch check against the extracted binary. It also checks that the
 // binary's agentInfo names the entry's id and reports its version (a
 // release build) or a -dev build of it.
@@ -171,7 +172,22 @@ func Check(ctx context.Context, o CheckOptions) []error {
 	if err != nil {
 		return append(errs, err)
 	}
+	bump := CheckBump(data, o.ID, o.Schema)
+	logf("entry %s: the registry updater's next bumps (patch, minor, major): %d problem(s)", entry, len(bump))
+	errs = append(errs, bump...)
 	m, err := ParseManifest(data)
+	if err != nil {
+		return append(errs, err)
+	}
+	if next := nextReleases(m.Version); len(next) > 0 {
+		for _, t := range Targets {
+			if b, ok := RegistryBump(m, next[0]).Distribution.Binary[t.Platform]; ok {
+				logf("  e.g. bumped to %s, %s downloads %s", next[0], t.Platform, b.Archive)
+				break
+			}
+		}
+	}
+	sums, err := readSums(filepath.Join(o.Out, "SHA256SUMS"))
 	if err != nil {
 		return append(errs, err)
 	}
@@ -192,6 +208,11 @@ func Check(ctx context.Context, o CheckOptions) []error {
 			logf("%s: %s not built here; skipped", t.Platform, filepath.Base(archive))
 			continue
 		}
+		sum, ok := sums[filepath.Base(archive)]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: not in SHA256SUMS", filepath.Base(archive)))
+		}
+		b.SHA256 = sum
 		l, err := CheckArchive(archive, b, filepath.Join(sandbox, t.Platform))
 		if err != nil {
 			errs = append(errs, err)
@@ -211,6 +232,26 @@ func Check(ctx context.Context, o CheckOptions) []error {
 		errs = append(errs, fmt.Errorf("no archive for this machine (%s/%s) in %s, so the auth and launch checks did not run", runtime.GOOS, runtime.GOARCH, o.Out))
 	}
 	return errs
+}
+
+// readSums reads a SHA256SUMS file ("<hex>  <name>" lines) into sums by name.
+func readSums(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sums := map[string]string{}
+	if len(data) == 0 {
+		return sums, nil
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 || strings.ContainsFunc(sum, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) }) || name == "" {
+			return nil, fmt.Errorf("%s:%d: not \"<sha256>  <file>\"", path, i+1)
+		}
+		sums[name] = sum
+	}
+	return sums, nil
 }
 
 func runChecks(ctx context.Context, l Launch, m Manifest, sandbox string, o CheckOptions, logf func(string, ...any)) []error {

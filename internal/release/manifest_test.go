@@ -43,6 +43,17 @@ func edit(t *testing.T, data []byte, f func(m map[string]any, bin map[string]any
 	return out
 }
 
+// wantError fails t unless one of errs contains want.
+func wantError(t *testing.T, errs []error, want string) {
+	t.Helper()
+	for _, err := range errs {
+		if strings.Contains(err.Error(), want) {
+			return
+		}
+	}
+	t.Errorf("errors = %v, want one containing %q", errs, want)
+}
+
 func target(bin map[string]any, platform string) map[string]any {
 	return bin[platform].(map[string]any)
 }
@@ -94,12 +105,7 @@ func TestCheckManifest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := release.CheckManifest(edit(t, good, tc.edit), tc.dir, schema)
-			for _, err := range errs {
-				if strings.Contains(err.Error(), tc.want) {
-					return
-				}
-			}
-			t.Errorf("errors = %v, want one containing %q", errs, tc.want)
+			wantError(t, errs, tc.want)
 		})
 	}
 }
@@ -121,12 +127,7 @@ func TestCheckManifest_RulesBesideTheSchema(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := release.CheckManifest(edit(t, good, tc.edit), "rebound", nil)
-			for _, err := range errs {
-				if strings.Contains(err.Error(), tc.want) {
-					return
-				}
-			}
-			t.Errorf("errors = %v, want one containing %q", errs, tc.want)
+			wantError(t, errs, tc.want)
 		})
 	}
 }

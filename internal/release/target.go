@@ -71,13 +71,14 @@ func (t Target) Binary() string {
 // Cmd is the manifest's cmd for t: the binary at the archive's top level.
 func (t Target) Cmd() string { return "./" + t.Binary() }
 
-// Archive is the release asset's name for version (without the v), e.g.
-// rebound-v0.1.0-linux-amd64.tar.gz; Windows gets a zip, which its own
-// Explorer opens.
-func (t Target) Archive(version string) string {
+// Archive is the release asset's name, e.g. rebound-linux-amd64.tar.gz;
+// Windows gets a zip, which its own Explorer opens. It names no version:
+// the release's tag in the URL does (ReleaseURL), which is the only place
+// the registry's updater rewrites it.
+func (t Target) Archive() string {
 	ext := ".tar.gz"
 	if t.GOOS == "windows" {
 		ext = ".zip"
 	}
-	return fmt.Sprintf("rebound-v%s-%s-%s%s", version, t.GOOS, t.GOARCH, ext)
+	return fmt.Sprintf("rebound-%s-%s%s", t.GOOS, t.GOARCH, ext)
 }

@@ -5,11 +5,14 @@
 //	go run ./scripts/release build [-out DIR] [-targets all|host|PLATFORM,...] [-tag vX.Y.Z]
 //	go run ./scripts/release check [-out DIR]
 //
-// build writes the archives, SHA256SUMS and the entry (rebound/agent.json
-// with each archive's sha256, rebound/icon.svg) into DIR, outside the
-// checkout. check checks that entry and every archive in DIR, and runs the
-// registry's auth and launch checks on this machine's binary; without
-// -out it first builds this machine's archive into a temporary directory.
+// build writes the archives, SHA256SUMS and the entry (rebound/agent.json,
+// without sums, which the registry's updater would leave stale;
+// rebound/icon.svg) into DIR, outside the checkout. check checks that
+// entry, simulates the registry updater's bump of it to the next patch,
+// minor and major release, checks every archive in DIR against
+// SHA256SUMS, and runs the registry's auth and launch checks on this
+// machine's binary; without -out it first builds this machine's archive
+// into a temporary directory.
 package main
 
 import (
@@ -129,7 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(errs) > 0 {
 		return 1
 	}
-	fmt.Fprintln(stdout, "The registry entry passes the registry's checks (except fetching the URLs).")
+	fmt.Fprintln(stdout, "The registry entry passes the registry's checks (except fetching the URLs), and still does after the registry's automatic version bumps.")
 	return 0
 }
 
