@@ -236,6 +236,17 @@ func TestStdio_StartTimeoutKillsServer(t *testing.T) {
 	if len(failures) != 1 || failures[0].Error() != want {
 		t.Fatalf("failures = %v, want %s", failures, want)
 	}
+	// On a machine loaded enough that the shell had not run when the
+	// timeout killed its group, there is no pid: a shell that survived
+	// would still write it, so wait a while for one before concluding.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return // killed before it ran: nothing left to check
+		}
+	}
 	if pid := testkit.ReadPID(t, pidFile); !testkit.Gone(pid) {
 		t.Errorf("server %d is still running after the failed start", pid)
 	}
