@@ -121,6 +121,9 @@ func runLogin(ctx context.Context, args []string, s streams, e env) int {
 	if res.Shadowed {
 		fmt.Fprintf(s.err, "Note: %s is set in this environment; where it is set, Rebound uses it instead of the stored key.\n", res.Name)
 	}
+	if res.Config != "" {
+		fmt.Fprintln(s.err, "A Rebound the editor is already running uses the new provider and model once restarted (its key from the next prompt).")
+	}
 	for _, v := range res.Overridden {
 		fmt.Fprintf(s.err, "Note: %s is set in this environment; where it is set, it overrides what was written to %s.\n", v, res.Config)
 	}

@@ -1,6 +1,7 @@
 package netclient_test
 
 import (
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -145,5 +146,32 @@ func TestTransport_BadCAFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The CA file adds to the system's authorities, unless only it is asked
+// for.
+func TestTransport_SystemPoolKept(t *testing.T) {
+	_, ca := testkit.TLSServer(t, fromServer)
+	sys, err := x509.SystemCertPool()
+	if err != nil || len(sys.Subjects()) == 0 { //nolint:staticcheck // only counted
+		t.Skipf("no system certificate authorities here: %v", err)
+	}
+	pem, _ := os.ReadFile(ca)
+	want := sys.Clone()
+	want.AppendCertsFromPEM(pem)
+	only := x509.NewCertPool()
+	only.AppendCertsFromPEM(pem)
+	for _, tt := range []struct {
+		only bool
+		want *x509.CertPool
+	}{{false, want}, {true, only}} {
+		got, err := netclient.CAPool(ca, tt.only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Equal(tt.want) {
+			t.Errorf("CAPool(only %v) is not the expected pool", tt.only)
+		}
 	}
 }
