@@ -330,7 +330,7 @@ mutate config/tomledit.go 's/^\t\tstarts\[i\] = lx.top()$/\t\tstarts[i] = true/'
 	./config TestSetProviderKeys_KeepsEverythingElse "login: the config edit skips multi-line values"
 mutate config/tomledit.go 's/^\t\t\tcomment = " " + c$/\t\t\tcomment = ""/' \
 	./config TestSetProviderKeys_KeepsEverythingElse "login: a replaced key keeps its comment"
-mutate config/tomledit.go 's/^\t\treturn fmt.Errorf("line %d sets provider outside a \[provider\] table", i+1)$/\t\tbreak/' \
+mutate config/tomledit.go 's/^\t\t\treturn nil, fmt.Errorf("line %d sets provider outside a \[provider\] table", i+1)$/\t\t\tbreak/' \
 	./config TestSetProviderKeys_NewFileAndRefusals "login: a file with provider as dotted keys is left alone"
 mutate config/loginsetup.go 's/^\tkey := preset.Placeholder$/\tkey := ""/' \
 	./config TestLoginWith_Scripted "login: Ollama and LM Studio need no key"
