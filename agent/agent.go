@@ -90,8 +90,11 @@ type Config struct {
 	// MCPConnect, when set, connects every MCP server instead of its own
 	// transport (tests serve them in process).
 	MCPConnect func(context.Context, mcp.Spec) (mcp.Transport, error)
-	Version    string
-	Logger     zerolog.Logger
+	// MCPHTTP, when set, makes the transport of each MCP server over HTTP
+	// (proxy, certificate authorities); nil: http.DefaultTransport's.
+	MCPHTTP mcp.NewHTTP
+	Version string
+	Logger  zerolog.Logger
 	// MaxOpenLogs bounds the session logs held open at once, each with a
 	// file descriptor and the session's events in memory; past it, the
 	// least recently used idle one is closed. 0 means DefaultMaxOpenLogs.

@@ -50,6 +50,7 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 			Secrets: a.childSecrets(),
 			Logger:  log,
 			Connect: a.cfg.MCPConnect,
+			HTTP:    a.cfg.MCPHTTP,
 			OnExit: func(server string, err error) {
 				log.Warn().Err(err).Str("mcpServer", server).Msg("MCP server stopped")
 				m.fail(mcp.Failure{Server: server, Err: err})

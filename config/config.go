@@ -93,6 +93,10 @@ type Provider struct {
 	Pacing      bool    `toml:"pacing" json:"pacing" jsonschema:"default=true" jsonschema_description:"When the provider's x-ratelimit-remaining-requests (or the like) says few requests are left before the reset (under a quarter of the limit, when the provider says its size), spread them evenly over the time to the reset instead of spending them at once; a wait under 250 ms is not made, so it never slows more than 4 requests a second. Needs share_limits. Default true."`
 	MaxInFlight int     `toml:"max_in_flight" json:"max_in_flight" jsonschema:"minimum=0,maximum=1000,default=0" jsonschema_description:"Most requests in flight at once to one provider bucket, across the chats of this Rebound and every Rebound using the same state directory, 0 to 1000, for accounts with a low concurrency limit; a request waits (cancellably) for a free slot. 0: no cap. Needs share_limits. Default 0."`
 	Headers     Headers `toml:"headers" json:"headers,omitempty" jsonschema_description:"Extra HTTP headers sent with every provider request, e.g. a gateway's key or tags (\"X-Gateway-Key\" = \"...\"). Names are HTTP tokens; Authorization, Host, Content-Type, Content-Length, Transfer-Encoding, Connection and Accept are set by Rebound and refused here. Values are never logged or shown. Default none."`
+	// Certificates for a provider or gateway behind a private CA, or a
+	// proxy that inspects TLS (netclient).
+	CAFile string `toml:"ca_file" json:"ca_file" jsonschema:"default=" jsonschema_description:"Absolute path of a PEM file of certificate authorities trusted besides the system's, for the provider, its model list and MCP servers over HTTP (a private CA, or a company proxy that inspects TLS). Read at start-up; a file that holds no certificate stops it with an error naming this key. Default empty (the system's authorities only). Overridden by REBOUND_CA_FILE."`
+	CAOnly bool   `toml:"ca_only" json:"ca_only" jsonschema:"default=false" jsonschema_description:"Trust only the authorities in provider.ca_file, not the system's as well. Default false."`
 
 	// APIKey is the value of the variable named by APIKeyEnv, else that
 	// variable's entry in the credentials file (see APIKey); it may be
@@ -324,6 +328,13 @@ func (ps *problems) checkProvider(p Provider) {
 		if m == "" || len(m) > 200 || strings.ContainsFunc(m, unicode.IsSpace) {
 			ps.bad(fmt.Sprintf("provider.models[%d]", i), "must be a model name: 1 to 200 characters without spaces, got %q", m)
 		}
+	}
+	if p.CAFile != "" && !filepath.IsAbs(p.CAFile) {
+		// Rebound is started in whatever directory the editor chooses.
+		ps.bad("provider.ca_file", "must be an absolute path, got %q", p.CAFile)
+	}
+	if p.CAOnly && p.CAFile == "" {
+		ps.bad("provider.ca_only", "needs provider.ca_file (or %s): trusting only the file's authorities needs a file", "REBOUND_CA_FILE")
 	}
 	if p.ReasoningEffort != "" && !slices.Contains(agent.ReasoningEfforts, p.ReasoningEffort) {
 		ps.bad("provider.reasoning_effort", "must be one of %s, or empty, got %q", strings.Join(agent.ReasoningEfforts, ", "), p.ReasoningEffort)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/rebound-agent/rebound/internal/netclient"
 	"github.com/rebound-agent/rebound/internal/regfile"
 	"github.com/rebound-agent/rebound/internal/text"
 )
@@ -29,6 +30,7 @@ const (
 	EnvConfig    = "REBOUND_CONFIG"
 	EnvLogLevel  = "REBOUND_LOG_LEVEL"
 	EnvStreaming = "REBOUND_STREAMING"
+	EnvCAFile    = netclient.EnvCAFile
 )
 
 // Flags are the command-line overrides; a nil pointer means "not given".
@@ -158,6 +160,7 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		{"state_dir", &cfg.StateDir, EnvStateDir, flags.StateDir, flagStateDir},
 		{"log_level", &cfg.LogLevel, EnvLogLevel, flags.LogLevel, flagLogLevel},
 		{"agent.streaming", &cfg.Agent.Streaming, EnvStreaming, flags.Streaming, flagStreaming},
+		{"provider.ca_file", &cfg.Provider.CAFile, EnvCAFile, nil, ""},
 	} {
 		// An empty variable counts as unset, as shells make the two hard to
 		// tell apart; an empty flag was typed on purpose and is validated.
@@ -185,7 +188,25 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 	if err := cfg.Validate(); err != nil {
 		return Config{}, attribute(err, origin, cfg.Source)
 	}
+	if cfg.Provider.CAFile != "" {
+		// Read now, so a bad file stops the start naming its setting
+		// rather than failing every request later.
+		if err := netclient.CheckCAFile(cfg.Provider.CAFile); err != nil {
+			return Config{}, &FieldError{Source: origin["provider.ca_file"], Key: "provider.ca_file", Problem: err.Error()}
+		}
+	}
 	return cfg, nil
+}
+
+// CAFrom names the setting that gave provider.ca_file, for errors.
+func (c Config) CAFrom(getenv func(string) string) string {
+	if getenv != nil && getenv(EnvCAFile) != "" {
+		return EnvCAFile
+	}
+	if c.Source != "" {
+		return "provider.ca_file in " + c.Source
+	}
+	return "provider.ca_file"
 }
 
 // configPath returns the file to read, and the flag or variable that named

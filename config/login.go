@@ -8,28 +8,67 @@ import (
 	"io"
 
 	"golang.org/x/term"
+
+	"github.com/rebound-agent/rebound/llm"
 )
 
 // LoginResult says where Login stored the key.
 type LoginResult struct {
-	Path string // the credentials file
+	Path string // the credentials file; "" when no key was stored
 	Name string // the variable the key stands in for (provider.api_key_env)
 	// Shadowed is set when that variable is set in this environment: where
 	// it is, it takes precedence over the stored key.
 	Shadowed bool
+	// Config is the config file the provider's settings were written to,
+	// "" when none were (only a key was asked for).
+	Config string
+	// BaseURL and Model are what was written there.
+	BaseURL, Model string
+	// Overridden are the variables set in this environment that override
+	// what was written (OPENAI_BASE_URL, REBOUND_MODEL).
+	Overridden []string
+	// ModelsError says why the provider's model list could not be had,
+	// when a model name was typed instead.
+	ModelsError error
 }
 
-// Login is `rebound login`: it reads an API key from in and stores it in the
-// credentials file (StoreAPIKey) under the variable named by
-// provider.api_key_env, as the settings (flags, the config file, getenv and
-// home, as for Load) give it. When in is a terminal, prompt is written to
-// the terminal's user and the key is read without echo; otherwise in is read
-// to its end, which must hold the key alone on one line, so a script can
-// pipe it in. The key appears in no error and no output.
+// LoginChoice is what the command line chose; empty fields are asked on a
+// terminal.
+type LoginChoice struct {
+	Provider string // a Preset's ID
+	BaseURL  string
+	Model    string
+	// HTTP, when set, carries the model-list request (Rebound's proxy and
+	// certificate authorities); nil: a plain client.
+	HTTP llm.HTTPDoer
+}
+
+// Login is `rebound login` with nothing chosen on the command line.
 func Login(ctx context.Context, flags Flags, getenv func(string) string, home string, in io.Reader, prompt io.Writer) (LoginResult, error) {
+	return LoginWith(ctx, flags, LoginChoice{}, getenv, home, in, prompt)
+}
+
+// LoginWith is `rebound login`. On a terminal, or when choice names a
+// provider or base URL, it sets up the provider: which one (a preset, or
+// a URL), its key where it needs one, and a model from the provider's own
+// list (GET {base}/models), and writes base_url, model and api_key_env to
+// the config file Rebound reads (SetProviderKeys). Otherwise, as before,
+// it only reads the key.
+//
+// The key is stored in the credentials file (StoreAPIKey) under the
+// variable named by provider.api_key_env, as the settings (flags, the
+// config file, getenv and home, as for Load) give it. When in is a
+// terminal, questions are written to prompt and the key is read without
+// echo; otherwise in is read to its end, which must hold the key alone on
+// one line, so a script can pipe it in. The key appears in no error and no
+// output.
+func LoginWith(ctx context.Context, flags Flags, choice LoginChoice, getenv func(string) string, home string, in io.Reader, prompt io.Writer) (LoginResult, error) {
 	cfg, path, err := credentialsTarget(flags, getenv, home)
 	if err != nil {
 		return LoginResult{}, err
+	}
+	if choice.Provider != "" || choice.BaseURL != "" || isTerminal(in) {
+		return setUp(ctx, cfg, path, flags, choice, getenv, home, in, prompt)
 	}
 	res := LoginResult{Path: path, Name: cfg.Provider.APIKeyEnv, Shadowed: getenv != nil && getenv(cfg.Provider.APIKeyEnv) != ""}
 	key, err := readKey(ctx, in, prompt, fmt.Sprintf("API key for %s (stored in %s; not shown as you type): ", cfg.Provider.BaseURL, path))
@@ -87,11 +126,7 @@ func readKey(ctx context.Context, in io.Reader, prompt io.Writer, question strin
 		err error
 	}
 	done := make(chan result, 1)
-	fd, tty := -1, false
-	if f, ok := in.(interface{ Fd() uintptr }); ok {
-		fd = int(f.Fd())
-		tty = term.IsTerminal(fd)
-	}
+	fd, tty := terminalFd(in)
 	if tty {
 		state, err := term.GetState(fd)
 		if err != nil {
@@ -135,4 +170,18 @@ func readKey(ctx context.Context, in io.Reader, prompt io.Writer, question strin
 		return "", err
 	}
 	return key, nil
+}
+
+// terminalFd is in's descriptor and whether it is a terminal.
+func terminalFd(in io.Reader) (int, bool) {
+	if f, ok := in.(interface{ Fd() uintptr }); ok {
+		fd := int(f.Fd())
+		return fd, term.IsTerminal(fd)
+	}
+	return -1, false
+}
+
+func isTerminal(in io.Reader) bool {
+	_, tty := terminalFd(in)
+	return tty
 }

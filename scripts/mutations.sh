@@ -324,5 +324,32 @@ mutate internal/release/build.go 's|^\tif !IsReleaseVersion(m.Version) {$|\tif f
 
 mutate internal/release/check.go 's|^\t\tb.SHA256 = sum$|\t\t_ = sum|' \
 	./internal/release TestCheck_SHA256SUMS "registry bump: check compares each archive with SHA256SUMS"
+# Any provider at first run, proxies and certificates (issue 34).
+mutate internal/netclient/netclient.go 's/^\tt.Proxy = proxyFunc(o.Getenv)$/\tt.Proxy = nil/' \
+	./cmd/rebound TestProviderHTTP_ProxyAndCA "netclient: the provider's requests go through HTTPS_PROXY"
+mutate internal/netclient/netclient.go 's/NoProxy:    either("NO_PROXY"),/NoProxy: "",/' \
+	./internal/netclient TestTransport_ProxyAndNoProxy "netclient: NO_PROXY is honoured"
+mutate internal/netclient/netclient.go 's/^\t\tt.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}$/\t\t_ = pool/' \
+	./cmd/rebound TestProviderHTTP_ProxyAndCA "netclient: the CA file is trusted"
+mutate internal/netclient/netclient.go 's/^\t\tif sys, err := x509.SystemCertPool(); err == nil \&\& sys != nil {$/\t\tif sys, err := x509.SystemCertPool(); false \&\& err == nil \&\& sys != nil {/' \
+	./internal/netclient TestTransport_SystemPoolKept "netclient: the CA file is added to the system's authorities"
+mutate internal/netclient/netclient.go 's/^\treturn \&http.Client{Transport: HintCA(t, o.CAFile, o.CAFrom)}, nil$/\treturn \&http.Client{Transport: t}, nil/' \
+	./internal/netclient TestTransport_CAFile "netclient: an untrusted certificate names provider.ca_file"
+mutate agent/mcp/http.go 's/^\t\tbase = newBase()$/\t\tbase = http.DefaultTransport/' \
+	./agent/mcp TestHTTPTransport_UsesOptionsHTTP "netclient: MCP servers over HTTP use Rebound's transport"
+mutate config/load.go 's/^\t\tif err := netclient.CheckCAFile(cfg.Provider.CAFile); err != nil {$/\t\tif err := error(nil); err != nil {/' \
+	./config TestLoad_CAFile "netclient: a bad CA file stops the start naming provider.ca_file"
+mutate config/tomledit.go 's/^\t\tstarts\[i\] = lx.top()$/\t\tstarts[i] = true/' \
+	./config TestSetProviderKeys_KeepsEverythingElse "login: the config edit skips multi-line values"
+mutate config/tomledit.go 's/^\t\t\tcomment = " " + c$/\t\t\tcomment = ""/' \
+	./config TestSetProviderKeys_KeepsEverythingElse "login: a replaced key keeps its comment"
+mutate config/tomledit.go 's/^\t\t\treturn nil, fmt.Errorf("line %d sets provider outside a \[provider\] table", i+1)$/\t\t\tbreak/' \
+	./config TestSetProviderKeys_NewFileAndRefusals "login: a file with provider as dotted keys is left alone"
+mutate config/loginsetup.go 's/^\tkey := preset.Placeholder$/\tkey := ""/' \
+	./config TestLoginWith_Scripted "login: Ollama and LM Studio need no key"
+mutate config/loginsetup.go 's/^\tif listErr != nil {$/\tif listErr != nil \&\& false {/' \
+	./config TestLogin_Terminal "login: a model is typed when the list cannot be had"
+mutate config/login.go 's/^\tif choice.Provider != "" || choice.BaseURL != "" || isTerminal(in) {$/\tif choice.Provider != "" || choice.BaseURL != "" {/' \
+	./config TestLogin_Terminal "login: a terminal is asked for the provider first"
 
 exit $survived

@@ -283,7 +283,7 @@ func TestHTTPTransport_HeadersOnlyToOrigin(t *testing.T) {
 	defer other.Close()
 
 	u, _ := url.Parse(own.URL + "/mcp")
-	tr := newHTTPTransport(t.Context(), u, []KV{{"Authorization", "Bearer secret"}})
+	tr := newHTTPTransport(t.Context(), u, []KV{{"Authorization", "Bearer secret"}}, nil)
 	client := &http.Client{Transport: tr}
 	for _, target := range []string{own.URL + "/x", other.URL + "/x"} {
 		resp, err := client.Get(target)
@@ -308,7 +308,7 @@ func TestBoundedBody(t *testing.T) {
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	client := &http.Client{Transport: newHTTPTransport(t.Context(), u, nil)}
+	client := &http.Client{Transport: newHTTPTransport(t.Context(), u, nil, nil)}
 	for path, wantErr := range map[string]bool{"/exact": false, "/over": true} {
 		resp, err := client.Get(srv.URL + path)
 		if err != nil {

@@ -37,8 +37,17 @@ type httpTransport struct {
 	lastStatus atomic.Int64 // last status ≥ 400, 0 after a success
 }
 
-func newHTTPTransport(ctx context.Context, u *url.URL, headers []KV) *httpTransport {
-	base := http.DefaultTransport.(*http.Transport).Clone()
+// NewHTTP makes the transport under one HTTP server's requests; each
+// server gets its own, as each has its own connections.
+type NewHTTP func() http.RoundTripper
+
+func newHTTPTransport(ctx context.Context, u *url.URL, headers []KV, newBase NewHTTP) *httpTransport {
+	var base http.RoundTripper
+	if newBase != nil {
+		base = newBase()
+	} else {
+		base = http.DefaultTransport.(*http.Transport).Clone()
+	}
 	return &httpTransport{base: base, origin: origin(u), headers: headers, ctx: ctx}
 }
 

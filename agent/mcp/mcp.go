@@ -85,6 +85,10 @@ type Options struct {
 	StopGrace time.Duration
 	// Dir is the working directory of stdio servers: the session's cwd.
 	Dir string
+	// HTTP, when set, makes the transport under one HTTP server's requests
+	// (the proxy and certificate authorities Rebound is configured with);
+	// nil: a clone of http.DefaultTransport.
+	HTTP NewHTTP
 	// Secrets are left out of the environment stdio servers inherit from
 	// Rebound; a Spec's own Env still applies.
 	Secrets proc.Secrets
@@ -427,7 +431,7 @@ func startServer(ctx context.Context, sp Spec, opts Options) (*server, []*sdk.To
 		u, _ := url.Parse(sp.URL) // checked by Spec.check
 		var netCtx context.Context
 		netCtx, srv.stopNet = context.WithCancel(life)
-		srv.http = newHTTPTransport(netCtx, u, sp.Headers)
+		srv.http = newHTTPTransport(netCtx, u, sp.Headers, opts.HTTP)
 		client := &http.Client{Transport: srv.http}
 		if sp.transport() == TransportSSE {
 			transport = detachedConnect{

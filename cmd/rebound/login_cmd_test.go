@@ -97,3 +97,30 @@ func TestLogin_EnvironmentTakesPrecedence(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 0 and a note that OPENAI_API_KEY takes precedence", code, stderr)
 	}
 }
+
+// `rebound login --provider … --model …` from a script: the settings go to
+// the config file, the key (none for Ollama) to the credentials, and what
+// overrides them in the environment is noted.
+func TestLogin_ScriptedProvider(t *testing.T) {
+	home := t.TempDir()
+	e := fakeEnv(home, map[string]string{"REBOUND_MODEL": "env-model", "REBOUND_STATE_DIR": t.TempDir()})
+	code, stdout, stderr := runCLI(t, e, "", "login", "--provider", "ollama", "--model", "qwen3:8b")
+	if code != 0 {
+		t.Fatalf("rebound login exited %d: %s", code, stderr)
+	}
+	cfgPath := filepath.Join(home, ".config", "rebound", "config.toml")
+	if !strings.Contains(stdout, `provider.base_url = "http://localhost:11434/v1", provider.model = "qwen3:8b" and provider.api_key_env = "OLLAMA_API_KEY" in `+cfgPath) {
+		t.Errorf("stdout = %q", stdout)
+	}
+	if !strings.Contains(stderr, "REBOUND_MODEL is set in this environment") || !strings.Contains(stderr, "once restarted") {
+		t.Errorf("stderr = %q, want notes on REBOUND_MODEL and the restart", stderr)
+	}
+	cfg, err := config.Load(config.Flags{}, fakeEnv(home, map[string]string{"REBOUND_STATE_DIR": t.TempDir()}).getenv, home)
+	if err != nil || cfg.Provider.BaseURL != "http://localhost:11434/v1" || cfg.Provider.Model != "qwen3:8b" || cfg.Provider.APIKey != "ollama" {
+		t.Errorf("Load() after login = %v, %v", cfg.Provider, err)
+	}
+	code, _, stderr = runCLI(t, e, "", "login", "--provider", "nope", "--model", "m")
+	if code != 1 || !strings.Contains(stderr, "not one of openai") {
+		t.Errorf("unknown provider: %d, %q", code, stderr)
+	}
+}

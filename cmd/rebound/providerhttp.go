@@ -9,11 +9,37 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/internal/netclient"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/ratelimit"
 	"github.com/rebound-agent/rebound/recovery"
 )
+
+// netOptions are how Rebound reaches servers over HTTP (the provider, its
+// model list, MCP servers): the proxy the environment names (HTTPS_PROXY,
+// HTTP_PROXY, NO_PROXY; an editor such as Zed passes them to agents) and
+// provider.ca_file's authorities besides the system's.
+func netOptions(cfg config.Config, e env) netclient.Options {
+	return netclient.Options{Getenv: e.getenv, CAFile: cfg.Provider.CAFile, CAFrom: cfg.CAFrom(e.getenv), CAOnly: cfg.Provider.CAOnly, DialContext: e.dial}
+}
+
+// netTransports are the provider's HTTP client and a maker of MCP
+// servers' transports, over one configuration. The CA file was checked by
+// config.Load; it is read again here, and a file changed since stops the
+// start naming its setting.
+func netTransports(cfg config.Config, e env) (*http.Client, mcp.NewHTTP, error) {
+	o := netOptions(cfg, e)
+	t, err := netclient.Transport(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	// No overall timeout, as llm.NewOpenAI's: the watchdogs bound a stream.
+	client := &http.Client{Transport: netclient.HintCA(t, o.CAFile, o.CAFrom)}
+	newMCP := func() http.RoundTripper { return netclient.HintCA(t.Clone(), o.CAFile, o.CAFrom) }
+	return client, newMCP, nil
+}
 
 // providerHTTP wraps the provider's HTTP client: provider.headers on every
 // request, and (provider.share_limits) every response told to the gate of

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,9 @@ type env struct {
 	executable func() (string, error)
 	// gates, when set, are the shared rate-limit gates (tests script them).
 	gates func(model string) recovery.Gate
+	// dial, when set, replaces the dialer of every HTTP connection (tests:
+	// a network of local addresses only).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func osEnv() env {
@@ -222,7 +226,15 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 // serve wires the provider, the agent and the ACP server and runs until the
 // editor closes stdin or ctx ends.
 func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Writer, log zerolog.Logger, e env) error {
-	httpClient, gates := providerHTTP(cfg, e.httpClient, log)
+	netClient, mcpHTTP, err := netTransports(cfg, e)
+	if err != nil {
+		return err
+	}
+	base := e.httpClient
+	if base == nil {
+		base = netClient
+	}
+	httpClient, gates := providerHTTP(cfg, base, log)
 	providerLog := log.With().Str("component", "provider").Logger()
 	openAI := func(key string) llm.Provider {
 		return llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.Provider.BaseURL, APIKey: key, HTTPClient: httpClient,
@@ -279,6 +291,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		ContextWindow:       uint64(cfg.Provider.ContextWindow), // validated ≥ 0
 		Prices:              agent.Prices{Input: cfg.Provider.PriceInput, CachedInput: cfg.Provider.PriceCachedInput, Output: cfg.Provider.PriceOutput, Currency: cfg.Provider.Currency},
 		MCPConnect:          e.mcpConnect,
+		MCPHTTP:             mcpHTTP,
 		Secrets:             func() proc.Secrets { return childSecrets(cfg.Provider.APIKeyEnv, e, &keys) },
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),

@@ -1,0 +1,149 @@
+package config_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/rebound-agent/rebound/config"
+)
+
+// modelsServer is a fake provider's GET /models; every request, to
+// whatever base URL, is sent to it (a preset's real host is never
+// reached). It records the paths and keys it was asked with.
+type modelsServer struct {
+	srv    *httptest.Server
+	status int
+	ids    []string
+	mu     sync.Mutex
+	asked  []string
+}
+
+func newModelsServer(t *testing.T, status int, ids ...string) *modelsServer {
+	m := &modelsServer{status: status, ids: ids}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		m.asked = append(m.asked, r.Method+" "+r.Host+r.URL.Path+" "+r.Header.Get("Authorization"))
+		m.mu.Unlock()
+		if m.status != 200 {
+			http.Error(w, `{"error":{"message":"down for maintenance","type":"server_error"}}`, m.status)
+			return
+		}
+		var data []string
+		for _, id := range m.ids {
+			data = append(data, fmt.Sprintf(`{"id":%q,"object":"model"}`, id))
+		}
+		fmt.Fprintf(w, `{"object":"list","data":[%s]}`, strings.Join(data, ","))
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// Do sends req to the fake server, keeping its Host.
+func (m *modelsServer) Do(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Host = req.URL.Host
+	req.URL.Scheme, req.URL.Host = "http", strings.TrimPrefix(m.srv.URL, "http://")
+	return http.DefaultClient.Do(req)
+}
+
+func (m *modelsServer) requests() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.asked...)
+}
+
+func readProvider(t *testing.T, path string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if _, err := toml.DecodeFile(path, &m); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m["provider"].(map[string]any)
+	return p
+}
+
+// For scripts: --provider and --model choose, the key is read from stdin
+// (none for Ollama), the config file gets the provider's settings and
+// keeps the rest, and Load then finds all of it.
+func TestLoginWith_Scripted(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		choice  config.LoginChoice
+		stdin   string
+		base    string
+		keyEnv  string
+		key     string
+		inFront string // what the config file held before
+	}{
+		{"groq", config.LoginChoice{Provider: "groq", Model: "llama-3.3-70b"}, "gsk-secret\n", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "gsk-secret", ""},
+		{"ollama needs no key", config.LoginChoice{Provider: "ollama", Model: "qwen3:8b"}, "", "http://localhost:11434/v1", "OLLAMA_API_KEY", "ollama", "# mine\nlog_level = \"debug\" # keep\n\n[provider]\nmax_tokens = 4096\n"},
+		{"custom URL", config.LoginChoice{BaseURL: "https://llm.example.com/v1", Model: "m1"}, "sk-c\n", "https://llm.example.com/v1", "OPENAI_API_KEY", "sk-c", "[provider]\nmodel = \"old\" # was\n"},
+		{"preset elsewhere", config.LoginChoice{Provider: "lmstudio", BaseURL: "http://gpu-box:1234/v1", Model: "m"}, "", "http://gpu-box:1234/v1", "LM_STUDIO_API_KEY", "lm-studio", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			cfgPath := filepath.Join(home, ".config", "rebound", "config.toml")
+			if tt.inFront != "" {
+				writeFile(t, home, ".config/rebound/config.toml", tt.inFront)
+			}
+			getenv := env{"REBOUND_STATE_DIR": t.TempDir()}.get
+			res, err := config.LoginWith(t.Context(), config.Flags{}, tt.choice, getenv, home, strings.NewReader(tt.stdin), &bytes.Buffer{})
+			if err != nil {
+				t.Fatalf("LoginWith() = %v", err)
+			}
+			if res.Config != cfgPath || res.Name != tt.keyEnv || res.BaseURL != tt.base || res.Model != tt.choice.Model {
+				t.Errorf("LoginWith() = %+v", res)
+			}
+			cfg, err := config.Load(config.Flags{}, getenv, home)
+			if err != nil {
+				t.Fatalf("Load() after login = %v", err)
+			}
+			if p := cfg.Provider; p.BaseURL != tt.base || p.Model != tt.choice.Model || p.APIKeyEnv != tt.keyEnv || p.APIKey != tt.key {
+				t.Errorf("Load() after login: base %q model %q key env %q key set %v", p.BaseURL, p.Model, p.APIKeyEnv, p.APIKey == tt.key)
+			}
+			data, _ := os.ReadFile(cfgPath)
+			for _, line := range strings.Split(strings.TrimSpace(tt.inFront), "\n") {
+				if line != "" && !strings.HasPrefix(line, "model =") && !strings.Contains(string(data), line) {
+					t.Errorf("line %q of the config file was lost:\n%s", line, data)
+				}
+			}
+			if strings.Contains(tt.inFront, "# was") && !strings.Contains(string(data), "model = \"m1\" # was") {
+				t.Errorf("the replaced key lost its comment:\n%s", data)
+			}
+		})
+	}
+}
+
+func TestLoginWith_ScriptedErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		choice config.LoginChoice
+		want   string
+	}{
+		{"unknown provider", config.LoginChoice{Provider: "anthropic", Model: "m"}, `"anthropic" is not one of openai, deepseek`},
+		{"no model", config.LoginChoice{Provider: "groq"}, "--model is needed"},
+		{"custom without URL", config.LoginChoice{Provider: "custom", Model: "m"}, "needs --base-url"},
+		{"bad URL", config.LoginChoice{BaseURL: "https://x/v1/chat/completions", Model: "m"}, "not the endpoint itself"},
+		{"bad model", config.LoginChoice{Provider: "ollama", Model: "two words"}, "not a model name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			_, err := config.LoginWith(t.Context(), config.Flags{}, tt.choice, env{"REBOUND_STATE_DIR": t.TempDir()}.get, home, strings.NewReader("sk-x\n"), &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("LoginWith() = %v, want an error containing %q", err, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(home, ".config", "rebound")); err == nil {
+				t.Error("something was written")
+			}
+		})
+	}
+}
