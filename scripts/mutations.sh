@@ -47,7 +47,7 @@ mutate agent/emit.go 's|^\tif !e.committed {$|\tif false {|' \
 	./agent TestEmitter_ "the emitter's flush sends nothing uncommitted"
 mutate agent/emit.go 's|^\t\te.held.add(thought, text)$|\t\te.held.add(thought, "")\n\t\t_ = sendChunk(ctx, e.c, e.session, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
-mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
+mutate recovery/executor.go 's|^\t\ts.overloads = 0 .*|\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
 mutate recovery/hintvalues.go 's/if left, ok := parseCount(values\[strings.Join(rem, "-")\]); ok \&\& left > 0 {/if false {/' \
 	./recovery 'TestRetryHint_(Forms|EveryForm)' "waits: a reset header of a limit with some left is not the wait"
@@ -221,7 +221,7 @@ mutate agent/turn.go 's/^\t\t\tt.obs.ended(ctx, false, ended)$/\t\t\t_ = ended/'
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a turn that panicked says what its error said"
 
 # Waiting on the shared rate limit (recovery/hold.go, issue #33): a hold is a wait like a retry's.
-mutate recovery/executor.go 's|if err := e.hold(ctx, gate, \&chain, used, obs, deadline, attempts); err != nil {|if false {|' \
+mutate recovery/executor.go 's|if err := s.e.hold(ctx, gate, \&s.chain, s.used, s.obs, s.deadline, s.attempts); err != nil {|if false {|' \
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold is waited before the attempt"
 mutate recovery/hold.go 's|if err := obs.Scheduled(ctx, r); err != nil {|if false {|' \
 	./agent TestTurn_WaitsOnTheSharedLimit "shared limit: a hold is recorded before the wait"
