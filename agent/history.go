@@ -162,58 +162,72 @@ func (h *history) add(ev session.Event, data any) error {
 	h.fill.Add(ev, data)
 	msgs := h.conv.Messages()
 	for ; h.seen < len(msgs); h.seen++ {
-		m := msgs[h.seen]
-		switch m.Role {
-		case session.RoleCompaction:
-			if m.Failed != "" {
-				continue // it replaced nothing
-			}
-			// A new array: a turn may hold the old one (withSystem).
-			n := min(max(m.Replaced, 0), len(h.out)-1)
-			h.out = append([]llm.Message{h.out[0], summaryMessage(m.Text)}, h.out[1+n:]...)
-			kept := h.incomplete[:0]
-			for _, r := range h.incomplete {
-				if r.at >= 1+n {
-					r.at += 1 - n
-					kept = append(kept, r)
-				}
-			}
-			h.incomplete = kept
-		case session.RoleUser:
-			if h.local = answeredLocally(m); h.local {
-				h.user, h.incomplete = -1, nil
-				continue
-			}
-			h.out = append(h.out, llm.Message{Role: llm.RoleUser, Content: m.Text})
-			h.user, h.incomplete = h.seen, nil
-		case session.RoleAssistant:
-			if h.local {
-				continue
-			}
-			if m.Incomplete {
-				h.incomplete = append(h.incomplete, incompleteReply{at: len(h.out), text: m.Text})
-			}
-			h.out = append(h.out, assistantMessage(m, ""))
-		case session.RoleTool:
-			if !h.local {
-				h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: cmp.Or(m.ProviderCallID, m.ToolCallID), Content: m.Text})
-			}
-		}
+		h.render(&msgs[h.seen])
 	}
 	if ev.Type == session.TypeTurnEnd && h.user >= 0 {
 		// toLLM closes a turn when the next one starts or the history
 		// ends; nothing comes between a turn/end and the next turn/start,
 		// so closing it now is the same.
-		outcome := msgs[h.user].TurnOutcome
-		for _, r := range h.incomplete {
-			h.out[r.at].Content = incompleteContent(r.text, outcome)
-		}
-		if outcome != "" {
-			h.out = closeTurnMessages(h.out, outcome)
-		}
-		h.user, h.incomplete = -1, nil
+		h.closeTurn(msgs[h.user].TurnOutcome)
 	}
 	return nil
+}
+
+// render adds m, conv's message h.seen, to out as toLLM renders it.
+func (h *history) render(m *session.Message) {
+	switch m.Role {
+	case session.RoleCompaction:
+		if m.Failed == "" { // a failed one replaced nothing
+			h.compacted(m)
+		}
+	case session.RoleUser:
+		if h.local = answeredLocally(*m); h.local {
+			h.user, h.incomplete = -1, nil
+			return
+		}
+		h.out = append(h.out, llm.Message{Role: llm.RoleUser, Content: m.Text})
+		h.user, h.incomplete = h.seen, nil
+	case session.RoleAssistant:
+		if h.local {
+			return
+		}
+		if m.Incomplete {
+			h.incomplete = append(h.incomplete, incompleteReply{at: len(h.out), text: m.Text})
+		}
+		h.out = append(h.out, assistantMessage(*m, ""))
+	case session.RoleTool:
+		if !h.local {
+			h.out = append(h.out, llm.Message{Role: llm.RoleTool, ToolCallID: cmp.Or(m.ProviderCallID, m.ToolCallID), Content: m.Text})
+		}
+	}
+}
+
+// compacted replaces in out the messages the compaction m replaced with
+// its summary, and moves the open turn's incomplete replies with them.
+func (h *history) compacted(m *session.Message) {
+	// A new array: a turn may hold the old one (withSystem).
+	n := min(max(m.Replaced, 0), len(h.out)-1)
+	h.out = append([]llm.Message{h.out[0], summaryMessage(m.Text)}, h.out[1+n:]...)
+	kept := h.incomplete[:0]
+	for _, r := range h.incomplete {
+		if r.at >= 1+n {
+			r.at += 1 - n
+			kept = append(kept, r)
+		}
+	}
+	h.incomplete = kept
+}
+
+// closeTurn closes the open turn, which ended with outcome: its incomplete
+// replies say how, and so does a note when no plain reply ends it.
+func (h *history) closeTurn(outcome string) {
+	for _, r := range h.incomplete {
+		h.out[r.at].Content = incompleteContent(r.text, outcome)
+	}
+	if outcome != "" {
+		h.out = closeTurnMessages(h.out, outcome)
+	}
+	h.user, h.incomplete = -1, nil
 }
 
 // model is the conversation as the model gets it (toLLM). The slice is

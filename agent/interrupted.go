@@ -58,20 +58,38 @@ type sessionLogs struct {
 // cannot have started a turn later. errs are the logs that could not be
 // read, which are passed over; ok is false when there is nothing to say.
 func lastInterrupted(sums []session.Summary, self, cwd string, logs sessionLogs) (sum session.Summary, last session.LastTurn, ok bool, errs []error) {
-	type candidate struct {
-		sum session.Summary
-		mod time.Time
+	cands, errs := candidatesIn(sums, self, cwd, logs)
+	best, last, readErrs := lastStarted(cands, logs)
+	errs = append(errs, readErrs...)
+	if best == nil || last.Ended && !last.Interrupted {
+		return session.Summary{}, session.LastTurn{}, false, errs
 	}
-	var cands []candidate
+	held, err := logs.held(best.sum.SessionID)
+	if err != nil {
+		return session.Summary{}, session.LastTurn{}, false, append(errs, err)
+	}
+	if held {
+		return session.Summary{}, session.LastTurn{}, false, errs
+	}
+	return best.sum, last, true, errs
+}
+
+// candidate is a session lastInterrupted may name, and its log's mtime.
+type candidate struct {
+	sum session.Summary
+	mod time.Time
+}
+
+// candidatesIn is the sessions of sums in cwd other than self whose log
+// is there, newest log first (ties by id).
+func candidatesIn(sums []session.Summary, self, cwd string, logs sessionLogs) (cands []candidate, errs []error) {
 	for _, s := range sums {
 		if s.SessionID == self || cwd == "" || filepath.Clean(s.Cwd) != cwd {
 			continue
 		}
 		mod, err := logs.modTime(s.SessionID)
 		if err != nil {
-			if !errors.Is(err, session.ErrNotFound) {
-				errs = append(errs, err)
-			}
+			errs = unlessGone(errs, err)
 			continue
 		}
 		cands = append(cands, candidate{s, mod})
@@ -82,7 +100,16 @@ func lastInterrupted(sums []session.Summary, self, cwd string, logs sessionLogs)
 		}
 		return strings.Compare(a.sum.SessionID, b.sum.SessionID)
 	})
-	var best *candidate
+	return cands, errs
+}
+
+// lastStarted reads the last turns of cands, newest log first, and
+// returns the candidate whose last turn started last (nil if none was
+// prompted), and that turn. It stops at maxInterruptedReads logs, or at
+// the first whose mtime says it can't hold a later turn/start, unless a
+// turn read started after its log's mtime (then the events' clock is not
+// the file system's, and mtimes bound nothing).
+func lastStarted(cands []candidate, logs sessionLogs) (best *candidate, last session.LastTurn, errs []error) {
 	prune := true
 	for i, c := range cands {
 		if best != nil && prune && c.mod.Add(clockSlack).Before(last.Started) {
@@ -93,9 +120,7 @@ func lastInterrupted(sums []session.Summary, self, cwd string, logs sessionLogs)
 		}
 		lt, err := logs.lastTurn(c.sum.SessionID)
 		if err != nil {
-			if !errors.Is(err, session.ErrNotFound) {
-				errs = append(errs, err)
-			}
+			errs = unlessGone(errs, err)
 			continue
 		}
 		if lt.Turn == 0 {
@@ -108,17 +133,16 @@ func lastInterrupted(sums []session.Summary, self, cwd string, logs sessionLogs)
 			best, last = &cands[i], lt
 		}
 	}
-	if best == nil || last.Ended && !last.Interrupted {
-		return session.Summary{}, session.LastTurn{}, false, errs
+	return best, last, errs
+}
+
+// unlessGone is errs and err, unless err says the log is gone (deleted
+// since the index was read: nothing to tell).
+func unlessGone(errs []error, err error) []error {
+	if errors.Is(err, session.ErrNotFound) {
+		return errs
 	}
-	held, err := logs.held(best.sum.SessionID)
-	if err != nil {
-		return session.Summary{}, session.LastTurn{}, false, append(errs, err)
-	}
-	if held {
-		return session.Summary{}, session.LastTurn{}, false, errs
-	}
-	return best.sum, last, true, errs
+	return append(errs, err)
 }
 
 // noteInterrupted runs at the start of every turn, after its turn/start:

@@ -422,61 +422,82 @@ const maxStatusFailure = 300
 // what was planned), any change a retry made (compact, fallback, ...) and
 // how the last chain ended.
 func turnRecovery(events []session.Event, turn int) string {
-	var codes, actions []string
-	count := map[string]int{}
-	retries, unknown := 0, 0 // unknown: waits a stop of Rebound cut short
-	var waited time.Duration
-	outcome := ""
-	var held heldWaits // the shared rate limit's waits, which are no retries
+	r := turnRetries{count: map[string]int{}}
 	for _, c := range session.Recoveries(events) {
-		if c.Turn != turn {
-			continue
-		}
-		retries += c.Retries
-		waited += c.Waited
-		unknown += c.Unknown
-		outcome = c.Outcome
-		for _, w := range c.Waits {
-			if held.add(w) {
-				retries--
-				if w.Known {
-					waited -= w.Waited
-				} else {
-					unknown--
-				}
-				continue
-			}
-			code := "UNKNOWN"
-			if f := failureOf(w.Record.Failure); f != nil {
-				code = string(f.Code)
-			}
-			if count[code] == 0 {
-				codes = append(codes, code)
-			}
-			count[code]++
-			if a := w.Record.Action; a != "" && !slices.Contains(actions, a) {
-				actions = append(actions, a)
-			}
+		if c.Turn == turn {
+			r.addChain(c)
 		}
 	}
-	if retries == 0 {
-		return held.words()
+	if r.retries == 0 {
+		return r.held.words()
 	}
+	return strings.TrimSpace(r.held.words() + " " + r.words() + ".")
+}
+
+// turnRetries is what turnRecovery tells of a turn's retry chains.
+type turnRetries struct {
+	retries, unknown int // unknown: waits a stop of Rebound cut short
+	waited           time.Duration
+	codes            []string       // the failures retried, in order of first retry
+	count            map[string]int // retries per failure code
+	actions          []string       // what retries changed, each once
+	outcome          string         // how the last chain ended
+	held             heldWaits      // the shared rate limit's waits, which are no retries
+}
+
+// addChain counts the chain c's retries and waits.
+func (r *turnRetries) addChain(c session.Recovery) {
+	r.retries += c.Retries
+	r.waited += c.Waited
+	r.unknown += c.Unknown
+	r.outcome = c.Outcome
+	for _, w := range c.Waits {
+		r.addWait(w)
+	}
+}
+
+// addWait sorts the wait w, counted in its chain's totals: a hold of the
+// shared limit is taken out of them, a retry's failure and change counted.
+func (r *turnRetries) addWait(w session.RetryWait) {
+	if r.held.add(w) {
+		r.retries--
+		if w.Known {
+			r.waited -= w.Waited
+		} else {
+			r.unknown--
+		}
+		return
+	}
+	code := "UNKNOWN"
+	if f := failureOf(w.Record.Failure); f != nil {
+		code = string(f.Code)
+	}
+	if r.count[code] == 0 {
+		r.codes = append(r.codes, code)
+	}
+	r.count[code]++
+	if a := w.Record.Action; a != "" && !slices.Contains(r.actions, a) {
+		r.actions = append(r.actions, a)
+	}
+}
+
+// words says what the retries were, with no final full stop.
+func (r *turnRetries) words() string {
 	var parts []string
-	for _, c := range codes {
-		parts = append(parts, fmt.Sprintf("%s ×%d", c, count[c]))
+	for _, c := range r.codes {
+		parts = append(parts, fmt.Sprintf("%s ×%d", c, r.count[c]))
 	}
-	out := fmt.Sprintf("Rebound made %s (%s), waiting %s in all", recovery.Retries(retries), strings.Join(parts, ", "), waited.Round(100*time.Millisecond))
-	if unknown > 0 {
-		out += fmt.Sprintf(" (and %d %s cut short when Rebound stopped)", unknown, plural(unknown, "wait"))
+	out := fmt.Sprintf("Rebound made %s (%s), waiting %s in all", recovery.Retries(r.retries), strings.Join(parts, ", "), r.waited.Round(100*time.Millisecond))
+	if r.unknown > 0 {
+		out += fmt.Sprintf(" (and %d %s cut short when Rebound stopped)", r.unknown, plural(r.unknown, "wait"))
 	}
-	if len(actions) > 0 {
-		out += "; what it changed: " + strings.Join(actions, ", ")
+	if len(r.actions) > 0 {
+		out += "; what it changed: " + strings.Join(r.actions, ", ")
 	}
-	if o := chainOutcomes[outcome]; o != "" {
+	if o := chainOutcomes[r.outcome]; o != "" {
 		out += "; " + o
 	}
-	return strings.TrimSpace(held.words() + " " + out + ".")
+	return out
 }
 
 // chainOutcomes word how the turn's last retry chain ended

@@ -337,35 +337,50 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 	if ld.Tail && len(ld.Events) == 0 {
 		return false
 	}
-	if !ld.Tail {
-		s.events, s.hist = ld.Events, nil
-		if len(ld.Data) == len(ld.Events) {
-			// Derived now, from what the read decoded: nothing is decoded
-			// twice. A log the derivation refuses is derived again when
-			// next needed, which says what is wrong.
-			h := newHistory()
-			h.grow(ld.Events)
-			for i, ev := range ld.Events {
-				if h.add(ev, ld.Data[i]) != nil {
-					h = nil
-					break
-				}
-			}
-			s.hist = h
-		}
-		ld.Data = nil
-		s.rules, s.toolIDs = session.PermissionRules(s.events), nil
-		s.options.load(st.menu.fromLog(s.events)) // the options its log records
-		sum, titled := session.Summarize(s.events)
-		s.listing.home, s.listing.title, s.listing.titled = sum.Cwd, sum.Title, titled
-		if s.dirs.cwd == "" && filepath.IsAbs(s.listing.home) {
-			// Nobody said where to work (a session reopened on use,
-			// reopen.go): where the session was made.
-			s.dirs.cwd = s.listing.home
-		}
-		return true
+	if ld.Tail {
+		st.takeTail(s, ld)
+	} else {
+		st.takeWhole(s, ld)
 	}
-	// Another process appended: what is derived goes on from the tail.
+	ld.Data = nil
+	return true
+}
+
+// takeWhole replaces what s keeps with what ld read: the whole log.
+func (st *sessionStore) takeWhole(s *sessionState, ld *session.Loaded) {
+	s.events, s.hist = ld.Events, derivedHistory(ld.Events, ld.Data)
+	s.rules, s.toolIDs = session.PermissionRules(s.events), nil
+	s.options.load(st.menu.fromLog(s.events)) // the options its log records
+	sum, titled := session.Summarize(s.events)
+	s.listing.home, s.listing.title, s.listing.titled = sum.Cwd, sum.Title, titled
+	if s.dirs.cwd == "" && filepath.IsAbs(s.listing.home) {
+		// Nobody said where to work (a session reopened on use,
+		// reopen.go): where the session was made.
+		s.dirs.cwd = s.listing.home
+	}
+}
+
+// derivedHistory is the history of events, derived from data, what the
+// read decoded of them: nothing is decoded twice. It is nil when data is
+// not all of them, or when the derivation refuses the log: it is derived
+// again when next needed, which says what is wrong.
+func derivedHistory(events []session.Event, data []any) *history {
+	if len(data) != len(events) {
+		return nil
+	}
+	h := newHistory()
+	h.grow(events)
+	for i, ev := range events {
+		if h.add(ev, data[i]) != nil {
+			return nil
+		}
+	}
+	return h
+}
+
+// takeTail adds to what s keeps what ld read: what another process
+// appended. What is derived goes on from it.
+func (st *sessionStore) takeTail(s *sessionState, ld *session.Loaded) {
 	s.events = append(s.events, ld.Events...)
 	for i, ev := range ld.Events {
 		var data any
@@ -374,7 +389,6 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 		}
 		s.extend(ev, data)
 	}
-	ld.Data = nil
 	if s.rules == nil {
 		s.rules = map[string]string{}
 	}
@@ -391,7 +405,6 @@ func (st *sessionStore) take(s *sessionState, l *session.Log, ld *session.Loaded
 		sum, _ := session.Summarize(s.events)
 		s.listing.title = sum.Title
 	}
-	return true
 }
 
 // forget drops a session whose log was never opened (a session/load of a

@@ -467,62 +467,24 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 // committed reply's tool calls are returned, to run only now that it is
 // committed; a reply still cut at the limit has none (they may be cut too).
 func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolCall, error) {
-	id, retries, used := t.s.retryChain()
-	t.obs.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
-	t.out.begin()
-	t.req.begin(time.Now())
-	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start, Origin: t.s.id}
-	if gates := t.agent.cfg.Gates; gates != nil {
-		// Asked before each attempt: a fallback switches the model, and so
-		// the provider bucket.
-		exec.Gate = func() recovery.Gate { return gates(t.req.model) }
-	}
-	trunc := t.agent.cfg.Truncation
+	exec := t.beginRequest()
 	// A failure of the log ends recovery at once: it is Rebound's own, so
 	// no provider policy (or user rule) may retry it. Cancelling the
 	// executor's context is how it is told, without classifying.
 	dctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	for {
-		var got *llm.Reply
-		err := exec.Do(dctx, t.obs.chain, t.obs, func(ctx context.Context) error {
-			var err error
-			got, err = t.runAttempt(ctx)
-			if err != nil && recorded(err) {
-				stop(err)
-			}
-			return err
-		})
+		got, err := t.recover(dctx, &exec, stop)
 		if err != nil {
-			if t.out.shownAny() {
-				// What the user saw stays: it is committed as it was.
-				err = errors.Join(err, t.commitIncomplete())
-			}
 			return nil, nil, err
 		}
 		t.obs.recovered(ctx)
-		// A truncated reply is no success of the logical request: every
-		// policy's count stands until the reply is complete, so a logical
-		// request makes at most 1 + the sum of the budgets requests.
-		if llm.Truncated(got.FinishReason) {
-			d := trunc.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.req.continuations, MaxTokens: t.req.maxTokens, Escalated: t.req.escalated(t.agent.cfg.MaxTokens)})
-			if d.Action != recovery.ActionNone {
-				if err := t.endAttempt(ctx, session.OutcomeTruncated); err != nil {
-					return nil, nil, err
-				}
-				if d.Action == recovery.ActionContinue {
-					// What was shown, or this part (held), stays; the
-					// next attempt continues it. Escalated, the cut
-					// attempt is discarded, never shown.
-					t.req.continuations = d.N
-					t.out.keep(got)
-				}
-				t.req.maxTokens = d.MaxTokens
-				if err := t.obs.ownRetry(ctx, d.Policy, d.Action, d.N, d.Max); err != nil {
-					return nil, nil, err
-				}
-				continue
-			}
+		again, err := t.retryCut(ctx, got)
+		if err != nil {
+			return nil, nil, err
+		}
+		if again {
+			continue
 		}
 		var calls []session.MessageToolCall
 		if !llm.Truncated(got.FinishReason) {
@@ -533,6 +495,75 @@ func (t *turn) complete(ctx context.Context) (*llm.Reply, []session.MessageToolC
 		}
 		return got, calls, nil
 	}
+}
+
+// beginRequest begins a logical request, whose retries go on numbering the
+// session's chain, and returns the executor that recovers it.
+func (t *turn) beginRequest() recovery.Executor {
+	id, retries, used := t.s.retryChain()
+	t.obs.chain = recovery.Chain{ID: id, Retries: retries, Used: used}
+	t.out.begin()
+	t.req.begin(time.Now())
+	exec := recovery.Executor{Config: t.agent.cfg.Recovery, Start: t.req.start, Origin: t.s.id}
+	if gates := t.agent.cfg.Gates; gates != nil {
+		// Asked before each attempt: a fallback switches the model, and so
+		// the provider bucket.
+		exec.Gate = func() recovery.Gate { return gates(t.req.model) }
+	}
+	return exec
+}
+
+// recover runs attempts through exec until one's reply is finished, and
+// returns it. When recovery ends without one, what the user saw stays:
+// it is committed as it was. A failure of the log stops ctx (stop).
+func (t *turn) recover(ctx context.Context, exec *recovery.Executor, stop context.CancelCauseFunc) (*llm.Reply, error) {
+	var got *llm.Reply
+	err := exec.Do(ctx, t.obs.chain, t.obs, func(ctx context.Context) error {
+		var err error
+		got, err = t.runAttempt(ctx)
+		if err != nil && recorded(err) {
+			stop(err)
+		}
+		return err
+	})
+	if err != nil {
+		if t.out.shownAny() {
+			err = errors.Join(err, t.commitIncomplete())
+		}
+		return nil, err
+	}
+	return got, nil
+}
+
+// retryCut decides on got when it was cut at the output limit
+// (Truncation): to retry it with a larger budget or continue it, which
+// closes its attempt and records the retry (again is true), or to commit it
+// as it is. A truncated reply is no success of the logical request: every
+// policy's count stands until the reply is complete, so a logical request
+// makes at most 1 + the sum of the budgets requests.
+func (t *turn) retryCut(ctx context.Context, got *llm.Reply) (again bool, err error) {
+	if !llm.Truncated(got.FinishReason) {
+		return false, nil
+	}
+	d := t.agent.cfg.Truncation.Decide(recovery.Cut{Shown: t.out.shownAny(), Continued: t.req.continuations, MaxTokens: t.req.maxTokens, Escalated: t.req.escalated(t.agent.cfg.MaxTokens)})
+	if d.Action == recovery.ActionNone {
+		return false, nil
+	}
+	if err := t.endAttempt(ctx, session.OutcomeTruncated); err != nil {
+		return false, err
+	}
+	if d.Action == recovery.ActionContinue {
+		// What was shown, or this part (held), stays; the next attempt
+		// continues it. Escalated, the cut attempt is discarded, never
+		// shown.
+		t.req.continuations = d.N
+		t.out.keep(got)
+	}
+	t.req.maxTokens = d.MaxTokens
+	if err := t.obs.ownRetry(ctx, d.Policy, d.Action, d.N, d.Max); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // failure turns a failed turn's error into the wire shape the editor gets: a

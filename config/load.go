@@ -405,87 +405,120 @@ var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 func checkShape(path string, t reflect.Type, m map[string]any, prefix toml.Key) []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(m)) {
-		key := append(slices.Clip(prefix), name)
-		bad := func(format string, args ...any) {
-			errs = append(errs, &FieldError{Source: path, Key: keyString(key), Problem: fmt.Sprintf(format, args...)})
-		}
 		f, ok := fieldByKey(t, name)
 		if !ok {
-			bad("%s", unknownKey(t, name, prefix))
+			key := append(slices.Clip(prefix), name)
+			errs = append(errs, fieldError(path, key, "%s", unknownKey(t, name, prefix)))
 			continue
 		}
-		v := m[name]
-		ft := f.Type
-		switch {
-		case reflect.PointerTo(ft).Implements(textUnmarshaler):
-			if _, ok := v.(string); !ok {
-				bad("must be a string such as \"500ms\", got %s", describe(v))
-			}
-		case ft.Kind() == reflect.Struct:
-			sub, ok := v.(map[string]any)
-			if !ok {
-				bad("must be a table, got %s", describe(v))
-				continue
-			}
-			errs = append(errs, checkShape(path, ft, sub, key)...)
-		case ft.Kind() == reflect.String:
-			if _, ok := v.(string); !ok {
-				bad("must be a string, got %s", describe(v))
-			}
-		case ft.Kind() == reflect.Int:
-			if _, ok := v.(int64); !ok {
-				bad("must be an integer, got %s", describe(v))
-			}
-		case ft.Kind() == reflect.Float64:
-			switch v.(type) {
-			case float64, int64:
-			default:
-				bad("must be a number, got %s", describe(v))
-			}
-		case ft.Kind() == reflect.Bool:
-			if _, ok := v.(bool); !ok {
-				bad("must be true or false, got %s", describe(v))
-			}
-		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-			arr, ok := v.([]map[string]any)
-			if !ok {
-				bad("must be an array of tables ([[%s]]), got %s", keyString(key), describe(v))
-				continue
-			}
-			for i, el := range arr {
-				errs = append(errs, checkShape(path, ft.Elem(), el, append(slices.Clip(prefix), fmt.Sprintf("%s[%d]", name, i)))...)
-			}
-		case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
-			sub, ok := v.(map[string]any)
-			if !ok {
-				bad("must be a table of strings, got %s", kindOf(v))
-				continue
-			}
-			for _, k := range slices.Sorted(maps.Keys(sub)) {
-				if _, ok := sub[k].(string); !ok {
-					// Only the kind: a header's value may be a secret.
-					errs = append(errs, &FieldError{Source: path, Key: keyString(append(slices.Clip(key), k)), Problem: "must be a string, got " + kindOf(sub[k])})
-				}
-			}
-		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
-			arr, ok := v.([]any)
-			if !ok {
-				bad("must be an array of strings, got %s", describe(v))
-				continue
-			}
-			for i, el := range arr {
-				if _, ok := el.(string); !ok {
-					bad("must be an array of strings, got %s at index %d", describe(el), i)
-					break
-				}
-			}
-		default:
-			// A field type this switch doesn't know is a bug here, not in the
-			// user's file.
-			panic(fmt.Sprintf("config: checkShape: unsupported field type %s", ft))
+		errs = append(errs, checkValue(path, f.Type, m[name], prefix, name)...)
+	}
+	return errs
+}
+
+// fieldError is the problem of the value of key in the file path.
+func fieldError(path string, key toml.Key, format string, args ...any) error {
+	return &FieldError{Source: path, Key: keyString(key), Problem: fmt.Sprintf(format, args...)}
+}
+
+// checkValue checks v, the value of prefix.name, against its field's type
+// ft, and what v holds against ft's parts.
+func checkValue(path string, ft reflect.Type, v any, prefix toml.Key, name string) []error {
+	key := append(slices.Clip(prefix), name)
+	if want, ok := scalarWant(ft, v); want != "" {
+		if ok {
+			return nil
+		}
+		return []error{fieldError(path, key, "must be %s, got %s", want, describe(v))}
+	}
+	switch {
+	case ft.Kind() == reflect.Struct:
+		sub, ok := v.(map[string]any)
+		if !ok {
+			return []error{fieldError(path, key, "must be a table, got %s", describe(v))}
+		}
+		return checkShape(path, ft, sub, key)
+	case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+		return checkTables(path, ft.Elem(), v, prefix, name)
+	case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
+		return checkStringTable(path, v, key)
+	case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+		return checkStrings(path, v, key)
+	}
+	// A field type this doesn't know is a bug here, not in the user's file.
+	panic(fmt.Sprintf("config: checkShape: unsupported field type %s", ft))
+}
+
+// scalarWant is what a field of type ft takes when it takes one value
+// ("" when it takes a table or an array), and whether v is one.
+func scalarWant(ft reflect.Type, v any) (want string, ok bool) {
+	switch {
+	case reflect.PointerTo(ft).Implements(textUnmarshaler):
+		_, ok = v.(string)
+		return "a string such as \"500ms\"", ok
+	case ft.Kind() == reflect.String:
+		_, ok = v.(string)
+		return "a string", ok
+	case ft.Kind() == reflect.Int:
+		_, ok = v.(int64)
+		return "an integer", ok
+	case ft.Kind() == reflect.Float64:
+		switch v.(type) {
+		case float64, int64:
+			return "a number", true
+		}
+		return "a number", false
+	case ft.Kind() == reflect.Bool:
+		_, ok = v.(bool)
+		return "true or false", ok
+	}
+	return "", false
+}
+
+// checkTables checks v, the value of prefix.name, as an array of tables of
+// the struct type t.
+func checkTables(path string, t reflect.Type, v any, prefix toml.Key, name string) []error {
+	arr, ok := v.([]map[string]any)
+	if !ok {
+		key := append(slices.Clip(prefix), name)
+		return []error{fieldError(path, key, "must be an array of tables ([[%s]]), got %s", keyString(key), describe(v))}
+	}
+	var errs []error
+	for i, el := range arr {
+		errs = append(errs, checkShape(path, t, el, append(slices.Clip(prefix), fmt.Sprintf("%s[%d]", name, i)))...)
+	}
+	return errs
+}
+
+// checkStringTable checks v, the value of key, as a table of strings. It
+// names only the kind of a wrong value: a header's value may be a secret.
+func checkStringTable(path string, v any, key toml.Key) []error {
+	sub, ok := v.(map[string]any)
+	if !ok {
+		return []error{fieldError(path, key, "must be a table of strings, got %s", kindOf(v))}
+	}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(sub)) {
+		if _, ok := sub[k].(string); !ok {
+			errs = append(errs, fieldError(path, append(slices.Clip(key), k), "must be a string, got %s", kindOf(sub[k])))
 		}
 	}
 	return errs
+}
+
+// checkStrings checks v, the value of key, as an array of strings,
+// reporting its first element that is not one.
+func checkStrings(path string, v any, key toml.Key) []error {
+	arr, ok := v.([]any)
+	if !ok {
+		return []error{fieldError(path, key, "must be an array of strings, got %s", describe(v))}
+	}
+	for i, el := range arr {
+		if _, ok := el.(string); !ok {
+			return []error{fieldError(path, key, "must be an array of strings, got %s at index %d", describe(el), i)}
+		}
+	}
+	return nil
 }
 
 // indexedKey is how toml.Key quotes an element such as rules[0].

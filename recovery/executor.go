@@ -163,32 +163,14 @@ type Executor struct {
 // error (or ctx's cause during a wait) at once; every other failure that ends
 // the sequence is a *GiveUpError.
 func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt func(ctx context.Context) error) error {
-	var deadline time.Time
-	if e.Config.RequestDeadline > 0 {
-		deadline = e.Start.Add(e.Config.RequestDeadline)
-	}
-	used := maps.Clone(chain.Used)
-	if used == nil {
-		used = map[string]int{PolicyTransient: chain.Retries}
-	}
-	overloads := 0 // consecutive OVERLOADED failures
-	adapter, canAdapt := obs.(Adapter)
-	for attempts := 1; ; attempts++ {
-		var gate Gate
-		if e.Gate != nil {
-			gate = e.Gate()
+	s := e.begin(chain, obs)
+	for s.attempts = 1; ; s.attempts++ {
+		gate := e.nextGate()
+		release, err := s.admit(ctx, gate)
+		if err != nil {
+			return err
 		}
-		release := func() {}
-		if gate != nil {
-			if err := e.hold(ctx, gate, &chain, used, obs, deadline, attempts); err != nil {
-				return err
-			}
-			var err error
-			if release, err = e.slot(ctx, gate, chain, used, deadline, attempts); err != nil {
-				return err
-			}
-		}
-		err := e.try(ctx, gate, attempt)
+		err = e.try(ctx, gate, attempt)
 		release() // the attempt's stream has ended
 		if err == nil {
 			return nil
@@ -196,60 +178,139 @@ func (e *Executor) Do(ctx context.Context, chain Chain, obs Observer, attempt fu
 		if ctx.Err() != nil {
 			return err
 		}
-		f := Classify(err)
-		if f.Code == Overloaded {
-			overloads++
-		} else {
-			overloads = 0 // a rate limit, an overflow, anything else breaks the run
-		}
-		giveUp := func(f *Failure, why string, cause error) error {
-			return &GiveUpError{Failure: f, Attempts: attempts, Elapsed: time.Since(e.Start), Retries: retries(chain, used), Why: why, Err: cause}
-		}
-		d := e.decide(f, used, overloads, canAdapt)
-		if !d.Retry {
-			cause := err
-			if d.cause != nil {
-				cause = fmt.Errorf("%w: %w", d.cause, err)
-			}
-			return giveUp(f, d.Why, cause)
-		}
-		// A wait that ends at the deadline or after it leaves the retry no
-		// time: fail now rather than sleep into a certain timeout.
-		if !deadline.IsZero() && !time.Now().Add(d.Delay).Before(deadline) {
-			g := giveUp(&Failure{Code: Timeout, Message: fmt.Sprintf(
-				"waiting %s to retry would pass the request deadline (%s) after: %s", d.Delay, e.Config.RequestDeadline, f.Summary()),
-				RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the request deadline (%s)", d.Delay, e.Config.RequestDeadline), err)
-			g.(*GiveUpError).reasonOf = f // the provider's reason, not the deadline's
-			return g
-		}
-		id := chain.ID
-		if id == "" {
-			id = NewRetryID()
-		}
-		r := Retry{ID: id, N: chain.Retries + 1, Max: d.max, Delay: d.Delay, Failure: f,
-			Policy: d.policy, PolicyN: used[d.policy] + 1, Action: d.action}
-		if r.Action != ActionNone {
-			// A request that cannot be changed is no retry: nothing is counted.
-			if err := adapter.Adapt(ctx, r); err != nil {
-				if ctx.Err() != nil {
-					return err
-				}
-				return giveUp(f, err.Error(), err)
-			}
-		}
-		chain.ID, chain.Retries = id, r.N
-		used[d.policy] = r.PolicyN
-		if err := obs.Scheduled(ctx, r); err != nil {
-			return fmt.Errorf("record retry %d: %w", r.N, err)
-		}
-		if err := sleep(ctx, d.Delay); err != nil {
-			obs.Cancelled(r)
+		r, err := s.next(ctx, err)
+		if err != nil {
 			return err
 		}
-		if err := obs.Started(ctx, r); err != nil {
-			return fmt.Errorf("record start of retry %d: %w", r.N, err)
+		if err := s.wait(ctx, r); err != nil {
+			return err
 		}
 	}
+}
+
+// sequence is one Do's state: the chain it continues and numbers, the
+// retries each policy used in it, and the run of overloads.
+type sequence struct {
+	e        *Executor
+	obs      Observer
+	adapter  Adapter // obs, when it can change the request
+	canAdapt bool
+	deadline time.Time // zero: none
+	chain    Chain
+	used     map[string]int
+	// overloads counts consecutive OVERLOADED failures.
+	overloads int
+	attempts  int // the number of the attempt running or just failed
+}
+
+// begin starts the sequence that continues chain.
+func (e *Executor) begin(chain Chain, obs Observer) *sequence {
+	s := &sequence{e: e, obs: obs, chain: chain, used: maps.Clone(chain.Used)}
+	s.adapter, s.canAdapt = obs.(Adapter)
+	if e.Config.RequestDeadline > 0 {
+		s.deadline = e.Start.Add(e.Config.RequestDeadline)
+	}
+	if s.used == nil {
+		s.used = map[string]int{PolicyTransient: chain.Retries}
+	}
+	return s
+}
+
+// nextGate is the gate of the bucket the next attempt goes to, nil if none.
+func (e *Executor) nextGate() Gate {
+	if e.Gate == nil {
+		return nil
+	}
+	return e.Gate()
+}
+
+// admit lets the next attempt through gate, if any: it waits out the hold
+// the gate asks (hold.go), then takes an in-flight slot, to give back with
+// release when the attempt ends.
+func (s *sequence) admit(ctx context.Context, gate Gate) (release func(), err error) {
+	if gate == nil {
+		return func() {}, nil
+	}
+	if err := s.e.hold(ctx, gate, &s.chain, s.used, s.obs, s.deadline, s.attempts); err != nil {
+		return nil, err
+	}
+	return s.e.slot(ctx, gate, s.chain, s.used, s.deadline, s.attempts)
+}
+
+// next decides on err, the failure of the attempt that just ran: the retry
+// to make, counted in the chain and with the request already changed when
+// its action says so, or the error that ends the sequence.
+func (s *sequence) next(ctx context.Context, err error) (Retry, error) {
+	f := Classify(err)
+	if f.Code == Overloaded {
+		s.overloads++
+	} else {
+		s.overloads = 0 // a rate limit, an overflow, anything else breaks the run
+	}
+	d := s.e.decide(f, s.used, s.overloads, s.canAdapt)
+	if !d.Retry {
+		cause := err
+		if d.cause != nil {
+			cause = fmt.Errorf("%w: %w", d.cause, err)
+		}
+		return Retry{}, s.giveUp(f, d.Why, cause)
+	}
+	// A wait that ends at the deadline or after it leaves the retry no
+	// time: fail now rather than sleep into a certain timeout.
+	if !s.deadline.IsZero() && !time.Now().Add(d.Delay).Before(s.deadline) {
+		return Retry{}, s.pastDeadline(f, d.Delay, err)
+	}
+	id := s.chain.ID
+	if id == "" {
+		id = NewRetryID()
+	}
+	r := Retry{ID: id, N: s.chain.Retries + 1, Max: d.max, Delay: d.Delay, Failure: f,
+		Policy: d.policy, PolicyN: s.used[d.policy] + 1, Action: d.action}
+	if r.Action != ActionNone {
+		// A request that cannot be changed is no retry: nothing is counted.
+		if err := s.adapter.Adapt(ctx, r); err != nil {
+			if ctx.Err() != nil {
+				return Retry{}, err
+			}
+			return Retry{}, s.giveUp(f, err.Error(), err)
+		}
+	}
+	s.chain.ID, s.chain.Retries = id, r.N
+	s.used[d.policy] = r.PolicyN
+	return r, nil
+}
+
+// giveUp ends the sequence on f, why in words, cause the error.
+func (s *sequence) giveUp(f *Failure, why string, cause error) *GiveUpError {
+	return &GiveUpError{Failure: f, Attempts: s.attempts, Elapsed: time.Since(s.e.Start), Retries: retries(s.chain, s.used), Why: why, Err: cause}
+}
+
+// pastDeadline ends the sequence with a TIMEOUT: waiting delay to retry
+// after f (err) would pass the request deadline. The reason shown is still
+// the provider's, f's.
+func (s *sequence) pastDeadline(f *Failure, delay time.Duration, err error) *GiveUpError {
+	limit := s.e.Config.RequestDeadline
+	g := s.giveUp(&Failure{Code: Timeout, Message: fmt.Sprintf(
+		"waiting %s to retry would pass the request deadline (%s) after: %s", delay, limit, f.Summary()),
+		RequestID: f.RequestID}, fmt.Sprintf("retrying in %s would pass the request deadline (%s)", delay, limit), err)
+	g.reasonOf = f
+	return g
+}
+
+// wait records the retry r, waits its delay and records that it starts:
+// a retry is durable before it is waited, and a cancelled wait is told.
+func (s *sequence) wait(ctx context.Context, r Retry) error {
+	if err := s.obs.Scheduled(ctx, r); err != nil {
+		return fmt.Errorf("record retry %d: %w", r.N, err)
+	}
+	if err := sleep(ctx, r.Delay); err != nil {
+		s.obs.Cancelled(r)
+		return err
+	}
+	if err := s.obs.Started(ctx, r); err != nil {
+		return fmt.Errorf("record start of retry %d: %w", r.N, err)
+	}
+	return nil
 }
 
 // decision is Decision plus which policy made it.
@@ -265,50 +326,80 @@ type decision struct {
 // the failure), overflow compaction, overload fallback, then the transient
 // policy. Each counts only its own retries since the last success.
 func (e *Executor) decide(f *Failure, used map[string]int, overloads int, canAdapt bool) decision {
+	if d, ok := e.byRule(f, used, canAdapt); ok {
+		return d
+	}
+	if d, ok := e.byChange(f, used, overloads, canAdapt); ok {
+		return d
+	}
 	c := e.Config
-	for i, rule := range c.Rules {
+	d := c.Policy.Decide(f, used[PolicyTransient]+1)
+	return decision{Decision: d, policy: PolicyTransient, max: c.Policy.MaxRetries}
+}
+
+// byRule is the decision of the first of the user's rules that matches f
+// and whose action, if any, the observer can carry out; ok is false when
+// none does.
+func (e *Executor) byRule(f *Failure, used map[string]int, canAdapt bool) (d decision, ok bool) {
+	for i, rule := range e.Config.Rules {
 		match, err := compileMatch(rule.Match)
 		if err != nil || !match(f) {
 			continue
 		}
-		name := fmt.Sprintf("rule:%d", i+1)
 		if rule.Action != ActionNone && !canAdapt {
 			continue
 		}
-		if used[name] >= rule.MaxRetries {
-			why := fmt.Sprintf("rule %d (%s) allows no more retries", i+1, rule.Match)
-			if rule.MaxRetries == 0 {
-				why = fmt.Sprintf("rule %d (%s) reports it at once", i+1, rule.Match)
-			}
-			return decision{Decision: Decision{Why: why}}
-		}
-		delay := rule.Delay
-		if f.RetryAfterMs != nil {
-			ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
-			if ra > c.Policy.MaxRetryAfter {
-				return decision{Decision: Decision{Why: tooLong(f, c.Policy.MaxRetryAfter)}}
-			}
-			delay = max(delay, ra)
-		}
-		return decision{Decision: Decision{Retry: true, Delay: delay}, policy: name, max: rule.MaxRetries, action: rule.Action}
+		return e.ruleDecision(i, rule, f, used), true
 	}
-	if f.Code == InvalidRequest && imageCodes[strings.ToLower(f.ProviderCode)] && canAdapt {
+	return decision{}, false
+}
+
+// ruleDecision is what rule i, which matched f, decides: a retry after its
+// delay or the provider's Retry-After, whichever is longer, while its
+// budget lasts.
+func (e *Executor) ruleDecision(i int, rule Rule, f *Failure, used map[string]int) decision {
+	name := fmt.Sprintf("rule:%d", i+1)
+	if used[name] >= rule.MaxRetries {
+		why := fmt.Sprintf("rule %d (%s) allows no more retries", i+1, rule.Match)
+		if rule.MaxRetries == 0 {
+			why = fmt.Sprintf("rule %d (%s) reports it at once", i+1, rule.Match)
+		}
+		return decision{Decision: Decision{Why: why}}
+	}
+	delay := rule.Delay
+	if f.RetryAfterMs != nil {
+		ra := time.Duration(*f.RetryAfterMs) * time.Millisecond
+		if limit := e.Config.Policy.MaxRetryAfter; ra > limit {
+			return decision{Decision: Decision{Why: tooLong(f, limit)}}
+		}
+		delay = max(delay, ra)
+	}
+	return decision{Decision: Decision{Retry: true, Delay: delay}, policy: name, max: rule.MaxRetries, action: rule.Action}
+}
+
+// byChange is the decision of the policies that change the request: strip
+// the images a model refuses, compact an overflow, fall back from an
+// overloaded model. ok is false when none applies to f.
+func (e *Executor) byChange(f *Failure, used map[string]int, overloads int, canAdapt bool) (d decision, ok bool) {
+	c := e.Config
+	if !canAdapt {
+		return decision{}, false
+	}
+	switch {
+	case f.Code == InvalidRequest && imageCodes[strings.ToLower(f.ProviderCode)]:
 		if used[PolicyImages] >= 1 {
-			return decision{Decision: Decision{Why: "the model still rejects the request after its images were removed"}}
+			return decision{Decision: Decision{Why: "the model still rejects the request after its images were removed"}}, true
 		}
-		return decision{Decision: Decision{Retry: true}, policy: PolicyImages, max: 1, action: ActionStripImages}
-	}
-	if f.Code == ContextOverflow && c.Overflow && canAdapt {
+		return decision{Decision: Decision{Retry: true}, policy: PolicyImages, max: 1, action: ActionStripImages}, true
+	case f.Code == ContextOverflow && c.Overflow:
 		if used[PolicyOverflow] >= 1 {
-			return decision{Decision: Decision{Why: ErrOverflowAgain.Error()}, cause: ErrOverflowAgain}
+			return decision{Decision: Decision{Why: ErrOverflowAgain.Error()}, cause: ErrOverflowAgain}, true
 		}
-		return decision{Decision: Decision{Retry: true}, policy: PolicyOverflow, max: 1, action: ActionCompact}
+		return decision{Decision: Decision{Retry: true}, policy: PolicyOverflow, max: 1, action: ActionCompact}, true
+	case f.Code == Overloaded && c.FallbackModel != "" && overloads >= max(c.FallbackAfter, 1) && used[PolicyFallback] < 1:
+		return decision{Decision: Decision{Retry: true, Delay: c.Policy.InitialDelay}, policy: PolicyFallback, max: 1, action: ActionFallback}, true
 	}
-	if f.Code == Overloaded && c.FallbackModel != "" && canAdapt && overloads >= max(c.FallbackAfter, 1) && used[PolicyFallback] < 1 {
-		return decision{Decision: Decision{Retry: true, Delay: c.Policy.InitialDelay}, policy: PolicyFallback, max: 1, action: ActionFallback}
-	}
-	d := c.Policy.Decide(f, used[PolicyTransient]+1)
-	return decision{Decision: d, policy: PolicyTransient, max: c.Policy.MaxRetries}
+	return decision{}, false
 }
 
 // retries is how many retries chain made: its numbered waits less the

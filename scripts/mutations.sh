@@ -47,7 +47,7 @@ mutate agent/emit.go 's|^\tif !e.committed {$|\tif false {|' \
 	./agent TestEmitter_ "the emitter's flush sends nothing uncommitted"
 mutate agent/emit.go 's|^\t\te.held.add(thought, text)$|\t\te.held.add(thought, "")\n\t\t_ = sendChunk(ctx, e.c, e.session, acp.UpdateAgentMessageChunk, e.msgID, text)|' \
 	./cmd/rebound 'TestGolden/(retry|truncat)' "held output reaches the editor only once its reply is committed"
-mutate recovery/executor.go 's|^\t\t\toverloads = 0 .*|\t\t\t// reset removed|' \
+mutate recovery/executor.go 's|^\t\ts.overloads = 0 .*|\t\t// reset removed|' \
 	./recovery TestExecutor_OverloadRunIsBrokenByOtherFailures "the consecutive-overload count is reset by other failures"
 mutate recovery/hintvalues.go 's/if left, ok := parseCount(values\[strings.Join(rem, "-")\]); ok \&\& left > 0 {/if false {/' \
 	./recovery 'TestRetryHint_(Forms|EveryForm)' "waits: a reset header of a limit with some left is not the wait"
@@ -170,7 +170,7 @@ mutate acp/handshake.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
 mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
-mutate agent/store.go 's/^\t\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\t\tif false {/' \
+mutate agent/store.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
@@ -221,7 +221,7 @@ mutate agent/turn.go 's/^\t\t\tt.obs.ended(ctx, false, ended)$/\t\t\t_ = ended/'
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a turn that panicked says what its error said"
 
 # Waiting on the shared rate limit (recovery/hold.go, issue #33): a hold is a wait like a retry's.
-mutate recovery/executor.go 's|if err := e.hold(ctx, gate, \&chain, used, obs, deadline, attempts); err != nil {|if false {|' \
+mutate recovery/executor.go 's|if err := s.e.hold(ctx, gate, \&s.chain, s.used, s.obs, s.deadline, s.attempts); err != nil {|if false {|' \
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold is waited before the attempt"
 mutate recovery/hold.go 's|if err := obs.Scheduled(ctx, r); err != nil {|if false {|' \
 	./agent TestTurn_WaitsOnTheSharedLimit "shared limit: a hold is recorded before the wait"

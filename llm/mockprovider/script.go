@@ -172,6 +172,16 @@ func (s *Script) Validate() error {
 var finishReasons = map[string]bool{"stop": true, "length": true, "content_filter": true, "tool_calls": true}
 
 func (st *Step) validate() error {
+	for _, check := range [...]func() error{st.checkNumbers, st.checkNames, st.checkErrorStatus, st.checkEnds, st.checkText} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNumbers checks the fields that hold a count or a status on their own.
+func (st *Step) checkNumbers() error {
 	if st.Status != 0 && st.Status != 200 && (st.Status < 400 || st.Status > 599) {
 		return fmt.Errorf("status: %d is not 200 or an error status (400-599)", st.Status)
 	}
@@ -184,6 +194,11 @@ func (st *Step) validate() error {
 	if st.StallAfter != nil && *st.StallAfter < 0 {
 		return fmt.Errorf("stall_after: %d is negative", *st.StallAfter)
 	}
+	return nil
+}
+
+// checkNames checks the fields that hold a name or a duration on their own.
+func (st *Step) checkNames() error {
 	if st.FinishReason != "" && !finishReasons[st.FinishReason] {
 		return fmt.Errorf("finish_reason: %q is not one of stop, length, content_filter, tool_calls", st.FinishReason)
 	}
@@ -200,11 +215,19 @@ func (st *Step) validate() error {
 			return fmt.Errorf("tool_calls[%d].name: missing", j)
 		}
 	}
+	return nil
+}
 
-	streaming := []struct {
-		name string
-		set  bool
-	}{
+// stepField is a field of a Step by its name in the script, and whether
+// it is set.
+type stepField struct {
+	name string
+	set  bool
+}
+
+// streaming is the fields that shape a stream, the text and reasoning first.
+func (st *Step) streaming() []stepField {
+	return []stepField{
 		{"text", st.Text != ""},
 		{"reasoning", st.Reasoning != ""},
 		{"chunks", st.Chunks != 0},
@@ -217,20 +240,28 @@ func (st *Step) validate() error {
 		{"stream_error", len(st.StreamError) > 0},
 		{"chunk_delay", st.ChunkDelay != ""},
 	}
-	if st.isError() {
-		for _, f := range streaming {
-			if f.set {
-				return fmt.Errorf("%s: cannot be combined with status %d (an HTTP error has no stream)", f.name, st.Status)
-			}
-		}
-	} else if len(st.Body) > 0 {
-		return errors.New("body: only an error status (400-599) has a body")
-	}
+}
 
-	ends := []struct {
-		name string
-		set  bool
-	}{
+// checkErrorStatus checks that an error status has no stream, and that
+// only it has a body.
+func (st *Step) checkErrorStatus() error {
+	if !st.isError() {
+		if len(st.Body) > 0 {
+			return errors.New("body: only an error status (400-599) has a body")
+		}
+		return nil
+	}
+	for _, f := range st.streaming() {
+		if f.set {
+			return fmt.Errorf("%s: cannot be combined with status %d (an HTTP error has no stream)", f.name, st.Status)
+		}
+	}
+	return nil
+}
+
+// checkEnds checks that at most one field ends the stream early.
+func (st *Step) checkEnds() error {
+	ends := []stepField{
 		{"drop_after", st.DropAfter != nil},
 		{"stall_after", st.StallAfter != nil},
 		{"stream_error", len(st.StreamError) > 0},
@@ -245,19 +276,25 @@ func (st *Step) validate() error {
 		}
 		first = e.name
 	}
+	return nil
+}
 
+// checkText checks that one field at most makes the reply's content:
+// text, echo, or none (empty).
+func (st *Step) checkText() error {
 	if st.Echo && st.Text != "" {
 		return errors.New("echo: cannot be combined with text (echo makes the text)")
 	}
-	if st.Empty {
-		for _, f := range streaming[:2] {
-			if f.set {
-				return fmt.Errorf("%s: cannot be combined with empty", f.name)
-			}
+	if !st.Empty {
+		return nil
+	}
+	for _, f := range st.streaming()[:2] {
+		if f.set {
+			return fmt.Errorf("%s: cannot be combined with empty", f.name)
 		}
-		if len(st.ToolCalls) > 0 || st.Echo {
-			return errors.New("empty: cannot be combined with tool_calls or echo")
-		}
+	}
+	if len(st.ToolCalls) > 0 || st.Echo {
+		return errors.New("empty: cannot be combined with tool_calls or echo")
 	}
 	return nil
 }
