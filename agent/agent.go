@@ -279,7 +279,7 @@ const (
 // no log behind.
 func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version}
+	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version, AdditionalDirectories: req.AdditionalDirectories}
 	log, err := session.Create(a.cfg.StateDir, id, start)
 	if err != nil {
 		return acp.NewSessionResponse{}, a.dir.createError(err)
@@ -310,7 +310,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		discard()
 		return acp.NewSessionResponse{}, err
 	}
-	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
+	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: req.AdditionalDirectories, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
 	modes, opts := a.menu.sessionConfig(s)
 	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
