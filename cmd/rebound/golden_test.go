@@ -612,8 +612,8 @@ func ownEvents(events []session.Event) []session.Event {
 }
 
 // usedTokens are the token figures of a usage_update and of a step/end's
-// usage that count the request.
-var usedTokens = regexp.MustCompile(`"(used|promptTokens)":[0-9]+`)
+// usage, and of a prompt's usage, that count the request.
+var usedTokens = regexp.MustCompile(`"(used|promptTokens|inputTokens|totalTokens)":[0-9]+`)
 
 // checkPromises asserts, for every scenario, what Rebound promises whatever
 // the faults: one provider request per step, each turn's steps are its first
