@@ -28,14 +28,25 @@ func (s *Server) forkSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 
 // providersCapability advertises providers/* when agent serves them.
 func providersCapability(agent Agent) *struct{} {
-	if _, ok := agent.(ProviderConfigurer); ok {
+	if p, ok := agent.(ProviderConfigurer); ok && p.ProvidersConfigurable() {
 		return &struct{}{}
 	}
 	return nil
 }
 
+// providers returns the agent's ProviderConfigurer, or answers
+// method-not-found when it has none that serves.
+func (s *Server) providers(c *jsonrpc2.Conn, req *jsonrpc2.Request) (ProviderConfigurer, bool) {
+	p, ok := s.agent.(ProviderConfigurer)
+	if !ok || !p.ProvidersConfigurable() {
+		s.answers.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return nil, false
+	}
+	return p, true
+}
+
 func (s *Server) listProviders(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	p, ok := implemented[ProviderConfigurer](s, c, req)
+	p, ok := s.providers(c, req)
 	if !ok {
 		return
 	}
@@ -43,7 +54,7 @@ func (s *Server) listProviders(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 }
 
 func (s *Server) setProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	p, ok := implemented[ProviderConfigurer](s, c, req)
+	p, ok := s.providers(c, req)
 	if !ok {
 		return
 	}
@@ -52,7 +63,7 @@ func (s *Server) setProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 }
 
 func (s *Server) disableProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	p, ok := implemented[ProviderConfigurer](s, c, req)
+	p, ok := s.providers(c, req)
 	if !ok {
 		return
 	}

@@ -108,6 +108,9 @@ type DisableProviderResponse struct {
 // ProviderConfigurer serves providers/list, set and disable, advertised
 // as agentCapabilities.providers.
 type ProviderConfigurer interface {
+	// ProvidersConfigurable reports whether the methods are served; if
+	// not, they are not advertised and not found.
+	ProvidersConfigurable() bool
 	ListProviders(ctx context.Context, req ListProvidersRequest) (ListProvidersResponse, error)
 	SetProvider(ctx context.Context, req SetProviderRequest) (SetProviderResponse, error)
 	DisableProvider(ctx context.Context, req DisableProviderRequest) (DisableProviderResponse, error)

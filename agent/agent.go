@@ -107,6 +107,9 @@ type Config struct {
 	// the variable holding it. Asked at each start, as the key in use may
 	// change. Nil leaves out APIKeyEnv.
 	Secrets func() proc.Secrets
+	// Routes, when set, lets the client route the model's requests
+	// (providers/set, providers.go); nil: providers/* are not served.
+	Routes ProviderRoutes
 }
 
 // Tools configures the tools the model may call.

@@ -280,6 +280,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Prices:              agent.Prices{Input: cfg.Provider.PriceInput, CachedInput: cfg.Provider.PriceCachedInput, Output: cfg.Provider.PriceOutput, Currency: cfg.Provider.Currency},
 		MCPConnect:          e.mcpConnect,
 		Secrets:             func() proc.Secrets { return childSecrets(cfg.Provider.APIKeyEnv, e, &keys) },
+		Routes:              httpClient,
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})
