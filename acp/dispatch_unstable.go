@@ -119,9 +119,9 @@ func checkHeader(k, v string) error {
 	if k == "" || strings.ContainsFunc(k, func(r rune) bool { return !isTokenRune(r) }) {
 		return NewInvalidParams("header name %s is not a valid HTTP header name", quote(k))
 	}
-	if strings.ContainsAny(v, "\r\n\x00") {
+	if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
 		// The value itself is never quoted: it may be a key.
-		return NewInvalidParams("header %s: the value holds a line break or NUL", quote(k))
+		return NewInvalidParams("header %s: the value holds a control character", quote(k))
 	}
 	switch http.CanonicalHeaderKey(k) {
 	case "Host", "Content-Length", "Transfer-Encoding", "Connection":
