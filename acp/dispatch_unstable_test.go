@@ -3,8 +3,8 @@ package acp
 import (
 	"context"
 	"errors"
-	"net"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
