@@ -67,6 +67,10 @@ var agentMethods = map[string]func(*Server, *jsonrpc2.Conn, *jsonrpc2.Request){
 	MethodSessionDelete:          (*Server).deleteSession,
 	MethodSessionSetMode:         (*Server).setMode,
 	MethodSessionSetConfigOption: (*Server).setConfigOption,
+	MethodSessionFork:            (*Server).forkSession,
+	MethodProvidersList:          (*Server).listProviders,
+	MethodProvidersSet:           (*Server).setProvider,
+	MethodProvidersDisable:       (*Server).disableProvider,
 }
 
 // authenticate checks the method against those advertised to this client

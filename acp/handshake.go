@@ -61,6 +61,7 @@ func (h *handshake) answer(p InitializeRequest) InitializeResponse {
 			SessionCapabilities: sessionCapabilities(h.agent),
 			McpCapabilities:     h.cfg.McpCapabilities,
 			Auth:                authCapabilities(h.agent),
+			Providers:           providersCapability(h.agent),
 			Meta:                h.cfg.CapabilitiesMeta,
 		},
 		AuthMethods: authMethods(h.agent, p.ClientCapabilities),
@@ -107,7 +108,12 @@ func sessionCapabilities(agent Agent) *SessionCapabilities {
 	_, resume := agent.(SessionResumer)
 	_, closer := agent.(SessionCloser)
 	_, deleter := agent.(SessionDeleter)
+	_, forker := agent.(SessionForker)
 	sc.List, sc.Resume, sc.Close, sc.Delete = yes(list), yes(resume), yes(closer), yes(deleter)
+	sc.Fork = yes(forker)
+	// Every lifecycle request takes additionalDirectories (params.go
+	// checks them; the agent gives them to the tools).
+	sc.AdditionalDirectories = &struct{}{}
 	if sc == (SessionCapabilities{}) {
 		return nil
 	}

@@ -89,8 +89,13 @@ func TestHandshake_InitializedFirst(t *testing.T) {
 // implements nothing optional; logout likewise.
 func TestHandshake_AdvertisesWhatTheAgentImplements(t *testing.T) {
 	res := (&handshake{agent: baseAgent{}, cfg: Config{Version: "v"}}).answer(InitializeRequest{})
-	if sc := res.AgentCapabilities.SessionCapabilities; sc != nil {
-		t.Errorf("sessionCapabilities for an agent with no optional method = %+v, want nil", sc)
+	// additionalDirectories is the server's own: it checks them on every
+	// lifecycle request and hands them to any agent.
+	if sc := res.AgentCapabilities.SessionCapabilities; sc == nil || sc.AdditionalDirectories == nil || sc.List != nil || sc.Resume != nil || sc.Close != nil || sc.Delete != nil || sc.Fork != nil {
+		t.Errorf("sessionCapabilities for an agent with no optional method = %+v, want additionalDirectories only", sc)
+	}
+	if res.AgentCapabilities.Providers != nil {
+		t.Errorf("providers advertised for an agent without them")
 	}
 	if res.AgentCapabilities.Auth != nil || len(res.AuthMethods) != 0 || res.AuthMethods == nil {
 		t.Errorf("auth for an agent without it = %+v, methods %#v, want none and []", res.AgentCapabilities.Auth, res.AuthMethods)
@@ -99,7 +104,7 @@ func TestHandshake_AdvertisesWhatTheAgentImplements(t *testing.T) {
 		t.Errorf("agentInfo.version = %q, want the config's", res.AgentInfo.Version)
 	}
 	sc := (&handshake{agent: &reopenAgent{}}).answer(InitializeRequest{}).AgentCapabilities.SessionCapabilities
-	if sc == nil || sc.List == nil || sc.Resume != nil || sc.Close != nil || sc.Delete != nil {
+	if sc == nil || sc.List == nil || sc.Resume != nil || sc.Close != nil || sc.Delete != nil || sc.Fork != nil {
 		t.Errorf("sessionCapabilities for a lister = %+v, want list only", sc)
 	}
 }

@@ -66,7 +66,7 @@ func TestServer_SessionCapabilities(t *testing.T) {
 		w.send(request(1, acp.MethodInitialize, map[string]any{"protocolVersion": 1}))
 		sameJSON(t, "initialize", `{"id":1,"jsonrpc":"2.0","result":{"protocolVersion":1,"agentCapabilities":{
 			"loadSession":true,"promptCapabilities":{"image":true,"audio":false,"embeddedContext":true},
-			"sessionCapabilities":{"list":{},"resume":{},"close":{},"delete":{}}},
+			"sessionCapabilities":{"list":{},"resume":{},"close":{},"delete":{},"additionalDirectories":{}}},
 			"authMethods":[],"agentInfo":{"name":"rebound","version":"1"}}}`, w.recv())
 		if err := w.end(); err != nil {
 			t.Error(err)

@@ -240,7 +240,7 @@ func TestServer_Initialize(t *testing.T) {
 		{"newer client still gets 1", map[string]any{"protocolVersion": 2}},
 		{"no params", nil},
 	}
-	const want = `{"id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true,"audio":false,"embeddedContext":true},"_meta":{"rebound":{"retry":true}}},"authMethods":[],"agentInfo":{"name":"rebound","version":"1.2.3"}},"jsonrpc":"2.0"}`
+	const want = `{"id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true,"audio":false,"embeddedContext":true},"sessionCapabilities":{"additionalDirectories":{}},"_meta":{"rebound":{"retry":true}}},"authMethods":[],"agentInfo":{"name":"rebound","version":"1.2.3"}},"jsonrpc":"2.0"}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -70,7 +70,10 @@ type AgentCapabilities struct {
 	McpCapabilities     *McpCapabilities     `json:"mcpCapabilities,omitempty"`
 	// Auth advertises the sign-in methods beyond authenticate (auth.go).
 	Auth *AgentAuthCapabilities `json:"auth,omitempty"`
-	Meta Meta                   `json:"_meta,omitempty"`
+	// Providers (unstable, unstable.go) advertises providers/list, set
+	// and disable.
+	Providers *struct{} `json:"providers,omitempty"`
+	Meta      Meta      `json:"_meta,omitempty"`
 }
 
 // SessionCapabilities advertises the session methods beyond the baseline
@@ -81,6 +84,11 @@ type SessionCapabilities struct {
 	Resume *struct{} `json:"resume,omitempty"`
 	Close  *struct{} `json:"close,omitempty"`
 	Delete *struct{} `json:"delete,omitempty"`
+	// AdditionalDirectories: the lifecycle requests take
+	// additionalDirectories, and session/list returns them.
+	AdditionalDirectories *struct{} `json:"additionalDirectories,omitempty"`
+	// Fork is unstable (unstable.go): session/fork.
+	Fork *struct{} `json:"fork,omitempty"`
 }
 
 type InitializeResponse struct {
@@ -135,7 +143,10 @@ type ListSessionsRequest struct {
 type SessionInfo struct {
 	SessionID string `json:"sessionId"`
 	Cwd       string `json:"cwd"`
-	Title     string `json:"title,omitempty"`
+	// AdditionalDirectories are the session's other workspace roots, in
+	// order; none is the same as empty.
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	Title                 string   `json:"title,omitempty"`
 	// UpdatedAt is the time of the session's last activity, ISO 8601.
 	UpdatedAt string `json:"updatedAt,omitempty"`
 	Meta      Meta   `json:"_meta,omitempty"`
@@ -267,7 +278,10 @@ const (
 
 type PromptResponse struct {
 	StopReason StopReason `json:"stopReason"`
-	Meta       Meta       `json:"_meta,omitempty"`
+	// Usage (unstable, unstable.go) is the tokens this turn's model
+	// requests used; nil when the provider reported none.
+	Usage *Usage `json:"usage,omitempty"`
+	Meta  Meta   `json:"_meta,omitempty"`
 }
 
 type CancelNotification struct {

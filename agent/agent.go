@@ -110,6 +110,9 @@ type Config struct {
 	// the variable holding it. Asked at each start, as the key in use may
 	// change. Nil leaves out APIKeyEnv.
 	Secrets func() proc.Secrets
+	// Routes, when set, lets the client route the model's requests
+	// (providers/set, providers.go); nil: providers/* are not served.
+	Routes ProviderRoutes
 }
 
 // Tools configures the tools the model may call.
@@ -282,7 +285,7 @@ const (
 // no log behind.
 func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version}
+	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version, AdditionalDirectories: req.AdditionalDirectories}
 	log, err := session.Create(a.cfg.StateDir, id, start)
 	if err != nil {
 		return acp.NewSessionResponse{}, a.dir.createError(err)
@@ -313,7 +316,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		discard()
 		return acp.NewSessionResponse{}, err
 	}
-	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
+	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: req.AdditionalDirectories, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
 	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
 	modes, opts := a.menu.sessionConfig(s)
 	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil

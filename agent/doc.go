@@ -50,6 +50,8 @@
 //   - history.go: the model's view of the session log, kept incrementally.
 //   - load.go: session/load and the replay of a session to the editor.
 //   - lifecycle.go: session/list, resume, close, delete, titles.
+//     fork.go: session/fork (unstable ACP). providers.go: providers/list,
+//     set, disable (unstable ACP). promptusage.go: PromptResponse.usage.
 //   - interrupted.go: at a session's first prompt, the notice of the session
 //     of its directory a stop of Rebound's cut, and how to get it back.
 //   - slash.go: /retry, /continue, /compact, /init, /status, and the

@@ -62,7 +62,8 @@ func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (
 	}
 	resp := acp.ListSessionsResponse{Sessions: make([]acp.SessionInfo, 0, len(sums))}
 	for _, s := range sums {
-		resp.Sessions = append(resp.Sessions, acp.SessionInfo{SessionID: s.SessionID, Cwd: s.Cwd, Title: s.Title, UpdatedAt: isoTime(s.UpdatedAt)})
+		resp.Sessions = append(resp.Sessions, acp.SessionInfo{SessionID: s.SessionID, Cwd: s.Cwd, AdditionalDirectories: s.AdditionalDirectories,
+			Title: s.Title, UpdatedAt: isoTime(s.UpdatedAt)})
 	}
 	if more {
 		resp.NextCursor = encodeCursor(sums[len(sums)-1])
@@ -221,6 +222,12 @@ func (s *sessionState) summary() session.Summary {
 	sum := session.Summary{SessionID: s.id, Cwd: s.listing.home, Title: s.listing.title}
 	if n := len(s.events); n > 0 {
 		sum.UpdatedAt = s.events[n-1].Time
+		if s.events[0].Type == session.TypeSessionStart {
+			var start session.SessionStart
+			if json.Unmarshal(s.events[0].Data, &start) == nil {
+				sum.AdditionalDirectories = start.AdditionalDirectories
+			}
+		}
 	}
 	return sum
 }

@@ -112,6 +112,9 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		err = a.dir.logError(s.id, err)
 	}
 	t.noteTurn(ctx, t.settle(&resp, err))
+	if err == nil {
+		resp.Usage = turnUsage(s.events, t.number) // promptusage.go
+	}
 	if err != nil && isCancelled(ctx) {
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}

@@ -56,6 +56,20 @@ type SessionStart struct {
 	Cwd          string `json:"cwd"`
 	Model        string `json:"model,omitempty"`
 	AgentVersion string `json:"agentVersion,omitempty"`
+	// AdditionalDirectories are the other workspace roots the session was
+	// made with, in order (what a list of sessions reports).
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	// ForkedFrom is set on a session made by session/fork: the events
+	// after this one up to the first turn/start of a turn after Turn are
+	// copies of the parent's.
+	ForkedFrom *ForkOrigin `json:"forkedFrom,omitempty"`
+}
+
+// ForkOrigin is where a forked session came from: the parent session and
+// its last finished turn, the last one copied (0 when it had none).
+type ForkOrigin struct {
+	SessionID string `json:"sessionId"`
+	Turn      int    `json:"turn"`
 }
 
 // TurnStart records the user's prompt: the editor's blocks as sent (opaque

@@ -486,7 +486,7 @@ func (x *Index) apply(rec indexRecord) {
 		delete(x.entries, rec.SessionID)
 	case ok && old.UpdatedAt.After(rec.UpdatedAt):
 		return // a summary read from the log before its writer put a newer one
-	case ok && old == rec.Summary:
+	case ok && old.Equal(rec.Summary):
 		return // this process's own Put, read back
 	default:
 		x.entries[rec.SessionID] = rec.Summary

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -29,6 +30,14 @@ type Summary struct {
 	Title string `json:"title,omitempty"`
 	// UpdatedAt is the time of the last event written.
 	UpdatedAt time.Time `json:"updatedAt"`
+	// AdditionalDirectories are those of its session/start.
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+}
+
+// Equal reports whether s and o are the same summary.
+func (s Summary) Equal(o Summary) bool {
+	return s.SessionID == o.SessionID && s.Cwd == o.Cwd && s.Title == o.Title &&
+		s.UpdatedAt.Equal(o.UpdatedAt) && slices.Equal(s.AdditionalDirectories, o.AdditionalDirectories)
 }
 
 // Summarize derives the summary of a log from its events. titled reports
@@ -59,7 +68,7 @@ func (f *summaryFold) add(t time.Time, typ string, data json.RawMessage) {
 	case TypeSessionStart:
 		var d SessionStart
 		if json.Unmarshal(data, &d) == nil {
-			f.s.SessionID, f.s.Cwd = d.SessionID, d.Cwd
+			f.s.SessionID, f.s.Cwd, f.s.AdditionalDirectories = d.SessionID, d.Cwd, d.AdditionalDirectories
 		}
 	case TypeTurnEnd:
 		var d TurnEnd

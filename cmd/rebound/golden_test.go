@@ -556,7 +556,7 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 			schema.validateEvent(t, ev)
 			out.WriteString(canonical(map[string]any{"dir": "log", "event": ev}) + "\n")
 		}
-		events = append(events, loaded.Events...)
+		events = append(events, ownEvents(loaded.Events)...)
 	}
 	for path, evs := range kept {
 		if !slices.Contains(logs, path) {
@@ -591,9 +591,29 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	return normalise(out2)
 }
 
+// ownEvents are the events of a log less those a session/fork copied from
+// its parent (session.SessionStart.ForkedFrom): everything up to the
+// parent's last copied turn/end. The parent's log has them already.
+func ownEvents(events []session.Event) []session.Event {
+	if len(events) == 0 {
+		return events
+	}
+	var start session.SessionStart
+	if json.Unmarshal(events[0].Data, &start) != nil || start.ForkedFrom == nil || start.ForkedFrom.Turn == 0 {
+		return events
+	}
+	for i, ev := range events {
+		var end session.TurnEnd
+		if ev.Type == session.TypeTurnEnd && json.Unmarshal(ev.Data, &end) == nil && end.Turn == start.ForkedFrom.Turn {
+			return append(events[:1:1], events[i+1:]...)
+		}
+	}
+	return events
+}
+
 // usedTokens are the token figures of a usage_update and of a step/end's
-// usage that count the request.
-var usedTokens = regexp.MustCompile(`"(used|promptTokens)":[0-9]+`)
+// usage, and of a prompt's usage, that count the request.
+var usedTokens = regexp.MustCompile(`"(used|promptTokens|inputTokens|totalTokens)":[0-9]+`)
 
 // checkPromises asserts, for every scenario, what Rebound promises whatever
 // the faults: one provider request per step, each turn's steps are its first
@@ -785,8 +805,10 @@ type acpSchema struct {
 	root    *jsonschema.Schema
 	results map[string]*jsonschema.Schema // method → result type
 	params  map[string]*jsonschema.Schema // notification method → params type
-	event   *jsonschema.Schema            // a session log line (our own schema)
-	retry   *jsonschema.Schema            // _meta["rebound/retry"] (our own schema)
+	// unstable: method → result type of the unstable parts (unstable.json)
+	unstable map[string]*jsonschema.Schema
+	event    *jsonschema.Schema // a session log line (our own schema)
+	retry    *jsonschema.Schema // _meta["rebound/retry"] (our own schema)
 }
 
 func loadACPSchema(t *testing.T) *acpSchema {
@@ -805,6 +827,19 @@ func loadACPSchema(t *testing.T) *acpSchema {
 	if err := c.AddResource("acp.json", doc); err != nil {
 		t.Fatal(err)
 	}
+	// The unstable parts Rebound implements (testdata/acp-schema/SOURCE.md).
+	uf, err := os.Open(filepath.Join("..", "..", "testdata", "acp-schema", "unstable.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uf.Close()
+	udoc, err := jsonschema.UnmarshalJSON(uf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("unstable.json", udoc); err != nil {
+		t.Fatal(err)
+	}
 	compile := func(ref string) *jsonschema.Schema {
 		s, err := c.Compile(ref)
 		if err != nil {
@@ -814,6 +849,14 @@ func loadACPSchema(t *testing.T) *acpSchema {
 	}
 	return &acpSchema{
 		root: compile("acp.json"),
+		unstable: map[string]*jsonschema.Schema{
+			"initialize":        compile("unstable.json#/$defs/InitializeResponse"),
+			"session/prompt":    compile("unstable.json#/$defs/PromptResponse"),
+			"session/fork":      compile("unstable.json#/$defs/ForkSessionResponse"),
+			"providers/list":    compile("unstable.json#/$defs/ListProvidersResponse"),
+			"providers/set":     compile("unstable.json#/$defs/SetProviderResponse"),
+			"providers/disable": compile("unstable.json#/$defs/DisableProviderResponse"),
+		},
 		results: map[string]*jsonschema.Schema{
 			"initialize":                compile("acp.json#/$defs/InitializeResponse"),
 			"session/new":               compile("acp.json#/$defs/NewSessionResponse"),
@@ -871,6 +914,11 @@ func (s *acpSchema) validate(t *testing.T, line string, methods map[string]strin
 		if sch := s.results[methods[fmt.Sprint(msg["id"])]]; sch != nil {
 			if err := sch.Validate(res); err != nil {
 				t.Errorf("result does not validate: %s\n%v", line, err)
+			}
+		}
+		if sch := s.unstable[methods[fmt.Sprint(msg["id"])]]; sch != nil {
+			if err := sch.Validate(res); err != nil {
+				t.Errorf("result does not validate against testdata/acp-schema/unstable.json: %s\n%v", line, err)
 			}
 		}
 	}

@@ -45,7 +45,7 @@ func netTransports(cfg config.Config, e env) (*http.Client, mcp.NewHTTP, error) 
 // request, and (provider.share_limits) every response told to the gate of
 // the bucket it came from. The gates are those of one registry per
 // process, over <state dir>/ratelimit.
-func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (llm.HTTPDoer, *bucketGates) {
+func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (*providerRoutes, *bucketGates) {
 	if base == nil {
 		base = &http.Client{} // as llm.NewOpenAI: no overall timeout, the watchdogs bound a stream
 	}
@@ -60,6 +60,7 @@ func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (llm
 			MaxInFlight: cfg.Provider.MaxInFlight, Log: log.With().Str("component", "ratelimit").Logger()})
 		doer = ratelimit.LearnDoer{Next: doer}
 	}
+	bare := doer
 	if len(cfg.Provider.Headers) > 0 {
 		h := http.Header{}
 		for k, v := range cfg.Provider.Headers {
@@ -67,7 +68,8 @@ func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (llm
 		}
 		doer = headerDoer{next: doer, h: h}
 	}
-	return doer, g
+	// providers/set may route the requests elsewhere (providerroute.go).
+	return newProviderRoutes(doer, bare, cfg.Provider.BaseURL), g
 }
 
 // headerDoer adds static headers (provider.headers, validated) to every

@@ -293,6 +293,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		MCPConnect:          e.mcpConnect,
 		MCPHTTP:             mcpHTTP,
 		Secrets:             func() proc.Secrets { return childSecrets(cfg.Provider.APIKeyEnv, e, &keys) },
+		Routes:              httpClient,
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})

@@ -1,0 +1,141 @@
+package acp
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// The handlers of the unstable methods (unstable.go).
+
+// forkSession serves session/fork like session/new: the agent writes the
+// new session's log, which a slow disk makes slow.
+func (s *Server) forkSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	forker, ok := implemented[SessionForker](s, c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, true, func(p *ForkSessionRequest) error {
+		if err := checkSessionID(p.SessionID); err != nil {
+			return err
+		}
+		return checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
+	}, func(p ForkSessionRequest) (ForkSessionResponse, error) { return forker.ForkSession(s.base, p) },
+		func(_ ForkSessionRequest, r ForkSessionResponse) { s.answered(c, r.SessionID) })
+}
+
+// providersCapability advertises providers/* when agent serves them.
+func providersCapability(agent Agent) *struct{} {
+	if p, ok := agent.(ProviderConfigurer); ok && p.ProvidersConfigurable() {
+		return &struct{}{}
+	}
+	return nil
+}
+
+// providers returns the agent's ProviderConfigurer, or answers
+// method-not-found when it has none that serves.
+func (s *Server) providers(c *jsonrpc2.Conn, req *jsonrpc2.Request) (ProviderConfigurer, bool) {
+	p, ok := s.agent.(ProviderConfigurer)
+	if !ok || !p.ProvidersConfigurable() {
+		s.answers.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
+		return nil, false
+	}
+	return p, true
+}
+
+func (s *Server) listProviders(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	p, ok := s.providers(c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, false, nil, func(r ListProvidersRequest) (ListProvidersResponse, error) { return p.ListProviders(s.base, r) }, nil)
+}
+
+func (s *Server) setProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	p, ok := s.providers(c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, true, checkSetProvider,
+		func(r SetProviderRequest) (SetProviderResponse, error) { return p.SetProvider(s.base, r) }, nil)
+}
+
+func (s *Server) disableProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	p, ok := s.providers(c, req)
+	if !ok {
+		return
+	}
+	handle(s, c, req, true, func(r *DisableProviderRequest) error {
+		if r.ProviderID == "" {
+			return NewInvalidParams("providerId is required")
+		}
+		return nil
+	}, func(r DisableProviderRequest) (DisableProviderResponse, error) { return p.DisableProvider(s.base, r) }, nil)
+}
+
+// Bounds of a providers/set: the headers go on every model request.
+const (
+	maxProviderHeaders     = 64
+	maxProviderHeaderBytes = 8 << 10
+	maxProviderURLBytes    = 2 << 10
+)
+
+// checkSetProvider checks what the client routes the model's traffic
+// through: an absolute http(s) URL without credentials in it, and headers
+// net/http would send as they are.
+func checkSetProvider(p *SetProviderRequest) error {
+	switch {
+	case p.ProviderID == "":
+		return NewInvalidParams("providerId is required")
+	case p.APIType == "":
+		return NewInvalidParams("apiType is required")
+	case len(p.BaseURL) > maxProviderURLBytes:
+		return NewInvalidParams("baseUrl is longer than %d bytes", maxProviderURLBytes)
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return NewInvalidParams("baseUrl must be an absolute http or https URL, got %s", quote(p.BaseURL))
+	}
+	if u.User != nil {
+		return NewInvalidParams("baseUrl must not hold credentials; send them in headers")
+	}
+	if len(p.Headers) > maxProviderHeaders {
+		return NewInvalidParams("at most %d headers", maxProviderHeaders)
+	}
+	for k, v := range p.Headers {
+		if err := checkHeader(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkHeader(k, v string) error {
+	if len(k)+len(v) > maxProviderHeaderBytes {
+		return NewInvalidParams("header %s is longer than %d bytes", quote(k), maxProviderHeaderBytes)
+	}
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool { return !isTokenRune(r) }) {
+		return NewInvalidParams("header name %s is not a valid HTTP header name", quote(k))
+	}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		// The value itself is never quoted: it may be a key.
+		return NewInvalidParams("header %s: the value holds a control character", quote(k))
+	}
+	switch http.CanonicalHeaderKey(k) {
+	case "Host", "Content-Length", "Transfer-Encoding", "Connection":
+		return NewInvalidParams("header %s is set by Rebound's HTTP client", quote(k))
+	}
+	return nil
+}
+
+// isTokenRune reports whether r may appear in an HTTP header name (RFC 9110
+// token).
+func isTokenRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	}
+	return strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
