@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -31,7 +32,7 @@ func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (llm
 			dir = filepath.Join(cfg.StateDir, "ratelimit")
 		}
 		g.reg = ratelimit.New(ratelimit.Options{Dir: dir, Scope: cfg.Provider.LimitScope, Pacing: cfg.Provider.Pacing,
-			MaxInFlight: cfg.Provider.MaxInFlight, Log: log.With().Str("component", "ratelimit").Logger()})
+			MaxInFlight: cfg.Provider.MaxInFlight, MaxSpread: time.Duration(cfg.Recovery.MaxRetryAfter), Log: log.With().Str("component", "ratelimit").Logger()})
 		doer = ratelimit.LearnDoer{Next: doer}
 	}
 	if len(cfg.Provider.Headers) > 0 {
