@@ -75,8 +75,8 @@ const (
 
 // scrub removes the values of provider.headers from what a response may
 // quote them in: its headers, and the body of a failure (a gateway that
-// refuses a key may repeat it), which is what Rebound shows and logs. A
-// streamed reply is not read here: the model never sees the headers.
+// refuses a key may repeat it), which is what Rebound shows and logs; a
+// streamed reply as it is read (scrubReader), for its in-stream errors.
 func (d headerDoer) scrub(resp *http.Response) *http.Response {
 	var secrets []string
 	for _, vs := range d.h {
@@ -101,6 +101,7 @@ func (d headerDoer) scrub(resp *http.Response) *http.Response {
 		}
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		resp.Body = newScrubReader(resp.Body, secrets) // a stream's in-stream error may repeat them too
 		return resp
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxScrubbed))
