@@ -2,7 +2,8 @@ package ratelimit
 
 import (
 	"context"
-	"math/rand/v2"
+	"crypto/sha256"
+	"encoding/binary"
 	"net/http"
 	"sync"
 	"time"
@@ -211,25 +212,37 @@ func (b *Bucket) newRelease(c *mark, pacing bool, old *release) *release {
 // 10^12 requests is saying "no limit worth spreading").
 const maxPer = 1 << 20
 
-// slot gives r's next slot: its time with jitter, no later than MaxSpread
-// from now (the wait the caller would give up on) nor earlier than Start.
+// slot gives r's next slot: its time with jitter, never earlier than
+// Start. A slot further than MaxSpread from now (the wait the caller would
+// give up on) is not given: the caller is held MaxSpread, the most it
+// waits, and its request is sent then, outside the release (it may be
+// refused, and retried as recovery says), leaving the slot to a later one.
 func (b *Bucket) slot(r *release, now time.Time) time.Time {
-	at := r.base(r.Given).Add(b.jitter(r.Spread))
-	r.Given++
+	at := r.base(r.Given).Add(b.jitter(r, r.Given))
 	if limit := now.Add(b.r.opts.MaxSpread); at.After(limit) {
-		at = limit
+		return maxTime(limit, r.Start)
 	}
+	r.Given++
 	return maxTime(at, r.Start)
 }
 
-func (b *Bucket) jitter(d time.Duration) time.Duration {
+// jitter is slot k's full jitter, in [0, r.Spread): a hash of the
+// release and k, evenly spread like a random draw, but the same for the
+// same slot in every process (the slot is given once, whoever asks) and
+// from one run to the next on the same clock (transcripts pin it).
+func (b *Bucket) jitter(r *release, k int) time.Duration {
+	d := r.Spread
 	if d <= 0 {
 		return 0
 	}
 	if f := b.r.opts.Jitter; f != nil {
 		return max(0, min(f(d), d-1))
 	}
-	return rand.N(d)
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:8], uint64(r.Start.UnixNano()))
+	binary.LittleEndian.PutUint64(buf[8:], uint64(k))
+	h := sha256.Sum256(buf[:])
+	return time.Duration(binary.LittleEndian.Uint64(h[:8]) % uint64(d))
 }
 
 func maxTime(a, b time.Time) time.Time {

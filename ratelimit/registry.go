@@ -74,7 +74,7 @@ type Options struct {
 	// and a cooldown ending further off gives no slot (the caller gives up
 	// on it). Set it to recovery.max_retry_after; 0 is DefaultMaxSpread.
 	MaxSpread time.Duration
-	// Jitter, when set, replaces the random jitter in [0, d) of a slot
+	// Jitter, when set, replaces the hashed jitter in [0, d) of a slot
 	// (tests).
 	Jitter func(d time.Duration) time.Duration
 	// MaxInFlight caps the requests in flight per bucket, across processes
