@@ -298,6 +298,18 @@ mutate ratelimit/inflight.go 's/^\t\tok, err := tryLock(f)$/\t\tok, err := true,
 	./ratelimit 'TestAcquire_CapAcrossProcesses|TestFileLock_BetweenProcesses' "shared limit: max_in_flight holds across processes"
 mutate ratelimit/doer.go 's/^\t\tg.Learn(now(), origin, resp.StatusCode, resp.Header)$/\t\t_ = now/' \
 	./ratelimit TestLearnDoer "shared limit: every response is told to the gate"
+mutate ratelimit/bucket.go 's/^\tr.Given++$/\t_ = r.Given/' \
+	./ratelimit TestHold_ReleaseByWindows "shared limit herd: each request held on a cooldown takes its own slot after the reset"
+mutate ratelimit/bucket.go 's/^\t\tr.Given = old.landingFrom(c.Until)$/\t\tr.Given = 0/' \
+	./ratelimit TestHold_NoHerdAtTheReset "shared limit herd: a later cooldown keeps the slots given that land after it"
+mutate ratelimit/bucket.go 's/min(max(c.Window, spacing), MaxHold)+r.Spread/min(max(c.Window, spacing), MaxHold)/' \
+	./ratelimit TestHold_ReleaseByWindows "shared limit herd: a batch waits a window and the jitter of the one before"
+mutate ratelimit/bucket.go 's/^\tif limit := now.Add(b.r.opts.MaxSpread); at.After(limit) {$/\tif limit := now.Add(b.r.opts.MaxSpread); false {/' \
+	./ratelimit TestHold_ReleaseByWindows "shared limit herd: no slot is held past max_retry_after"
+mutate cmd/rebound/providerhttp.go 's/^\t\tresp.Body = newScrubReader(resp.Body, secrets).*$//' \
+	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: a provider.headers value in a stream's in-stream error is removed"
+mutate cmd/rebound/scrubstream.go 's/^\t\t\tr.ready = r.safe()$/\t\t\tr.ready = len(r.pending)/' \
+	./cmd/rebound TestScrubReader_SecretsSplitAnywhere "shared limit: a secret split across a stream's reads is removed"
 mutate recovery/bucketlimits.go 's/^\tif status != http.StatusTooManyRequests {$/\tif true {/' \
 	./ratelimit TestHold_NeverOpensClosedNeverHoldsLonger "shared limit: a 429's reset headers close the bucket"
 mutate llm/mockprovider/mock.go 's/^\trefused := m.windowUsed >= b.Requests$/\trefused := false/' \
