@@ -293,6 +293,11 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		switch {
 		case lim.Known && lim.Remaining < 1:
 			closeBy(lim.Reset, lim.Source)
+		// Token limits are not paced: whether the next request fits in
+		// the tokens left depends on its size as the provider counts it
+		// (the prompt, and max_tokens reserved up front), which the gate
+		// is not told and cannot judge before the request is sent. At 0
+		// they close the bucket like any limit (the case above).
 		case lim.Known && lim.Requests && lim.Reset > 0 && nearlyEmpty(lim):
 			// The tightest request limit sets the pace: the most time per
 			// request left.
