@@ -41,6 +41,10 @@ type state struct {
 	Cooldown *mark    `json:"cooldown,omitempty"`
 	Pace     *pace    `json:"pace,omitempty"`
 	Release  *release `json:"release,omitempty"`
+	// Window is the longest reset the tightest request limit has said:
+	// its window, as far as one can tell (a 429 late in a window says
+	// less).
+	Window time.Duration `json:"window,omitempty"`
 }
 
 // by is who learnt a fact.
@@ -56,6 +60,7 @@ type by struct {
 type mark struct {
 	Until  time.Time     `json:"until"`
 	Source string        `json:"source"`
+	Count  bool          `json:"count,omitempty"` // closed by a remaining count at 0, not a refusal
 	Limit  float64       `json:"limit,omitempty"`
 	Window time.Duration `json:"window,omitempty"`
 	by
@@ -272,10 +277,13 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 	l := by{Process: b.r.process, Origin: origin}
 	var closeAt time.Time
 	var source string
-	closeBy := func(d time.Duration, src string) {
+	byCount := false // the close is a count at 0, not a refusal's wait
+	closeBy := func(d time.Duration, src string) bool {
 		if at := now.Add(min(d, MaxHold)); d > 0 && at.After(closeAt) {
-			closeAt, source = at, src
+			closeAt, source, byCount = at, src, false
+			return true
 		}
+		return false
 	}
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		if d, src, ok := recovery.HeaderWait(status, h, now); ok {
@@ -283,16 +291,34 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		}
 	}
 	var np *pace
-	size := 0.0 // the smallest request limit's size the provider said
+	// The tightest request limit whose size the provider said: its size
+	// and its reset (the window, at its longest) spread a release.
+	size, window := 0.0, time.Duration(0)
 	for _, lim := range limits {
 		if lim.Requests && lim.Limit >= 1 && (size == 0 || lim.Limit < size) {
-			size = lim.Limit
+			size, window = lim.Limit, min(lim.Reset, MaxHold)
 		}
+	}
+	// A success dated by its own count to the window a count at 0 closed
+	// (requests left, and a reset within a second of the close's end) was
+	// sent before the close and answered after it: it reopens nothing.
+	stale := func(c *mark) bool {
+		if !c.Count {
+			return false
+		}
+		for _, lim := range limits {
+			if lim.Requests && lim.Known && lim.Remaining >= 1 && lim.Reset > 0 && !now.Add(lim.Reset).After(c.Until.Add(time.Second)) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, lim := range limits {
 		switch {
 		case lim.Known && lim.Remaining < 1:
-			closeBy(lim.Reset, lim.Source)
+			if closeBy(lim.Reset, lim.Source) {
+				byCount = true
+			}
 		// Token limits are not paced: whether the next request fits in
 		// the tokens left depends on its size as the provider counts it
 		// (the prompt, and max_tokens reserved up front), which the gate
@@ -301,23 +327,26 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		case lim.Known && lim.Requests && lim.Reset > 0 && nearlyEmpty(lim):
 			// The tightest request limit sets the pace: the most time per
 			// request left.
-			p := &pace{Reset: now.Add(min(lim.Reset, MaxHold)), Remaining: lim.Remaining, Limit: size, Window: min(lim.Reset, MaxHold), Source: lim.Source, by: l}
+			p := &pace{Reset: now.Add(min(lim.Reset, MaxHold)), Remaining: lim.Remaining, Limit: size, Window: max(min(lim.Reset, MaxHold), window), Source: lim.Source, by: l}
 			if np == nil || float64(p.Reset.Sub(now))/p.Remaining > float64(np.Reset.Sub(now))/np.Remaining {
 				np = p
 			}
 		}
 	}
 	success := status >= 200 && status < 300
-	if closeAt.IsZero() && np == nil && !success {
+	if closeAt.IsZero() && np == nil && !success && window == 0 {
 		return // nothing learnt: no need to touch the file
 	}
 	b.update(now, func(s *state) bool {
 		changed := false
-		if success && s.Cooldown != nil {
+		if window > s.Window {
+			s.Window, changed = window, true
+		}
+		if success && s.Cooldown != nil && !stale(s.Cooldown) {
 			s.Cooldown, changed = nil, true
 		}
 		if !closeAt.IsZero() && (s.Cooldown == nil || closeAt.After(s.Cooldown.Until)) {
-			s.Cooldown, changed = &mark{Until: closeAt, Source: source, Limit: size, Window: closeAt.Sub(now), by: l}, true
+			s.Cooldown, changed = &mark{Until: closeAt, Source: source, Count: byCount, Limit: size, Window: max(closeAt.Sub(now), s.Window), by: l}, true
 		}
 		if np != nil {
 			if old := s.Pace; old != nil && now.Before(old.Reset) {

@@ -153,6 +153,9 @@ func (s *state) check(now time.Time) error {
 		p.Reset, p.Next = minTime(p.Reset, limit), minTime(p.Next, limit)
 		strs = append(strs, p.Source, p.Process, p.Origin)
 	}
+	if !(s.Window >= 0 && s.Window <= MaxHold) {
+		return fmt.Errorf("bucket file has a window of %v", s.Window)
+	}
 	if c := s.Cooldown; c != nil && !(c.Limit >= 0 && c.Limit <= 1e12 && c.Window >= 0 && c.Window <= MaxHold) {
 		return fmt.Errorf("bucket file has a cooldown of limit %v and window %v", c.Limit, c.Window)
 	}

@@ -195,3 +195,33 @@ func TestHold_ReleaseByWindows(t *testing.T) {
 		t.Errorf("a cooldown past MaxSpread gave a slot: %+v", d.mem.Release)
 	}
 }
+
+// TestLearn_StaleSuccessKeepsClosed: answers to requests sent together
+// come back in any order; one that used an earlier slot of the window a
+// count at 0 closed (requests left, the same reset) does not reopen it. A
+// success from the next window does.
+func TestLearn_StaleSuccessKeepsClosed(t *testing.T) {
+	b := memBucket(Options{})
+	b.Learn(t0, "s1", 200, hdr("x-ratelimit-limit-requests", "4", "x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "10s"))
+	b.Learn(t0.Add(50*time.Millisecond), "s2", 200, hdr("x-ratelimit-limit-requests", "4", "x-ratelimit-remaining-requests", "2", "x-ratelimit-reset-requests", "9.95s"))
+	if h := b.Hold(t0.Add(time.Second), "s3"); h.Until != t0.Add(10*time.Second) {
+		t.Errorf("after a late answer from the closed window: %+v, want held to the reset", h)
+	}
+	b.Learn(t0.Add(10100*time.Millisecond), "s2", 200, hdr("x-ratelimit-limit-requests", "4", "x-ratelimit-remaining-requests", "3", "x-ratelimit-reset-requests", "10s"))
+	if b.mem.Cooldown != nil {
+		t.Errorf("a success from the next window left the bucket closed: %+v", b.mem.Cooldown)
+	}
+}
+
+// TestHold_ReleaseWindowIsTheLongestReset: a 429 late in a window says
+// little of the window's length; the release spreads by the longest reset
+// the limit has said.
+func TestHold_ReleaseWindowIsTheLongestReset(t *testing.T) {
+	b := memBucket(Options{MaxSpread: time.Minute})
+	b.Learn(t0, "s1", 200, hdr("x-ratelimit-limit-requests", "1", "x-ratelimit-remaining-requests", "1", "x-ratelimit-reset-requests", "10s"))
+	b.Learn(t0.Add(9*time.Second), "s1", 429, hdr("x-ratelimit-limit-requests", "1", "x-ratelimit-remaining-requests", "0", "x-ratelimit-reset-requests", "1s", "retry-after-ms", "1000"))
+	b.Hold(t0.Add(9*time.Second), "s2")
+	if h := b.Hold(t0.Add(9*time.Second), "s3"); h.Until != t0.Add(20*time.Second+DefaultMinSpacing) {
+		t.Errorf("the second held: %+v, want a 10 s window (and a spread) after the reset", h)
+	}
+}

@@ -276,7 +276,7 @@ mutate session/lastturn.go 's/f.before, f.prev, f.borrowed = f.prev, line, true/
 mutate session/lastturn.go 's/^\tcase errors.Is(err, errLockHeld):$/\tcase false:/' \
 	./session TestHeld "interrupted: a held lock is told"
 # Issue 33: one provider limit, shared (ratelimit, config, the mock's bucket).
-mutate ratelimit/bucket.go 's/^\t\tif success \&\& s.Cooldown != nil {$/\t\tif false {/' \
+mutate ratelimit/bucket.go 's/^\t\tif success \&\& s.Cooldown != nil \&\& !stale(s.Cooldown) {$/\t\tif false {/' \
 	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a success reopens the bucket"
 mutate ratelimit/bucket.go 's/(s.Cooldown == nil || closeAt.After(s.Cooldown.Until))/true/' \
 	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a shorter wait never reopens a bucket sooner"
@@ -306,6 +306,10 @@ mutate ratelimit/bucket.go 's/min(max(c.Window, spacing), MaxHold)+r.Spread/min(
 	./ratelimit TestHold_ReleaseByWindows "shared limit herd: a batch waits a window and the jitter of the one before"
 mutate ratelimit/bucket.go 's/^\tif limit := now.Add(b.r.opts.MaxSpread); at.After(limit) {$/\tif limit := now.Add(b.r.opts.MaxSpread); false {/' \
 	./ratelimit TestHold_ReleaseByWindows "shared limit herd: no slot is held past max_retry_after"
+mutate ratelimit/bucket.go 's/ \&\& !stale(s.Cooldown) {$/ {/' \
+	./ratelimit TestLearn_StaleSuccessKeepsClosed "shared limit herd: a late answer from the closed window reopens nothing"
+mutate ratelimit/bucket.go 's/Window: max(closeAt.Sub(now), s.Window), by: l}/Window: closeAt.Sub(now), by: l}/' \
+	./ratelimit TestHold_ReleaseWindowIsTheLongestReset "shared limit herd: the release spreads by the longest reset said"
 mutate cmd/rebound/providerhttp.go 's/^\t\tresp.Body = newScrubReader(resp.Body, secrets).*$//' \
 	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: a provider.headers value in a stream's in-stream error is removed"
 mutate cmd/rebound/scrubstream.go 's/^\t\t\tr.ready = r.safe()$/\t\t\tr.ready = len(r.pending)/' \
