@@ -27,7 +27,15 @@ func hdr(kv ...string) http.Header {
 	return h
 }
 
-func memBucket(opts Options) *Bucket { return New(opts).Bucket(endpoint, key, model) }
+// noJitter puts every slot of a release at its base time.
+func noJitter(time.Duration) time.Duration { return 0 }
+
+func memBucket(opts Options) *Bucket {
+	if opts.Jitter == nil {
+		opts.Jitter = noJitter
+	}
+	return New(opts).Bucket(endpoint, key, model)
+}
 
 func TestHold_CooldownFrom429(t *testing.T) {
 	b := memBucket(Options{})
@@ -35,17 +43,23 @@ func TestHold_CooldownFrom429(t *testing.T) {
 		t.Fatalf("fresh bucket holds: %+v", h)
 	}
 	b.Learn(t0, "s1", 429, hdr("Retry-After", "5"))
-	for _, c := range []struct {
+	// Requests held together are released one slot apart (no limit size
+	// said: DefaultMinSpacing), not all at the reset.
+	for i, c := range []struct {
 		origin, by string
 	}{{"s1", recovery.HoldBySelf}, {"s2", recovery.HoldByOtherChat}} {
 		got := b.Hold(t0.Add(time.Second), c.origin)
-		want := recovery.Hold{Until: t0.Add(5 * time.Second), Reason: recovery.HoldCooldown, By: c.by, Source: "retry-after"}
+		want := recovery.Hold{Until: t0.Add(5*time.Second + time.Duration(i)*DefaultMinSpacing), Reason: recovery.HoldCooldown, By: c.by, Source: "retry-after"}
 		if got != want {
 			t.Errorf("Hold from %s = %+v, want %+v", c.origin, got, want)
 		}
 	}
-	if h := b.Hold(t0.Add(5*time.Second), "s2"); h != (recovery.Hold{}) {
-		t.Errorf("Hold once the wait has passed = %+v, want none", h)
+	// Until the last slot given has passed, a request takes the next one.
+	if h := b.Hold(t0.Add(5*time.Second), "s2"); h.Until != t0.Add(5*time.Second+2*DefaultMinSpacing) {
+		t.Errorf("Hold at the reset, two slots given = %+v, want the third", h)
+	}
+	if h := b.Hold(t0.Add(6*time.Second), "s2"); h != (recovery.Hold{}) {
+		t.Errorf("Hold once the wait and its slots have passed = %+v, want none", h)
 	}
 }
 
@@ -98,7 +112,12 @@ func TestHold_Pacing(t *testing.T) {
 	if got := b.Hold(t0.Add(time.Second), "s1"); got.Until != t0.Add(9*time.Second) || got.Reason != recovery.HoldPacing {
 		t.Fatalf("fourth: %+v, want until the reset", got)
 	}
-	if got := b.Hold(t0.Add(9*time.Second), "s1"); got != (recovery.Hold{}) {
+	// After it, requests are released one spacing apart (the limit's size
+	// unknown), from the one held to it on.
+	if got := b.Hold(t0.Add(9*time.Second), "s1"); got.Until != t0.Add(9*time.Second+DefaultMinSpacing) {
+		t.Fatalf("at the reset: %+v, want one spacing after it", got)
+	}
+	if got := b.Hold(t0.Add(10*time.Second), "s1"); got != (recovery.Hold{}) {
 		t.Fatalf("after the reset: %+v", got)
 	}
 
@@ -157,6 +176,9 @@ func TestRegistry_SameBucket(t *testing.T) {
 // shared returns two registries over one directory, as two processes.
 func shared(t *testing.T, opts Options) (*Registry, *Registry, string) {
 	opts.Dir = filepath.Join(t.TempDir(), "ratelimit")
+	if opts.Jitter == nil {
+		opts.Jitter = noJitter
+	}
 	return New(opts), New(opts), opts.Dir
 }
 
@@ -254,7 +276,7 @@ func TestFile_LockedIsSurvived(t *testing.T) {
 	}
 	holder.Close()
 	bk.Learn(t0, "s1", 429, hdr("Retry-After", "4"))
-	if h := New(Options{Dir: dir}).Bucket(endpoint, key, model).Hold(t0, "s2"); h.Until != t0.Add(4*time.Second) {
+	if h := New(Options{Dir: dir, Jitter: noJitter}).Bucket(endpoint, key, model).Hold(t0, "s2"); h.Until != t0.Add(4*time.Second) {
 		t.Errorf("once unlocked, the file did not get the state: %+v", h)
 	}
 }

@@ -20,6 +20,10 @@ const maxFile = 4 << 10
 // maxField bounds a file's strings (a source, a process or session id).
 const maxField = 200
 
+// maxGiven bounds a release's count of slots given (a billion requests
+// held on one cooldown is damage).
+const maxGiven = 1 << 30
+
 // errLocked: another process held the bucket file for longer than LockWait.
 var errLocked = errors.New("locked by another process for too long")
 
@@ -143,11 +147,24 @@ func (s *state) check(now time.Time) error {
 		strs = append(strs, c.Source, c.Process, c.Origin)
 	}
 	if p := s.Pace; p != nil {
-		if !(p.Remaining >= 0 && p.Remaining <= 1e12) {
+		if !(p.Remaining >= 0 && p.Remaining <= 1e12 && p.Limit >= 0 && p.Limit <= 1e12 && p.Window >= 0 && p.Window <= MaxHold) {
 			return fmt.Errorf("bucket file has a remaining count of %v", p.Remaining)
 		}
 		p.Reset, p.Next = minTime(p.Reset, limit), minTime(p.Next, limit)
 		strs = append(strs, p.Source, p.Process, p.Origin)
+	}
+	if !(s.Window >= 0 && s.Window <= MaxHold) {
+		return fmt.Errorf("bucket file has a window of %v", s.Window)
+	}
+	if c := s.Cooldown; c != nil && !(c.Limit >= 0 && c.Limit <= 1e12 && c.Window >= 0 && c.Window <= MaxHold) {
+		return fmt.Errorf("bucket file has a cooldown of limit %v and window %v", c.Limit, c.Window)
+	}
+	if r := s.Release; r != nil {
+		if r.Per < 1 || r.Per > maxPer || r.Every < time.Millisecond || r.Every > 2*MaxHold || r.Spread < 0 || r.Spread > r.Every || r.Given < 0 || r.Given > maxGiven {
+			return fmt.Errorf("bucket file has a release of %d per %v (spread %v, %d given)", r.Per, r.Every, r.Spread, r.Given)
+		}
+		r.Start = minTime(r.Start, limit)
+		strs = append(strs, r.Source, r.Process, r.Origin)
 	}
 	for _, v := range strs {
 		if len(v) > maxField || !utf8.ValidString(v) {

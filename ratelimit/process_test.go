@@ -63,7 +63,7 @@ func TestFileLock_BetweenProcesses(t *testing.T) {
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("helper: %q %v", line, err)
 	}
-	b := New(Options{Dir: dir, MaxInFlight: 1, LockWait: -1}).Bucket(endpoint, key, model)
+	b := New(Options{Dir: dir, MaxInFlight: 1, LockWait: -1, Jitter: noJitter}).Bucket(endpoint, key, model)
 	// Its lock is seen: the file cannot be had, nor the one slot.
 	if _, err := b.openLocked(b.file, -1); err != errLocked {
 		t.Errorf("the other process's lock on the bucket file: %v, want errLocked", err)

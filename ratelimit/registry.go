@@ -49,6 +49,8 @@ const (
 	// locked (its holders keep it for a read and a write of a few hundred
 	// bytes); past it the file is skipped, with a warning.
 	DefaultLockWait = 500 * time.Millisecond
+	// DefaultMaxSpread is recovery.max_retry_after's default.
+	DefaultMaxSpread = 10 * time.Second
 	// MaxHold bounds any hold: a provider (or a damaged file) that says
 	// "a year" holds requests a day at most, and the recovery policy's
 	// max_retry_after gives up on far less.
@@ -67,6 +69,14 @@ type Options struct {
 	Pacing bool
 	// MinSpacing: 0 is DefaultMinSpacing.
 	MinSpacing time.Duration
+	// MaxSpread bounds the wait of a request held on a cooldown, slot
+	// included: a slot further than this from now is brought forward to it,
+	// and a cooldown ending further off gives no slot (the caller gives up
+	// on it). Set it to recovery.max_retry_after; 0 is DefaultMaxSpread.
+	MaxSpread time.Duration
+	// Jitter, when set, replaces the hashed jitter in [0, d) of a slot
+	// (tests).
+	Jitter func(d time.Duration) time.Duration
 	// MaxInFlight caps the requests in flight per bucket, across processes
 	// sharing Dir; 0 is no cap.
 	MaxInFlight int
@@ -90,6 +100,9 @@ type Registry struct {
 func New(opts Options) *Registry {
 	if opts.MinSpacing == 0 {
 		opts.MinSpacing = DefaultMinSpacing
+	}
+	if opts.MaxSpread <= 0 {
+		opts.MaxSpread = DefaultMaxSpread
 	}
 	if opts.LockWait == 0 {
 		opts.LockWait = DefaultLockWait

@@ -19,8 +19,17 @@ import (
 // card: spreading requests over what is left of a limit is the normal
 // rhythm of a busy bucket, not an incident, and a synced record and a
 // card flashing for every request would drown the ones that matter. A
-// cooldown is always shown: some chat's request was refused.
+// cooldown this chat learnt and that ends that soon is silent too: it is
+// the tail of the wait this chat has just made for its own refusal (a
+// reset header a few milliseconds after its Retry-After). Any other
+// cooldown is shown: another chat's request was refused.
 const SilentPacing = time.Second
+
+// silentHold reports whether a hold of d is waited without a record or a
+// card (SilentPacing).
+func silentHold(h Held, d time.Duration) bool {
+	return d < SilentPacing && (h.Reason == HoldPacing || h.By == HoldBySelf)
+}
 
 // hold waits out what gate asks before attempt n, recording and showing
 // the wait through obs as a retry's, numbered in chain; it returns a
@@ -51,7 +60,7 @@ func (e *Executor) hold(ctx context.Context, gate Gate, chain *Chain, used map[s
 	if !deadline.IsZero() && !now.Add(d).Before(deadline) {
 		return giveUp(fmt.Sprintf("which would pass the request deadline (%s)", e.Config.RequestDeadline))
 	}
-	if held.Reason == HoldPacing && d < SilentPacing {
+	if silentHold(held, d) {
 		return sleep(ctx, d)
 	}
 	if chain.ID == "" {

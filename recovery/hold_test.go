@@ -384,14 +384,14 @@ func FuzzExecutorHolds(f *testing.F) {
 				if f := c.Failure; f == nil || f.Held == nil || f.Code != recovery.RateLimit || f.RetryAfterMs == nil || *f.RetryAfterMs != c.Delay.Milliseconds() {
 					t.Fatalf("a hold's facts %+v do not name its wait %v", f, c.Delay)
 				}
-				if f := c.Failure.Held; f.Reason == recovery.HoldPacing && c.Delay < recovery.SilentPacing {
-					t.Fatalf("a pacing of %v was recorded", c.Delay)
+				if f := c.Failure.Held; c.Delay < recovery.SilentPacing && (f.Reason == recovery.HoldPacing || f.By == recovery.HoldBySelf) {
+					t.Fatalf("a short hold (%s, by %s) of %v was recorded", f.Reason, f.By, c.Delay)
 				}
 			}
 			asked := len(gate.Asked())
 			recorded := 0
 			for _, h := range holds[:min(asked, len(holds))] {
-				if h.For > 0 && !(h.Reason == recovery.HoldPacing && h.For < recovery.SilentPacing) {
+				if h.For > 0 && !(h.For < recovery.SilentPacing && (h.Reason == recovery.HoldPacing || h.By == recovery.HoldBySelf)) {
 					recorded++
 				}
 			}

@@ -229,8 +229,10 @@ mutate recovery/hold.go 's|if limit := e.Config.Policy.MaxRetryAfter; d > limit 
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold longer than max_retry_after gives up at once"
 mutate recovery/hold.go 's|if !deadline.IsZero() \&\& !now.Add(d).Before(deadline) {|if false {|' \
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: a hold past the request deadline gives up at once"
-mutate recovery/hold.go 's|held.Reason == HoldPacing \&\& d < SilentPacing|held.Reason == HoldPacing \&\& d <= SilentPacing|' \
+mutate recovery/hold.go 's|return d < SilentPacing \&\& (h.Reason == HoldPacing \|\| h.By == HoldBySelf)|return d <= SilentPacing \&\& (h.Reason == HoldPacing \|\| h.By == HoldBySelf)|' \
 	./recovery TestExecutor_HoldsBeforeAnAttempt "shared limit: only a pacing under a second is waited silently"
+mutate recovery/hold.go 's/ || h.By == HoldBySelf)$/)/' \
+	./cmd/rebound 'TestGolden$/shared_limit_two_sessions' "shared limit: the short tail of this chat's own wait shows no second card"
 mutate recovery/hold.go 's|^\tif err := sleep(ctx, d); err != nil {$|\tif err := sleep(context.Background(), d); err != nil {|' \
 	./recovery TestExecutor_HoldCancelled "shared limit: a cancel ends the hold at once"
 mutate recovery/executor.go 's|^func retries(chain Chain, used map\[string\]int) int { return max(chain.Retries-used\[PolicyShared\], 0) }|func retries(chain Chain, used map[string]int) int { return chain.Retries }|' \
@@ -276,7 +278,7 @@ mutate session/lastturn.go 's/f.before, f.prev, f.borrowed = f.prev, line, true/
 mutate session/lastturn.go 's/^\tcase errors.Is(err, errLockHeld):$/\tcase false:/' \
 	./session TestHeld "interrupted: a held lock is told"
 # Issue 33: one provider limit, shared (ratelimit, config, the mock's bucket).
-mutate ratelimit/bucket.go 's/^\t\tif success \&\& s.Cooldown != nil {$/\t\tif false {/' \
+mutate ratelimit/bucket.go 's/^\t\tif success \&\& s.Cooldown != nil \&\& !stale(s.Cooldown) {$/\t\tif false {/' \
 	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a success reopens the bucket"
 mutate ratelimit/bucket.go 's/(s.Cooldown == nil || closeAt.After(s.Cooldown.Until))/true/' \
 	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a shorter wait never reopens a bucket sooner"
@@ -298,6 +300,22 @@ mutate ratelimit/inflight.go 's/^\t\tok, err := tryLock(f)$/\t\tok, err := true,
 	./ratelimit 'TestAcquire_CapAcrossProcesses|TestFileLock_BetweenProcesses' "shared limit: max_in_flight holds across processes"
 mutate ratelimit/doer.go 's/^\t\tg.Learn(now(), origin, resp.StatusCode, resp.Header)$/\t\t_ = now/' \
 	./ratelimit TestLearnDoer "shared limit: every response is told to the gate"
+mutate ratelimit/bucket.go 's/^\tr.Given++$/\t_ = r.Given/' \
+	./ratelimit TestHold_ReleaseByWindows "shared limit herd: each request held on a cooldown takes its own slot after the reset"
+mutate ratelimit/bucket.go 's/^\t\tr.Given = old.landingFrom(c.Until)$/\t\tr.Given = 0/' \
+	./ratelimit TestHold_NoHerdAtTheReset "shared limit herd: a later cooldown keeps the slots given that land after it"
+mutate ratelimit/bucket.go 's/min(max(c.Window, spacing), MaxHold)+r.Spread/min(max(c.Window, spacing), MaxHold)/' \
+	./ratelimit TestHold_ReleaseByWindows "shared limit herd: a batch waits a window and the jitter of the one before"
+mutate ratelimit/bucket.go 's/^\tif limit := now.Add(b.r.opts.MaxSpread); at.After(limit) {$/\tif limit := now.Add(b.r.opts.MaxSpread); false {/' \
+	./ratelimit TestHold_ReleaseByWindows "shared limit herd: no slot is held past max_retry_after"
+mutate ratelimit/bucket.go 's/ \&\& !stale(s.Cooldown) {$/ {/' \
+	./ratelimit TestLearn_StaleSuccessKeepsClosed "shared limit herd: a late answer from the closed window reopens nothing"
+mutate ratelimit/bucket.go 's/Window: max(closeAt.Sub(now), s.Window), by: l}/Window: closeAt.Sub(now), by: l}/' \
+	./ratelimit TestHold_ReleaseWindowIsTheLongestReset "shared limit herd: the release spreads by the longest reset said"
+mutate cmd/rebound/providerhttp.go 's/^\t\tresp.Body = newScrubReader(resp.Body, secrets).*$//' \
+	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: a provider.headers value in a stream's in-stream error is removed"
+mutate cmd/rebound/scrubstream.go 's/^\t\t\tr.ready = r.safe()$/\t\t\tr.ready = len(r.pending)/' \
+	./cmd/rebound TestScrubReader_SecretsSplitAnywhere "shared limit: a secret split across a stream's reads is removed"
 mutate recovery/bucketlimits.go 's/^\tif status != http.StatusTooManyRequests {$/\tif true {/' \
 	./ratelimit TestHold_NeverOpensClosedNeverHoldsLonger "shared limit: a 429's reset headers close the bucket"
 mutate llm/mockprovider/mock.go 's/^\trefused := m.windowUsed >= b.Requests$/\trefused := false/' \

@@ -641,12 +641,15 @@ func checkPromises(t *testing.T, lines []string, events []session.Event, request
 			Model     string `json:"model"`
 			RetryID   string `json:"retryId"`
 			Retry     int    `json:"retry"`
+			Policy    string `json:"policy"`
 		}
 		json.Unmarshal(ev.Data, &d)
 		key := fmt.Sprint(d.RetryID, "/", d.Retry)
 		switch ev.Type {
 		case session.TypeLLMRetry:
-			beforeFirst[key] = d.Step == 0
+			// A hold on the shared rate limit (policy shared) delays a
+			// step, after its retry's wait or before it: it starts none.
+			beforeFirst[key] = d.Step == 0 || d.Policy == recovery.PolicyShared
 		case session.TypeStepStart:
 			if d.Model == "" {
 				answered++ // a slash command Rebound answered itself: no request

@@ -38,7 +38,12 @@ Once listening it prints exactly one line to stdout, the base URL, e.g.
 and logs to stderr. It runs until SIGINT or SIGTERM, then exits 0.
 
 Without --script every request gets a streamed echo of its last user message
-(the script {"fallback": {"echo": true}}). The script format is described in
+(the script {"fallback": {"echo": true}}). A script's "bucket" puts one rate
+limit shared by every client in front of its steps, e.g.
+  {"bucket": {"requests": 4, "window": "10s"}, "fallback": {"echo": true}}
+allows 4 chat requests per 10 s window and refuses the rest with 429,
+retry-after and x-ratelimit-*-requests headers (for testing clients that
+share a provider's limit). The script format is described in
 docs/mock-provider.md; its JSON Schema is schema/mock-script.schema.json
 (also 'rebound schema mock-script').
 

@@ -375,7 +375,7 @@ func TestMockProvider_Help(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Errorf("help went to stdout: %q", stdout.String())
 	}
-	for _, w := range []string{"Usage: rebound mock-provider", "-addr", "-script", "-log", "-allow-remote", "docs/mock-provider.md", "mock-script.schema.json"} {
+	for _, w := range []string{"Usage: rebound mock-provider", "-addr", "-script", "-log", "-allow-remote", "docs/mock-provider.md", "mock-script.schema.json", `"bucket"`} {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("help lacks %q:\n%s", w, stderr.String())
 		}

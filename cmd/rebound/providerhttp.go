@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -57,7 +58,7 @@ func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (*pr
 			dir = filepath.Join(cfg.StateDir, "ratelimit")
 		}
 		g.reg = ratelimit.New(ratelimit.Options{Dir: dir, Scope: cfg.Provider.LimitScope, Pacing: cfg.Provider.Pacing,
-			MaxInFlight: cfg.Provider.MaxInFlight, Log: log.With().Str("component", "ratelimit").Logger()})
+			MaxInFlight: cfg.Provider.MaxInFlight, MaxSpread: time.Duration(cfg.Recovery.MaxRetryAfter), Log: log.With().Str("component", "ratelimit").Logger()})
 		doer = ratelimit.LearnDoer{Next: doer}
 	}
 	bare := doer
@@ -102,8 +103,8 @@ const (
 
 // scrub removes the values of provider.headers from what a response may
 // quote them in: its headers, and the body of a failure (a gateway that
-// refuses a key may repeat it), which is what Rebound shows and logs. A
-// streamed reply is not read here: the model never sees the headers.
+// refuses a key may repeat it), which is what Rebound shows and logs; a
+// streamed reply as it is read (scrubReader), for its in-stream errors.
 func (d headerDoer) scrub(resp *http.Response) *http.Response {
 	var secrets []string
 	for _, vs := range d.h {
@@ -128,6 +129,7 @@ func (d headerDoer) scrub(resp *http.Response) *http.Response {
 		}
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		resp.Body = newScrubReader(resp.Body, secrets) // a stream's in-stream error may repeat them too
 		return resp
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxScrubbed))

@@ -33,6 +33,9 @@ func TestProviderHeaders_SentNeverLogged(t *testing.T) {
 		{Text: "Hello."},
 		// A gateway that refuses repeats the key, in its body and a header.
 		{Status: 400, Body: json.RawMessage(`{"error":{"message":"gateway key ` + secret + ` is not valid","type":"invalid_request_error"}}`), Headers: map[string]string{"X-Echo": secret}},
+		// A 2xx stream whose in-stream error repeats it (retried: the next step answers).
+		{Text: "Par", StreamError: json.RawMessage(`{"message":"gateway key ` + secret + ` expired mid-stream","type":"server_error"}`)},
+		{Text: "Hello again."},
 	}})
 
 	inR, inW := io.Pipe()
@@ -63,7 +66,7 @@ func TestProviderHeaders_SentNeverLogged(t *testing.T) {
 	call(0, "initialize", map[string]any{"protocolVersion": 1})
 	res, _ := call(1, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})["result"].(map[string]any)
 	sid, _ := res["sessionId"].(string)
-	for i := range 2 {
+	for i := range 3 {
 		call(2+i, "session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
 	}
 	inW.Close()
@@ -71,8 +74,8 @@ func TestProviderHeaders_SentNeverLogged(t *testing.T) {
 	<-done
 
 	reqs := mock.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2", len(reqs))
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
 	}
 	for _, r := range reqs {
 		if r.Header.Get("X-Gateway-Key") != secret || r.Header.Get("X-Tags") != "team=a" {
