@@ -11,7 +11,7 @@ root=$(cd "$here/../.." && pwd)
 if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     timeout 900 apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends wine64 gcc-mingw-w64-x86-64 >/dev/null
+    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq wine64 gcc-mingw-w64-x86-64 >/dev/null
   else
     echo "wine-smoke: needs wine64 and gcc-mingw-w64-x86-64" >&2
     exit 1
