@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Rebound's Windows build under Wine through an editor's first minutes:
 # initialize, session/new, a prompt whose model (rebound mock-provider, run
-# natively) runs a command with cmd.exe and edits a file. See README.md,
+# natively) runs a command with cmd.exe and edits a file. See README.md's security model,
 # "Windows and macOS". Needs wine (Debian's wine64, 8.0) and mingw-w64 to
 # build bcryptprimitives.dll, which Wine 8 lacks; as root it installs them.
 # Bounded: every step has a timeout; about a minute on a fresh prefix.
