@@ -14,6 +14,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/agent/tools/shell"
 	"github.com/rebound-agent/rebound/session"
 	"github.com/rs/zerolog"
 )
@@ -158,7 +159,7 @@ func commandScope(command, dir string) string {
 // commandPreview shows a command whole, as it will run.
 func commandPreview(command, dir string) []acp.ToolCallContent {
 	shown, hidden := tools.Visible(command)
-	text := "Runs with `sh -c` in " + tools.PathSpan(dir) + ":\n" + tools.CodeBlock("sh", shown)
+	text := "Runs with `" + shell.Platform.Name + "` in " + tools.PathSpan(dir) + ":\n" + tools.CodeBlock(shell.Platform.Lang, shown)
 	if hidden {
 		text += "\n" + hiddenNote
 	}

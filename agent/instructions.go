@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/agent/tools/shell"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -27,8 +28,7 @@ const (
 - find_files lists files matching a glob (files ignored by .gitignore are skipped); search_files finds a regular expression in files. Use them to find your way instead of guessing paths.`
 
 	changeToolsInstructions = `- edit_file replaces old_text with new_text in a file; old_text must match the file exactly, once (add surrounding lines to make it unique, or set replace_all). Prefer it for changes to existing files.
-- write_file writes a whole file; use it for new files or complete rewrites.
-- run_command runs a shell command (sh -c) in the project, with a timeout; use it for builds, tests, git and other tools. Do not start servers or commands that never exit.`
+- write_file writes a whole file; use it for new files or complete rewrites.`
 
 	planToolInstructions = `- update_plan shows the user a short plan. Use it for work of several steps: set the plan when you start (a few one-line entries), mark an entry in_progress when you start it and completed as soon as it is done, and send the whole plan each time. Skip it for a single quick step.`
 
@@ -60,12 +60,18 @@ func permissionInstructions(mode string, withMCP bool) string {
 	return "The user is asked before every edit, write and command, and may decline." + declineInstructions
 }
 
+// runCommandInstructions names the interpreter commands run with (sh -c,
+// or cmd.exe /c on Windows), so that the model writes its syntax.
+func runCommandInstructions(sh shell.Interp) string {
+	return "- run_command runs a shell command (" + sh.Name + ") in the project, with a timeout; use it for builds, tests, git and other tools. Do not start servers or commands that never exit."
+}
+
 // baseInstructions is the built-in system prompt for a session in mode.
 func baseInstructions(mode string, withMCP bool) string {
 	var b strings.Builder
 	b.WriteString(introInstructions + "\n\nTools:\n" + readToolsInstructions)
 	if mode != ModeReadOnly {
-		b.WriteString("\n" + changeToolsInstructions)
+		b.WriteString("\n" + changeToolsInstructions + "\n" + runCommandInstructions(shell.Platform))
 		if withMCP {
 			b.WriteString("\n" + mcpToolsInstructions)
 		}

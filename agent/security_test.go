@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -463,16 +462,16 @@ func TestAgent_AgentsFileIsConfined(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		make func(path string) error
+		make func(t *testing.T, path string) error
 	}{
-		{"link out", func(path string) error { return os.Symlink(secret, path) }},
-		{"fifo", func(path string) error { return syscall.Mkfifo(path, 0o600) }},
+		{"link out", func(_ *testing.T, path string) error { return os.Symlink(secret, path) }},
+		{"fifo", func(t *testing.T, path string) error { testkit.Mkfifo(t, path); return nil }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("ok")}}
 			a := testAgent(t, Config{Provider: p})
 			id := newSession(t, a)
-			if err := tt.make(filepath.Join(a.store.sessions[id].dirs.cwd, "AGENTS.md")); err != nil {
+			if err := tt.make(t, filepath.Join(a.store.sessions[id].dirs.cwd, "AGENTS.md")); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := ask(t.Context(), a, id, "hi"); err != nil {

@@ -55,8 +55,9 @@ func (a *Agent) childSecrets() proc.Secrets {
 // cancel kills the command first and keeps its output so far.
 func (r *toolRunner) runInTerminal(ctx context.Context, call session.MessageToolCall, command, dir string, timeout time.Duration) (toolOutcome, error) {
 	limit := int64(r.cfg.OutputLimit)
+	program, args := shell.Platform.Argv(command)
 	created, err := r.ed.CreateTerminal(ctx, acp.CreateTerminalRequest{
-		SessionID: r.sessionID, Command: "/bin/sh", Args: []string{"-c", command}, Cwd: dir, OutputByteLimit: &limit,
+		SessionID: r.sessionID, Command: program, Args: args, Cwd: dir, OutputByteLimit: &limit,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -490,7 +490,7 @@ func TestOpenShared_LockedErrorNamesTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := session.LockFile(holder); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = session.OpenShared(stateDir, "s1")

@@ -138,12 +138,3 @@ func lockError(sessionID, path string, f *os.File, err error) error {
 	}
 	return fmt.Errorf("lock session log %s: %w", path, err)
 }
-
-func syncDir(dir string) error {
-	d, err := regfile.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}

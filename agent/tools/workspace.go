@@ -167,15 +167,22 @@ func absClean(base, p string) string {
 }
 
 // within reports whether p is root or lies below it. Both must be clean and
-// absolute; the separator check keeps /a/bc out of /a/b.
+// absolute; the separator check keeps /a/bc out of /a/b. On Windows names
+// are compared as NTFS does, without case: C:\Proj\x is in c:\proj.
 func within(root, p string) bool {
-	if p == root {
-		return true
+	return withinPath(root, p, filepath.Separator, foldPaths)
+}
+
+// withinPath is within for a separator and a case rule given, so that the
+// Windows rule is tested on every host.
+func withinPath(root, p string, sep byte, fold bool) bool {
+	if len(p) < len(root) {
+		return false
 	}
-	if !strings.HasSuffix(root, string(filepath.Separator)) {
-		root += string(filepath.Separator)
+	if head := p[:len(root)]; head != root && !(fold && strings.EqualFold(head, root)) {
+		return false
 	}
-	return strings.HasPrefix(p, root)
+	return len(p) == len(root) || root[len(root)-1] == sep || p[len(root)] == sep
 }
 
 // resolveLenient returns where abs, a clean absolute path, leads once every

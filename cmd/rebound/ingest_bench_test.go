@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -192,10 +191,7 @@ func ingestWith(b *testing.B, bin string, markers, chunks int, delay time.Durati
 	}
 	run.tail = last.Sub(lastSent)
 	run.firstText = first.Sub(prompted)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	run.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	run.switches = ru.Nvcsw + ru.Nivcsw
-	run.maxRSSKiB = ru.Maxrss
+	run.cpu, run.switches, run.maxRSSKiB = childUsage(cmd.ProcessState)
 	return run
 }
 

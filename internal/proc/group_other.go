@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package proc
 
@@ -18,19 +18,25 @@ const (
 
 func (groupSignal) os() os.Signal { return os.Kill }
 
-func setGroup(*exec.Cmd) {}
+func setGroup(*exec.Cmd, Cmd) error { return nil }
 
-func signalGroup(p *os.Process, sig groupSignal) {
+type group struct{}
+
+func (*group) join(*exec.Cmd) error { return nil }
+
+func (*group) signal(p *os.Process, sig groupSignal) {
 	if sig != sigHangup {
 		_ = p.Kill()
 	}
 }
 
-func killGroup(pid int) {
+func (*group) kill(pid int) {
 	if p, err := os.FindProcess(pid); err == nil {
 		_ = p.Kill()
 	}
 }
+
+func (*group) release() {}
 
 // ExitStatus: without signals, only an exit code.
 func ExitStatus(ps *os.ProcessState) (*int, string) {

@@ -22,18 +22,27 @@ func (s groupSignal) os() os.Signal { return syscall.Signal(s) }
 // itself, so that one signal reaches it and every child that stays in the
 // group: servers launched through npx or uvx are often a wrapper with the
 // real server as its child.
-func setGroup(cmd *exec.Cmd) {
+func setGroup(cmd *exec.Cmd, _ Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithParent(cmd.SysProcAttr)
+	return nil
 }
 
-// signalGroup signals the process group that p leads. Errors are ignored:
+// group: a process group is named by its leader's pid, so there is nothing
+// to hold.
+type group struct{}
+
+func (*group) join(*exec.Cmd) error { return nil }
+
+// signal signals the process group that p leads. Errors are ignored:
 // the usual one is ESRCH, the group having already gone. The group ID cannot
 // be reused while any member is alive, so this never reaches a stranger's
 // group.
-func signalGroup(p *os.Process, sig groupSignal) { _ = syscall.Kill(-p.Pid, syscall.Signal(sig)) }
+func (*group) signal(p *os.Process, sig groupSignal) { _ = syscall.Kill(-p.Pid, syscall.Signal(sig)) }
 
-func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+func (*group) kill(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+func (*group) release() {}
 
 // ExitStatus reads the exit code or the fatal signal from a finished process: the
 // exit code, or nil and the signal's name ("SIGKILL").

@@ -18,9 +18,11 @@
 package proc
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +40,10 @@ type Cmd struct {
 	Env []string
 	// The standard streams; nil is the null device.
 	Stdin, Stdout, Stderr *os.File
+	// CmdLine, on Windows, is the command line passed whole to the program
+	// in place of Args joined by the C runtime's quoting rules, which
+	// cmd.exe does not follow. Elsewhere it must be empty.
+	CmdLine string
 }
 
 // Process is a started command. Its methods may be called from any
@@ -49,6 +55,10 @@ type Process struct {
 	// ctl is the reaper's control socket (nil without a reaper): closing it
 	// makes the reaper kill everything.
 	ctl *os.File
+
+	// group is what reaches everything the command started without a
+	// reaper: on Windows a job object, elsewhere nothing to hold.
+	group group
 
 	mu       sync.Mutex
 	killed   bool
@@ -83,6 +93,9 @@ func Start(c Cmd) (*Process, error) {
 			return nil, err
 		}
 	}
+	if c.CmdLine != "" && runtime.GOOS != "windows" {
+		return nil, errors.New("proc: CmdLine is for Windows only")
+	}
 	env := c.Env
 	if env == nil {
 		env = Environ(Secrets{}, c.Dir)
@@ -98,11 +111,19 @@ func Start(c Cmd) (*Process, error) {
 func startDirect(c Cmd, name string, env []string) (*Process, error) {
 	cmd := &exec.Cmd{Path: name, Args: append([]string{c.Name}, c.Args...), Dir: c.Dir, Env: env}
 	setStdio(cmd, c)
-	setGroup(cmd)
+	if err := setGroup(cmd, c); err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	return &Process{cmd: cmd, pid: cmd.Process.Pid}, nil
+	p := &Process{cmd: cmd, pid: cmd.Process.Pid}
+	if err := p.group.join(cmd); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	return p, nil
 }
 
 // setStdio gives cmd c's streams. A nil *os.File must stay a nil
@@ -140,7 +161,7 @@ func (p *Process) Kill() {
 		if p.ctl == nil {
 			// Without a reaper, members of the group may outlive the
 			// command itself.
-			killGroup(p.pid)
+			p.group.kill(p.pid)
 		}
 		return
 	}
@@ -149,7 +170,7 @@ func (p *Process) Kill() {
 	}
 	p.killed = true
 	if p.ctl == nil {
-		killGroup(p.pid)
+		p.group.kill(p.pid)
 		_ = p.cmd.Process.Kill() // in case it left its group
 		return
 	}
@@ -170,6 +191,7 @@ func (p *Process) Wait() (*os.ProcessState, error) {
 	if p.ctl != nil && !p.killed {
 		_ = p.ctl.Close()
 	}
+	p.group.release()
 	p.mu.Unlock()
 	return p.cmd.ProcessState, err
 }
@@ -185,7 +207,7 @@ func (p *Process) signal(sig groupSignal) {
 		}
 		return
 	}
-	signalGroup(p.cmd.Process, sig)
+	p.group.signal(p.cmd.Process, sig)
 }
 
 // dedupEnv keeps the last value of each name, as os/exec does: a program's

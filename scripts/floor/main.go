@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command floor measures what this machine charges a process for one
 // streamed chunk at a model's pace, below any agent: a peer writes a line
 // over loopback TCP every 20 ms, and the child (a C program and a Go one,
@@ -8,6 +10,8 @@
 //	cc -O2 -o /tmp/floor-c scripts/floor/testdata/child.c
 //	go build -o /tmp/floor-go ./scripts/floor/testdata/child
 //	go run ./scripts/floor /tmp/floor-c /tmp/floor-go
+//
+// It reads rusage, which only Unix has.
 package main
 
 import (

@@ -1,7 +1,8 @@
 // Package shell runs one shell command for the agent's run_command tool when
 // the editor offers no terminal of its own.
 //
-// The command gets what an editor terminal would give it (/bin/sh -c, the
+// The command gets what an editor terminal would give it (/bin/sh -c, or
+// cmd.exe /c on Windows: see Interp; the
 // session's working directory and Rebound's environment without its
 // credentials, combined stdout and stderr). It is started with proc, which
 // runs it in its own process group and, on Linux, under a reaper: when it
@@ -41,7 +42,7 @@ const drainDelay = 250 * time.Millisecond
 
 // Options describes one command.
 type Options struct {
-	Command     string        // run as: /bin/sh -c Command
+	Command     string        // run as: /bin/sh -c Command (Platform)
 	Dir         string        // working directory (already validated by the caller)
 	Env         []string      // nil = Rebound's environment (os.Environ) without Secrets
 	Secrets     proc.Secrets  // what an inherited environment must not carry
@@ -101,8 +102,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		env = proc.Environ(opts.Secrets, opts.Dir)
 	}
 	start := time.Now()
+	name, args, cmdLine := Platform.cmd(opts.Command)
 	p, err := proc.Start(proc.Cmd{
-		Name: "/bin/sh", Args: []string{"-c", opts.Command}, Dir: opts.Dir, Env: env,
+		Name: name, Args: args, CmdLine: cmdLine, Dir: opts.Dir, Env: env,
 		// No stdin: the null device, so a command waiting for input must
 		// not hang.
 		Stdout: pw, Stderr: pw,

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs Rebound's Windows build under Wine through an editor's first minutes:
+# initialize, session/new, a prompt whose model (rebound mock-provider, run
+# natively) runs a command with cmd.exe and edits a file. See README.md's security model,
+# "Windows and macOS". Needs wine (Debian's wine64, 8.0) and mingw-w64 to
+# build bcryptprimitives.dll, which Wine 8 lacks; as root it installs them.
+# Bounded: every step has a timeout; about a minute on a fresh prefix.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    timeout 900 apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq wine64 gcc-mingw-w64-x86-64 >/dev/null
+  else
+    echo "wine-smoke: needs wine64 and gcc-mingw-w64-x86-64" >&2
+    exit 1
+  fi
+fi
+work=$(mktemp -d)
+mock=""
+cleanup() {
+  [ -n "$mock" ] && kill "$mock" 2>/dev/null || true
+  WINEPREFIX="$work/prefix" timeout 30 wineserver -k 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export WINEPREFIX="$work/prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+x86_64-w64-mingw32-gcc -O2 -shared -nostdlib -Wl,--entry=0 -o "$work/bcryptprimitives.dll" \
+  "$here/bcryptprimitives.c" "$here/bcryptprimitives.def" -ladvapi32
+(cd "$root" && GOOS=windows GOARCH=amd64 go build -o "$work/rebound.exe" ./cmd/rebound \
+  && go build -o "$work/rebound" ./cmd/rebound)
+timeout 300 wineboot -i >/dev/null 2>&1
+# The Go runtime loads it from System32 only.
+cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
+
+# The Windows-only code's own tests (the session lock, the dir sync, the
+# job object, cmd.exe's command line), built for Windows and run here.
+for pkg in session internal/proc agent/tools; do
+  (cd "$root" && GOOS=windows GOARCH=amd64 go test -c -o "$work/${pkg//\//_}.test.exe" "./$pkg")
+  (cd "$work" && timeout 180 wine "$work/${pkg//\//_}.test.exe" \
+    -test.run 'Windows|TestJob_|TestStart_CmdLine|TestDirSyncRefused|TestWithinPath' -test.count 1)
+done
+
+"$work/rebound" mock-provider --script "$here/mock.json" >"$work/mock.url" 2>"$work/mock.log" &
+mock=$!
+for _ in $(seq 100); do [ -s "$work/mock.url" ] && break; sleep 0.1; done
+[ -s "$work/mock.url" ] || { cat "$work/mock.log" >&2; exit 1; }
+
+mkdir -p "$work/proj/notes"
+printf 'old line\n' >"$work/proj/notes/todo.txt"
+# Wine maps the Unix root to Z:, so Rebound sees Windows paths throughout.
+winpath() { printf 'Z:%s' "${1//\//\\}"; }
+OPENAI_API_KEY=smoke-key timeout 180 python3 "$here/drive.py" rebound.exe "$(winpath "$work/proj")" "$work/proj" \
+  wine "$work/rebound.exe" --base-url "$(cat "$work/mock.url")" --model smoke \
+  --state-dir "$(winpath "$work/state")"
