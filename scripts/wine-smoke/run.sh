@@ -8,12 +8,23 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
+# --ci: a machine that cannot get the tools (no root, no apt, a failed
+# install) skips the smoke test, saying so loudly; once the tools are there,
+# any failure fails. Without --ci, missing tools fail.
+ci=false
+[ "${1:-}" = --ci ] && ci=true
+missing() { ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null || ! command -v python3 >/dev/null; }
+if missing; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    timeout 900 apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq wine64 gcc-mingw-w64-x86-64 >/dev/null
-  else
-    echo "wine-smoke: needs wine64 and gcc-mingw-w64-x86-64" >&2
+    timeout 900 apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq wine64 gcc-mingw-w64-x86-64 python3 >/dev/null || true
+  fi
+  if missing; then
+    echo "wine-smoke: needs wine64, gcc-mingw-w64-x86-64 and python3, and could not install them" >&2
+    if $ci; then
+      echo "wine-smoke: SKIPPED: the Windows build was vetted and built, not run" >&2
+      exit 0
+    fi
     exit 1
   fi
 fi
