@@ -208,6 +208,8 @@ mutate agent/load.go 's/^\t\tif t.statusLast \&\& t.text {$/\t\tif true {/' \
 	./agent TestAgent_LoadAfterCrash "replay: a turn cut by a stop of Rebound's ends with the Interrupted mark"
 mutate agent/load.go 's/^\t\tt.cut = t.text$/\t\treturn nil/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed turn ends with its give-up as a line of text"
+mutate agent/load.go 's/^\t\treturn recovery.StoppedMark(replied)$/\t\treturn "[The turn ended without a reply.]"/' \
+	./cmd/rebound 'TestE2E_CrashDuringRetryWaitThenLoad$' "replay: a kill during a retry's wait ends the turn with the Interrupted mark (e2e)"
 mutate agent/load.go 's/^\t\tt.cut = t.text$/\t\treturn nil/' \
 	./cmd/rebound 'TestGolden$/status_give_up_without' "replay: a failed turn's prompt is kept apart from the next by text, not by a card"
 mutate agent/load.go 's/^\treturn statusWords(u) == why$/\treturn false/' \

@@ -181,20 +181,21 @@ max_retry_after = "60s"
 		t.Fatalf("session/load answered %v, want a result", resp)
 	}
 	var replayed []string
-	statuses := 0
-	for _, n := range notes {
+	statuses, marks := 0, 0
+	for i, n := range notes {
 		kind, u := updateKind(n)
 		switch kind {
 		case "user_message_chunk":
 			replayed = append(replayed, u["content"].(map[string]any)["text"].(string))
-		case "agent_message_chunk", "agent_thought_chunk":
-			// Only Rebound's own line on how the turn ended, which keeps
-			// the prompt apart from the next in every client: no model
-			// text, since nothing was committed.
-			text, _ := u["content"].(map[string]any)["text"].(string)
-			if id, _ := u["messageId"].(string); kind != "agent_message_chunk" || !strings.HasPrefix(id, "rebound_end_") || !strings.HasPrefix(text, "[Interrupted") {
-				t.Errorf("replay sent %s, but nothing was committed: %v", kind, n)
+		case "agent_message_chunk":
+			// Nothing was committed: the only text is the mark that ends a
+			// turn Rebound's stop cut, last.
+			if text, _ := u["content"].(map[string]any)["text"].(string); text != recovery.StoppedMark(false) || i != len(notes)-1 {
+				t.Errorf("replay sent %s (note %d of %d), but nothing was committed: %v", kind, i+1, len(notes), n)
 			}
+			marks++
+		case "agent_thought_chunk":
+			t.Errorf("replay sent %s, but nothing was committed: %v", kind, n)
 		case "tool_call":
 			// The wait that the kill cut short, as a client without
 			// notices is shown it.
@@ -208,6 +209,9 @@ max_retry_after = "60s"
 	}
 	if statuses != 1 {
 		t.Errorf("%d statuses replayed, want the one wait", statuses)
+	}
+	if marks != 1 {
+		t.Errorf("%d interrupted marks replayed, want one at the turn's end", marks)
 	}
 	if !slices.Equal(replayed, []string{"hello before the crash"}) {
 		t.Errorf("replayed user messages = %q, want the interrupted turn's prompt", replayed)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -191,10 +192,13 @@ func TestE2E_BadConfigReachesTheEditor(t *testing.T) {
 	if !strings.Contains(msg, cfg) || !strings.Contains(msg, "provider.max_tokens") {
 		t.Errorf("session/new answered %v; want an error naming the file and the key", resp)
 	}
-	// Its input ends: it exits, and not with success.
+	// Its input ends: it exits with status 1 of its own, not killed at
+	// the deadline.
 	p.stdin.Close()
-	if err := p.cmd.Wait(); err == nil || ctx.Err() != nil {
-		t.Fatalf("rebound with a bad config exited %v (deadline: %v), want a failure status when its input ends", err, ctx.Err())
+	err := p.cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || ctx.Err() != nil {
+		t.Fatalf("rebound with a bad config exited %v (deadline: %v), want exit status 1 when its input ends", err, ctx.Err())
 	}
 	if s := p.stderr.String(); !strings.Contains(s, cfg) || !strings.Contains(s, "provider.max_tokens") || !strings.Contains(s, msg) {
 		t.Errorf("stderr does not name the file and the key as the editor was told (%q):\n%s", msg, s)
