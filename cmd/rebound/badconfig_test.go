@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,42 +50,18 @@ func TestServe_ConfigErrorReachesTheEditor(t *testing.T) {
 				}
 				return ""
 			}
-			in := strings.Join([]string{
+			answers, code, stderr := serveLines(t, nil, getenv, []string{
 				`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`,
 				`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/user/project","mcpServers":[]}}`,
 				`{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"sess_0000000000000000000000000000beef","cwd":"/home/user/project","mcpServers":[]}}`,
 				`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_0000000000000000000000000000beef","prompt":[{"type":"text","text":"hi"}]}}`,
 				`{"jsonrpc":"2.0","id":4,"method":"session/list","params":{}}`,
 				`{"jsonrpc":"2.0","id":5,"method":"session/set_mode","params":{"sessionId":"sess_0000000000000000000000000000beef","modeId":"read-only"}}`,
-			}, "\n") + "\n"
-			// The input stays open until every request is answered: at its
-			// end a running prompt would be answered as cancelled.
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			var errOut bytes.Buffer
-			done := make(chan int, 1)
-			go func() {
-				done <- runEnv(t.Context(), nil, inR, outW, &errOut, env{getenv: getenv, home: t.TempDir()})
-				outW.Close()
-			}()
-			go io.WriteString(inW, in)
-			answers := map[float64]map[string]any{}
-			sc := bufio.NewScanner(outR)
-			for len(answers) < 6 && sc.Scan() {
-				var m map[string]any
-				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-					t.Fatalf("stdout line %q: %v", sc.Text(), err)
-				}
-				if id, ok := m["id"].(float64); ok {
-					answers[id] = m
-				}
-			}
-			inW.Close()
-			go io.Copy(io.Discard, outR)
-			if code := <-done; code != 1 {
+			}, 6)
+			if code != 1 {
 				t.Errorf("exit code %d, want 1", code)
 			}
-			first, _, _ := strings.Cut(errOut.String(), "\n")
+			first, _, _ := strings.Cut(stderr, "\n")
 			text, ok := strings.CutPrefix(first, "rebound: ")
 			if !ok || !strings.Contains(text, c.want) {
 				t.Fatalf("stderr's first line = %q, want the error naming %q", first, c.want)

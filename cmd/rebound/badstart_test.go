@@ -13,24 +13,24 @@ import (
 	"github.com/rebound-agent/rebound/config"
 )
 
-// serveArgs runs rebound with args as an editor would (stdin a pipe), sends
-// initialize and session/new, and returns their answers, the exit code
-// and stderr.
-func serveArgs(t *testing.T, args []string) (init, sessNew map[string]any, code int, stderr string) {
+// serveLines runs rebound with args and environment getenv as an editor
+// would (stdin a pipe), sends lines, and returns the answers by id once
+// want of them came, the exit code and stderr. The input stays open until
+// then: at its end a running prompt would be answered as cancelled.
+func serveLines(t *testing.T, args []string, getenv func(string) string, lines []string, want int) (answers map[float64]map[string]any, code int, stderr string) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	var errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runEnv(t.Context(), args, inR, outW, &errOut, env{getenv: func(string) string { return "" }, home: t.TempDir()})
+		done <- runEnv(t.Context(), args, inR, outW, &errOut, env{getenv: getenv, home: t.TempDir()})
 		outW.Close()
 	}()
-	go io.WriteString(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`+"\n"+
-		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/user/project","mcpServers":[]}}`+"\n")
-	answers := map[float64]map[string]any{}
+	go io.WriteString(inW, strings.Join(lines, "\n")+"\n")
+	answers = map[float64]map[string]any{}
 	sc := bufio.NewScanner(outR)
-	for len(answers) < 2 && sc.Scan() {
+	for len(answers) < want && sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("stdout line %q: %v", sc.Text(), err)
@@ -41,7 +41,17 @@ func serveArgs(t *testing.T, args []string) (init, sessNew map[string]any, code 
 	}
 	inW.Close()
 	go io.Copy(io.Discard, outR)
-	return answers[0], answers[1], <-done, errOut.String()
+	return answers, <-done, errOut.String()
+}
+
+// serveArgs is serveLines with initialize and session/new, and no environment.
+func serveArgs(t *testing.T, args []string) (init, sessNew map[string]any, code int, stderr string) {
+	t.Helper()
+	answers, code, stderr := serveLines(t, args, func(string) string { return "" }, []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/user/project","mcpServers":[]}}`,
+	}, 2)
+	return answers[0], answers[1], code, stderr
 }
 
 // A command line serve does not take reaches the editor as a bad config
