@@ -29,7 +29,7 @@ func TestDefinitions_Fresh(t *testing.T) {
 	}
 	path := "definitions.json"
 	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		if err := golden.Write(path, got); err != nil {
 			t.Fatal(err)
 		}
 		return
