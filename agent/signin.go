@@ -291,8 +291,9 @@ func (o *modelOverride) fromOr(from string) string {
 }
 
 // useModel makes model the default of new sessions and of those open on
-// the former default, whose editors are told (config_option_update); a
-// session whose model was chosen keeps it.
+// the former default (made for the former provider), whose editors are
+// told (config_option_update); a session on another model, chosen in the
+// editor, keeps it.
 func (a *Agent) useModel(ctx context.Context, c acp.Client, model, from string) {
 	old := a.menu.defaults().model
 	a.menu.override.set(model, from)
