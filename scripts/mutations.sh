@@ -407,4 +407,7 @@ mutate cmd/rebound/signin.go 's/^\ts.key.set(res.Name)$//' \
 mutate config/loginsetup.go 's/^\t\tif err := CheckAPIKey(key); err != nil {$/\t\tif err := error(nil); err != nil {/' \
 	./config TestSaveProvider_Refused "editor sign-in: the key typed in the editor is checked as the terminal's"
 
+mutate cmd/rebound/signin.go 's/key, err := config.APIKey(k.get(), e.getenv, e.home)/key, err := config.APIKey(k.all()[len(k.all())-1], e.getenv, e.home)/' \
+	./cmd/rebound TestEditorSetUp_SwapsTheRunningProvider "editor sign-in: signing in again never finds the former provider's key"
+
 exit $survived

@@ -249,15 +249,7 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 	}
 	// The key's variable, which a sign-in in the editor may change (signin.go).
 	keyEnv := &keyName{name: cfg.Provider.APIKeyEnv}
-	// newProvider looks for the key again: `rebound login` may store one
-	// while the editor runs Rebound.
-	newProvider := func() (llm.Provider, error) {
-		key, err := config.APIKey(keyEnv.get(), e.getenv, e.home)
-		if key == "" {
-			return nil, err
-		}
-		return use(key), nil
-	}
+	newProvider := keyEnv.newProvider(e, use)
 	provider, err := newProvider()
 	if err != nil {
 		// Not fatal: a prompt says the same, where an editor shows it.

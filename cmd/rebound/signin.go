@@ -44,6 +44,20 @@ func (k *keyName) all() []string {
 	return append([]string{k.name}, k.earlier...)
 }
 
+// newProvider is agent.Config.NewProvider: it looks for the key again, as
+// `rebound login` may store one while the editor runs Rebound, under the
+// variable named now (never a former provider's key for the new one), and
+// makes a provider with use.
+func (k *keyName) newProvider(e env, use func(key string) llm.Provider) func() (llm.Provider, error) {
+	return func() (llm.Provider, error) {
+		key, err := config.APIKey(k.get(), e.getenv, e.home)
+		if key == "" {
+			return nil, err
+		}
+		return use(key), nil
+	}
+}
+
 // editorSetUp is agent.Config.SetUp: what `rebound login` does, for the
 // answers a sign-in in the editor collected, and then the running Rebound
 // uses the new provider: its requests, made for the configured base URL,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -72,6 +74,12 @@ func TestEditorSetUp_SwapsTheRunningProvider(t *testing.T) {
 	if keyEnv.get() != "DEEPSEEK_API_KEY" {
 		t.Errorf("the key is looked for under %s", keyEnv.get())
 	}
+	// Signing in again looks for the new provider's key, not the former
+	// one that is still in the environment.
+	again, err := keyEnv.newProvider(getenv, func(key string) llm.Provider { return stubKey(key) })()
+	if err != nil || again != stubKey("sk-deepseek-new") {
+		t.Errorf("signing in again found %v (%v), want the new key", again, err)
+	}
 	sec := childSecrets(keyEnv.all(), getenv, &keys)
 	for _, want := range []string{"DEEPSEEK_API_KEY", "OPENAI_API_KEY"} {
 		if !slices.Contains(sec.Names, want) {
@@ -83,6 +91,13 @@ func TestEditorSetUp_SwapsTheRunningProvider(t *testing.T) {
 			t.Errorf("children may inherit a key (%d values kept from them)", len(sec.Values))
 		}
 	}
+}
+
+// stubKey is a provider that is only the key it was made with.
+type stubKey string
+
+func (stubKey) Stream(context.Context, llm.Request) (llm.Stream, error) {
+	return nil, errors.New("stub")
 }
 
 // The model list is asked of the chosen provider with the key typed, not
