@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -32,7 +33,8 @@ func (k *keyName) set(name string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if name != k.name {
-		k.earlier = append(k.earlier, k.name)
+		// Each name once: there are only so many presets.
+		k.earlier = append(slices.DeleteFunc(k.earlier, func(n string) bool { return n == name || n == k.name }), k.name)
 		k.name = name
 	}
 }
