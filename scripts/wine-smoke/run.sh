@@ -45,13 +45,21 @@ timeout 300 wineboot -i >/dev/null 2>&1
 # The Go runtime loads it from System32 only.
 cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
 
-# The Windows-only code's own tests (the session lock, the dir sync, the
-# job object, cmd.exe's command line), built for Windows and run here.
-for pkg in session internal/proc agent/tools; do
+# The Windows-only code's own tests (the file lock and the holder it names,
+# the dir sync, the job object, cmd.exe's command line and the editor
+# terminal's, the bucket files shared between processes), built for Windows
+# and run here: package, then the tests to run (internal/filelock's all).
+while read -r pkg tests; do
   (cd "$root" && GOOS=windows GOARCH=amd64 go test -c -o "$work/${pkg//\//_}.test.exe" "./$pkg")
-  (cd "$work" && timeout 180 wine "$work/${pkg//\//_}.test.exe" \
-    -test.run 'Windows|TestJob_|TestStart_CmdLine|TestDirSyncRefused|TestWithinPath' -test.count 1)
-done
+  (cd "$work" && timeout 180 wine "$work/${pkg//\//_}.test.exe" -test.run "$tests" -test.count 1)
+done <<'TESTS'
+internal/filelock .
+session Windows|TestDirSyncRefused
+internal/proc Windows|TestJob_|TestStart_CmdLine
+agent/tools Windows|TestWithinPath
+agent/tools/shell Windows
+ratelimit TestFileLock_BetweenProcesses
+TESTS
 
 "$work/rebound" mock-provider --script "$here/mock.json" >"$work/mock.url" 2>"$work/mock.log" &
 mock=$!
