@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Rebound's Windows build under Wine through an editor's first minutes:
 # initialize, session/new, a prompt whose model (rebound mock-provider, run
-# natively) runs a command with cmd.exe and edits a file. See README.md's security model,
+# natively) runs a command with cmd.exe and edits a file, then again with the
+# command in the editor's terminal. See README.md's security model,
 # "Windows and macOS". Needs wine (Debian's wine64, 8.0) and mingw-w64 to
 # build bcryptprimitives.dll, which Wine 8 lacks; as root it installs them.
 # Bounded: every step has a timeout; about a minute on a fresh prefix.
@@ -61,15 +62,22 @@ agent/tools/shell Windows
 ratelimit TestFileLock_BetweenProcesses
 TESTS
 
-"$work/rebound" mock-provider --script "$here/mock.json" >"$work/mock.url" 2>"$work/mock.log" &
-mock=$!
-for _ in $(seq 100); do [ -s "$work/mock.url" ] && break; sleep 0.1; done
-[ -s "$work/mock.url" ] || { cat "$work/mock.log" >&2; exit 1; }
-
 mkdir -p "$work/proj/notes"
-printf 'old line\n' >"$work/proj/notes/todo.txt"
 # Wine maps the Unix root to Z:, so Rebound sees Windows paths throughout.
 winpath() { printf 'Z:%s' "${1//\//\\}"; }
-OPENAI_API_KEY=smoke-key timeout 180 python3 "$here/drive.py" rebound.exe "$(winpath "$work/proj")" "$work/proj" \
-  wine "$work/rebound.exe" --base-url "$(cat "$work/mock.url")" --model smoke \
-  --state-dir "$(winpath "$work/state")"
+# Twice: the command run by Rebound, then in the editor's terminal; each
+# run with a mock provider of its own, whose script starts over.
+for terminal in 0 1; do
+  rm -f "$work/mock.url"
+  "$work/rebound" mock-provider --script "$here/mock.json" >"$work/mock.url" 2>"$work/mock.log" &
+  mock=$!
+  for _ in $(seq 100); do [ -s "$work/mock.url" ] && break; sleep 0.1; done
+  [ -s "$work/mock.url" ] || { cat "$work/mock.log" >&2; exit 1; }
+  printf 'old line\n' >"$work/proj/notes/todo.txt"
+  DRIVE_TERMINAL=$terminal OPENAI_API_KEY=smoke-key timeout 180 python3 "$here/drive.py" rebound.exe "$(winpath "$work/proj")" "$work/proj" \
+    wine "$work/rebound.exe" --base-url "$(cat "$work/mock.url")" --model smoke \
+    --state-dir "$(winpath "$work/state")"
+  kill "$mock" 2>/dev/null || true
+  wait "$mock" 2>/dev/null || true
+  mock=""
+done
