@@ -114,7 +114,13 @@ shown = json.dumps(asked)
 if "cmd.exe /c" not in shown:
     fail(f"the command's permission request does not name cmd.exe: {shown}")
 outputs = json.dumps([u for u in updates if u.get("sessionUpdate") == "tool_call_update"])
-if 'smoke \\"from cmd\\"' not in outputs or "second line" not in outputs:
+if use_terminal:
+    # The tool call shows the terminal: the output, quotes intact (no
+    # quoting rule turned "from cmd" into \"from cmd\"), is the terminal's.
+    shown_out = "".join(t["out"].decode("utf-8", "replace") for t in terminals.values())
+    if 'smoke "from cmd"' not in shown_out or "second line" not in shown_out:
+        fail(f"the terminal's output is not the command's: {shown_out!r}")
+elif 'smoke \\"from cmd\\"' not in outputs or "second line" not in outputs:
     fail(f"the command's output is not in its tool call: {outputs}")
 done = [u for u in updates if u.get("sessionUpdate") == "tool_call_update" and u.get("status") == "completed"]
 if len(done) != 2:
