@@ -148,8 +148,6 @@ type Agent struct {
 	reopenOnUse atomic.Bool
 }
 
-var _ acp.Agent = (*Agent)(nil)
-
 // sessionState is one session this process knows. turnMu serialises turns
 // and loads; the acp server already refuses a second concurrent prompt, this
 // keeps the log consistent even if another caller does not.

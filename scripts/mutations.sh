@@ -147,7 +147,7 @@ mutate acp/auth.go 's/if !caps.TerminalAuthByMeta() || m.Meta\[TerminalAuthMetaK
 	./acp TestServer_InitializeAuthMethods "terminal sign-in: a client with only _meta terminal-auth is offered the command"
 mutate acp/auth.go 's/m.Type, m.Args, m.Env = "", nil, nil/_ = m/' \
 	./acp TestServer_InitializeAuthMethods "terminal sign-in: the _meta shape is an agent method"
-mutate agent/auth.go 's/login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.login}/_ = login/' \
+mutate agent/auth.go 's/login.Meta = acp.Meta{acp.TerminalAuthMetaKey: g.login}/_ = login/' \
 	./agent TestAuthMethods_TerminalAuthMeta "terminal sign-in: the terminal method carries its command in _meta"
 mutate agent/auth.go 's/case method == AuthMethodLogin:/case false:/' \
 	./agent TestAuthenticate_TerminalMethodWithoutKey "terminal sign-in: authenticate with the terminal method names the command"
