@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -144,8 +143,14 @@ type Agent struct {
 	auth    *signIn       // the provider a turn uses (auth.go)
 	catalog *catalog      // the provider's models (catalog.go)
 	menu    *configMenu   // what the sessions' configuration options offer (options.go)
-	// reopenOnUse is set once the client skipped initialize (reopen.go).
-	reopenOnUse atomic.Bool
+	// providers serves providers/* (providers.go).
+	providers providerRouter
+	mcp       mcpStarter // starts a session's MCP servers (mcpservers.go)
+	// sessions finds the session a request names, opening it from its log
+	// once the client skipped initialize (reopen.go).
+	sessions *reopener
+	options  optionSetter // session/set_mode and set_config_option (options.go)
+	answers  afterAnswer  // what follows a session's answer (catalog.go)
 }
 
 // sessionState is one session this process knows. turnMu serialises turns
@@ -263,8 +268,13 @@ func New(cfg Config) *Agent {
 	a.auth = newSignIn(&a.cfg)
 	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
 	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
+	a.providers = providerRouter{routes: cfg.Routes, log: &a.cfg.Logger}
+	a.mcp = mcpStarter{connect: cfg.MCPConnect, http: cfg.MCPHTTP, secrets: func() proc.Secrets { return childSecrets(&a.cfg) }, log: &a.cfg.Logger}
 	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
 	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
+	a.sessions = &reopener{store: a.store, log: &a.cfg.Logger}
+	a.options = optionSetter{session: a.sessions.session, set: a.store.setOption, menu: a.menu, log: &a.cfg.Logger}
+	a.answers = afterAnswer{catalog: a.catalog, menu: a.menu, whileHeld: a.store.whileHeld, log: &a.cfg.Logger}
 	return a
 }
 
@@ -310,7 +320,7 @@ func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.
 		listing:      sessionList{home: req.Cwd},
 		options:      optionWriter{opts: a.menu.defaults()},
 	}
-	if err := a.store.add(s, log, func() { s.mcp = a.startMCP(id, req.Cwd, req.McpServers) }); err != nil {
+	if err := a.store.add(s, log, func() { s.mcp = a.mcp.start(id, req.Cwd, req.McpServers) }); err != nil {
 		discard()
 		return acp.NewSessionResponse{}, err
 	}

@@ -32,3 +32,53 @@ func (a *Agent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (
 func (a *Agent) Logout(ctx context.Context, req acp.LogoutRequest) (acp.LogoutResponse, error) {
 	return a.auth.logout()
 }
+
+var _ acp.ProviderConfigurer = (*Agent)(nil)
+
+// ProvidersConfigurable reports whether providers/* are served: only with
+// Config.Routes.
+func (a *Agent) ProvidersConfigurable() bool { return a.providers.configurable() }
+
+// ListProviders lists MainProvider and where it sends requests now
+// (providerRouter.list).
+func (a *Agent) ListProviders(ctx context.Context, req acp.ListProvidersRequest) (acp.ListProvidersResponse, error) {
+	return a.providers.list(), nil
+}
+
+// SetProvider routes MainProvider's requests as the client says
+// (providerRouter.set).
+func (a *Agent) SetProvider(ctx context.Context, req acp.SetProviderRequest) (acp.SetProviderResponse, error) {
+	return acp.SetProviderResponse{}, a.providers.set(req)
+}
+
+// DisableProvider refuses: MainProvider is required (providerRouter.disable).
+func (a *Agent) DisableProvider(ctx context.Context, req acp.DisableProviderRequest) (acp.DisableProviderResponse, error) {
+	return acp.DisableProviderResponse{}, a.providers.disable(req)
+}
+
+var _ acp.SessionReopener = (*Agent)(nil)
+
+// ReopenOnUse makes session methods open, from its log, a session this
+// process does not hold (acp.SessionReopener, reopen.go).
+func (a *Agent) ReopenOnUse() { a.sessions.on.Store(true) }
+
+// SetSessionMode serves session/set_mode (optionSetter.setMode).
+func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeRequest, c acp.Client) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, a.options.setMode(ctx, req, c)
+}
+
+// SetSessionConfigOption serves session/set_config_option and answers with
+// every option (optionSetter.setOption).
+func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) (acp.SetSessionConfigOptionResponse, error) {
+	opts, err := a.options.setOption(ctx, req, c)
+	return acp.SetSessionConfigOptionResponse{ConfigOptions: opts}, err
+}
+
+var _ acp.SessionAnswerer = (*Agent)(nil)
+
+// SessionAnswered follows the answer to a session/new, load or resume: the
+// slash commands, and the provider's models when the answer offered only
+// those known then (afterAnswer.answered).
+func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
+	a.answers.answered(ctx, sessionID, c)
+}

@@ -139,7 +139,7 @@ func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest)
 	}
 	defer a.store.done(s)
 	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
-	a.restartMCP(s, req.McpServers)
+	a.mcp.restart(s, req.McpServers, a.store.whileOpen)
 	a.cfg.Logger.Info().Str("session", s.id).Str("cwd", req.Cwd).Msg("session resumed")
 	modes, opts := a.menu.sessionConfig(s)
 	return acp.ResumeSessionResponse{Modes: modes, ConfigOptions: opts}, nil

@@ -35,7 +35,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	// The editor may load a session in another directory than the one it
 	// was made in; tools work where the editor says.
 	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
-	a.restartMCP(s, req.McpServers)
+	a.mcp.restart(s, req.McpServers, a.store.whileOpen)
 	h, err := s.history()
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)

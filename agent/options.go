@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
@@ -168,58 +170,70 @@ func (m *configMenu) choices(ctx context.Context, id string, o options) []string
 	return append([]string{ThoughtDefault}, ReasoningEfforts...)
 }
 
-// SetSessionMode serves session/set_mode. The editor asked in terms of
-// modes; its view of the configuration options is told with a
-// config_option_update.
-func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeRequest, c acp.Client) (acp.SetSessionModeResponse, error) {
-	if !ValidMode(req.ModeID) {
-		return acp.SetSessionModeResponse{}, acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
-	}
-	s, err := a.session(req.SessionID)
-	if err != nil {
-		return acp.SetSessionModeResponse{}, err
-	}
-	changed, err := a.store.setOption(ctx, s, ModeConfigID, req.ModeID)
-	if err != nil {
-		return acp.SetSessionModeResponse{}, err
-	}
-	if changed {
-		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.configOptions(ctx, s.current())))
-	}
-	return acp.SetSessionModeResponse{}, nil
+// optionSetter serves session/set_mode and session/set_config_option
+// (Agent.SetSessionMode, SetSessionConfigOption): it checks the request
+// against what menu offers, has set change the session's option, and tells
+// the editor what changed.
+type optionSetter struct {
+	// session is the session the request names (reopener.session).
+	session func(id string) (*sessionState, error)
+	// set makes value the session's option id (sessionStore.setOption).
+	set  func(ctx context.Context, s *sessionState, id, value string) (changed bool, err error)
+	menu *configMenu
+	log  *zerolog.Logger
 }
 
-// SetSessionConfigOption serves session/set_config_option and answers with
-// every option, as the editor replaces its view with them. A change of the
-// mode is also told in terms of modes, with a current_mode_update.
-func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) (acp.SetSessionConfigOptionResponse, error) {
-	if !slices.Contains(configIDs, req.ConfigID) {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
+// setMode serves session/set_mode. The editor asked in terms of modes; its
+// view of the configuration options is told with a config_option_update.
+func (o optionSetter) setMode(ctx context.Context, req acp.SetSessionModeRequest, c acp.Client) error {
+	if !ValidMode(req.ModeID) {
+		return acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
 	}
-	s, err := a.session(req.SessionID)
+	s, err := o.session(req.SessionID)
 	if err != nil {
-		return acp.SetSessionConfigOptionResponse{}, err
+		return err
 	}
-	o := s.current()
-	if req.ConfigID == ThoughtConfigID && !a.menu.offersThought(o.model) {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is not offered for model %s, which Rebound does not know to take a reasoning effort; set provider.reasoning_effort in the configuration if it does", ThoughtConfigID, quote(o.model))
+	changed, err := o.set(ctx, s, ModeConfigID, req.ModeID)
+	if err != nil {
+		return err
 	}
-	vals := a.menu.choices(ctx, req.ConfigID, o)
+	if changed {
+		notifyOptions(ctx, o.log, c, s.id, acp.ConfigOptionUpdate(o.menu.configOptions(ctx, s.current())))
+	}
+	return nil
+}
+
+// setOption serves session/set_config_option and answers with every
+// option, as the editor replaces its view with them. A change of the mode
+// is also told in terms of modes, with a current_mode_update.
+func (o optionSetter) setOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) ([]acp.ConfigOption, error) {
+	if !slices.Contains(configIDs, req.ConfigID) {
+		return nil, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
+	}
+	s, err := o.session(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	cur := s.current()
+	if req.ConfigID == ThoughtConfigID && !o.menu.offersThought(cur.model) {
+		return nil, acp.NewInvalidParams("%s is not offered for model %s, which Rebound does not know to take a reasoning effort; set provider.reasoning_effort in the configuration if it does", ThoughtConfigID, quote(cur.model))
+	}
+	vals := o.menu.choices(ctx, req.ConfigID, cur)
 	var value string
 	if req.Type == "boolean" || json.Unmarshal(req.Value, &value) != nil {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is a select option: its value is one of %s", req.ConfigID, listSome(vals, 20))
+		return nil, acp.NewInvalidParams("%s is a select option: its value is one of %s", req.ConfigID, listSome(vals, 20))
 	}
 	if !slices.Contains(vals, value) {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
+		return nil, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
 	}
-	changed, err := a.store.setOption(ctx, s, req.ConfigID, value)
+	changed, err := o.set(ctx, s, req.ConfigID, value)
 	if err != nil {
-		return acp.SetSessionConfigOptionResponse{}, err
+		return nil, err
 	}
 	if changed && req.ConfigID == ModeConfigID {
-		a.notifyOptions(ctx, c, s.id, acp.CurrentModeUpdate(value))
+		notifyOptions(ctx, o.log, c, s.id, acp.CurrentModeUpdate(value))
 	}
-	return acp.SetSessionConfigOptionResponse{ConfigOptions: a.menu.configOptions(ctx, s.current())}, nil
+	return o.menu.configOptions(ctx, s.current()), nil
 }
 
 // listSome lists up to n of vals for a message.
@@ -230,8 +244,10 @@ func listSome(vals []string, n int) string {
 	return fmt.Sprintf("%s, … (%d in all)", strings.Join(vals[:n], ", "), len(vals))
 }
 
-func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u acp.SessionUpdate) {
-	a.notify(ctx, c, id, u, "could not send the session's configuration")
+// notifyOptions sends the editor a change of the session's options, best
+// effort.
+func notifyOptions(ctx context.Context, log *zerolog.Logger, c acp.Client, id string, u acp.SessionUpdate) {
+	notify(ctx, log, c, id, u, "could not send the session's configuration")
 }
 
 // setOption makes value the session's option id, all or nothing: its

@@ -14,6 +14,7 @@ import (
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
@@ -35,7 +36,7 @@ type FailureData struct {
 // the log and then to the editor, and close the turn in every outcome, a
 // panic included.
 func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
-	s, err := a.session(req.SessionID)
+	s, err := a.sessions.session(req.SessionID)
 	if err != nil {
 		return acp.PromptResponse{}, err
 	}
@@ -233,7 +234,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 func (t *turn) noteTurn(ctx context.Context, titledAt time.Time) {
 	s := t.s
 	if !titledAt.IsZero() {
-		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.listing.title, isoTime(titledAt)), "could not send the session's title")
+		notify(ctx, &t.agent.cfg.Logger, t.c, s.id, acp.SessionInfoUpdate(s.listing.title, isoTime(titledAt)), "could not send the session's title")
 	}
 	t.agent.store.putSummary(s.summary())
 }
@@ -276,7 +277,7 @@ func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
 			_, err := s.record(typ, data, sync)
 			return err
 		},
-		send: notifier(a, c, s.id),
+		send: notifier(&a.cfg.Logger, c, s.id),
 		facts: func() requestFacts {
 			return requestFacts{step: t.req.attempts, model: t.req.model, maxTokens: t.req.maxTokens, shown: t.out.shownAny()}
 		},
@@ -332,7 +333,7 @@ func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
 			rules: func() map[string]string { return t.s.rules }, log: &a.cfg.Logger},
 		mcp:     (*mcp.Set)(nil),
 		cfg:     a.cfg.Tools,
-		secrets: a.childSecrets,
+		secrets: func() proc.Secrets { return childSecrets(&a.cfg) },
 		log:     &a.cfg.Logger,
 	}
 }

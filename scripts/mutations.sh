@@ -168,7 +168,7 @@ mutate acp/handshake.go 's/^\t\th.initialized, h.caps = true, ClientCapabilities
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: no client capabilities are assumed before initialize"
 mutate acp/handshake.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
-mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
+mutate agent/reopen.go 's/^\tif err == nil || !r.on.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
 mutate agent/store.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
