@@ -151,6 +151,7 @@ type Agent struct {
 	sessions *reopener
 	options  optionSetter // session/set_mode and set_config_option (options.go)
 	answers  afterAnswer  // what follows a session's answer (catalog.go)
+	prompt   systemPrompt // the system prompt (instructions.go)
 }
 
 // sessionState is one session this process knows. turnMu serialises turns
@@ -268,6 +269,7 @@ func New(cfg Config) *Agent {
 	a.auth = newSignIn(&a.cfg)
 	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
 	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
+	a.prompt = systemPrompt{instructions: cfg.Instructions, replace: cfg.ReplaceInstructions, log: &a.cfg.Logger}
 	a.providers = providerRouter{routes: cfg.Routes, log: &a.cfg.Logger}
 	a.mcp = mcpStarter{connect: cfg.MCPConnect, http: cfg.MCPHTTP, secrets: func() proc.Secrets { return childSecrets(&a.cfg) }, log: &a.cfg.Logger}
 	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}

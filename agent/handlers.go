@@ -82,3 +82,8 @@ var _ acp.SessionAnswerer = (*Agent)(nil)
 func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
 	a.answers.answered(ctx, sessionID, c)
 }
+
+// Prompt runs one turn (prompt, turn.go).
+func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (acp.PromptResponse, error) {
+	return prompt(ctx, a, req, c)
+}

@@ -219,7 +219,7 @@ mutate agent/load.go 's/^\tcase t.text:$/\tcase t.text || t.shown:/' \
 # A give-up Rebound words itself is recorded in those words (agent/slash.go, agent/turn.go).
 mutate agent/slash.go 's/^\t\tt.obs.ended(ctx, false, shownError(err))$/\t\t_ = shownError(err)/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed /compact says what its error said"
-mutate agent/turn.go 's/^\t\t\tt.obs.ended(ctx, false, ended)$/\t\t\t_ = ended/' \
+mutate agent/turn.go 's/^\tt.obs.ended(ctx, false, ended)$/\t_ = ended/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a turn that panicked says what its error said"
 
 # Waiting on the shared rate limit (recovery/hold.go, issue #33): a hold is a wait like a retry's.
@@ -249,7 +249,7 @@ mutate recovery/policy.go 's|^\tif p.JitterMode == JitterFull {$|\tif false {|' 
 	./recovery TestPolicy_BackoffFullJitter "full jitter: the backoff is uniform in [0, backoff]"
 
 # The first prompt after a crash names the session it cut (agent/interrupted.go).
-mutate agent/turn.go 's/^\ta.noteInterrupted(ctx, t)$//' \
+mutate agent/turn.go 's/^\tnoteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))$//' \
 	./cmd/rebound 'TestGolden$/crash_new_session' "interrupted: a new session's first prompt names the session a crash cut"
 mutate agent/interrupted.go 's/ || filepath.Clean(s.Cwd) != cwd {$/ {/' \
 	./agent TestLastInterrupted_Choice "interrupted: only sessions of the same directory"
