@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -152,6 +150,12 @@ type Agent struct {
 	options  optionSetter // session/set_mode and set_config_option (options.go)
 	answers  afterAnswer  // what follows a session's answer (catalog.go)
 	prompt   systemPrompt // the system prompt (instructions.go)
+	// opener serves session/load and resume, remover session/close and
+	// delete (lifecycle.go), forker session/fork (fork.go).
+	opener  sessionOpener
+	remover sessionRemover
+	forker  forker
+	maker   sessionMaker // session/new (lifecycle.go)
 }
 
 // sessionState is one session this process knows. turnMu serialises turns
@@ -276,6 +280,10 @@ func New(cfg Config) *Agent {
 	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
 	a.sessions = &reopener{store: a.store, log: &a.cfg.Logger}
 	a.options = optionSetter{session: a.sessions.session, set: a.store.setOption, menu: a.menu, log: &a.cfg.Logger}
+	a.maker = sessionMaker{dir: a.dir, model: cfg.Model, version: cfg.Version, store: a.store, mcp: a.mcp, menu: a.menu, log: &a.cfg.Logger}
+	a.opener = sessionOpener{store: a.store, mcp: a.mcp, menu: a.menu, log: &a.cfg.Logger}
+	a.remover = sessionRemover{store: a.store, index: a.store.index, dir: a.dir, log: &a.cfg.Logger}
+	a.forker = forker{dir: a.dir, model: cfg.Model, version: cfg.Version, resume: a.opener.resume, log: &a.cfg.Logger}
 	a.answers = afterAnswer{catalog: a.catalog, menu: a.menu, whileHeld: a.store.whileHeld, log: &a.cfg.Logger}
 	return a
 }
@@ -290,52 +298,7 @@ const (
 	DefaultLogIdleTimeout    = time.Minute
 )
 
-// NewSession creates the session's log before answering, so a session the
-// editor knows about always exists on disk. A session/new that fails leaves
-// no log behind.
-func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version, AdditionalDirectories: req.AdditionalDirectories}
-	log, err := session.Create(a.cfg.StateDir, id, start)
-	if err != nil {
-		return acp.NewSessionResponse{}, a.dir.createError(err)
-	}
-	discard := func() {
-		log.Close()
-		os.Remove(log.Path())
-	}
-	loaded, err := session.Load(log.Path())
-	if err != nil {
-		discard()
-		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
-	}
-	// Nothing more to write: another process may use the session at once.
-	if err := log.Unlock(); err != nil {
-		discard()
-		return acp.NewSessionResponse{}, a.dir.createError(err)
-	}
-	s := &sessionState{
-		id:           id,
-		dirs:         sessionDirs{req.Cwd, req.AdditionalDirectories},
-		conversation: conversation{events: loaded.Events, rules: session.PermissionRules(loaded.Events)},
-		use:          logUse{loaded: true},
-		listing:      sessionList{home: req.Cwd},
-		options:      optionWriter{opts: a.menu.defaults()},
-	}
-	if err := a.store.add(s, log, func() { s.mcp = a.mcp.start(id, req.Cwd, req.McpServers) }); err != nil {
-		discard()
-		return acp.NewSessionResponse{}, err
-	}
-	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: req.AdditionalDirectories, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
-	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	modes, opts := a.menu.sessionConfig(s)
-	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
-}
-
 var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
-
-// Close closes every open session log.
-func (a *Agent) Close() error { return a.store.close() }
 
 // closeLog closes s's log, if open, and forgets its events. Under the
 // store's lock.

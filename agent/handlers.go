@@ -87,3 +87,57 @@ func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Cli
 func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (acp.PromptResponse, error) {
 	return prompt(ctx, a, req, c)
 }
+
+// The session methods beyond new and prompt.
+var (
+	_ acp.SessionLister  = (*Agent)(nil)
+	_ acp.SessionResumer = (*Agent)(nil)
+	_ acp.SessionCloser  = (*Agent)(nil)
+	_ acp.SessionDeleter = (*Agent)(nil)
+	_ acp.SessionForker  = (*Agent)(nil)
+)
+
+// LoadSession opens the session and replays its committed conversation
+// before answering (sessionOpener.load, load.go).
+func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
+	return a.opener.load(ctx, req, c, a.cfg.WaitStatus)
+}
+
+// ListSessions lists the sessions of the state directory a page at a time
+// (listSessions, lifecycle.go).
+func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return listSessions(a.store.index, a.dir, req)
+}
+
+// ResumeSession opens the session again, replaying nothing
+// (sessionOpener.resume).
+func (a *Agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return a.opener.resume(req)
+}
+
+// CloseSession frees what the session holds in this process
+// (sessionRemover.close).
+func (a *Agent) CloseSession(ctx context.Context, req acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, a.remover.close(req.SessionID)
+}
+
+// DeleteSession removes the session's log and index entry
+// (sessionRemover.delete).
+func (a *Agent) DeleteSession(ctx context.Context, req acp.DeleteSessionRequest) (acp.DeleteSessionResponse, error) {
+	return acp.DeleteSessionResponse{}, a.remover.delete(req.SessionID)
+}
+
+// ForkSession serves session/fork (unstable ACP): a new session starting
+// with a copy of the parent's finished turns (forker.fork, fork.go).
+func (a *Agent) ForkSession(ctx context.Context, req acp.ForkSessionRequest) (acp.ForkSessionResponse, error) {
+	return a.forker.fork(req)
+}
+
+// NewSession creates the session's log before answering
+// (sessionMaker.create, lifecycle.go).
+func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	return a.maker.create(req)
+}
+
+// Close closes every open session log.
+func (a *Agent) Close() error { return a.store.close() }

@@ -15,8 +15,8 @@ import (
 // first, as session/resume would, repairing a turn the dead process left
 // open, and works in the directory the session was made in.
 
-// sessionOpener is what reopener needs of the sessions (sessionStore).
-type sessionOpener interface {
+// sessionFinder is what reopener needs of the sessions (sessionStore).
+type sessionFinder interface {
 	// lookup is the session this process holds by id.
 	lookup(id string) (*sessionState, error)
 	// state is the session by id, held from now on; not found without a
@@ -32,7 +32,7 @@ type sessionOpener interface {
 // set_config_option); once on (Agent.ReopenOnUse), one this process does
 // not hold is opened from its log.
 type reopener struct {
-	store sessionOpener
+	store sessionFinder
 	on    atomic.Bool
 	log   *zerolog.Logger
 }
