@@ -129,11 +129,13 @@ type Overflow struct {
 	CompactAt float64
 }
 
-// Agent implements acp.Agent.
-// Its methods are the ACP handlers and the wiring between the parts that
-// do the work, each a type of its own: the sessions and their uses (store),
-// the sign-in (auth), the provider's models (catalog), the sessions'
-// configuration options (menu), and a turn (turn.go).
+// Agent implements acp.Agent. Its methods (handlers.go) are the ACP
+// handlers, each handing the request to the part that serves it, a type or
+// function of its own with only what it needs: the sessions and their uses
+// (store), the sign-in (auth), the provider's models (catalog), the
+// sessions' configuration options (menu, options), the session methods
+// (maker, opener, remover, forker, sessions), providers/* (providers), and
+// a turn (prompt, turn.go).
 type Agent struct {
 	cfg     Config
 	store   *sessionStore // the sessions this process holds (store.go)
@@ -251,14 +253,14 @@ type sessionList struct {
 }
 
 // useMutex is sessionState.turnMu. It has no Unlock of its own:
-// sessionState.unlockTurn lets go of it and wakes the setOption calls
+// sessionState.unlockTurn lets go of it and wakes the optionRecorder.set calls
 // waiting for the session.
 type useMutex struct{ mu sync.Mutex }
 
 func (m *useMutex) Lock()         { m.mu.Lock() }
 func (m *useMutex) TryLock() bool { return m.mu.TryLock() }
 
-// unlockTurn lets go of turnMu and wakes the setOption calls waiting for it.
+// unlockTurn lets go of turnMu and wakes the optionRecorder.set calls waiting for it.
 func (s *sessionState) unlockTurn() { s.options.release(s.turnMu.mu.Unlock) }
 
 // New returns an agent; zero limits in cfg get their defaults.
@@ -279,7 +281,7 @@ func New(cfg Config) *Agent {
 	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
 	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
 	a.sessions = &reopener{store: a.store, log: &a.cfg.Logger}
-	a.options = optionSetter{session: a.sessions.session, set: a.store.setOption, menu: a.menu, log: &a.cfg.Logger}
+	a.options = optionSetter{session: a.sessions.session, set: optionRecorder{a.store, a.dir, &a.cfg.Logger}.set, menu: a.menu, log: &a.cfg.Logger}
 	a.maker = sessionMaker{dir: a.dir, model: cfg.Model, version: cfg.Version, store: a.store, mcp: a.mcp, menu: a.menu, log: &a.cfg.Logger}
 	a.opener = sessionOpener{store: a.store, mcp: a.mcp, menu: a.menu, log: &a.cfg.Logger}
 	a.remover = sessionRemover{store: a.store, index: a.store.index, dir: a.dir, log: &a.cfg.Logger}
@@ -373,7 +375,7 @@ func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
 
 // record appends an event of the use that holds s (turnMu) to the log and
 // to events. In order with the options' changes (optionWriter.inOrder), so
-// that the records setOption wrote through this use meanwhile come first
+// that the records optionRecorder.set wrote through this use meanwhile come first
 // in events, as they do in the file.
 func (s *sessionState) record(typ string, data any, sync bool) (session.Event, error) {
 	var ev session.Event
@@ -393,13 +395,13 @@ func (s *sessionState) record(typ string, data any, sync bool) (session.Event, e
 	return ev, nil
 }
 
-// pendingEvent is a record setOption wrote, with the data it was made of.
+// pendingEvent is a record optionRecorder.set wrote, with the data it was made of.
 type pendingEvent struct {
 	ev   session.Event
 	data any
 }
 
-// takeWritten adds the records setOption wrote to events. Called by the
+// takeWritten adds the records optionRecorder.set wrote to events. Called by the
 // holder of turnMu.
 func (s *sessionState) takeWritten(written []pendingEvent) {
 	for _, w := range written {

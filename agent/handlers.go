@@ -68,9 +68,9 @@ func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeReques
 }
 
 // SetSessionConfigOption serves session/set_config_option and answers with
-// every option (optionSetter.setOption).
+// every option (optionSetter.setConfigOption).
 func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) (acp.SetSessionConfigOptionResponse, error) {
-	opts, err := a.options.setOption(ctx, req, c)
+	opts, err := a.options.setConfigOption(ctx, req, c)
 	return acp.SetSessionConfigOptionResponse{ConfigOptions: opts}, err
 }
 

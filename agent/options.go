@@ -177,7 +177,7 @@ func (m *configMenu) choices(ctx context.Context, id string, o options) []string
 type optionSetter struct {
 	// session is the session the request names (reopener.session).
 	session func(id string) (*sessionState, error)
-	// set makes value the session's option id (sessionStore.setOption).
+	// set makes value the session's option id (optionRecorder.set).
 	set  func(ctx context.Context, s *sessionState, id, value string) (changed bool, err error)
 	menu *configMenu
 	log  *zerolog.Logger
@@ -203,10 +203,10 @@ func (o optionSetter) setMode(ctx context.Context, req acp.SetSessionModeRequest
 	return nil
 }
 
-// setOption serves session/set_config_option and answers with every
+// setConfigOption serves session/set_config_option and answers with every
 // option, as the editor replaces its view with them. A change of the mode
 // is also told in terms of modes, with a current_mode_update.
-func (o optionSetter) setOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) ([]acp.ConfigOption, error) {
+func (o optionSetter) setConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) ([]acp.ConfigOption, error) {
 	if !slices.Contains(configIDs, req.ConfigID) {
 		return nil, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
 	}
@@ -250,7 +250,27 @@ func notifyOptions(ctx context.Context, log *zerolog.Logger, c acp.Client, id st
 	notify(ctx, log, c, id, u, "could not send the session's configuration")
 }
 
-// setOption makes value the session's option id, all or nothing: its
+// optionRecorder records a change of a session's options (optionSetter.set).
+type optionRecorder struct {
+	store optionUses
+	dir   stateDir
+	log   *zerolog.Logger
+}
+
+// optionUses is what changing an option needs of the sessions
+// (sessionStore).
+type optionUses interface {
+	// held fails unless s is still the session held by its id.
+	held(s *sessionState) error
+	// acquire opens (or reads again) s's log for a use, under s.turnMu;
+	// done ends the use and lets go of turnMu.
+	acquire(s *sessionState, write bool) error
+	done(s *sessionState)
+	// whileOpen runs f under the store's lock unless the agent has closed.
+	whileOpen(f func()) bool
+}
+
+// set makes value the session's option id, all or nothing: its
 // record is written to the log and synced, under the log's lock, and only
 // then does the session use it. A change refused (another process is
 // writing the session: -32003) or not written changes nothing here or on
@@ -258,7 +278,8 @@ func notifyOptions(ctx context.Context, log *zerolog.Logger, c acp.Client, id st
 // through it and applies from the turn's next model request; while a load
 // or resume of this process runs, the change waits for it to end. Other
 // processes see the change at their next use of the session.
-func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
+func (w optionRecorder) set(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
+	st := w.store
 	acquire := func() error {
 		if err := st.held(s); err != nil { // while this waited
 			s.unlockTurn()
@@ -271,9 +292,9 @@ func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, valu
 		return nil
 	}
 	write := func(id, value string) (pendingEvent, error) {
-		p, err := st.writeOption(s, id, value)
+		p, err := w.write(s, id, value)
 		if err != nil {
-			return p, st.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
+			return p, w.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
 		}
 		return p, nil
 	}
@@ -287,21 +308,20 @@ func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, valu
 		return false, err
 	}
 	if changed {
-		st.log.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
+		w.log.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
 	}
 	return changed, nil
 }
 
-// writeOption writes option id's record through the writer and syncs it
+// write writes option id's record through the writer and syncs it
 // (optionWriter.set then makes value the session's).
-func (st *sessionStore) writeOption(s *sessionState, id, value string) (pendingEvent, error) {
+func (w optionRecorder) write(s *sessionState, id, value string) (pendingEvent, error) {
 	typ, data := session.TypeConfig, any(session.Config{ConfigID: id, Value: value})
 	if id == ModeConfigID {
 		typ, data = session.TypeMode, session.Mode{Mode: value}
 	}
-	st.mu.Lock()
-	l := s.log
-	st.mu.Unlock()
+	var l *session.Log
+	w.store.whileOpen(func() { l = s.log }) // set and cleared under the store's lock
 	if l == nil {
 		return pendingEvent{}, errAgentClosed
 	}

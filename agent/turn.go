@@ -454,7 +454,7 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 // beforeRequest readies the turn for its next request. Options chosen
 // since the last request apply from this one: what the mode offers the
 // model and what its tool calls may do, the model asked and its reasoning
-// effort. They are in the log already (setOption). MCP servers that failed
+// effort. They are in the log already (optionRecorder.set). MCP servers that failed
 // meanwhile are reported, and a history near the context window compacted.
 func (t *turn) beforeRequest(ctx context.Context) {
 	o := t.s.current()
