@@ -382,4 +382,14 @@ mutate acp/dispatch_unstable.go 's/return r < . . \&\& r != .\\t. || r == 0x7f/r
 mutate agent/lifecycle.go 's/AdditionalDirectories: s.AdditionalDirectories,$//' \
 	./agent TestAgent_ListSessionsAdditionalDirectories "unstable acp: session/list returns the additional directories"
 
+# The parts the Agent's handlers delegate to (agent/handlers.go), each tested alone with fakes.
+mutate agent/options.go 's/^\tif changed {$/\tif true {/' \
+	./agent 'TestOptionSetter$' "agentsplit: set_mode tells the editor only a change"
+mutate agent/reopen.go '0,/^\t\ts.unlockTurn()$/s///' \
+	./agent 'TestReopener$' "agentsplit: a reopen whose acquire fails lets go of the session"
+mutate agent/lifecycle.go 's/^\t\tif !s.turnMu.TryLock() {$/\t\tif false {/' \
+	./agent 'TestSessionRemover$' "agentsplit: session/delete refuses a session in use"
+mutate agent/providers.go 's/if req.APIType != acp.LlmProtocolOpenAI {/if false {/' \
+	./agent 'TestProviderRouter$' "agentsplit: providers/set refuses another protocol"
+
 exit $survived
