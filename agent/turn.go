@@ -38,19 +38,8 @@ type FailureData struct {
 // prompt, run the agent loop, commit its replies to the log and then to the
 // editor, and close the turn in every outcome, a panic included.
 func prompt(ctx context.Context, a *Agent, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
-	s, err := a.sessions.session(req.SessionID)
+	s, err := useForTurn(a, req.SessionID)
 	if err != nil {
-		return acp.PromptResponse{}, err
-	}
-	// A key stored since start-up (`rebound login`) is found here.
-	if _, err := a.auth.provider(); err != nil {
-		return acp.PromptResponse{}, err
-	}
-	if !s.turnMu.TryLock() {
-		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
-	}
-	if err := a.store.acquire(s, true); err != nil {
-		s.unlockTurn()
 		return acp.PromptResponse{}, err
 	}
 	defer a.store.done(s)
@@ -122,6 +111,28 @@ func prompt(ctx context.Context, a *Agent, req acp.PromptRequest, c acp.Client) 
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
 	return resp, err
+}
+
+// useForTurn is the session a prompt names, acquired for writing with its
+// turnMu held, once there is a provider to run the turn with; busy while
+// another use of it runs. The caller ends the use (done).
+func useForTurn(a *Agent, id string) (*sessionState, error) {
+	s, err := a.sessions.session(id)
+	if err != nil {
+		return nil, err
+	}
+	// A key stored since start-up (`rebound login`) is found here.
+	if _, err := a.auth.provider(); err != nil {
+		return nil, err
+	}
+	if !s.turnMu.TryLock() {
+		return nil, acp.NewSessionBusy(s.id)
+	}
+	if err := a.store.acquire(s, true); err != nil {
+		s.unlockTurn()
+		return nil, err
+	}
+	return s, nil
 }
 
 // shownError is the message the editor is shown for a prompt answered
