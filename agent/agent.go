@@ -139,13 +139,11 @@ type Overflow struct {
 type Agent struct {
 	cfg     Config
 	store   *sessionStore // the sessions this process holds (store.go)
-	dir     stateDir      // where the logs are, and the errors about them (logerrors.go)
 	auth    *signIn       // the provider a turn uses (auth.go)
 	catalog *catalog      // the provider's models (catalog.go)
 	menu    *configMenu   // what the sessions' configuration options offer (options.go)
 	// providers serves providers/* (providers.go).
 	providers providerRouter
-	mcp       mcpStarter // starts a session's MCP servers (mcpservers.go)
 	// sessions finds the session a request names, opening it from its log
 	// once the client skipped initialize (reopen.go).
 	sessions *reopener
@@ -277,15 +275,15 @@ func New(cfg Config) *Agent {
 	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
 	a.prompt = systemPrompt{instructions: cfg.Instructions, replace: cfg.ReplaceInstructions, log: &a.cfg.Logger}
 	a.providers = providerRouter{routes: cfg.Routes, log: &a.cfg.Logger}
-	a.mcp = mcpStarter{connect: cfg.MCPConnect, http: cfg.MCPHTTP, secrets: func() proc.Secrets { return childSecrets(&a.cfg) }, log: &a.cfg.Logger}
-	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
-	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
+	mcpStart := mcpStarter{connect: cfg.MCPConnect, http: cfg.MCPHTTP, secrets: func() proc.Secrets { return childSecrets(&a.cfg) }, log: &a.cfg.Logger}
+	dir := stateDir{path: cfg.StateDir, help: cfg.StateDirHelp} // where the logs are, and the errors about them (logerrors.go)
+	a.store = newSessionStore(&a.cfg, dir, a.menu)
 	a.sessions = &reopener{store: a.store, log: &a.cfg.Logger}
-	a.options = optionSetter{session: a.sessions.session, set: optionRecorder{a.store, a.dir, &a.cfg.Logger}.set, menu: a.menu, log: &a.cfg.Logger}
-	a.maker = sessionMaker{dir: a.dir, model: cfg.Model, version: cfg.Version, store: a.store, mcp: a.mcp, menu: a.menu, log: &a.cfg.Logger}
-	a.opener = sessionOpener{store: a.store, mcp: a.mcp, menu: a.menu, log: &a.cfg.Logger}
-	a.remover = sessionRemover{store: a.store, index: a.store.index, dir: a.dir, log: &a.cfg.Logger}
-	a.forker = forker{dir: a.dir, model: cfg.Model, version: cfg.Version, resume: a.opener.resume, log: &a.cfg.Logger}
+	a.options = optionSetter{session: a.sessions.session, set: optionRecorder{a.store, dir, &a.cfg.Logger}.set, menu: a.menu, log: &a.cfg.Logger}
+	a.maker = sessionMaker{dir: dir, model: cfg.Model, version: cfg.Version, store: a.store, mcp: mcpStart, menu: a.menu, log: &a.cfg.Logger}
+	a.opener = sessionOpener{store: a.store, mcp: mcpStart, menu: a.menu, log: &a.cfg.Logger}
+	a.remover = sessionRemover{store: a.store, index: a.store.index, dir: dir, log: &a.cfg.Logger}
+	a.forker = forker{dir: dir, model: cfg.Model, version: cfg.Version, resume: a.opener.resume, log: &a.cfg.Logger}
 	a.answers = afterAnswer{catalog: a.catalog, menu: a.menu, whileHeld: a.store.whileHeld, log: &a.cfg.Logger}
 	return a
 }

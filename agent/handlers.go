@@ -106,7 +106,7 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 // ListSessions lists the sessions of the state directory a page at a time
 // (listSessions, lifecycle.go).
 func (a *Agent) ListSessions(ctx context.Context, req acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	return listSessions(a.store.index, a.dir, req)
+	return listSessions(a.store.index, a.store.dir, req)
 }
 
 // ResumeSession opens the session again, replaying nothing

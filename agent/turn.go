@@ -73,7 +73,7 @@ func prompt(ctx context.Context, a *Agent, req acp.PromptRequest, c acp.Client) 
 	local := answer != "" || compact
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text, Local: &local}); err != nil {
 		t = nil // no turn to close
-		return acp.PromptResponse{}, a.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
+		return acp.PromptResponse{}, a.store.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
 	// interrupted.go: at a first prompt, the session here a crash cut.
 	noteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))
@@ -101,7 +101,7 @@ func prompt(ctx context.Context, a *Agent, req acp.PromptRequest, c acp.Client) 
 	if err != nil && recorded(err) {
 		// The log failed: Rebound's own failure, reported as such.
 		t.failed = ownFailure(err)
-		err = a.dir.logError(s.id, err)
+		err = a.store.dir.logError(s.id, err)
 	}
 	t.noteTurn(ctx, t.settle(&resp, err))
 	if err == nil {
@@ -605,7 +605,7 @@ func (t *turn) retryCut(ctx context.Context, got *llm.Reply) (again bool, err er
 func (t *turn) failure(ctx context.Context, err error) error {
 	if recorded(err) {
 		t.failed = ownFailure(err)
-		return t.agent.dir.logError(t.s.id, err)
+		return t.agent.store.dir.logError(t.s.id, err)
 	}
 	f := recovery.Classify(err)
 	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."
