@@ -467,3 +467,69 @@ func TestSignIn_MethodsAndForget(t *testing.T) {
 		t.Errorf("logout: %+v, %v, forget called %d times", res, err, called)
 	}
 }
+
+// forker alone: a fork of no session is not found and opens nothing; a
+// fork is a new log holding the parent's finished turns, opened through
+// resume with the editor's directory.
+func TestForker(t *testing.T) {
+	nop := zerolog.Nop()
+	dir := t.TempDir()
+	parent, err := session.Create(dir, "sess_p", session.SessionStart{SessionID: "sess_p", Cwd: "/p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []struct {
+		typ  string
+		data any
+	}{
+		{session.TypeTurnStart, session.TurnStart{Turn: 1, Text: "hi"}},
+		{session.TypeTurnEnd, session.TurnEnd{Turn: 1, StopReason: "end_turn"}},
+		{session.TypeTurnStart, session.TurnStart{Turn: 2, Text: "running"}},
+	} {
+		if _, err := parent.Append(ev.typ, ev.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent.Close()
+	var resumed []acp.ResumeSessionRequest
+	f := forker{dir: stateDir{path: dir}, model: "m", version: "v", log: &nop,
+		resume: func(req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+			resumed = append(resumed, req)
+			return acp.ResumeSessionResponse{}, nil
+		}}
+	if _, err := f.fork(acp.ForkSessionRequest{SessionID: "sess_none", Cwd: "/q"}); errorCode(err) != acp.CodeResourceNotFound || len(resumed) != 0 {
+		t.Fatalf("fork of no session: %v, resumed %d", err, len(resumed))
+	}
+	res, err := f.fork(acp.ForkSessionRequest{SessionID: "sess_p", Cwd: "/q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resumed) != 1 || resumed[0].SessionID != res.SessionID || resumed[0].Cwd != "/q" {
+		t.Fatalf("resumed %+v for fork %s", resumed, res.SessionID)
+	}
+	ld, err := session.Load(session.Path(dir, res.SessionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range ld.Events {
+		types = append(types, ev.Type)
+	}
+	if got := strings.Join(types, ","); got != strings.Join([]string{session.TypeSessionStart, session.TypeTurnStart, session.TypeTurnEnd}, ",") {
+		t.Errorf("fork's events: %s", got)
+	}
+}
+
+// afterAnswer alone: every answer is followed by the slash commands, and
+// an answer owed no model list gets nothing more.
+func TestAfterAnswer_SendsTheCommands(t *testing.T) {
+	nop := zerolog.Nop()
+	menu := testMenu()
+	f := afterAnswer{catalog: menu.models, menu: menu, log: &nop,
+		whileHeld: func(*sessionState, func()) bool { t.Error("an answer owed nothing was followed by its options"); return false }}
+	c := &updates{}
+	f.answered(t.Context(), "sess_1", c)
+	if strings.Join(c.kinds, ",") != acp.UpdateAvailableCommands {
+		t.Errorf("after the answer: %q", c.kinds)
+	}
+}
