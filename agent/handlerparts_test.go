@@ -526,7 +526,10 @@ func TestAfterAnswer_SendsTheCommands(t *testing.T) {
 	nop := zerolog.Nop()
 	menu := testMenu()
 	f := afterAnswer{catalog: menu.models, menu: menu, log: &nop,
-		whileHeld: func(*sessionState, func()) bool { t.Error("an answer owed nothing was followed by its options"); return false }}
+		whileHeld: func(*sessionState, func()) bool {
+			t.Error("an answer owed nothing was followed by its options")
+			return false
+		}}
 	c := &updates{}
 	f.answered(t.Context(), "sess_1", c)
 	if strings.Join(c.kinds, ",") != acp.UpdateAvailableCommands {
