@@ -5,10 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -135,23 +132,35 @@ type Overflow struct {
 	CompactAt float64
 }
 
-// Agent implements acp.Agent.
-// Its methods are the ACP handlers and the wiring between the parts that
-// do the work, each a type of its own: the sessions and their uses (store),
-// the sign-in (auth), the provider's models (catalog), the sessions'
-// configuration options (menu), and a turn (turn.go).
+// Agent implements acp.Agent. Its methods (handlers.go) are the ACP
+// handlers, each handing the request to the part that serves it, a type or
+// function of its own with only what it needs: the sessions and their uses
+// (store), the sign-in (auth), the provider's models (catalog), the
+// sessions' configuration options (menu, options), the session methods
+// (maker, opener, remover, forker, sessions), providers/* (providers), and
+// a turn (prompt, turn.go).
 type Agent struct {
 	cfg     Config
 	store   *sessionStore // the sessions this process holds (store.go)
-	dir     stateDir      // where the logs are, and the errors about them (logerrors.go)
 	auth    *signIn       // the provider a turn uses (auth.go)
+	setUp   formSetUp     // the sign-in through the editor's forms (signin.go)
 	catalog *catalog      // the provider's models (catalog.go)
 	menu    *configMenu   // what the sessions' configuration options offer (options.go)
-	// reopenOnUse is set once the client skipped initialize (reopen.go).
-	reopenOnUse atomic.Bool
+	// providers serves providers/* (providers.go).
+	providers providerRouter
+	// sessions finds the session a request names, opening it from its log
+	// once the client skipped initialize (reopen.go).
+	sessions *reopener
+	options  optionSetter // session/set_mode and set_config_option (options.go)
+	answers  afterAnswer  // what follows a session's answer (catalog.go)
+	prompt   systemPrompt // the system prompt (instructions.go)
+	// opener serves session/load and resume, remover session/close and
+	// delete (lifecycle.go), forker session/fork (fork.go).
+	opener  sessionOpener
+	remover sessionRemover
+	forker  forker
+	maker   sessionMaker // session/new (lifecycle.go)
 }
-
-var _ acp.Agent = (*Agent)(nil)
 
 // sessionState is one session this process knows. turnMu serialises turns
 // and loads; the acp server already refuses a second concurrent prompt, this
@@ -246,14 +255,14 @@ type sessionList struct {
 }
 
 // useMutex is sessionState.turnMu. It has no Unlock of its own:
-// sessionState.unlockTurn lets go of it and wakes the setOption calls
+// sessionState.unlockTurn lets go of it and wakes the optionRecorder.set calls
 // waiting for the session.
 type useMutex struct{ mu sync.Mutex }
 
 func (m *useMutex) Lock()         { m.mu.Lock() }
 func (m *useMutex) TryLock() bool { return m.mu.TryLock() }
 
-// unlockTurn lets go of turnMu and wakes the setOption calls waiting for it.
+// unlockTurn lets go of turnMu and wakes the optionRecorder.set calls waiting for it.
 func (s *sessionState) unlockTurn() { s.options.release(s.turnMu.mu.Unlock) }
 
 // New returns an agent; zero limits in cfg get their defaults.
@@ -269,8 +278,20 @@ func New(cfg Config) *Agent {
 	setUp := &modelOverride{} // signin.go
 	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, override: setUp, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
 	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, override: setUp, effort: cfg.ReasoningEffort, models: a.catalog}
-	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
-	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
+	a.prompt = systemPrompt{instructions: cfg.Instructions, replace: cfg.ReplaceInstructions, log: &a.cfg.Logger}
+	a.providers = providerRouter{routes: cfg.Routes, log: &a.cfg.Logger}
+	mcpStart := mcpStarter{connect: cfg.MCPConnect, http: cfg.MCPHTTP, secrets: func() proc.Secrets { return childSecrets(&a.cfg) }, log: &a.cfg.Logger}
+	dir := stateDir{path: cfg.StateDir, help: cfg.StateDirHelp} // where the logs are, and the errors about them (logerrors.go)
+	a.store = newSessionStore(&a.cfg, dir, a.menu)
+	a.sessions = &reopener{store: a.store, log: &a.cfg.Logger}
+	record := optionRecorder{a.store, dir, &a.cfg.Logger}
+	a.options = optionSetter{session: a.sessions.session, set: record.set, menu: a.menu, log: &a.cfg.Logger}
+	a.setUp = formSetUp{setUp: cfg.SetUp, auth: a.auth, menu: a.menu, open: a.store.open, setModel: record.set, log: &a.cfg.Logger}
+	a.maker = sessionMaker{dir: dir, version: cfg.Version, store: a.store, mcp: mcpStart, menu: a.menu, log: &a.cfg.Logger}
+	a.opener = sessionOpener{store: a.store, mcp: mcpStart, menu: a.menu, log: &a.cfg.Logger}
+	a.remover = sessionRemover{store: a.store, index: a.store.index, dir: dir, log: &a.cfg.Logger}
+	a.forker = forker{dir: dir, model: func() string { return a.menu.defaults().model }, version: cfg.Version, resume: a.opener.resume, log: &a.cfg.Logger}
+	a.answers = afterAnswer{catalog: a.catalog, menu: a.menu, whileHeld: a.store.whileHeld, log: &a.cfg.Logger}
 	return a
 }
 
@@ -284,52 +305,7 @@ const (
 	DefaultLogIdleTimeout    = time.Minute
 )
 
-// NewSession creates the session's log before answering, so a session the
-// editor knows about always exists on disk. A session/new that fails leaves
-// no log behind.
-func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
-	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.menu.defaults().model, AgentVersion: a.cfg.Version, AdditionalDirectories: req.AdditionalDirectories}
-	log, err := session.Create(a.cfg.StateDir, id, start)
-	if err != nil {
-		return acp.NewSessionResponse{}, a.dir.createError(err)
-	}
-	discard := func() {
-		log.Close()
-		os.Remove(log.Path())
-	}
-	loaded, err := session.Load(log.Path())
-	if err != nil {
-		discard()
-		return acp.NewSessionResponse{}, fmt.Errorf("read back session log: %w", err)
-	}
-	// Nothing more to write: another process may use the session at once.
-	if err := log.Unlock(); err != nil {
-		discard()
-		return acp.NewSessionResponse{}, a.dir.createError(err)
-	}
-	s := &sessionState{
-		id:           id,
-		dirs:         sessionDirs{req.Cwd, req.AdditionalDirectories},
-		conversation: conversation{events: loaded.Events, rules: session.PermissionRules(loaded.Events)},
-		use:          logUse{loaded: true},
-		listing:      sessionList{home: req.Cwd},
-		options:      optionWriter{opts: a.menu.defaults()},
-	}
-	if err := a.store.add(s, log, func() { s.mcp = a.startMCP(id, req.Cwd, req.McpServers) }); err != nil {
-		discard()
-		return acp.NewSessionResponse{}, err
-	}
-	a.store.putSummary(session.Summary{SessionID: id, Cwd: req.Cwd, AdditionalDirectories: req.AdditionalDirectories, UpdatedAt: loaded.Events[len(loaded.Events)-1].Time})
-	a.cfg.Logger.Info().Str("session", id).Str("cwd", req.Cwd).Msg("session created")
-	modes, opts := a.menu.sessionConfig(s)
-	return acp.NewSessionResponse{SessionID: id, Modes: modes, ConfigOptions: opts}, nil
-}
-
 var errAgentClosed = &acp.RequestError{Code: acp.CodeInternalError, Message: "Rebound is shutting down"}
-
-// Close closes every open session log.
-func (a *Agent) Close() error { return a.store.close() }
 
 // closeLog closes s's log, if open, and forgets its events. Under the
 // store's lock.
@@ -404,7 +380,7 @@ func (s *sessionState) appendSync(typ string, data any) (session.Event, error) {
 
 // record appends an event of the use that holds s (turnMu) to the log and
 // to events. In order with the options' changes (optionWriter.inOrder), so
-// that the records setOption wrote through this use meanwhile come first
+// that the records optionRecorder.set wrote through this use meanwhile come first
 // in events, as they do in the file.
 func (s *sessionState) record(typ string, data any, sync bool) (session.Event, error) {
 	var ev session.Event
@@ -424,13 +400,13 @@ func (s *sessionState) record(typ string, data any, sync bool) (session.Event, e
 	return ev, nil
 }
 
-// pendingEvent is a record setOption wrote, with the data it was made of.
+// pendingEvent is a record optionRecorder.set wrote, with the data it was made of.
 type pendingEvent struct {
 	ev   session.Event
 	data any
 }
 
-// takeWritten adds the records setOption wrote to events. Called by the
+// takeWritten adds the records optionRecorder.set wrote to events. Called by the
 // holder of turnMu.
 func (s *sessionState) takeWritten(written []pendingEvent) {
 	for _, w := range written {

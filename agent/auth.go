@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -74,21 +73,20 @@ type Forgotten struct {
 	Removed bool   // false: no key was stored
 }
 
-// SetForgetKey gives Logout what `rebound logout` does: remove the key
-// stored for the provider's variable. Without it, Logout only forgets the
-// key in memory. Call it before the agent serves.
-func (a *Agent) SetForgetKey(forget func() (Forgotten, error)) {
-	a.auth.mu.Lock()
-	defer a.auth.mu.Unlock()
-	a.auth.forget = forget
+// setForget gives logout what `rebound logout` does (Agent.SetForgetKey).
+func (g *signIn) setForget(forget func() (Forgotten, error)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.forget = forget
 }
 
-// AuthMethods implements acp.Authenticator. The terminal method also
-// carries its whole command line in _meta["terminal-auth"], for clients
-// that run only that (acp.TerminalAuthMetaKey): without it, Zed (unless
-// its ACP beta flag is on) sends authenticate instead of opening a
-// terminal, and the sign-in goes round in a circle.
-func (a *Agent) AuthMethods() []acp.AuthMethod {
+// methods are the sign-in methods initialize advertises (Agent.AuthMethods).
+// The terminal method also carries its whole command line in
+// _meta["terminal-auth"], for clients that run only that
+// (acp.TerminalAuthMetaKey): without it, Zed (unless its ACP beta flag is
+// on) sends authenticate instead of opening a terminal, and the sign-in
+// goes round in a circle.
+func (g *signIn) methods() []acp.AuthMethod {
 	login := acp.AuthMethod{
 		ID:          AuthMethodLogin,
 		Type:        acp.AuthTypeTerminal,
@@ -96,10 +94,10 @@ func (a *Agent) AuthMethods() []acp.AuthMethod {
 		Description: "Runs `rebound login`, which asks for your model provider's API key and stores it in a file only you can read.",
 		Args:        LoginArgs,
 	}
-	if a.auth.login.Command != "" {
-		login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.login}
+	if g.login.Command != "" {
+		login.Meta = acp.Meta{acp.TerminalAuthMetaKey: g.login}
 	}
-	return append([]acp.AuthMethod{a.auth.apiKeyMethod(), login}, a.setUpMethods()...) // signin.go
+	return []acp.AuthMethod{g.apiKeyMethod(), login}
 }
 
 // LoginCommand is Config.Login for the binary at executable (absolute),
@@ -128,17 +126,12 @@ func apiKeyEnv(name string) string {
 	return name
 }
 
-// Authenticate implements acp.Authenticator. Whichever advertised method the
-// client names (a client that ran the terminal method may still ask), it
-// looks for the key now: found, the provider is made again from it, so a
-// key stored since start-up, or stored anew after the provider refused the
-// old one, is used from the next request on.
-func (a *Agent) Authenticate(ctx context.Context, req acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
-	return acp.AuthenticateResponse{}, a.auth.authenticate(req.MethodID)
-}
-
-// authenticate looks for the key now, as Authenticate says; nil once
-// there is one, else the auth required error.
+// authenticate serves authenticate (Agent.Authenticate): whichever
+// advertised method the client names (a client that ran the terminal
+// method may still ask), it looks for the key now; found, the provider is
+// made again from it, so a key stored since start-up, or stored anew after
+// the provider refused the old one, is used from the next request on. nil
+// once there is a key, else the auth required error.
 func (g *signIn) authenticate(method string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -219,18 +212,13 @@ func (g *signIn) current() llm.Provider {
 	return g.retired
 }
 
-// Logout implements acp.LogoutAuthenticator, as `rebound logout` in a
-// terminal: it removes the key stored for the provider's variable
-// (SetForgetKey) and forgets the key in use, so the next turn or
-// authenticate looks for one again, and says what it did, in the log and in
-// the result's _meta["rebound/logout"]. A key in the environment Rebound was
-// started with is not Rebound's to remove: it is still found, and the
-// message says so. A turn already running finishes with the key it had.
-func (a *Agent) Logout(ctx context.Context, req acp.LogoutRequest) (acp.LogoutResponse, error) {
-	return a.auth.logout()
-}
-
-// logout is Logout: it forgets the key in use and the stored one.
+// logout serves logout (Agent.Logout), as `rebound logout` in a terminal:
+// it removes the key stored for the provider's variable (setForget) and
+// forgets the key in use, so the next turn or authenticate looks for one
+// again, and says what it did, in the log and in the result's
+// _meta["rebound/logout"]. A key in the environment Rebound was started
+// with is not Rebound's to remove: it is still found, and the message says
+// so. A turn already running finishes with the key it had.
 func (g *signIn) logout() (acp.LogoutResponse, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -344,5 +332,3 @@ func AuthRequiredMessage(apiKeyEnv string, problem error) string {
 	return "No API key for the model provider: run `rebound login` in a terminal, or set " + apiKeyEnv +
 		" in the environment Rebound is started with; " + then
 }
-
-var _ acp.LogoutAuthenticator = (*Agent)(nil)

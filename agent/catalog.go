@@ -162,20 +162,30 @@ func (c *catalog) answerChoices(s *sessionState, current string) []string {
 	return choices
 }
 
-var _ acp.SessionAnswerer = (*Agent)(nil)
+// afterAnswer follows the answer to a session/new, load or resume
+// (Agent.SessionAnswered): what the editor is sent once it knows the
+// session.
+type afterAnswer struct {
+	catalog *catalog
+	menu    *configMenu
+	// whileHeld runs f while the session is still held
+	// (sessionStore.whileHeld).
+	whileHeld func(s *sessionState, f func()) bool
+	log       *zerolog.Logger
+}
 
-// SessionAnswered follows a session/new, load or resume whose answer
-// offered the models known then, not the provider's list: when the list
-// comes, the session is sent all its options in a config_option_update,
-// from a goroutine of its own. A session closed meanwhile, or an answer
-// whose choices the list does not change, gets nothing; so does any if
-// the request fails (the editor keeps what the answer offered).
-func (a *Agent) SessionAnswered(ctx context.Context, sessionID string, c acp.Client) {
+// answered sends the slash commands, and follows an answer that offered
+// the models known then, not the provider's list: when the list comes, the
+// session is sent all its options in a config_option_update, from a
+// goroutine of its own. A session closed meanwhile, or an answer whose
+// choices the list does not change, gets nothing; so does any if the
+// request fails (the editor keeps what the answer offered).
+func (f afterAnswer) answered(ctx context.Context, sessionID string, c acp.Client) {
 	// The slash commands (slash.go): clients drop them before the answer.
 	// Update only queues the message.
-	a.notify(ctx, c, sessionID, commandsUpdate(), "the slash commands were not sent")
-	if o, ok := a.catalog.answered(sessionID); ok {
-		go a.sendModels(ctx, o.s, o.offered, c)
+	notify(ctx, f.log, c, sessionID, commandsUpdate(), "the slash commands were not sent")
+	if o, ok := f.catalog.answered(sessionID); ok {
+		go f.sendModels(ctx, o.s, o.offered, c)
 	}
 }
 
@@ -198,8 +208,8 @@ func (c *catalog) answered(sessionID string) (o owed, ok bool) {
 
 // sendModels waits for the provider's model list and sends s its options
 // with it, unless they offer what offered did.
-func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []string, c acp.Client) {
-	list, ok := a.catalog.providerModels(ctx)
+func (f afterAnswer) sendModels(ctx context.Context, s *sessionState, offered []string, c acp.Client) {
+	list, ok := f.catalog.providerModels(ctx)
 	if !ok {
 		return
 	}
@@ -208,12 +218,12 @@ func (a *Agent) sendModels(ctx context.Context, s *sessionState, offered []strin
 	// session from being closed in between, so a closed session is sent
 	// nothing. The update is only queued for the output.
 	s.options.whileCurrent(func(o options) {
-		choices := a.catalog.choicesOf(list, o.model)
+		choices := f.catalog.choicesOf(list, o.model)
 		if slices.Equal(choices, offered) {
 			return
 		}
-		a.store.whileHeld(s, func() {
-			a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.optionsWith(o, choices)))
+		f.whileHeld(s, func() {
+			notifyOptions(ctx, f.log, c, s.id, acp.ConfigOptionUpdate(f.menu.optionsWith(o, choices)))
 		})
 	})
 }

@@ -271,7 +271,7 @@ func TestSessionAnswered_SendsNothing(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := a.store.setOption(t.Context(), s, ModelConfigID, "other"); err != nil {
+					if _, err := a.options.set(t.Context(), s, ModelConfigID, "other"); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -313,7 +313,7 @@ func TestSessionAnswered_OptionsAsTheyAreThen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.store.setOption(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
+		if _, err := a.options.set(t.Context(), s, ModelConfigID, "o3-mini"); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)

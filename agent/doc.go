@@ -11,16 +11,16 @@
 //
 // Where things are:
 //
-//   - agent.go: Config, the Agent (its methods are the ACP handlers and the
-//     wiring between the types below), session state and its log;
-//     session/new.
+//   - handlers.go: the Agent's methods, the ACP handlers, each handing
+//     the request to the type that serves it. agent.go: Config, the Agent
+//     and its wiring (New), session state and its log.
 //   - store.go: the sessions this process holds and their uses
 //     (sessionStore): acquire, in its jobs (use, reopen, lockLog, take,
 //     repairInterrupted, becomeUser), release and done; the session index.
 //     logcache.go: its open-log cache (at most 64 open, idle ones closed).
 //     logerrors.go: where the logs are and what the editor is told when
 //     one can't be created, opened or written (stateDir).
-//   - turn.go: session/prompt, the agent loop (run), one logical request
+//   - turn.go: session/prompt (prompt), the agent loop (run), one logical request
 //     recovered to its commit (complete), one attempt (runAttempt, receive),
 //     the end of the turn (settle); newTurn and newToolRunner wire what
 //     the turn delegates to. The turn delegates: request.go holds
@@ -46,12 +46,17 @@
 //   - tooluse.go, shell.go: the runner's methods: tool calls, the
 //     permission gate, the plan tool, MCP calls, shell commands (local or in
 //     the editor's terminal). approval.go: what a permission request shows.
-//   - plan.go, mcpservers.go: the plan panel, the session's MCP servers.
+//   - plan.go, mcpservers.go: the plan panel, the session's MCP servers
+//     (mcpStarter starts them).
 //   - history.go: the model's view of the session log, kept incrementally.
-//   - load.go: session/load and the replay of a session to the editor.
-//   - lifecycle.go: session/list, resume, close, delete, titles.
-//     fork.go: session/fork (unstable ACP). providers.go: providers/list,
-//     set, disable (unstable ACP). promptusage.go: PromptResponse.usage.
+//   - load.go: session/load (sessionOpener.load) and the replay of a
+//     session to the editor.
+//   - lifecycle.go: session/new (sessionMaker), list (listSessions),
+//     resume (sessionOpener), close and delete (sessionRemover), titles.
+//     reopen.go: a session opened on use for a client that skipped
+//     initialize (reopener). fork.go: session/fork (forker, unstable ACP).
+//     providers.go: providers/list, set, disable (providerRouter, unstable
+//     ACP). promptusage.go: PromptResponse.usage.
 //   - interrupted.go: at a session's first prompt, the notice of the session
 //     of its directory a stop of Rebound's cut, and how to get it back.
 //   - slash.go: /retry, /continue, /compact, /init, /status, and the
@@ -59,9 +64,12 @@
 //     compactNow). modelhint.go: what a give-up adds about a model the
 //     provider does not have (modelHints).
 //   - usage.go: usage_update (context fill and cost; usageMeter).
-//   - options.go: session config options (configMenu, and setOption, which
-//     writes them through the session's use, optionwriter.go); catalog.go: the provider's
-//     model list (catalog); auth.go: sign-in (signIn); signin.go: the
+//   - options.go: session config options (configMenu; optionSetter serves
+//     set_mode and set_config_option; optionRecorder writes a change
+//     through the session's use, optionwriter.go); catalog.go: the
+//     provider's model list (catalog) and what follows a session's answer
+//     (afterAnswer); auth.go: sign-in (signIn: authenticate, logout, the
+//     provider a turn uses, the auth required error); signin.go: the
 //     provider set up through the editor's forms (ProviderSetUp); modes.go,
-//     instructions.go: modes, the system prompt.
+//     instructions.go: modes, the system prompt (systemPrompt).
 package agent

@@ -1,45 +1,57 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/rs/zerolog"
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/session"
 )
 
-var _ acp.SessionForker = (*Agent)(nil)
+// forker makes a fork of a session (session/fork).
+type forker struct {
+	dir stateDir
+	// model is the default model now (Config.Model, or the one set up at
+	// sign-in, signin.go); it and version are recorded in the fork's
+	// session/start.
+	model   func() string
+	version string
+	// resume opens the new session (sessionOpener.resume).
+	resume func(acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error)
+	log    *zerolog.Logger
+}
 
-// ForkSession serves session/fork (unstable ACP): a new session whose log
+// fork serves session/fork (unstable ACP, Agent.ForkSession): a new session whose log
 // starts with a copy of the parent's events up to the parent's last
 // finished turn, and whose session/start records where it came from
 // (ForkedFrom). The parent's log is only read, without its lock, so a turn
 // the parent runs meanwhile goes on (its unfinished turn is not copied) and
 // nothing of the parent changes. The new session is then opened as
 // session/resume opens one: a session/load of it replays the copy.
-func (a *Agent) ForkSession(ctx context.Context, req acp.ForkSessionRequest) (acp.ForkSessionResponse, error) {
-	if err := a.dir.exists(req.SessionID); err != nil {
+func (f forker) fork(req acp.ForkSessionRequest) (acp.ForkSessionResponse, error) {
+	if err := f.dir.exists(req.SessionID); err != nil {
 		return acp.ForkSessionResponse{}, err
 	}
-	parent, err := session.Load(session.Path(a.cfg.StateDir, req.SessionID))
+	parent, err := session.Load(session.Path(f.dir.path, req.SessionID))
 	if err != nil {
 		return acp.ForkSessionResponse{}, fmt.Errorf("read session %s to fork it: %w", req.SessionID, err)
 	}
 	copied, turn := forkedEvents(parent.Events)
 	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.menu.defaults().model, AgentVersion: a.cfg.Version,
+	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: f.model(), AgentVersion: f.version,
 		AdditionalDirectories: req.AdditionalDirectories, ForkedFrom: &session.ForkOrigin{SessionID: req.SessionID, Turn: turn}}
-	if err := writeFork(a.cfg.StateDir, id, start, copied); err != nil {
+	if err := writeFork(f.dir.path, id, start, copied); err != nil {
 		var we *session.WriteError
 		if errors.As(err, &we) {
-			return acp.ForkSessionResponse{}, a.dir.createError(err)
+			return acp.ForkSessionResponse{}, f.dir.createError(err)
 		}
 		return acp.ForkSessionResponse{}, fmt.Errorf("fork session %s: %w", req.SessionID, err)
 	}
-	a.cfg.Logger.Info().Str("session", id).Str("parent", req.SessionID).Int("turn", turn).Msg("session forked")
-	res, err := a.ResumeSession(ctx, acp.ResumeSessionRequest{SessionID: id, Cwd: req.Cwd,
+	f.log.Info().Str("session", id).Str("parent", req.SessionID).Int("turn", turn).Msg("session forked")
+	res, err := f.resume(acp.ResumeSessionRequest{SessionID: id, Cwd: req.Cwd,
 		AdditionalDirectories: req.AdditionalDirectories, McpServers: req.McpServers})
 	if err != nil {
 		return acp.ForkSessionResponse{}, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/agent/tools/shell"
 	"github.com/rebound-agent/rebound/llm"
@@ -81,11 +83,19 @@ func baseInstructions(mode string, withMCP bool) string {
 	return b.String()
 }
 
-// systemMessages is the system prompt of every request in the session: the
+// systemPrompt makes the system prompt from the user's instructions
+// (Config.Instructions, ReplaceInstructions).
+type systemPrompt struct {
+	instructions string
+	replace      bool
+	log          *zerolog.Logger
+}
+
+// messages is the system prompt of every request in the session: the
 // instructions, the environment, and the project's AGENTS.md when it has one.
-func (a *Agent) systemMessages(s *sessionState, ws *tools.Workspace, mode string, withMCP bool, now time.Time) []llm.Message {
+func (p systemPrompt) messages(s *sessionState, ws *tools.Workspace, mode string, withMCP bool, now time.Time) []llm.Message {
 	var b strings.Builder
-	if !a.cfg.ReplaceInstructions || a.cfg.Instructions == "" {
+	if !p.replace || p.instructions == "" {
 		b.WriteString(baseInstructions(mode, withMCP))
 	}
 	fmt.Fprintf(&b, "\n\nEnvironment:\n- Working directory: %s\n", s.dirs.cwd)
@@ -93,14 +103,14 @@ func (a *Agent) systemMessages(s *sessionState, ws *tools.Workspace, mode string
 		fmt.Fprintf(&b, "- Other workspace directories: %s\n", strings.Join(s.dirs.additional, ", "))
 	}
 	fmt.Fprintf(&b, "- Platform: %s\n- Date: %s\n", runtime.GOOS, now.Format("2006-01-02"))
-	if a.cfg.Instructions != "" {
-		b.WriteString("\n" + strings.TrimSpace(a.cfg.Instructions) + "\n")
+	if p.instructions != "" {
+		b.WriteString("\n" + strings.TrimSpace(p.instructions) + "\n")
 	}
 	if note := s.mcp.note(); note != "" {
 		b.WriteString("\n" + note + "\n")
 	}
 	if text, err := readAgentsFile(ws); err != nil {
-		a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("AGENTS.md not used")
+		p.log.Warn().Err(err).Str("session", s.id).Msg("AGENTS.md not used")
 	} else if text != "" {
 		fmt.Fprintf(&b, "\nThe project's instructions, from AGENTS.md:\n<agents_md>\n%s\n</agents_md>\n", strings.TrimSpace(text))
 	}

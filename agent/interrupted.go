@@ -145,17 +145,12 @@ func unlessGone(errs []error, err error) []error {
 	return append(errs, err)
 }
 
-// noteInterrupted runs at the start of every turn, after its turn/start:
+// noteInterruptedIn runs at the start of every turn, after its turn/start:
 // at a session's first, it shows the notice of the session in its
 // directory that a stop of Rebound's cut (lastInterrupted), as other
 // notices are shown, and records it as a status, which a load replays. It
 // never fails or holds up the turn: what can't be read is a warning on
-// stderr, and no notice.
-func (a *Agent) noteInterrupted(ctx context.Context, t *turn) {
-	noteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))
-}
-
-// noteInterruptedIn is noteInterrupted reading the logs through logs.
+// stderr, and no notice. It reads the logs through logs (stateLogs).
 func noteInterruptedIn(ctx context.Context, t *turn, logs sessionLogs) {
 	a := t.agent
 	if t.number != 1 || !filepath.IsAbs(t.s.dirs.cwd) {

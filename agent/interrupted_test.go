@@ -428,7 +428,7 @@ func TestNoteInterrupted_FailsOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := &editor{}
-			noteInterruptedIn(context.Background(), a.newTurn(s, e, 1), tc.logs)
+			noteInterruptedIn(context.Background(), newTurn(a, s, e, 1), tc.logs)
 			if got := interruptedShown(e); got != nil {
 				t.Errorf("shown %v", got)
 			}

@@ -16,26 +16,18 @@ import (
 // (status.go), its last plan (plan.go) and usage (usage.go) are replayed to
 // the editor before session/load is answered, from the log alone.
 
-// LoadSession opens the session's log (or uses the open one), then replays
-// the committed conversation before answering, as ACP requires. The replay
-// is of what acquire read, kept in memory, and holds no lock of the log's:
-// another process may run a turn meanwhile, whose records this one reads
-// at its next use.
-func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c acp.Client) (acp.LoadSessionResponse, error) {
-	s, err := a.store.state(req.SessionID)
+// load serves session/load (Agent.LoadSession): it opens the session's log
+// (or uses the open one), then replays the committed conversation before
+// answering, as ACP requires. The replay is of what acquire read, kept in
+// memory, and holds no lock of the log's: another process may run a turn
+// meanwhile, whose records this one reads at its next use. waitStatus is
+// Config.WaitStatus.
+func (o sessionOpener) load(ctx context.Context, req acp.LoadSessionRequest, c acp.Client, waitStatus string) (acp.LoadSessionResponse, error) {
+	s, err := o.open(req.SessionID, req.Cwd, req.AdditionalDirectories, req.McpServers)
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
-	s.turnMu.Lock()
-	if err := a.store.acquire(s, false); err != nil {
-		s.unlockTurn()
-		return acp.LoadSessionResponse{}, err
-	}
-	defer a.store.done(s)
-	// The editor may load a session in another directory than the one it
-	// was made in; tools work where the editor says.
-	s.dirs.cwd, s.dirs.additional = req.Cwd, req.AdditionalDirectories
-	a.restartMCP(s, req.McpServers)
+	defer o.store.done(s)
 	h, err := s.history()
 	if err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("session %s: %w", s.id, err)
@@ -44,8 +36,8 @@ func (a *Agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest, c a
 	// Every client gets a failed turn's give-up words (the replay shows
 	// them where a status call would not); only some get the status calls.
 	waits := session.WaitStatuses(s.events)
-	showWaits := statusCallsFor(a.cfg.WaitStatus, c.Capabilities())
-	modes, opts := a.menu.sessionConfig(s)
+	showWaits := statusCallsFor(waitStatus, c.Capabilities())
+	modes, opts := o.menu.sessionConfig(s)
 	err = replay(ctx, c, s.id, s.dirs.workspace(), msgs, waits, showWaits)
 	if err == nil {
 		err = replayUsage(ctx, c, s.id, h)

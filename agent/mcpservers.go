@@ -5,8 +5,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
+	"github.com/rebound-agent/rebound/internal/proc"
 )
 
 // mcpServers are the MCP servers the editor gave a session. They start in
@@ -25,9 +28,18 @@ type mcpServers struct {
 	closed  bool
 }
 
-// startMCP starts the servers of servers in the background; nil when there
+// mcpStarter starts a session's MCP servers: what it needs of the
+// configuration (Config.MCPConnect, MCPHTTP, Secrets).
+type mcpStarter struct {
+	connect func(context.Context, mcp.Spec) (mcp.Transport, error)
+	http    mcp.NewHTTP
+	secrets func() proc.Secrets
+	log     *zerolog.Logger
+}
+
+// start starts the servers of servers in the background; nil when there
 // are none.
-func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpServers {
+func (st mcpStarter) start(sessionID, cwd string, servers []acp.McpServer) *mcpServers {
 	if len(servers) == 0 {
 		return nil
 	}
@@ -43,14 +55,14 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &mcpServers{ready: make(chan struct{}), cancel: cancel}
-	log := a.cfg.Logger.With().Str("session", sessionID).Logger()
+	log := st.log.With().Str("session", sessionID).Logger()
 	go func() {
 		set, failures := mcp.Start(ctx, specs, mcp.Options{
 			Dir:     cwd,
-			Secrets: a.childSecrets(),
+			Secrets: st.secrets(),
 			Logger:  log,
-			Connect: a.cfg.MCPConnect,
-			HTTP:    a.cfg.MCPHTTP,
+			Connect: st.connect,
+			HTTP:    st.http,
 			OnExit: func(server string, err error) {
 				log.Warn().Err(err).Str("mcpServer", server).Msg("MCP server stopped")
 				m.fail(mcp.Failure{Server: server, Err: err})
@@ -71,16 +83,17 @@ func (a *Agent) startMCP(sessionID, cwd string, servers []acp.McpServer) *mcpSer
 	return m
 }
 
-// restartMCP gives a session being loaded or resumed the servers the
+// restart gives a session being loaded or resumed the servers the
 // editor named now, stopping the ones it had first (the same servers may
 // be named again). Called under turnMu, which every other user of s.mcp
-// but Close holds.
-func (a *Agent) restartMCP(s *sessionState, servers []acp.McpServer) {
+// but Close holds. whileOpen is the store's (sessionStore.whileOpen): it
+// sets s.mcp unless the agent has closed.
+func (st mcpStarter) restart(s *sessionState, servers []acp.McpServer, whileOpen func(func()) bool) {
 	s.mcp.close()
-	m := a.startMCP(s.id, s.dirs.cwd, servers)
+	m := st.start(s.id, s.dirs.cwd, servers)
 	// Under the store's lock too, as Close reads s.mcp to stop every
 	// session's servers.
-	if !a.store.whileOpen(func() { s.mcp = m }) {
+	if !whileOpen(func() { s.mcp = m }) {
 		m.close()
 	}
 }

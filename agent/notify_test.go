@@ -37,8 +37,8 @@ func TestAgent_NotifyIsBestEffort(t *testing.T) {
 	e := &goneEditor{}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	a.notify(ctx, e, "sess_1", acp.SessionInfoUpdate("t", ""), "could not send the session's title")
-	notifier(a, e, "sess_2")(ctx, acp.Notice("info", "x", ""))
+	notify(ctx, &a.cfg.Logger, e, "sess_1", acp.SessionInfoUpdate("t", ""), "could not send the session's title")
+	notifier(&a.cfg.Logger, e, "sess_2")(ctx, acp.Notice("info", "x", ""))
 	if len(e.sent) != 2 || e.cancelled != 0 {
 		t.Fatalf("sent %d updates, %d with a cancelled context; want 2, none", len(e.sent), e.cancelled)
 	}

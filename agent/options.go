@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
@@ -170,58 +172,70 @@ func (m *configMenu) choices(ctx context.Context, id string, o options) []string
 	return append([]string{ThoughtDefault}, ReasoningEfforts...)
 }
 
-// SetSessionMode serves session/set_mode. The editor asked in terms of
-// modes; its view of the configuration options is told with a
-// config_option_update.
-func (a *Agent) SetSessionMode(ctx context.Context, req acp.SetSessionModeRequest, c acp.Client) (acp.SetSessionModeResponse, error) {
-	if !ValidMode(req.ModeID) {
-		return acp.SetSessionModeResponse{}, acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
-	}
-	s, err := a.session(req.SessionID)
-	if err != nil {
-		return acp.SetSessionModeResponse{}, err
-	}
-	changed, err := a.store.setOption(ctx, s, ModeConfigID, req.ModeID)
-	if err != nil {
-		return acp.SetSessionModeResponse{}, err
-	}
-	if changed {
-		a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.configOptions(ctx, s.current())))
-	}
-	return acp.SetSessionModeResponse{}, nil
+// optionSetter serves session/set_mode and session/set_config_option
+// (Agent.SetSessionMode, SetSessionConfigOption): it checks the request
+// against what menu offers, has set change the session's option, and tells
+// the editor what changed.
+type optionSetter struct {
+	// session is the session the request names (reopener.session).
+	session func(id string) (*sessionState, error)
+	// set makes value the session's option id (optionRecorder.set).
+	set  func(ctx context.Context, s *sessionState, id, value string) (changed bool, err error)
+	menu *configMenu
+	log  *zerolog.Logger
 }
 
-// SetSessionConfigOption serves session/set_config_option and answers with
-// every option, as the editor replaces its view with them. A change of the
-// mode is also told in terms of modes, with a current_mode_update.
-func (a *Agent) SetSessionConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) (acp.SetSessionConfigOptionResponse, error) {
-	if !slices.Contains(configIDs, req.ConfigID) {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
+// setMode serves session/set_mode. The editor asked in terms of modes; its
+// view of the configuration options is told with a config_option_update.
+func (o optionSetter) setMode(ctx context.Context, req acp.SetSessionModeRequest, c acp.Client) error {
+	if !ValidMode(req.ModeID) {
+		return acp.NewInvalidParams("modeId %s is not a mode of Rebound's; the modes are %s", quote(req.ModeID), ModeIDs())
 	}
-	s, err := a.session(req.SessionID)
+	s, err := o.session(req.SessionID)
 	if err != nil {
-		return acp.SetSessionConfigOptionResponse{}, err
+		return err
 	}
-	o := s.current()
-	if req.ConfigID == ThoughtConfigID && !a.menu.offersThought(o.model) {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is not offered for model %s, which Rebound does not know to take a reasoning effort; set provider.reasoning_effort in the configuration if it does", ThoughtConfigID, quote(o.model))
+	changed, err := o.set(ctx, s, ModeConfigID, req.ModeID)
+	if err != nil {
+		return err
 	}
-	vals := a.menu.choices(ctx, req.ConfigID, o)
+	if changed {
+		notifyOptions(ctx, o.log, c, s.id, acp.ConfigOptionUpdate(o.menu.configOptions(ctx, s.current())))
+	}
+	return nil
+}
+
+// setConfigOption serves session/set_config_option and answers with every
+// option, as the editor replaces its view with them. A change of the mode
+// is also told in terms of modes, with a current_mode_update.
+func (o optionSetter) setConfigOption(ctx context.Context, req acp.SetSessionConfigOptionRequest, c acp.Client) ([]acp.ConfigOption, error) {
+	if !slices.Contains(configIDs, req.ConfigID) {
+		return nil, acp.NewInvalidParams("configId %s is not a configuration option of Rebound's; the options are %s", quote(req.ConfigID), strings.Join(configIDs, ", "))
+	}
+	s, err := o.session(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	cur := s.current()
+	if req.ConfigID == ThoughtConfigID && !o.menu.offersThought(cur.model) {
+		return nil, acp.NewInvalidParams("%s is not offered for model %s, which Rebound does not know to take a reasoning effort; set provider.reasoning_effort in the configuration if it does", ThoughtConfigID, quote(cur.model))
+	}
+	vals := o.menu.choices(ctx, req.ConfigID, cur)
 	var value string
 	if req.Type == "boolean" || json.Unmarshal(req.Value, &value) != nil {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("%s is a select option: its value is one of %s", req.ConfigID, listSome(vals, 20))
+		return nil, acp.NewInvalidParams("%s is a select option: its value is one of %s", req.ConfigID, listSome(vals, 20))
 	}
 	if !slices.Contains(vals, value) {
-		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
+		return nil, acp.NewInvalidParams("value %s is not a value of %s; the values are %s", quote(value), req.ConfigID, listSome(vals, 20))
 	}
-	changed, err := a.store.setOption(ctx, s, req.ConfigID, value)
+	changed, err := o.set(ctx, s, req.ConfigID, value)
 	if err != nil {
-		return acp.SetSessionConfigOptionResponse{}, err
+		return nil, err
 	}
 	if changed && req.ConfigID == ModeConfigID {
-		a.notifyOptions(ctx, c, s.id, acp.CurrentModeUpdate(value))
+		notifyOptions(ctx, o.log, c, s.id, acp.CurrentModeUpdate(value))
 	}
-	return acp.SetSessionConfigOptionResponse{ConfigOptions: a.menu.configOptions(ctx, s.current())}, nil
+	return o.menu.configOptions(ctx, s.current()), nil
 }
 
 // listSome lists up to n of vals for a message.
@@ -232,11 +246,33 @@ func listSome(vals []string, n int) string {
 	return fmt.Sprintf("%s, … (%d in all)", strings.Join(vals[:n], ", "), len(vals))
 }
 
-func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u acp.SessionUpdate) {
-	a.notify(ctx, c, id, u, "could not send the session's configuration")
+// notifyOptions sends the editor a change of the session's options, best
+// effort.
+func notifyOptions(ctx context.Context, log *zerolog.Logger, c acp.Client, id string, u acp.SessionUpdate) {
+	notify(ctx, log, c, id, u, "could not send the session's configuration")
 }
 
-// setOption makes value the session's option id, all or nothing: its
+// optionRecorder records a change of a session's options (optionSetter.set).
+type optionRecorder struct {
+	store optionUses
+	dir   stateDir
+	log   *zerolog.Logger
+}
+
+// optionUses is what changing an option needs of the sessions
+// (sessionStore).
+type optionUses interface {
+	// held fails unless s is still the session held by its id.
+	held(s *sessionState) error
+	// acquire opens (or reads again) s's log for a use, under s.turnMu;
+	// done ends the use and lets go of turnMu.
+	acquire(s *sessionState, write bool) error
+	done(s *sessionState)
+	// whileOpen runs f under the store's lock unless the agent has closed.
+	whileOpen(f func()) bool
+}
+
+// set makes value the session's option id, all or nothing: its
 // record is written to the log and synced, under the log's lock, and only
 // then does the session use it. A change refused (another process is
 // writing the session: -32003) or not written changes nothing here or on
@@ -244,7 +280,8 @@ func (a *Agent) notifyOptions(ctx context.Context, c acp.Client, id string, u ac
 // through it and applies from the turn's next model request; while a load
 // or resume of this process runs, the change waits for it to end. Other
 // processes see the change at their next use of the session.
-func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
+func (w optionRecorder) set(ctx context.Context, s *sessionState, id, value string) (changed bool, err error) {
+	st := w.store
 	acquire := func() error {
 		if err := st.held(s); err != nil { // while this waited
 			s.unlockTurn()
@@ -257,9 +294,9 @@ func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, valu
 		return nil
 	}
 	write := func(id, value string) (pendingEvent, error) {
-		p, err := st.writeOption(s, id, value)
+		p, err := w.write(s, id, value)
 		if err != nil {
-			return p, st.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
+			return p, w.dir.logError(s.id, fmt.Errorf("record the session's %s: %w", id, err))
 		}
 		return p, nil
 	}
@@ -273,21 +310,20 @@ func (st *sessionStore) setOption(ctx context.Context, s *sessionState, id, valu
 		return false, err
 	}
 	if changed {
-		st.log.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
+		w.log.Info().Str("session", s.id).Str("option", id).Str("value", value).Msg("session configuration changed")
 	}
 	return changed, nil
 }
 
-// writeOption writes option id's record through the writer and syncs it
+// write writes option id's record through the writer and syncs it
 // (optionWriter.set then makes value the session's).
-func (st *sessionStore) writeOption(s *sessionState, id, value string) (pendingEvent, error) {
+func (w optionRecorder) write(s *sessionState, id, value string) (pendingEvent, error) {
 	typ, data := session.TypeConfig, any(session.Config{ConfigID: id, Value: value})
 	if id == ModeConfigID {
 		typ, data = session.TypeMode, session.Mode{Mode: value}
 	}
-	st.mu.Lock()
-	l := s.log
-	st.mu.Unlock()
+	var l *session.Log
+	w.store.whileOpen(func() { l = s.log }) // set and cleared under the store's lock
 	if l == nil {
 		return pendingEvent{}, errAgentClosed
 	}

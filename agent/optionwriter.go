@@ -9,7 +9,7 @@ import (
 // the session's records: a change made while a use of this process holds
 // the log is written through that use (the writer), and joins the
 // session's events ahead of the use's next record. A change with no
-// writer waits for one, or takes the session itself (setOption).
+// writer waits for one, or takes the session itself (optionRecorder.set).
 type optionWriter struct {
 	// mu guards the rest, and puts the records set writes through a use
 	// in order with the use's own (inOrder).

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/recovery"
 )
@@ -26,9 +28,9 @@ func CapabilitiesMeta() acp.Meta {
 // notifier is a turn's best-effort send of a status update to c: a
 // client that went away must not turn a recovering request into a failed
 // one.
-func notifier(a *Agent, c acp.Client, sessionID string) func(context.Context, acp.SessionUpdate) {
+func notifier(log *zerolog.Logger, c acp.Client, sessionID string) func(context.Context, acp.SessionUpdate) {
 	return func(ctx context.Context, u acp.SessionUpdate) {
-		a.notify(ctx, c, sessionID, u, "could not send a status update")
+		notify(ctx, log, c, sessionID, u, "could not send a status update")
 	}
 }
 
@@ -36,8 +38,8 @@ func notifier(a *Agent, c acp.Client, sessionID string) func(context.Context, ac
 // (it went away, or its output is stuck) fails nothing, so the error is
 // only logged, as failed. A cancelled ctx still sends: the spec lets a
 // cancelled turn send its last updates.
-func (a *Agent) notify(ctx context.Context, c acp.Client, sessionID string, u acp.SessionUpdate, failed string) {
+func notify(ctx context.Context, log *zerolog.Logger, c acp.Client, sessionID string, u acp.SessionUpdate, failed string) {
 	if err := c.Update(context.WithoutCancel(ctx), sessionID, u); err != nil {
-		a.cfg.Logger.Debug().Err(err).Str("session", sessionID).Msg(failed)
+		log.Debug().Err(err).Str("session", sessionID).Msg(failed)
 	}
 }

@@ -1,8 +1,9 @@
 package agent
 
 import (
-	"context"
 	"fmt"
+
+	"github.com/rs/zerolog"
 
 	"github.com/rebound-agent/rebound/acp"
 )
@@ -14,8 +15,6 @@ import (
 // providers/set routes the model's requests (and the model list's) to the
 // client's base URL with the client's headers, from the next request on,
 // for every session of this process; nothing is stored.
-
-var _ acp.ProviderConfigurer = (*Agent)(nil)
 
 // MainProvider is the id of Rebound's one provider.
 const MainProvider = "main"
@@ -31,42 +30,48 @@ type ProviderRoutes interface {
 	Route(baseURL string, headers map[string]string) error
 }
 
-// ProvidersConfigurable reports whether providers/* are served: only with
-// Config.Routes.
-func (a *Agent) ProvidersConfigurable() bool { return a.cfg.Routes != nil }
+// providerRouter serves providers/* (Agent.ListProviders, SetProvider,
+// DisableProvider) over routes; nil routes: they are not served.
+type providerRouter struct {
+	routes ProviderRoutes
+	log    *zerolog.Logger
+}
 
-// ListProviders lists MainProvider and where it sends requests now.
-func (a *Agent) ListProviders(ctx context.Context, req acp.ListProvidersRequest) (acp.ListProvidersResponse, error) {
+// configurable reports whether providers/* are served: only with routes.
+func (p providerRouter) configurable() bool { return p.routes != nil }
+
+// list lists MainProvider and where it sends requests now.
+func (p providerRouter) list() acp.ListProvidersResponse {
 	return acp.ListProvidersResponse{Providers: []acp.ProviderInfo{{
 		ProviderID: MainProvider,
 		Supported:  []string{acp.LlmProtocolOpenAI},
 		Required:   true,
-		Current:    &acp.ProviderCurrentConfig{APIType: acp.LlmProtocolOpenAI, BaseURL: a.cfg.Routes.BaseURL()},
-	}}}, nil
+		Current:    &acp.ProviderCurrentConfig{APIType: acp.LlmProtocolOpenAI, BaseURL: p.routes.BaseURL()},
+	}}}
 }
 
-// SetProvider routes MainProvider's requests as the client says.
-func (a *Agent) SetProvider(ctx context.Context, req acp.SetProviderRequest) (acp.SetProviderResponse, error) {
+// set routes MainProvider's requests as the client says.
+func (p providerRouter) set(req acp.SetProviderRequest) error {
 	if err := knownProvider(req.ProviderID); err != nil {
-		return acp.SetProviderResponse{}, err
+		return err
 	}
 	if req.APIType != acp.LlmProtocolOpenAI {
-		return acp.SetProviderResponse{}, acp.NewInvalidParams("provider %s speaks %q only, not %s", MainProvider, acp.LlmProtocolOpenAI, quote(req.APIType))
+		return acp.NewInvalidParams("provider %s speaks %q only, not %s", MainProvider, acp.LlmProtocolOpenAI, quote(req.APIType))
 	}
-	if err := a.cfg.Routes.Route(req.BaseURL, req.Headers); err != nil {
-		return acp.SetProviderResponse{}, fmt.Errorf("route provider %s: %w", MainProvider, err)
+	if err := p.routes.Route(req.BaseURL, req.Headers); err != nil {
+		return fmt.Errorf("route provider %s: %w", MainProvider, err)
 	}
 	// The header values are not logged: they may be a key.
-	a.cfg.Logger.Info().Str("baseURL", req.BaseURL).Int("headers", len(req.Headers)).Msg("providers/set: model requests routed by the client")
-	return acp.SetProviderResponse{}, nil
+	p.log.Info().Str("baseURL", req.BaseURL).Int("headers", len(req.Headers)).Msg("providers/set: model requests routed by the client")
+	return nil
 }
 
-// DisableProvider refuses: MainProvider is required.
-func (a *Agent) DisableProvider(ctx context.Context, req acp.DisableProviderRequest) (acp.DisableProviderResponse, error) {
+// disable refuses: MainProvider is required.
+func (p providerRouter) disable(req acp.DisableProviderRequest) error {
 	if err := knownProvider(req.ProviderID); err != nil {
-		return acp.DisableProviderResponse{}, err
+		return err
 	}
-	return acp.DisableProviderResponse{}, acp.NewInvalidParams("provider %s is required (providers/list says so): Rebound has no model without it", MainProvider)
+	return acp.NewInvalidParams("provider %s is required (providers/list says so): Rebound has no model without it", MainProvider)
 }
 
 func knownProvider(id string) error {

@@ -20,8 +20,7 @@ func TestChildSecrets(t *testing.T) {
 		{"configured variable", Config{APIKeyEnv: "MY_KEY"}, []string{"MY_KEY"}},
 		{"given", Config{APIKeyEnv: "MY_KEY", Secrets: func() proc.Secrets { return proc.Secrets{Names: []string{"OTHER"}} }}, []string{"OTHER"}},
 	} {
-		a := &Agent{cfg: tt.cfg}
-		if got := a.childSecrets().Names; !slices.Equal(got, tt.want) {
+		if got := childSecrets(&tt.cfg).Names; !slices.Equal(got, tt.want) {
 			t.Errorf("%s: childSecrets().Names = %q, want %q", tt.name, got, tt.want)
 		}
 	}

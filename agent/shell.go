@@ -44,11 +44,11 @@ const terminalCleanupTimeout = 5 * time.Second
 // childSecrets is what processes Rebound starts must not inherit (see
 // Config.Secrets). A command in the editor's terminal has the editor's
 // environment, not Rebound's.
-func (a *Agent) childSecrets() proc.Secrets {
-	if a.cfg.Secrets != nil {
-		return a.cfg.Secrets()
+func childSecrets(cfg *Config) proc.Secrets {
+	if cfg.Secrets != nil {
+		return cfg.Secrets()
 	}
-	return proc.Secrets{Names: []string{apiKeyEnv(a.cfg.APIKeyEnv)}}
+	return proc.Secrets{Names: []string{apiKeyEnv(cfg.APIKeyEnv)}}
 }
 
 // runInTerminal runs a command in a terminal of the editor's, shown live in

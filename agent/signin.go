@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/llm"
 )
@@ -76,10 +78,22 @@ const (
 	signInWait = 15 * time.Minute
 )
 
-// setUpMethods is the sign-in method offered to clients that show forms,
-// none without Config.SetUp.
-func (a *Agent) setUpMethods() []acp.AuthMethod {
-	if a.cfg.SetUp == nil {
+// formSetUp is the sign-in through forms (Agent.AuthenticateAsking).
+type formSetUp struct {
+	setUp ProviderSetUp // Config.SetUp; nil: not offered
+	auth  *signIn
+	menu  *configMenu
+	// open are the sessions this process holds (sessionStore.open);
+	// setModel records a session's model (optionRecorder.set).
+	open     func() []*sessionState
+	setModel func(ctx context.Context, s *sessionState, id, value string) (changed bool, err error)
+	log      *zerolog.Logger
+}
+
+// methods is the sign-in method offered to clients that show forms, none
+// without Config.SetUp.
+func (f formSetUp) methods() []acp.AuthMethod {
+	if f.setUp == nil {
 		return nil
 	}
 	return []acp.AuthMethod{{ID: AuthMethodSetUp, Name: "Choose provider and model here",
@@ -87,31 +101,32 @@ func (a *Agent) setUpMethods() []acp.AuthMethod {
 		FormOnly:    true}}
 }
 
-// AuthenticateAsking implements acp.FormAuthenticator: the client can
-// show forms. AuthMethodSetUp always asks; another method asks only when
-// signing in as it would fails (no key, or one that can't be used).
-func (a *Agent) AuthenticateAsking(ctx context.Context, req acp.AuthenticateRequest, c acp.Client, ask acp.FormAsker) (acp.AuthenticateResponse, error) {
-	if req.MethodID != AuthMethodSetUp || a.cfg.SetUp == nil {
-		err := a.auth.authenticate(req.MethodID)
-		if err == nil || a.cfg.SetUp == nil {
+// authenticate serves authenticate for a client that can show forms
+// (Agent.AuthenticateAsking). AuthMethodSetUp always asks; another method
+// asks only when signing in as it would fails (no key, or one that can't
+// be used).
+func (f formSetUp) authenticate(ctx context.Context, req acp.AuthenticateRequest, c acp.Client, ask acp.FormAsker) (acp.AuthenticateResponse, error) {
+	if req.MethodID != AuthMethodSetUp || f.setUp == nil {
+		err := f.auth.authenticate(req.MethodID)
+		if err == nil || f.setUp == nil {
 			return acp.AuthenticateResponse{}, err
 		}
 	}
-	done, err := a.askSetUp(ctx, ask)
+	done, err := f.ask(ctx, ask)
 	if err != nil {
 		return acp.AuthenticateResponse{}, err
 	}
-	a.auth.use(done.Provider, done.KeyEnv)
-	a.useModel(ctx, c, done.Model, done.ModelFrom)
-	a.cfg.Logger.Info().Str("model", done.Model).Str("variable", done.KeyEnv).Msg("signed in: provider set up in the editor")
+	f.auth.use(done.Provider, done.KeyEnv)
+	f.useModel(ctx, c, done.Model, done.ModelFrom)
+	f.log.Info().Str("model", done.Model).Str("variable", done.KeyEnv).Msg("signed in: provider set up in the editor")
 	return acp.AuthenticateResponse{Meta: acp.Meta{"rebound/setup": map[string]any{"model": done.Model, "message": done.Stored}}}, nil
 }
 
-// askSetUp asks the user for the provider, its URL and key, and the model,
-// and stores them. Nothing is stored unless every answer was given and
-// passed the checks.
-func (a *Agent) askSetUp(ctx context.Context, ask acp.FormAsker) (SetUpDone, error) {
-	su := a.cfg.SetUp
+// ask asks the user for the provider, its URL and key, and the model, and
+// stores them. Nothing is stored unless every answer was given and passed
+// the checks.
+func (f formSetUp) ask(ctx context.Context, ask acp.FormAsker) (SetUpDone, error) {
+	su := f.setUp
 	presets := su.Presets()
 	form := acp.Form{Title: "Model provider", Fields: []acp.FormField{{Name: "provider", Type: "string", Title: "Provider",
 		Description: "The OpenAI-compatible API Rebound sends the model's requests to.", MaxLength: 64, Options: presetOptions(presets), Required: true}}}
@@ -144,7 +159,7 @@ func (a *Agent) askSetUp(ctx context.Context, ask acp.FormAsker) (SetUpDone, err
 	if err := su.Check(choice); err != nil {
 		return SetUpDone{}, setUpError(scrub(err.Error(), choice.Key), nil)
 	}
-	if choice.Model, err = a.askModel(ctx, ask, su, choice, p.Name); err != nil {
+	if choice.Model, err = f.askModel(ctx, ask, choice, p.Name); err != nil {
 		return SetUpDone{}, err
 	}
 	done, err := su.Save(ctx, choice)
@@ -156,8 +171,8 @@ func (a *Agent) askSetUp(ctx context.Context, ask acp.FormAsker) (SetUpDone, err
 
 // askModel offers the provider's models; when it lists none, or too many
 // to offer, the name is typed.
-func (a *Agent) askModel(ctx context.Context, ask acp.FormAsker, su ProviderSetUp, choice SetUpChoice, name string) (string, error) {
-	models, err := su.Models(ctx, choice)
+func (f formSetUp) askModel(ctx context.Context, ask acp.FormAsker, choice SetUpChoice, name string) (string, error) {
+	models, err := f.setUp.Models(ctx, choice)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
@@ -167,7 +182,7 @@ func (a *Agent) askModel(ctx context.Context, ask acp.FormAsker, su ProviderSetU
 	switch {
 	case err != nil:
 		why := scrub(strings.TrimRight(err.Error(), ". "), choice.Key)
-		a.cfg.Logger.Info().Str("error", why).Msg("sign-in: no model list from the provider; asking for a name")
+		f.log.Info().Str("error", why).Msg("sign-in: no model list from the provider; asking for a name")
 		message = fmt.Sprintf("Rebound could not get %s's list of models (%s). Type the model's name.", name, clipBytes(why, 300))
 	case len(models) > maxModelOptions:
 		field.Description = fmt.Sprintf("The provider lists %d models, among them %s.", len(models), strings.Join(models[:5], ", "))
@@ -294,23 +309,23 @@ func (o *modelOverride) fromOr(from string) string {
 // the former default (made for the former provider), whose editors are
 // told (config_option_update); a session on another model, chosen in the
 // editor, keeps it.
-func (a *Agent) useModel(ctx context.Context, c acp.Client, model, from string) {
-	old := a.menu.defaults().model
-	a.menu.override.set(model, from)
+func (f formSetUp) useModel(ctx context.Context, c acp.Client, model, from string) {
+	old := f.menu.defaults().model
+	f.menu.override.set(model, from)
 	if old == model {
 		return
 	}
-	for _, s := range a.store.open() {
+	for _, s := range f.open() {
 		if s.current().model != old {
 			continue
 		}
-		changed, err := a.store.setOption(ctx, s, ModelConfigID, model)
+		changed, err := f.setModel(ctx, s, ModelConfigID, model)
 		if err != nil {
-			a.cfg.Logger.Warn().Err(err).Str("session", s.id).Msg("sign-in: the session keeps its model")
+			f.log.Warn().Err(err).Str("session", s.id).Msg("sign-in: the session keeps its model")
 			continue
 		}
 		if changed {
-			a.notifyOptions(ctx, c, s.id, acp.ConfigOptionUpdate(a.menu.configOptions(ctx, s.current())))
+			notifyOptions(ctx, f.log, c, s.id, acp.ConfigOptionUpdate(f.menu.configOptions(ctx, s.current())))
 		}
 	}
 }

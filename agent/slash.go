@@ -268,7 +268,7 @@ func (t *turn) answerWith(ctx context.Context, produce func(context.Context) (st
 		err = t.endAttempt(ctx, session.OutcomeOK)
 	}
 	if err != nil {
-		err = t.agent.dir.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
+		err = t.agent.store.dir.logError(t.s.id, fmt.Errorf("commit a slash command's answer: %w", err))
 		t.failed = ownFailure(err)
 		t.settle(&resp, err)
 		return acp.PromptResponse{}, err

@@ -312,7 +312,7 @@ func (st *sessionStore) repairInterrupted(s *sessionState, l *session.Log, up *s
 // replays is what was read under the lock (whole and repaired, no writer
 // midway), now in memory, so the lock is let go of at once, and an editor
 // slow to read the replay keeps no other process from writing the session.
-// A use that holds the lock is the writer, which a waiting setOption
+// A use that holds the lock is the writer, which a waiting optionRecorder.set
 // writes through.
 func (st *sessionStore) becomeUser(s *sessionState, l *session.Log, write bool) error {
 	if s.use.locked && !write {
@@ -448,7 +448,7 @@ func (st *sessionStore) release(s *sessionState) {
 }
 
 // done ends a use of s begun with turnMu and a successful acquire: the
-// records setOption wrote through it join events, then the log is released
+// records optionRecorder.set wrote through it join events, then the log is released
 // and turnMu let go of.
 func (st *sessionStore) done(s *sessionState) {
 	s.takeWritten(s.options.stop()) // before the lock goes: nothing is written through s now

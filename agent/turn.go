@@ -11,9 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/mcp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/internal/proc"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
@@ -31,23 +34,12 @@ type FailureData struct {
 	AuthMethods []acp.AuthMethod `json:"authMethods,omitempty"`
 }
 
-// Prompt runs one turn: record the prompt, run the agent loop, commit its replies to
-// the log and then to the editor, and close the turn in every outcome, a
-// panic included.
-func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
-	s, err := a.session(req.SessionID)
+// prompt serves session/prompt (Agent.Prompt): it runs one turn: record the
+// prompt, run the agent loop, commit its replies to the log and then to the
+// editor, and close the turn in every outcome, a panic included.
+func prompt(ctx context.Context, a *Agent, req acp.PromptRequest, c acp.Client) (resp acp.PromptResponse, err error) {
+	s, err := useForTurn(a, req.SessionID)
 	if err != nil {
-		return acp.PromptResponse{}, err
-	}
-	// A key stored since start-up (`rebound login`) is found here.
-	if _, err := a.auth.provider(); err != nil {
-		return acp.PromptResponse{}, err
-	}
-	if !s.turnMu.TryLock() {
-		return acp.PromptResponse{}, acp.NewSessionBusy(s.id)
-	}
-	if err := a.store.acquire(s, true); err != nil {
-		s.unlockTurn()
 		return acp.PromptResponse{}, err
 	}
 	defer a.store.done(s)
@@ -55,7 +47,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	var t *turn
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = a.endPanicked(ctx, s, t, r)
+			resp, err = endPanicked(ctx, &a.cfg.Logger, s, t, r)
 		}
 	}()
 	h, err := s.history()
@@ -74,17 +66,17 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil {
 		return acp.PromptResponse{}, fmt.Errorf("encode prompt: %w", err)
 	}
-	t = a.newTurn(s, c, h.conv.NextTurn())
+	t = newTurn(a, s, c, h.conv.NextTurn())
 	text := renderPrompt(req.Prompt)
 	// Whether the model will see this prompt is decided here, once, and
 	// recorded: the history reads it (answeredLocally).
 	local := answer != "" || compact
 	if _, err := s.appendSync(session.TypeTurnStart, session.TurnStart{Turn: t.number, Prompt: blocks, Text: text, Local: &local}); err != nil {
 		t = nil // no turn to close
-		return acp.PromptResponse{}, a.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
+		return acp.PromptResponse{}, a.store.dir.logError(s.id, fmt.Errorf("record prompt: %w", err))
 	}
 	// interrupted.go: at a first prompt, the session here a crash cut.
-	a.noteInterrupted(ctx, t)
+	noteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))
 	if answer != "" { // slash.go
 		return t.answer(ctx, answer)
 	}
@@ -97,7 +89,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	t.mcp = t.obs.waitMCP(ctx, s.mcp)
 	t.runner.mcp = t.mcp
 	t.req.mode = s.currentMode()
-	history[0] = a.systemMessages(s, t.runner.ws, t.req.mode, t.mcp != nil, t.start)[0]
+	history[0] = a.prompt.messages(s, t.runner.ws, t.req.mode, t.mcp != nil, t.start)[0]
 	t.msgs.history = history
 	t.msgs.prompt = llm.Message{Role: llm.RoleUser, Content: text, Images: promptImages(req.Prompt)}
 	t.req.maxTokens = a.cfg.MaxTokens
@@ -109,7 +101,7 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 	if err != nil && recorded(err) {
 		// The log failed: Rebound's own failure, reported as such.
 		t.failed = ownFailure(err)
-		err = a.dir.logError(s.id, err)
+		err = a.store.dir.logError(s.id, err)
 	}
 	t.noteTurn(ctx, t.settle(&resp, err))
 	if err == nil {
@@ -119,6 +111,28 @@ func (a *Agent) Prompt(ctx context.Context, req acp.PromptRequest, c acp.Client)
 		return acp.PromptResponse{StopReason: acp.StopCancelled}, nil
 	}
 	return resp, err
+}
+
+// useForTurn is the session a prompt names, acquired for writing with its
+// turnMu held, once there is a provider to run the turn with; busy while
+// another use of it runs. The caller ends the use (done).
+func useForTurn(a *Agent, id string) (*sessionState, error) {
+	s, err := a.sessions.session(id)
+	if err != nil {
+		return nil, err
+	}
+	// A key stored since start-up (`rebound login`) is found here.
+	if _, err := a.auth.provider(); err != nil {
+		return nil, err
+	}
+	if !s.turnMu.TryLock() {
+		return nil, acp.NewSessionBusy(s.id)
+	}
+	if err := a.store.acquire(s, true); err != nil {
+		s.unlockTurn()
+		return nil, err
+	}
+	return s, nil
 }
 
 // shownError is the message the editor is shown for a prompt answered
@@ -148,41 +162,47 @@ func ownFailure(err error) *recovery.Failure {
 // gets a result and turn/end is written, so the log stays valid and the
 // next prompt works. The session's log is read again before its next use.
 // The prompt is answered with an internal error.
-func (a *Agent) endPanicked(ctx context.Context, s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
-	a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
+func endPanicked(ctx context.Context, log *zerolog.Logger, s *sessionState, t *turn, r any) (acp.PromptResponse, error) {
+	log.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg("a turn panicked")
 	s.use.reload = true
 	msg := fmt.Sprintf("Rebound hit an internal error (a bug: %v)", r)
 	if t != nil {
 		ended := msg + " and ended this turn; the session is intact, and you can send the prompt again. Please report the bug with Rebound's log."
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					a.cfg.Logger.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Msg("closing a turn that panicked panicked too")
-				}
-			}()
-			f := &recovery.Failure{Code: recovery.Unknown, Message: msg}
-			t.failed = f
-			if t.out.shownAny() && !t.out.committed {
-				if err := t.commitIncomplete(); err != nil {
-					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not commit the reply shown so far")
-				}
-			}
-			if t.req.open {
-				if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.req.attempts, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
-					a.cfg.Logger.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
-				}
-			}
-			// Recorded as the give-up in the words the prompt's error
-			// says, so a load says them too.
-			t.obs.ended(ctx, false, ended)
-			t.settle(&acp.PromptResponse{}, errors.New(msg))
-		}()
+		closePanicked(ctx, log, t, msg, ended)
 		msg = ended
 	} else {
 		msg += "; the session is intact. Please report the bug with Rebound's log."
 	}
 	return acp.PromptResponse{}, &acp.RequestError{Code: acp.CodeInternalError, Message: msg,
 		Data: map[string]any{"sessionId": s.id, "reason": "internal_error"}}
+}
+
+// closePanicked closes a turn that panicked (endPanicked): msg is the
+// failure recorded, ended the words of its give-up. A panic on the way is
+// logged, and leaves the rest to the log's repair at its next read.
+func closePanicked(ctx context.Context, log *zerolog.Logger, t *turn, msg, ended string) {
+	s := t.s
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error().Str("session", s.id).Str("panic", fmt.Sprint(r)).Msg("closing a turn that panicked panicked too")
+		}
+	}()
+	f := &recovery.Failure{Code: recovery.Unknown, Message: msg}
+	t.failed = f
+	if t.out.shownAny() && !t.out.committed {
+		if err := t.commitIncomplete(); err != nil {
+			log.Error().Err(err).Str("session", s.id).Msg("could not commit the reply shown so far")
+		}
+	}
+	if t.req.open {
+		if _, err := s.appendSync(session.TypeStepEnd, session.StepEnd{Turn: t.number, Step: t.req.attempts, Outcome: session.OutcomeFailed, Failure: mustJSON(f)}); err != nil {
+			log.Error().Err(err).Str("session", s.id).Msg("could not close the attempt")
+		}
+	}
+	// Recorded as the give-up in the words the prompt's error
+	// says, so a load says them too.
+	t.obs.ended(ctx, false, ended)
+	t.settle(&acp.PromptResponse{}, errors.New(msg))
 }
 
 // settle appends turn/end whatever happened: the log's promise is that every
@@ -233,7 +253,7 @@ func (t *turn) settle(resp *acp.PromptResponse, runErr error) (titledAt time.Tim
 func (t *turn) noteTurn(ctx context.Context, titledAt time.Time) {
 	s := t.s
 	if !titledAt.IsZero() {
-		t.agent.notify(ctx, t.c, s.id, acp.SessionInfoUpdate(s.listing.title, isoTime(titledAt)), "could not send the session's title")
+		notify(ctx, &t.agent.cfg.Logger, t.c, s.id, acp.SessionInfoUpdate(s.listing.title, isoTime(titledAt)), "could not send the session's title")
 	}
 	t.agent.store.putSummary(s.summary())
 }
@@ -269,14 +289,14 @@ type turn struct {
 
 // newTurn builds turn number of s, for the editor c, and what it delegates
 // to.
-func (a *Agent) newTurn(s *sessionState, c acp.Client, number int) *turn {
+func newTurn(a *Agent, s *sessionState, c acp.Client, number int) *turn {
 	t := &turn{agent: a, s: s, c: c, number: number, start: time.Now()}
 	t.obs = newObserver(observer{turn: number, sessionID: s.id,
 		record: func(typ string, data any, sync bool) error {
 			_, err := s.record(typ, data, sync)
 			return err
 		},
-		send: notifier(a, c, s.id),
+		send: notifier(&a.cfg.Logger, c, s.id),
 		facts: func() requestFacts {
 			return requestFacts{step: t.req.attempts, model: t.req.model, maxTokens: t.req.maxTokens, shown: t.out.shownAny()}
 		},
@@ -332,7 +352,7 @@ func (t *turn) newToolRunner(ws *tools.Workspace) *toolRunner {
 			rules: func() map[string]string { return t.s.rules }, log: &a.cfg.Logger},
 		mcp:     (*mcp.Set)(nil),
 		cfg:     a.cfg.Tools,
-		secrets: a.childSecrets,
+		secrets: func() proc.Secrets { return childSecrets(&a.cfg) },
 		log:     &a.cfg.Logger,
 	}
 }
@@ -423,33 +443,11 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("maxRequests", t.agent.cfg.MaxRequests).Msg("turn stopped at the request limit (agent.max_steps)")
 			return acp.PromptResponse{StopReason: acp.StopMaxTurnRequests}, nil
 		}
-		// Options chosen since the last request apply from this one: what the
-		// mode offers the model and what its tool calls may do, the model
-		// asked and its reasoning effort. They are in the log already
-		// (setOption).
-		o := t.s.current()
-		if t.req.apply(o, t.agent.menu.reasoningEffort) { // the system prompt says what the mode allows
-			t.msgs.history[0] = t.agent.systemMessages(t.s, t.runner.ws, o.mode, t.mcp != nil, t.start)[0]
-		}
-		t.obs.reportMCP(ctx, t.s.mcp.takeFailures())
-		if h := t.compactor.compactIfFull(ctx, t.compaction()); h != nil { // autocompact.go
-			t.msgs.history = h
-		}
+		t.beforeRequest(ctx)
 		t.req.made++
 		reply, calls, err := t.complete(ctx)
 		if err != nil {
-			if isCancelled(ctx) {
-				t.cancelled = true
-				return acp.PromptResponse{StopReason: acp.StopCancelled}, err
-			}
-			if f := recovery.Classify(err); !recorded(err) && f.ContentFilter {
-				// A filtered prompt is the provider's refusal, as a filtered
-				// reply is; its facts (the reason) go with the answer, and
-				// the reason is shown.
-				t.obs.refused(ctx, f)
-				return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
-			}
-			return acp.PromptResponse{}, t.failure(ctx, err)
+			return t.requestFailed(ctx, err)
 		}
 		if c := llm.ClassifyFinish(reply.FinishReason); len(calls) == 0 || c == llm.FinishTruncated || c == llm.FinishRefused {
 			return acp.PromptResponse{StopReason: stopReason(reply.FinishReason)}, nil
@@ -462,6 +460,39 @@ func (t *turn) run(ctx context.Context) (acp.PromptResponse, error) {
 			return acp.PromptResponse{}, err
 		}
 	}
+}
+
+// beforeRequest readies the turn for its next request. Options chosen
+// since the last request apply from this one: what the mode offers the
+// model and what its tool calls may do, the model asked and its reasoning
+// effort. They are in the log already (optionRecorder.set). MCP servers that failed
+// meanwhile are reported, and a history near the context window compacted.
+func (t *turn) beforeRequest(ctx context.Context) {
+	o := t.s.current()
+	if t.req.apply(o, t.agent.menu.reasoningEffort) { // the system prompt says what the mode allows
+		t.msgs.history[0] = t.agent.prompt.messages(t.s, t.runner.ws, o.mode, t.mcp != nil, t.start)[0]
+	}
+	t.obs.reportMCP(ctx, t.s.mcp.takeFailures())
+	if h := t.compactor.compactIfFull(ctx, t.compaction()); h != nil { // autocompact.go
+		t.msgs.history = h
+	}
+}
+
+// requestFailed ends the turn whose logical request failed with err: as
+// cancelled, as the provider's refusal, or as failed.
+func (t *turn) requestFailed(ctx context.Context, err error) (acp.PromptResponse, error) {
+	if isCancelled(ctx) {
+		t.cancelled = true
+		return acp.PromptResponse{StopReason: acp.StopCancelled}, err
+	}
+	if f := recovery.Classify(err); !recorded(err) && f.ContentFilter {
+		// A filtered prompt is the provider's refusal, as a filtered
+		// reply is; its facts (the reason) go with the answer, and
+		// the reason is shown.
+		t.obs.refused(ctx, f)
+		return acp.PromptResponse{StopReason: acp.StopRefusal, Meta: acp.Meta{RefusalMetaKey: f}}, nil
+	}
+	return acp.PromptResponse{}, t.failure(ctx, err)
 }
 
 // complete recovers one logical request until a reply is complete, then
@@ -574,7 +605,7 @@ func (t *turn) retryCut(ctx context.Context, got *llm.Reply) (again bool, err er
 func (t *turn) failure(ctx context.Context, err error) error {
 	if recorded(err) {
 		t.failed = ownFailure(err)
-		return t.agent.dir.logError(t.s.id, err)
+		return t.agent.store.dir.logError(t.s.id, err)
 	}
 	f := recovery.Classify(err)
 	msg := f.Summary() + ": " + strings.TrimRight(f.Message, ". ") + "."

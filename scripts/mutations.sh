@@ -147,7 +147,7 @@ mutate acp/auth.go 's/if !caps.TerminalAuthByMeta() || m.Meta\[TerminalAuthMetaK
 	./acp TestServer_InitializeAuthMethods "terminal sign-in: a client with only _meta terminal-auth is offered the command"
 mutate acp/auth.go 's/m.Type, m.Args, m.Env = "", nil, nil/_ = m/' \
 	./acp TestServer_InitializeAuthMethods "terminal sign-in: the _meta shape is an agent method"
-mutate agent/auth.go 's/login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.login}/_ = login/' \
+mutate agent/auth.go 's/login.Meta = acp.Meta{acp.TerminalAuthMetaKey: g.login}/_ = login/' \
 	./agent TestAuthMethods_TerminalAuthMeta "terminal sign-in: the terminal method carries its command in _meta"
 mutate agent/auth.go 's/case method == AuthMethodLogin:/case false:/' \
 	./agent TestAuthenticate_TerminalMethodWithoutKey "terminal sign-in: authenticate with the terminal method names the command"
@@ -168,7 +168,7 @@ mutate acp/handshake.go 's/^\t\th.initialized, h.caps = true, ClientCapabilities
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: no client capabilities are assumed before initialize"
 mutate acp/handshake.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
-mutate agent/reopen.go 's/^\tif err == nil || !a.reopenOnUse.Load() {$/\tif true {/' \
+mutate agent/reopen.go 's/^\tif err == nil || !r.on.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
 mutate agent/store.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
@@ -219,7 +219,7 @@ mutate agent/load.go 's/^\tcase t.text:$/\tcase t.text || t.shown:/' \
 # A give-up Rebound words itself is recorded in those words (agent/slash.go, agent/turn.go).
 mutate agent/slash.go 's/^\t\tt.obs.ended(ctx, false, shownError(err))$/\t\t_ = shownError(err)/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a failed /compact says what its error said"
-mutate agent/turn.go 's/^\t\t\tt.obs.ended(ctx, false, ended)$/\t\t\t_ = ended/' \
+mutate agent/turn.go 's/^\tt.obs.ended(ctx, false, ended)$/\t_ = ended/' \
 	./agent 'TestStatuses_ReplayedAsShown$' "replay: a turn that panicked says what its error said"
 
 # Waiting on the shared rate limit (recovery/hold.go, issue #33): a hold is a wait like a retry's.
@@ -249,7 +249,7 @@ mutate recovery/policy.go 's|^\tif p.JitterMode == JitterFull {$|\tif false {|' 
 	./recovery TestPolicy_BackoffFullJitter "full jitter: the backoff is uniform in [0, backoff]"
 
 # The first prompt after a crash names the session it cut (agent/interrupted.go).
-mutate agent/turn.go 's/^\ta.noteInterrupted(ctx, t)$//' \
+mutate agent/turn.go 's/^\tnoteInterruptedIn(ctx, t, stateLogs(a.cfg.StateDir))$//' \
 	./cmd/rebound 'TestGolden$/crash_new_session' "interrupted: a new session's first prompt names the session a crash cut"
 mutate agent/interrupted.go 's/ || filepath.Clean(s.Cwd) != cwd {$/ {/' \
 	./agent TestLastInterrupted_Choice "interrupted: only sessions of the same directory"
@@ -392,9 +392,9 @@ mutate acp/elicitation.go 's/if len(f.Options) > 0 \&\& !slices.ContainsFunc/if 
 	./acp TestDecodeFormAnswer_Property "editor sign-in: an answer that is not an option offered is refused"
 mutate acp/elicitation.go 's/f.Required \&\& !ok {/false \&\& !ok {/' \
 	./acp TestDecodeFormAnswer_Property "editor sign-in: an answer without a required field is refused"
-mutate agent/signin.go 's/^\ta.auth.use(done.Provider, done.KeyEnv)$/\t_ = done.KeyEnv/' \
+mutate agent/signin.go 's/^\tf.auth.use(done.Provider, done.KeyEnv)$/\t_ = done.KeyEnv/' \
 	./agent TestSignIn_SetsUpAndSwaps "editor sign-in: the provider set up is used from the next prompt"
-mutate agent/signin.go 's/^\ta.menu.override.set(model, from)$//' \
+mutate agent/signin.go 's/^\tf.menu.override.set(model, from)$//' \
 	./agent TestSignIn_SetsUpAndSwaps "editor sign-in: the model set up is the default of new sessions"
 mutate agent/signin.go 's/^\tif err := su.Check(choice); err != nil {$/\tif err := error(nil); err != nil {/' \
 	./agent TestSignIn_NothingStored "editor sign-in: the URL and key are checked before the model list is asked"
@@ -418,5 +418,14 @@ mutate ratelimit/lock.go 's/^\t\treturn false, nil$/\t\treturn true, nil/' \
 	./ratelimit TestFileLock_BetweenProcesses "windows: rate-limit files are locked through internal/filelock"
 mutate internal/filelock/holder_linux.go 's/^\t\t\treturn pid$/\t\t\treturn 0/' \
 	./internal/filelock TestTryLock_OtherProcess "windows: a lock's holder is named (Linux: /proc/locks)"
+# The parts the Agent's handlers delegate to (agent/handlers.go), each tested alone with fakes.
+mutate agent/options.go 's/^\tif changed {$/\tif true {/' \
+	./agent 'TestOptionSetter$' "agentsplit: set_mode tells the editor only a change"
+mutate agent/reopen.go '0,/^\t\ts.unlockTurn()$/s///' \
+	./agent 'TestReopener$' "agentsplit: a reopen whose acquire fails lets go of the session"
+mutate agent/lifecycle.go 's/^\t\tif !s.turnMu.TryLock() {$/\t\tif false {/' \
+	./agent 'TestSessionRemover$' "agentsplit: session/delete refuses a session in use"
+mutate agent/providers.go 's/if req.APIType != acp.LlmProtocolOpenAI {/if false {/' \
+	./agent 'TestProviderRouter$' "agentsplit: providers/set refuses another protocol"
 
 exit $survived
