@@ -361,7 +361,7 @@ mutate config/load.go 's/^\t\tif err := netclient.CheckCAFile(cfg.Provider.CAFil
 	./config TestLoad_CAFile "netclient: a bad CA file stops the start naming provider.ca_file"
 mutate config/tomledit.go 's/^\t\tstarts\[i\] = lx.top()$/\t\tstarts[i] = true/' \
 	./config TestSetProviderKeys_KeepsEverythingElse "login: the config edit skips multi-line values"
-mutate config/tomledit.go 's/^\t\t\tcomment = " " + c$/\t\t\tcomment = ""/' \
+mutate config/tomledit.go 's/^\t\tcomment = " " + c$/\t\tcomment = ""/' \
 	./config TestSetProviderKeys_KeepsEverythingElse "login: a replaced key keeps its comment"
 mutate config/tomledit.go 's/^\t\t\treturn nil, fmt.Errorf("line %d sets provider outside a \[provider\] table", i+1)$/\t\t\tbreak/' \
 	./config TestSetProviderKeys_NewFileAndRefusals "login: a file with provider as dotted keys is left alone"
