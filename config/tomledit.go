@@ -91,20 +91,15 @@ var (
 // editProvider returns data with set written into its [provider] table.
 func editProvider(data []byte, set map[string]string) ([]byte, error) {
 	lines := splitLines(data)
-	starts := statementStarts(lines)
+	e := providerEdit{lines: lines, starts: statementStarts(lines), set: set, done: map[string]bool{}}
 	provider := -1 // the header's line
-	done := map[string]bool{}
 	table := ""
 	for i, line := range lines {
-		if !starts[i] {
+		if !e.starts[i] {
 			continue
 		}
-		if m := header.FindStringSubmatch(line); m != nil {
-			table = normTable(m[2])
-			if m[1] == "[[" {
-				table = "[[" + table
-			}
-			if table == "provider" {
+		if t, ok := tableHeader(line); ok {
+			if table = t; table == "provider" {
 				provider = i
 			}
 			continue
@@ -112,66 +107,105 @@ func editProvider(data []byte, set map[string]string) ([]byte, error) {
 		if table == "" && rootProvider.MatchString(line) {
 			return nil, fmt.Errorf("line %d sets provider outside a [provider] table", i+1)
 		}
-		if table != "provider" {
-			continue
-		}
-		m := keyLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		key := m[2]
-		if m[3] != "" || m[4] != "" {
-			key = m[3] + m[4]
-		}
-		v, ok := set[key]
-		if !ok || done[key] {
-			continue
-		}
-		done[key] = true
-		// Replace the statement, keeping its indentation and a trailing
-		// comment of a one-line statement.
-		last := i
-		for last+1 < len(lines) && !starts[last+1] {
-			last++
-		}
-		comment := ""
-		if c := trailingComment(lines[i : last+1]); c != "" {
-			comment = " " + c
-		}
-		lines[i] = m[1] + key + " = " + tomlString(v) + comment
-		for j := i + 1; j <= last; j++ {
-			lines[j] = "\x00" // removed below
+		if table == "provider" {
+			e.replace(i)
 		}
 	}
+	return joinLines(e.withAdded(provider)), nil
+}
+
+// tableHeader reads a table header line: the table's name as normTable
+// writes it, "[[" before an array of tables'.
+func tableHeader(line string) (string, bool) {
+	m := header.FindStringSubmatch(line)
+	if m == nil {
+		return "", false
+	}
+	if m[1] == "[[" {
+		return "[[" + normTable(m[2]), true
+	}
+	return normTable(m[2]), true
+}
+
+// providerEdit is editProvider's work on the lines of a file.
+type providerEdit struct {
+	lines  []string
+	starts []bool // statementStarts of lines
+	set    map[string]string
+	done   map[string]bool // the keys of set already written
+}
+
+// removedLine marks a line the edit drops.
+const removedLine = "\x00"
+
+// replace rewrites the statement at line i of the [provider] table when it
+// is the first to set a key of set: the new one keeps its indentation and
+// the trailing comment of a one-line statement, and the lines the old
+// value went on over are dropped.
+func (e *providerEdit) replace(i int) {
+	m := keyLine.FindStringSubmatch(e.lines[i])
+	if m == nil {
+		return
+	}
+	key := m[2]
+	if m[3] != "" || m[4] != "" {
+		key = m[3] + m[4]
+	}
+	v, ok := e.set[key]
+	if !ok || e.done[key] {
+		return
+	}
+	e.done[key] = true
+	last := i
+	for last+1 < len(e.lines) && !e.starts[last+1] {
+		last++
+	}
+	comment := ""
+	if c := trailingComment(e.lines[i : last+1]); c != "" {
+		comment = " " + c
+	}
+	e.lines[i] = m[1] + key + " = " + tomlString(v) + comment
+	for j := i + 1; j <= last; j++ {
+		e.lines[j] = removedLine
+	}
+}
+
+// withAdded is the lines with the keys of set not yet written added, sorted:
+// after the [provider] header at line provider, or in a new [provider]
+// table at the end when there is none (provider < 0).
+func (e *providerEdit) withAdded(provider int) []string {
 	var add []string
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		if !done[k] {
-			add = append(add, k+" = "+tomlString(set[k]))
+	for _, k := range slices.Sorted(maps.Keys(e.set)) {
+		if !e.done[k] {
+			add = append(add, k+" = "+tomlString(e.set[k]))
 		}
 	}
-	var out []string
+	out := e.lines
 	switch {
 	case len(add) == 0:
-		out = lines
 	case provider >= 0:
-		out = slices.Concat(lines[:provider+1], add, lines[provider+1:])
+		out = slices.Concat(out[:provider+1], add, out[provider+1:])
 	default:
-		out = lines
 		if len(out) > 0 && strings.TrimSpace(out[len(out)-1]) != "" {
 			out = append(out, "")
 		}
 		out = append(out, "[provider]")
 		out = append(out, add...)
 	}
+	return out
+}
+
+// joinLines writes lines each ending with \n, but for the removed ones.
+func joinLines(lines []string) []byte {
 	var b bytes.Buffer
-	for _, l := range out {
-		if l == "\x00" {
+	for _, l := range lines {
+		if l == removedLine {
 			continue
 		}
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 // splitLines splits data into lines without their \n (a \r stays with
@@ -241,22 +275,11 @@ func (lx *lexer) top() bool { return lx.inML == "" && lx.depth == 0 }
 // line reads one line, calling comment with the index of a comment's #.
 func (lx *lexer) line(line string, comment func(int)) {
 	for j := 0; j < len(line); j++ {
-		c := line[j]
 		if lx.inML != "" {
-			if c == '\\' && lx.inML == `"""` {
-				j++
-				continue
-			}
-			if strings.HasPrefix(line[j:], lx.inML) {
-				j += 2
-				for j+1 < len(line) && line[j+1] == lx.inML[0] { // """" ends with a quote in the string
-					j++
-				}
-				lx.inML = ""
-			}
+			j = lx.inMultiline(line, j)
 			continue
 		}
-		switch {
+		switch c := line[j]; {
 		case c == '#':
 			if comment != nil {
 				comment(j)
@@ -265,15 +288,8 @@ func (lx *lexer) line(line string, comment func(int)) {
 		case strings.HasPrefix(line[j:], `"""`), strings.HasPrefix(line[j:], `'''`):
 			lx.inML = line[j : j+3]
 			j += 2
-		case c == '"':
-			for j++; j < len(line) && line[j] != '"'; j++ {
-				if line[j] == '\\' {
-					j++
-				}
-			}
-		case c == '\'':
-			for j++; j < len(line) && line[j] != '\''; j++ {
-			}
+		case c == '"' || c == '\'':
+			j = quotedEnd(line, j)
 		case c == '[' || c == '{':
 			// A header's brackets open and close on its line.
 			lx.depth++
@@ -283,6 +299,38 @@ func (lx *lexer) line(line string, comment func(int)) {
 			}
 		}
 	}
+}
+
+// inMultiline reads line[j] inside a multi-line string: it returns the
+// index of the last byte read, the escaped byte after a backslash of a
+// basic string or the last of the closing quotes (which may follow quotes
+// that are in the string), and ends the string there.
+func (lx *lexer) inMultiline(line string, j int) int {
+	switch {
+	case line[j] == '\\' && lx.inML == `"""`:
+		return j + 1
+	case !strings.HasPrefix(line[j:], lx.inML):
+		return j
+	}
+	j += 2
+	for j+1 < len(line) && line[j+1] == lx.inML[0] { // """" ends with a quote in the string
+		j++
+	}
+	lx.inML = ""
+	return j
+}
+
+// quotedEnd is the index of the quote that closes the one-line string
+// opened at line[j] (a basic string, with escapes, or a literal one,
+// without), or past the end of line when it is not closed there.
+func quotedEnd(line string, j int) int {
+	q := line[j]
+	for j++; j < len(line) && line[j] != q; j++ {
+		if q == '"' && line[j] == '\\' {
+			j++
+		}
+	}
+	return j
 }
 
 // checkEdit decodes both versions: the new one must hold set under

@@ -143,56 +143,79 @@ const stateVersion = 1
 func (b *Bucket) Hold(now time.Time, origin string) recovery.Hold {
 	var h recovery.Hold
 	b.update(now, func(s *state) bool {
-		closed, reason := s.Cooldown, recovery.HoldCooldown
-		if closed != nil && !now.Before(closed.Until) {
-			closed = nil
-		}
-		p := s.Pace
-		if p != nil && (!b.r.opts.Pacing || !now.Before(p.Reset)) {
-			p = nil
-		}
-		if closed == nil && p != nil && (p.Remaining < 1 || !p.Next.Before(p.Reset)) { // the slots given since the provider's count used it up
-			closed = &mark{Until: p.Reset, Source: p.Source, Limit: p.Limit, Window: p.Window, by: p.by}
-			reason = recovery.HoldPacing
-		}
-		if closed != nil {
-			h = recovery.Hold{Until: closed.Until, Reason: reason, By: b.who(closed.by, origin), Source: closed.Source}
-			if closed.Until.Sub(now) > b.r.opts.MaxSpread {
-				return false // too long to wait: the caller gives up, and sends nothing
-			}
-			if r := s.Release; r == nil || !r.Start.Equal(closed.Until) {
-				s.Release = b.newRelease(closed, reason == recovery.HoldPacing, s.Release)
-			}
-		}
-		// Open, a release counts its slots from its start on; before it
-		// (a success reopened the bucket early) requests go, and the slots
-		// it gave are kept: they are requests on their way.
-		if r := s.Release; closed != nil || r != nil && !now.Before(r.Start) && now.Before(r.end()) {
-			r = s.Release
-			if at := b.slot(r, now); at.After(now) {
-				reason := recovery.HoldCooldown
-				if r.Pacing {
-					reason = recovery.HoldPacing
-				}
-				h = recovery.Hold{Until: at, Reason: reason, By: b.who(r.by, origin), Source: r.Source}
-			}
-			return true
-		}
-		if p == nil {
-			return false
-		}
-		at := now
-		if p.Next.After(now) {
-			at = p.Next
-			h = recovery.Hold{Until: at, Reason: recovery.HoldPacing, By: b.who(p.by, origin), Source: p.Source}
-		}
-		spacing := time.Duration(float64(p.Reset.Sub(at)) / p.Remaining)
-		p.Remaining--
-		if spacing >= b.r.opts.MinSpacing {
-			p.Next = at.Add(spacing)
-		}
-		return true
+		var changed bool
+		h, changed = b.hold(s, now, origin)
+		return changed
 	})
+	return h
+}
+
+// hold is Hold on state s, reporting whether it changed s.
+func (b *Bucket) hold(s *state, now time.Time, origin string) (h recovery.Hold, changed bool) {
+	p := s.Pace
+	if p != nil && (!b.r.opts.Pacing || !now.Before(p.Reset)) {
+		p = nil
+	}
+	closed, reason := closing(s, p, now)
+	if closed != nil {
+		h = recovery.Hold{Until: closed.Until, Reason: reason, By: b.who(closed.by, origin), Source: closed.Source}
+		if closed.Until.Sub(now) > b.r.opts.MaxSpread {
+			return h, false // too long to wait: the caller gives up, and sends nothing
+		}
+		if r := s.Release; r == nil || !r.Start.Equal(closed.Until) {
+			s.Release = b.newRelease(closed, reason == recovery.HoldPacing, s.Release)
+		}
+	}
+	// Open, a release counts its slots from its start on; before it
+	// (a success reopened the bucket early) requests go, and the slots
+	// it gave are kept: they are requests on their way.
+	if r := s.Release; closed != nil || r != nil && !now.Before(r.Start) && now.Before(r.end()) {
+		if at := b.slot(r, now); at.After(now) {
+			h = recovery.Hold{Until: at, Reason: r.reason(), By: b.who(r.by, origin), Source: r.Source}
+		}
+		return h, true
+	}
+	if p == nil {
+		return h, false
+	}
+	return b.paceSlot(p, now, origin), true
+}
+
+// closing is what closes the bucket at now, and why: its cooldown, or
+// the window p paces used up by the slots given since the provider's
+// count; nil when it is open.
+func closing(s *state, p *pace, now time.Time) (*mark, string) {
+	if c := s.Cooldown; c != nil && now.Before(c.Until) {
+		return c, recovery.HoldCooldown
+	}
+	if p != nil && (p.Remaining < 1 || !p.Next.Before(p.Reset)) {
+		return &mark{Until: p.Reset, Source: p.Source, Limit: p.Limit, Window: p.Window, by: p.by}, recovery.HoldPacing
+	}
+	return nil, ""
+}
+
+// reason is why a slot of r holds its caller.
+func (r *release) reason() string {
+	if r.Pacing {
+		return recovery.HoldPacing
+	}
+	return recovery.HoldCooldown
+}
+
+// paceSlot gives p's next slot: now, or its Next when that is later (a
+// hold), and moves Next on by the time left per request left.
+func (b *Bucket) paceSlot(p *pace, now time.Time, origin string) recovery.Hold {
+	var h recovery.Hold
+	at := now
+	if p.Next.After(now) {
+		at = p.Next
+		h = recovery.Hold{Until: at, Reason: recovery.HoldPacing, By: b.who(p.by, origin), Source: p.Source}
+	}
+	spacing := time.Duration(float64(p.Reset.Sub(at)) / p.Remaining)
+	p.Remaining--
+	if spacing >= b.r.opts.MinSpacing {
+		p.Next = at.Add(spacing)
+	}
 	return h
 }
 
@@ -273,51 +296,45 @@ func (b *Bucket) who(l by, origin string) string {
 // is never shortened but by a success); a 2xx reopens it; the request
 // limits' remaining counts set the pace.
 func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) {
-	limits := recovery.ResponseLimits(h, now)
-	l := by{Process: b.r.process, Origin: origin}
-	var closeAt time.Time
-	var source string
-	byCount := false // the close is a count at 0, not a refusal's wait
-	closeBy := func(d time.Duration, src string) bool {
-		if at := now.Add(min(d, MaxHold)); d > 0 && at.After(closeAt) {
-			closeAt, source, byCount = at, src, false
-			return true
-		}
-		return false
+	f := learn(now, status, h, by{Process: b.r.process, Origin: origin})
+	if f.closeAt.IsZero() && f.pace == nil && !f.success && f.window == 0 {
+		return // nothing learnt: no need to touch the file
 	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		if d, src, ok := recovery.HeaderWait(status, h, now); ok {
-			closeBy(d, src)
-		}
-	}
-	var np *pace
+	b.update(now, f.apply)
+}
+
+// learnt is what one response says of its bucket, read before the
+// bucket's state is.
+type learnt struct {
+	now     time.Time
+	by      by
+	success bool
+	limits  []recovery.Limit
+	closeAt time.Time // the bucket is closed until then; zero when not
+	source  string    // the header that said so
+	byCount bool      // the close is a count at 0, not a refusal's wait
 	// The tightest request limit whose size the provider said: its size
 	// and its reset (the window, at its longest) spread a release.
-	size, window := 0.0, time.Duration(0)
-	for _, lim := range limits {
-		if lim.Requests && lim.Limit >= 1 && (size == 0 || lim.Limit < size) {
-			size, window = lim.Limit, min(lim.Reset, MaxHold)
+	size   float64
+	window time.Duration
+	pace   *pace // the pace the response sets; nil when none
+}
+
+// learn reads what a response with status and headers h, answered at now,
+// says of its bucket.
+func learn(now time.Time, status int, h http.Header, l by) *learnt {
+	f := &learnt{now: now, by: l, success: status >= 200 && status < 300, limits: recovery.ResponseLimits(h, now)}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if d, src, ok := recovery.HeaderWait(status, h, now); ok {
+			f.closeBy(d, src)
 		}
 	}
-	// A success dated by its own count to the window a count at 0 closed
-	// (requests left, and a reset within a second of the close's end) was
-	// sent before the close and answered after it: it reopens nothing.
-	stale := func(c *mark) bool {
-		if !c.Count {
-			return false
-		}
-		for _, lim := range limits {
-			if lim.Requests && lim.Known && lim.Remaining >= 1 && lim.Reset > 0 && !now.Add(lim.Reset).After(c.Until.Add(time.Second)) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, lim := range limits {
+	f.size, f.window = tightestRequestLimit(f.limits)
+	for _, lim := range f.limits {
 		switch {
 		case lim.Known && lim.Remaining < 1:
-			if closeBy(lim.Reset, lim.Source) {
-				byCount = true
+			if f.closeBy(lim.Reset, lim.Source) {
+				f.byCount = true
 			}
 		// Token limits are not paced: whether the next request fits in
 		// the tokens left depends on its size as the provider counts it
@@ -325,37 +342,78 @@ func (b *Bucket) Learn(now time.Time, origin string, status int, h http.Header) 
 		// is not told and cannot judge before the request is sent. At 0
 		// they close the bucket like any limit (the case above).
 		case lim.Known && lim.Requests && lim.Reset > 0 && nearlyEmpty(lim):
-			// The tightest request limit sets the pace: the most time per
-			// request left.
-			p := &pace{Reset: now.Add(min(lim.Reset, MaxHold)), Remaining: lim.Remaining, Limit: size, Window: max(min(lim.Reset, MaxHold), window), Source: lim.Source, by: l}
-			if np == nil || float64(p.Reset.Sub(now))/p.Remaining > float64(np.Reset.Sub(now))/np.Remaining {
-				np = p
-			}
+			f.paceBy(lim)
 		}
 	}
-	success := status >= 200 && status < 300
-	if closeAt.IsZero() && np == nil && !success && window == 0 {
-		return // nothing learnt: no need to touch the file
+	return f
+}
+
+// tightestRequestLimit is the size and reset (at most MaxHold) of the
+// smallest request limit whose size is said; 0 when none is.
+func tightestRequestLimit(limits []recovery.Limit) (size float64, window time.Duration) {
+	for _, lim := range limits {
+		if lim.Requests && lim.Limit >= 1 && (size == 0 || lim.Limit < size) {
+			size, window = lim.Limit, min(lim.Reset, MaxHold)
+		}
 	}
-	b.update(now, func(s *state) bool {
-		changed := false
-		if window > s.Window {
-			s.Window, changed = window, true
+	return size, window
+}
+
+// closeBy closes the bucket for d (at most MaxHold) when that ends later
+// than the close so far, reporting whether it did.
+func (f *learnt) closeBy(d time.Duration, src string) bool {
+	if at := f.now.Add(min(d, MaxHold)); d > 0 && at.After(f.closeAt) {
+		f.closeAt, f.source, f.byCount = at, src, false
+		return true
+	}
+	return false
+}
+
+// paceBy paces by request limit lim when it gives more time per request
+// left than the pace so far: the tightest limit sets the pace.
+func (f *learnt) paceBy(lim recovery.Limit) {
+	reset := min(lim.Reset, MaxHold)
+	p := &pace{Reset: f.now.Add(reset), Remaining: lim.Remaining, Limit: f.size, Window: max(reset, f.window), Source: lim.Source, by: f.by}
+	if np := f.pace; np == nil || float64(p.Reset.Sub(f.now))/p.Remaining > float64(np.Reset.Sub(f.now))/np.Remaining {
+		f.pace = p
+	}
+}
+
+// stale: a success dated by its own count to the window a count at 0
+// closed (requests left, and a reset within a second of the close's end)
+// was sent before the close and answered after it: it reopens nothing.
+func (f *learnt) stale(c *mark) bool {
+	if !c.Count {
+		return false
+	}
+	for _, lim := range f.limits {
+		if lim.Requests && lim.Known && lim.Remaining >= 1 && lim.Reset > 0 && !f.now.Add(lim.Reset).After(c.Until.Add(time.Second)) {
+			return true
 		}
-		if success && s.Cooldown != nil && !stale(s.Cooldown) {
-			s.Cooldown, changed = nil, true
+	}
+	return false
+}
+
+// apply writes what was learnt into the bucket's state s, reporting
+// whether it changed it.
+func (f *learnt) apply(s *state) bool {
+	changed := false
+	if f.window > s.Window {
+		s.Window, changed = f.window, true
+	}
+	if f.success && s.Cooldown != nil && !f.stale(s.Cooldown) {
+		s.Cooldown, changed = nil, true
+	}
+	if !f.closeAt.IsZero() && (s.Cooldown == nil || f.closeAt.After(s.Cooldown.Until)) {
+		s.Cooldown, changed = &mark{Until: f.closeAt, Source: f.source, Count: f.byCount, Limit: f.size, Window: max(f.closeAt.Sub(f.now), s.Window), by: f.by}, true
+	}
+	if f.pace != nil {
+		if old := s.Pace; old != nil && f.now.Before(old.Reset) {
+			f.pace.Next = minTime(old.Next, f.pace.Reset) // a slot given stays given
 		}
-		if !closeAt.IsZero() && (s.Cooldown == nil || closeAt.After(s.Cooldown.Until)) {
-			s.Cooldown, changed = &mark{Until: closeAt, Source: source, Count: byCount, Limit: size, Window: max(closeAt.Sub(now), s.Window), by: l}, true
-		}
-		if np != nil {
-			if old := s.Pace; old != nil && now.Before(old.Reset) {
-				np.Next = minTime(old.Next, np.Reset) // a slot given stays given
-			}
-			s.Pace, changed = np, true
-		}
-		return changed
-	})
+		s.Pace, changed = f.pace, true
+	}
+	return changed
 }
 
 // PaceBelow is the fraction of a limit below which its requests are paced,

@@ -142,60 +142,84 @@ func normalise(s string) string {
 	if len(s) > maxWordsText {
 		s = s[:maxWordsText]
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	b.WriteByte(' ')
-	space := true // the last byte written is a separator
-	sep := func(clause bool) {
-		if clause {
-			if !strings.HasSuffix(b.String(), "| ") {
-				if !space {
-					b.WriteByte(' ')
-				}
-				b.WriteString("| ")
-			}
-			space = true
-			return
-		}
-		if !space {
-			b.WriteByte(' ')
-			space = true
-		}
-	}
+	var n normaliser
+	n.b.Grow(len(s) + 8)
+	n.b.WriteByte(' ')
+	n.space = true
 	var prev rune
 	rs := []rune(s)
 	for i, r := range rs {
 		switch {
 		case r == utf8.RuneError:
-			sep(false)
+			n.wordBreak()
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if i > 0 && unicode.IsDigit(r) != unicode.IsDigit(prev) && (unicode.IsLetter(prev) || unicode.IsDigit(prev)) &&
-				(unicode.IsDigit(r) || unicode.IsDigit(prev)) && r < unicode.MaxASCII && prev < unicode.MaxASCII {
-				sep(false) // Is4096Tokens → is 4096 tokens
+			next := rune(0)
+			if i+1 < len(rs) {
+				next = rs[i+1]
 			}
-			if unicode.IsUpper(r) && i > 0 {
-				next := rune(0)
-				if i+1 < len(rs) {
-					next = rs[i+1]
-				}
-				// fooBar → foo bar; HTTPError → http error
-				if unicode.IsLower(prev) || (unicode.IsUpper(prev) && unicode.IsLower(next)) {
-					sep(false)
-				}
+			if joinedWords(prev, r, next) {
+				n.wordBreak()
 			}
-			b.WriteRune(unicode.ToLower(r))
-			space = false
+			n.b.WriteRune(unicode.ToLower(r))
+			n.space = false
 		case r == '\'' || r == '’':
 			// model's → models: keeps the word whole
-		case strings.ContainsRune(".,;:!?()[]{}|\n\r，。；：！？（）【】、", r):
-			sep(true)
+		case strings.ContainsRune(clauseBreaks, r):
+			n.clauseBreak()
 		default:
-			sep(false)
+			n.wordBreak()
 		}
 		prev = r
 	}
-	sep(false)
-	return b.String()
+	n.wordBreak()
+	return n.b.String()
+}
+
+// clauseBreaks are the punctuation normalise writes " | ".
+const clauseBreaks = ".,;:!?()[]{}|\n\r，。；：！？（）【】、"
+
+// normaliser is normalise's output: space says the last byte written is a
+// separator, so that separators never repeat.
+type normaliser struct {
+	b     strings.Builder
+	space bool
+}
+
+// wordBreak separates words with one space.
+func (n *normaliser) wordBreak() {
+	if !n.space {
+		n.b.WriteByte(' ')
+		n.space = true
+	}
+}
+
+// clauseBreak separates clauses with " | ", once however many breaks follow.
+func (n *normaliser) clauseBreak() {
+	if !strings.HasSuffix(n.b.String(), "| ") {
+		n.wordBreak()
+		n.b.WriteString("| ")
+	}
+	n.space = true
+}
+
+// joinedWords reports whether letter or digit r starts a new word after
+// prev (0 at the start), with next the rune after r (0 at the end).
+func joinedWords(prev, r, next rune) bool {
+	return digitsJoined(prev, r) || caseJoined(prev, r, next)
+}
+
+// digitsJoined: Is4096Tokens → is 4096 tokens. ASCII only: CJK text and
+// its numbers are kept as they are.
+func digitsJoined(prev, r rune) bool {
+	if prev >= unicode.MaxASCII || r >= unicode.MaxASCII || !(unicode.IsLetter(prev) || unicode.IsDigit(prev)) {
+		return false
+	}
+	return unicode.IsDigit(r) != unicode.IsDigit(prev)
+}
+
+// caseJoined: fooBar → foo bar; HTTPError → http error.
+func caseJoined(prev, r, next rune) bool {
+	return unicode.IsUpper(r) && (unicode.IsLower(prev) || (unicode.IsUpper(prev) && unicode.IsLower(next)))
 }
 
 // wordText is one text of a provider's error, and where it was found.

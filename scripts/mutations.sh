@@ -280,17 +280,17 @@ mutate session/lastturn.go 's/f.before, f.prev, f.borrowed = f.prev, line, true/
 mutate session/lastturn.go 's/^\tcase errors.Is(err, errLockHeld):$/\tcase false:/' \
 	./session TestHeld "interrupted: a held lock is told"
 # Issue 33: one provider limit, shared (ratelimit, config, the mock's bucket).
-mutate ratelimit/bucket.go 's/^\t\tif success \&\& s.Cooldown != nil \&\& !stale(s.Cooldown) {$/\t\tif false {/' \
+mutate ratelimit/bucket.go 's/^\tif f.success \&\& s.Cooldown != nil \&\& !f.stale(s.Cooldown) {$/\tif false {/' \
 	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a success reopens the bucket"
-mutate ratelimit/bucket.go 's/(s.Cooldown == nil || closeAt.After(s.Cooldown.Until))/true/' \
+mutate ratelimit/bucket.go 's/(s.Cooldown == nil || f.closeAt.After(s.Cooldown.Until))/true/' \
 	./ratelimit TestLearn_SuccessClears_LaterCloseKept "shared limit: a shorter wait never reopens a bucket sooner"
 mutate ratelimit/bucket.go 's/^\t\tcase lim.Known \&\& lim.Remaining < 1:$/\t\tcase false:/' \
 	./ratelimit TestLearn_RemainingZeroCloses "shared limit: a remaining count at 0 closes the bucket until its reset"
 mutate ratelimit/bucket.go 's/^\tcase l.Process != b.r.process:$/\tcase false:/' \
 	./ratelimit TestFile_SharedBetweenProcesses "shared limit: a hold learnt by another process says so"
-mutate ratelimit/bucket.go 's/^\t\t\tp.Next = at.Add(spacing)$/\t\t\tp.Next = at/' \
+mutate ratelimit/bucket.go 's/^\t\tp.Next = at.Add(spacing)$/\t\tp.Next = at/' \
 	./ratelimit TestHold_Pacing "shared limit: pacing spreads the requests left to the reset"
-mutate ratelimit/bucket.go 's/^\t\t\tat = p.Next$/\t\t\tat = now/' \
+mutate ratelimit/bucket.go 's/^\t\tat = p.Next$/\t\tat = now/' \
 	./ratelimit TestHold_Pacing "shared limit: callers held together get successive pacing slots"
 mutate ratelimit/bucket.go 's/return lim.Limit <= 0 || lim.Remaining <= PaceBelow\*lim.Limit/return true/' \
 	./ratelimit TestHold_Pacing "shared limit: pacing starts under a quarter of a limit of known size"
@@ -310,9 +310,9 @@ mutate ratelimit/bucket.go 's/min(max(c.Window, spacing), MaxHold)+r.Spread/min(
 	./ratelimit TestHold_ReleaseByWindows "shared limit herd: a batch waits a window and the jitter of the one before"
 mutate ratelimit/bucket.go 's/^\tif limit := now.Add(b.r.opts.MaxSpread); at.After(limit) {$/\tif limit := now.Add(b.r.opts.MaxSpread); false {/' \
 	./ratelimit TestHold_ReleaseByWindows "shared limit herd: no slot is held past max_retry_after"
-mutate ratelimit/bucket.go 's/ \&\& !stale(s.Cooldown) {$/ {/' \
+mutate ratelimit/bucket.go 's/ \&\& !f.stale(s.Cooldown) {$/ {/' \
 	./ratelimit TestLearn_StaleSuccessKeepsClosed "shared limit herd: a late answer from the closed window reopens nothing"
-mutate ratelimit/bucket.go 's/Window: max(closeAt.Sub(now), s.Window), by: l}/Window: closeAt.Sub(now), by: l}/' \
+mutate ratelimit/bucket.go 's/Window: max(f.closeAt.Sub(f.now), s.Window), by: f.by}/Window: f.closeAt.Sub(f.now), by: f.by}/' \
 	./ratelimit TestHold_ReleaseWindowIsTheLongestReset "shared limit herd: the release spreads by the longest reset said"
 mutate cmd/rebound/providerhttp.go 's/^\t\tresp.Body = newScrubReader(resp.Body, secrets).*$//' \
 	./cmd/rebound TestProviderHeaders_SentNeverLogged "shared limit: a provider.headers value in a stream's in-stream error is removed"
@@ -361,7 +361,7 @@ mutate config/load.go 's/^\t\tif err := netclient.CheckCAFile(cfg.Provider.CAFil
 	./config TestLoad_CAFile "netclient: a bad CA file stops the start naming provider.ca_file"
 mutate config/tomledit.go 's/^\t\tstarts\[i\] = lx.top()$/\t\tstarts[i] = true/' \
 	./config TestSetProviderKeys_KeepsEverythingElse "login: the config edit skips multi-line values"
-mutate config/tomledit.go 's/^\t\t\tcomment = " " + c$/\t\t\tcomment = ""/' \
+mutate config/tomledit.go 's/^\t\tcomment = " " + c$/\t\tcomment = ""/' \
 	./config TestSetProviderKeys_KeepsEverythingElse "login: a replaced key keeps its comment"
 mutate config/tomledit.go 's/^\t\t\treturn nil, fmt.Errorf("line %d sets provider outside a \[provider\] table", i+1)$/\t\t\tbreak/' \
 	./config TestSetProviderKeys_NewFileAndRefusals "login: a file with provider as dotted keys is left alone"

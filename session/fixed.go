@@ -303,39 +303,56 @@ func (r *fixedReader) number(frac bool) []byte {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i, n = i+1, n+1
-		}
-		return n
-	}
-	start := i
-	if n := digits(); n == 0 || n > 1 && b[start] == '0' {
+	n := digitRun(b[i:])
+	if n == 0 || n > 1 && b[i] == '0' {
 		r.ok = false
 		return nil
 	}
+	i += n
 	if frac {
-		if i < len(b) && b[i] == '.' {
-			i++
-			if digits() == 0 {
-				r.ok = false
-				return nil
-			}
+		f, ok := fractionExponent(b[i:])
+		if !ok {
+			r.ok = false
+			return nil
 		}
-		if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-			i++
-			if i < len(b) && (b[i] == '+' || b[i] == '-') {
-				i++
-			}
-			if digits() == 0 {
-				r.ok = false
-				return nil
-			}
-		}
+		i += f
 	}
 	r.b = b[i:]
 	return b[:i]
+}
+
+// fractionExponent is the length of the fraction and exponent b starts
+// with, each optional; ok is false for a '.' or an 'e' with no digits.
+func fractionExponent(b []byte) (n int, ok bool) {
+	i := 0
+	if i < len(b) && b[i] == '.' {
+		d := digitRun(b[i+1:])
+		if d == 0 {
+			return 0, false
+		}
+		i += 1 + d
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := digitRun(b[i:])
+		if d == 0 {
+			return 0, false
+		}
+		i += d
+	}
+	return i, true
+}
+
+// digitRun is the length of b's prefix of ASCII digits.
+func digitRun(b []byte) int {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	return n
 }
 
 func (r *fixedReader) integer(p *int) {
@@ -452,8 +469,8 @@ func (r *fixedReader) string(p *string) {
 		return
 	}
 	b = b[1:]
-	i := plainRun(b)
-	if i < len(b) && b[i] == '"' {
+	// Most strings have no escape: they are their bytes.
+	if i := plainRun(b); i < len(b) && b[i] == '"' {
 		if !utf8.Valid(b[:i]) {
 			r.ok = false
 			return
@@ -466,68 +483,80 @@ func (r *fixedReader) string(p *string) {
 		r.ok = false
 		return
 	}
-	in := b[:end]
-	// Escapes are ASCII, so the encoding is valid UTF-8 just when the text
-	// between them is.
-	if !utf8.Valid(in) {
+	s, ok := unescape(b[:end])
+	if !ok {
 		r.ok = false
 		return
 	}
-	var s strings.Builder
-	s.Grow(end) // the decoded string is never longer than its encoding
+	*p, r.b = s, b[end+1:]
+}
+
+// unescape decodes in, a JSON string's bytes between its quotes; ok is
+// false where string refuses it.
+func unescape(in []byte) (s string, ok bool) {
+	// Escapes are ASCII, so the encoding is valid UTF-8 just when the text
+	// between them is.
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	var b strings.Builder
+	b.Grow(len(in)) // the decoded string is never longer than its encoding
 	for {
 		i := plainRun(in)
-		s.Write(in[:i])
+		b.Write(in[:i])
 		in = in[i:]
 		if len(in) == 0 {
-			break
+			return b.String(), true
 		}
-		if in[0] != '\\' || len(in) < 2 { // a control character
-			r.ok = false
-			return
+		c, n := escape(in)
+		if n == 0 {
+			return "", false
 		}
-		n := 2
-		switch in[1] {
-		case '"', '\\', '/':
-			s.WriteByte(in[1])
-		case 'b':
-			s.WriteByte('\b')
-		case 'f':
-			s.WriteByte('\f')
-		case 'n':
-			s.WriteByte('\n')
-		case 'r':
-			s.WriteByte('\r')
-		case 't':
-			s.WriteByte('\t')
-		case 'u':
-			c, ok := hex4(in[2:])
-			n = 6
-			if ok && utf16.IsSurrogate(c) {
-				// Only a high surrogate followed by a low one is a rune.
-				var lo rune
-				if len(in) >= 12 && in[6] == '\\' && in[7] == 'u' {
-					lo, ok = hex4(in[8:])
-				} else {
-					ok = false
-				}
-				if c = utf16.DecodeRune(c, lo); c == utf8.RuneError {
-					ok = false
-				}
-				n = 12
-			}
-			if !ok {
-				r.ok = false
-				return
-			}
-			s.WriteRune(c)
-		default:
-			r.ok = false
-			return
-		}
+		b.WriteRune(c)
 		in = in[n:]
 	}
-	*p, r.b = s.String(), b[end+1:]
+}
+
+// simpleEscapes maps the byte after a backslash to what it stands for,
+// for every escape but \u.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape decodes the escape in starts with: the rune and how many bytes it
+// takes, n 0 for a control character or an escape JSON does not have.
+func escape(in []byte) (c rune, n int) {
+	if in[0] != '\\' || len(in) < 2 {
+		return 0, 0
+	}
+	if e := simpleEscapes[in[1]]; e != 0 {
+		return rune(e), 2
+	}
+	if in[1] == 'u' {
+		return unicodeEscape(in)
+	}
+	return 0, 0
+}
+
+// unicodeEscape decodes the \u escape in starts with, n 0 for a lone
+// surrogate: only a high surrogate followed by a low one is a rune.
+func unicodeEscape(in []byte) (c rune, n int) {
+	c, ok := hex4(in[2:])
+	if !ok {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(c) {
+		return c, 6
+	}
+	if len(in) < 12 || in[6] != '\\' || in[7] != 'u' {
+		return 0, 0
+	}
+	lo, ok := hex4(in[8:])
+	if !ok {
+		return 0, 0
+	}
+	if c = utf16.DecodeRune(c, lo); c == utf8.RuneError {
+		return 0, 0
+	}
+	return c, 12
 }
 
 func hex4(b []byte) (rune, bool) {

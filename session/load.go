@@ -121,49 +121,15 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 			break // clean end: the last line had its newline
 		}
 		terminated := line[len(line)-1] == '\n'
-		if !terminated && !settled {
-			ld.HeldBack = true
-			break
-		}
 		body := bytes.TrimSuffix(line, []byte("\n"))
-		if !terminated && !json.Valid(body) {
-			// Records are written whole with one Write each, so an
-			// unterminated line that is not JSON is a write cut short.
-			ld.TornBytes = int64(len(line))
-			ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: dropped a torn last line (%d bytes, no newline): the write was cut short", name, lineNo, len(line)))
+		if !terminated && !ld.takesLast(body, settled, name, lineNo) {
 			break
 		}
-		ev, ok := parseRecord(body)
-		if !ok {
-			var perr *lineError
-			if ev, perr = parseLine(body); perr != nil {
-				return 0, &InvariantError{Path: name, Line: lineNo, Seq: perr.seq, Msg: perr.msg}
-			}
-		}
-		// A chunk is decoded once, for the checker and the join: a long
-		// reply is mostly chunk lines.
-		// Every event's data is decoded once, for the checker and, in
-		// Data, for whoever derives from the log (History.Add checks it
-		// again without decoding it again).
-		data := eventData(ev)
-		chunk, _ := data.(*AssistantChunk)
-		c.typed = data
-		err = c.check(ev)
-		c.typed = nil
+		ev, data, err := readLine(body, c, name, lineNo)
 		if err != nil {
 			return 0, err
 		}
-		if !join || !run.join(ld.Events, ev, chunk) {
-			run.end(ld.Events)
-			if shared {
-				// Keep what this event needs of the line, not the
-				// whole read.
-				ev.Data = bytes.Clone(ev.Data)
-			}
-			ld.Events = append(ld.Events, ev)
-			ld.Data = append(ld.Data, data)
-			run.start(ld.Events, chunk)
-		}
+		ld.add(&run, ev, data, join, shared)
 		ld.ValidSize += int64(len(line))
 		lines++
 		if !terminated {
@@ -174,6 +140,61 @@ func scan(r io.Reader, name string, c *checker, firstLine int, join, settled boo
 	}
 	run.end(ld.Events)
 	return lines, nil
+}
+
+// takesLast reports whether scan takes body, a last line without its
+// newline: not while a writer may still be appending it (it is held
+// back), nor when it is not JSON (a torn write, dropped with a warning).
+func (ld *Loaded) takesLast(body []byte, settled bool, name string, lineNo int) bool {
+	if !settled {
+		ld.HeldBack = true
+		return false
+	}
+	if !json.Valid(body) {
+		// Records are written whole with one Write each, so an
+		// unterminated line that is not JSON is a write cut short.
+		ld.TornBytes = int64(len(body))
+		ld.Warnings = append(ld.Warnings, fmt.Sprintf("%s:%d: dropped a torn last line (%d bytes, no newline): the write was cut short", name, lineNo, len(body)))
+		return false
+	}
+	return true
+}
+
+// readLine parses the log line body and checks it with c, which has seen
+// the lines before. Every event's data is decoded once, for the checker
+// and, in Loaded.Data, for whoever derives from the log (History.Add
+// checks it again without decoding it again); a chunk's also for the join.
+func readLine(body []byte, c *checker, name string, lineNo int) (Event, any, error) {
+	ev, ok := parseRecord(body)
+	if !ok {
+		var perr *lineError
+		if ev, perr = parseLine(body); perr != nil {
+			return Event{}, nil, &InvariantError{Path: name, Line: lineNo, Seq: perr.seq, Msg: perr.msg}
+		}
+	}
+	data := eventData(ev)
+	c.typed = data
+	err := c.check(ev)
+	c.typed = nil
+	return ev, data, err
+}
+
+// add adds event ev, with its decoded data, to ld: joined to the chunks
+// of run when join says and it goes on with them, else as an event of its
+// own. shared says ev.Data shares the read's buffer.
+func (ld *Loaded) add(run *chunkRun, ev Event, data any, join, shared bool) {
+	chunk, _ := data.(*AssistantChunk)
+	if join && run.join(ld.Events, ev, chunk) {
+		return
+	}
+	run.end(ld.Events)
+	if shared {
+		// Keep what this event needs of the line, not the whole read.
+		ev.Data = bytes.Clone(ev.Data)
+	}
+	ld.Events = append(ld.Events, ev)
+	ld.Data = append(ld.Data, data)
+	run.start(ld.Events, chunk)
 }
 
 // wholeReadLimit is the largest log (or tail of one) lineReader reads with

@@ -183,19 +183,7 @@ func (r *ignoreRule) match(path string, isDir bool) bool {
 		if !ok {
 			return false
 		}
-		if r.segs == nil {
-			return true
-		}
-		for {
-			if matchSegments(r.segs, rest) {
-				return true
-			}
-			slash := strings.IndexByte(rest, '/')
-			if slash < 0 {
-				return false
-			}
-			rest = rest[slash+1:]
-		}
+		return r.segs == nil || matchAtAnyDepth(r.segs, rest)
 	}
 	if r.segs == nil {
 		name := path[strings.LastIndexByte(path, '/')+1:]
@@ -214,19 +202,7 @@ func matchSegments(segs []string, path string) bool {
 	for i, seg := range segs {
 		if seg == "**" {
 			rest := segs[i+1:]
-			if len(rest) == 0 {
-				return true
-			}
-			for {
-				if matchSegments(rest, path) {
-					return true
-				}
-				slash := strings.IndexByte(path, '/')
-				if slash < 0 {
-					return false
-				}
-				path = path[slash+1:]
-			}
+			return len(rest) == 0 || matchAtAnyDepth(rest, path)
 		}
 		comp, tail, more := strings.Cut(path, "/")
 		if !matchName(seg, comp) {
@@ -241,6 +217,21 @@ func matchSegments(segs []string, path string) bool {
 	return false // not reached: segs is never empty
 }
 
+// matchAtAnyDepth reports whether segs match path from its start or from
+// any component after its first.
+func matchAtAnyDepth(segs []string, path string) bool {
+	for {
+		if matchSegments(segs, path) {
+			return true
+		}
+		slash := strings.IndexByte(path, '/')
+		if slash < 0 {
+			return false
+		}
+		path = path[slash+1:]
+	}
+}
+
 // matchName matches one path component (no "/") against a pattern without
 // slashes: "*" (any run of stars) matches any run of bytes, "?" one byte,
 // "[...]" one byte of a class, "\c" the byte c. It backtracks only to the
@@ -249,42 +240,17 @@ func matchName(p, s string) bool {
 	pi, si := 0, 0
 	star, starS := -1, 0 // where the last star's match started, in p and s
 	for pi < len(p) || si < len(s) {
-		if pi < len(p) {
-			switch c := p[pi]; c {
-			case '*':
-				for pi < len(p) && p[pi] == '*' {
-					pi++
-				}
-				star, starS = pi, si
-				continue
-			case '?':
-				if si < len(s) {
-					pi++
-					si++
-					continue
-				}
-			case '[':
-				if si < len(s) {
-					if n, ok := classEnd(p[pi+1:]); ok && classMatches(p[pi+1:pi+n], s[si]) {
-						pi += 1 + n
-						si++
-						continue
-					}
-				}
-			case '\\':
-				// A trailing backslash escapes nothing and never matches.
-				if pi+1 < len(p) && si < len(s) && p[pi+1] == s[si] {
-					pi += 2
-					si++
-					continue
-				}
-			default:
-				if si < len(s) && c == s[si] {
-					pi++
-					si++
-					continue
-				}
+		if pi < len(p) && p[pi] == '*' {
+			for pi < len(p) && p[pi] == '*' {
+				pi++
 			}
+			star, starS = pi, si
+			continue
+		}
+		if n := matchByte(p[pi:], s[si:]); n > 0 {
+			pi += n
+			si++
+			continue
 		}
 		if star < 0 || starS >= len(s) {
 			return false
@@ -293,6 +259,33 @@ func matchName(p, s string) bool {
 		pi, si = star, starS
 	}
 	return true
+}
+
+// matchByte matches the first element of pattern p (not a star) against the
+// first byte of s: it returns how many bytes of p the element takes, or 0
+// when it does not match or either is empty. An unclosed class and a
+// trailing backslash never match.
+func matchByte(p, s string) int {
+	if p == "" || s == "" {
+		return 0
+	}
+	switch p[0] {
+	case '?':
+		return 1
+	case '[':
+		if n, ok := classEnd(p[1:]); ok && classMatches(p[1:n], s[0]) {
+			return 1 + n
+		}
+	case '\\':
+		if len(p) > 1 && p[1] == s[0] {
+			return 2
+		}
+	default:
+		if p[0] == s[0] {
+			return 1
+		}
+	}
+	return 0
 }
 
 // posixClass reports whether c is in the [:name:] class of a bracket

@@ -318,12 +318,16 @@ var (
 	codeExts = map[string]bool{"js": true, "cjs": true, "mjs": true, "ts": true, "cts": true, "mts": true}
 )
 
-// protectedFamilies are configuration files by base name, in the forms
-// their tool reads; the leading dot is optional unless formDot says.
-var protectedFamilies = map[string]struct {
+// family is a configuration file's base name: the forms its tool reads,
+// and why it is protected.
+type family struct {
 	forms int
 	why   string
-}{
+}
+
+// protectedFamilies are configuration files by base name, in the forms
+// their tool reads; the leading dot is optional unless formDot says.
+var protectedFamilies = map[string]family{
 	"lefthook":          {formPlain | formData, whyLefthook},
 	"lefthook-local":    {formPlain | formData, whyLefthook},
 	"lintstagedrc":      {formDot | formBare | formPlain | formData | formCode, whyLintStaged},
@@ -367,11 +371,7 @@ func protectedName(comps []string, i int) string {
 		return why
 	}
 	bare, dotted := strings.CutPrefix(c, ".")
-	// mise reads mise/config.toml (and config.<env>.toml), mise/conf.d and
-	// all of .config/mise; a directory called mise elsewhere is an ordinary
-	// one.
-	if bare == "mise" && (i > 0 && comps[i-1] == ".config" || i+1 < len(comps) &&
-		(strings.HasPrefix(comps[i+1], "config.") && strings.HasSuffix(comps[i+1], ".toml") || comps[i+1] == "conf.d")) {
+	if bare == "mise" && miseReads(comps, i) {
 		return whyMise
 	}
 	parts := strings.Split(bare, ".")
@@ -384,8 +384,32 @@ func protectedName(comps []string, i int) string {
 			return why
 		}
 	}
-	f, ok := protectedFamilies[base]
-	if !ok || f.forms&formDot != 0 && !dotted {
+	if f, ok := protectedFamilies[base]; ok {
+		return f.whyFor(dotted, exts)
+	}
+	return ""
+}
+
+// miseReads reports whether the directory called mise at comps[i] is one
+// mise reads: mise/config.toml (and config.<env>.toml), mise/conf.d and
+// all of .config/mise; a directory called mise elsewhere is an ordinary
+// one.
+func miseReads(comps []string, i int) bool {
+	if i > 0 && comps[i-1] == ".config" {
+		return true
+	}
+	if i+1 >= len(comps) {
+		return false
+	}
+	next := comps[i+1]
+	return strings.HasPrefix(next, "config.") && strings.HasSuffix(next, ".toml") || next == "conf.d"
+}
+
+// whyFor is why a name of family f is protected when it is one of f's
+// forms, "" when it is not: dotted says the name starts with a dot, exts
+// are its extensions (a last .dist dropped).
+func (f family) whyFor(dotted bool, exts []string) string {
+	if f.forms&formDot != 0 && !dotted {
 		return ""
 	}
 	if len(exts) == 0 {

@@ -55,52 +55,11 @@ Flags:
 `
 
 func runInspect(_ context.Context, args []string, s streams, e env) int {
-	fs := flag.NewFlagSet("rebound inspect", flag.ContinueOnError)
-	fs.SetOutput(s.err)
-	given := config.RegisterFlags(fs)
-	asJSON := fs.Bool("json", false, "print the timeline as indented JSON instead of text")
-	htmlPath := fs.String("html", "", "also write the timeline drawn as one self-contained HTML page to `FILE`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), inspectUsage)
-		// Only the flags that matter here: the provider flags serve shares
-		// are accepted, for a shared command line, but change nothing.
-		shown := flag.NewFlagSet("", flag.ContinueOnError)
-		shown.SetOutput(fs.Output())
-		for _, name := range []string{"json", "html", "state-dir", "config"} {
-			if f := fs.Lookup(name); f != nil {
-				shown.Var(f.Value, f.Name, f.Usage)
-				shown.Lookup(name).DefValue = f.DefValue // not the value parsed so far
-			}
-		}
-		shown.PrintDefaults()
+	o, code, ok := parseInspectArgs(args, s)
+	if !ok {
+		return code
 	}
-	// The flag package stops at the first argument; take SESSION out and go
-	// on, so flags may also follow it ("rebound inspect sess_1 --json").
-	var positional []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	if len(positional) != 1 {
-		if len(positional) == 0 {
-			fmt.Fprintln(s.err, "rebound inspect: which session? Give a session id or a log file; 'rebound sessions' lists the ids.")
-		} else {
-			fmt.Fprintf(s.err, "rebound inspect: one session at a time, got %d: %s\n", len(positional), strings.Join(positional, " "))
-		}
-		fmt.Fprintln(s.err, "Usage: rebound inspect [--json] [--html FILE] [--state-dir DIR] SESSION (see --help)")
-		return 2
-	}
-
-	path, err := inspectPath(positional[0], given(), e)
+	path, err := inspectPath(o.session, o.given(), e)
 	if err != nil {
 		fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
 		return 1
@@ -118,28 +77,93 @@ func runInspect(_ context.Context, args []string, s streams, e env) int {
 	for _, w := range tl.Warnings {
 		fmt.Fprintf(s.err, "rebound inspect: warning: %s\n", w)
 	}
-
-	if *htmlPath != "" {
-		var page bytes.Buffer
-		if err := tl.HTML(&page); err != nil {
-			fmt.Fprintf(s.err, "rebound inspect: render HTML: %v\n", err)
-			return 1
-		}
-		// 0600, like the logs it shows: prompts and replies are private.
-		if err := os.WriteFile(*htmlPath, page.Bytes(), 0o600); err != nil {
-			fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
-			return 1
-		}
-	}
-	render := tl.Text
-	if *asJSON {
-		render = tl.JSON
-	}
-	if err := render(s.out); err != nil {
+	if err := writeTimeline(tl, o, s.out); err != nil {
 		fmt.Fprintf(s.err, "rebound inspect: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// inspectArgs is rebound inspect's command line.
+type inspectArgs struct {
+	session  string
+	given    func() config.Flags
+	asJSON   bool
+	htmlPath string
+}
+
+// parseInspectArgs reads rebound inspect's command line; when ok is false
+// the command ends with code (0 after --help, 2 on a usage error), its
+// reason told on s.err.
+func parseInspectArgs(args []string, s streams) (o inspectArgs, code int, ok bool) {
+	fs := flag.NewFlagSet("rebound inspect", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	o.given = config.RegisterFlags(fs)
+	fs.BoolVar(&o.asJSON, "json", false, "print the timeline as indented JSON instead of text")
+	fs.StringVar(&o.htmlPath, "html", "", "also write the timeline drawn as one self-contained HTML page to `FILE`")
+	fs.Usage = func() { inspectHelp(fs) }
+	// The flag package stops at the first argument; take SESSION out and go
+	// on, so flags may also follow it ("rebound inspect sess_1 --json").
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return o, 0, false
+			}
+			return o, 2, false
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		if len(positional) == 0 {
+			fmt.Fprintln(s.err, "rebound inspect: which session? Give a session id or a log file; 'rebound sessions' lists the ids.")
+		} else {
+			fmt.Fprintf(s.err, "rebound inspect: one session at a time, got %d: %s\n", len(positional), strings.Join(positional, " "))
+		}
+		fmt.Fprintln(s.err, "Usage: rebound inspect [--json] [--html FILE] [--state-dir DIR] SESSION (see --help)")
+		return o, 2, false
+	}
+	o.session = positional[0]
+	return o, 0, true
+}
+
+// inspectHelp prints the usage and only the flags that matter here: the
+// provider flags serve shares are accepted, for a shared command line,
+// but change nothing.
+func inspectHelp(fs *flag.FlagSet) {
+	fmt.Fprint(fs.Output(), inspectUsage)
+	shown := flag.NewFlagSet("", flag.ContinueOnError)
+	shown.SetOutput(fs.Output())
+	for _, name := range []string{"json", "html", "state-dir", "config"} {
+		if f := fs.Lookup(name); f != nil {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(name).DefValue = f.DefValue // not the value parsed so far
+		}
+	}
+	shown.PrintDefaults()
+}
+
+// writeTimeline writes the HTML page o asks for, then prints the timeline
+// as text or JSON to out.
+func writeTimeline(tl *inspect.Timeline, o inspectArgs, out io.Writer) error {
+	if o.htmlPath != "" {
+		var page bytes.Buffer
+		if err := tl.HTML(&page); err != nil {
+			return fmt.Errorf("render HTML: %w", err)
+		}
+		// 0600, like the logs it shows: prompts and replies are private.
+		if err := os.WriteFile(o.htmlPath, page.Bytes(), 0o600); err != nil {
+			return err
+		}
+	}
+	if o.asJSON {
+		return tl.JSON(out)
+	}
+	return tl.Text(out)
 }
 
 // inspectPath turns SESSION into the log file to read. A path is taken as

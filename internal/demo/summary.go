@@ -59,6 +59,12 @@ func analyse(events []session.Event) (*logStats, error) {
 	if err != nil {
 		return nil, err
 	}
+	return statsOf(tl, msgs), nil
+}
+
+// statsOf counts the summary's facts in a timeline and the conversation
+// of the same log.
+func statsOf(tl *inspect.Timeline, msgs []session.Message) *logStats {
 	s := &logStats{faults: map[string]int{}, committed: map[string]string{}, committedThought: map[string]string{},
 		toolCalls: map[string]int{}, permissionByWhat: map[string]int{},
 		attempts: tl.Totals.Attempts, waited: time.Duration(tl.Totals.WaitedMs) * time.Millisecond}
@@ -68,60 +74,84 @@ func analyse(events []session.Event) (*logStats, error) {
 			s.committedThought[m.MessageID] = m.Reasoning
 		}
 	}
-	streamed, heldCommitted := 0, 0
+	var c charTally
 	for _, t := range tl.Turns {
-		// carried is what attempts that committed nothing showed: the
-		// reply the next committed message goes on with.
-		carried := 0
+		c.carried = 0 // a turn's first message goes on with nothing
 		for _, st := range t.Steps {
-			switch {
-			case st.Outcome == session.OutcomeFailed && !st.Unclosed:
-				code := "UNKNOWN"
-				if st.Failure != nil && st.Failure.Code != "" {
-					code = st.Failure.Code
-				}
-				s.fault(code)
-			case st.Outcome == session.OutcomeTruncated:
-				s.fault("truncated")
-			}
-			streamed += st.StreamedChars
-			if st.MessageID == "" {
-				carried += st.ShownChars
-			} else {
-				n := st.ReplyChars + st.ReasoningChars
-				switch {
-				case carried == 0 && st.ShownChars == 0:
-					heldCommitted += n // held: shown once committed
-				case st.Incomplete:
-					s.incomplete += n
-				default:
-					s.continued += carried
-				}
-				carried = 0
-			}
+			s.stepFault(st)
+			c.step(s, st)
 			for _, tc := range st.Tools {
-				if !dispatched(tc) {
-					continue
-				}
-				if s.toolCalls[tc.Name] == 0 {
-					s.toolOrder = append(s.toolOrder, tc.Name)
-				}
-				s.toolCalls[tc.Name]++
-				if tc.Status == session.ToolAborted {
-					s.unfinished++
-				}
-				if tc.Permission != "" {
-					if s.permissionByWhat[tc.Permission] == 0 {
-						s.permissionOrder = append(s.permissionOrder, tc.Permission)
-					}
-					s.permissionByWhat[tc.Permission]++
-					s.permissions++
-				}
+				s.tool(tc)
 			}
 		}
 	}
-	s.heldBack = max(streamed-heldCommitted, 0)
-	return s, nil
+	s.heldBack = max(c.streamed-c.heldCommitted, 0)
+	return s
+}
+
+// charTally counts the characters of a log's attempts, step by step.
+type charTally struct {
+	streamed      int // streamed by every attempt
+	heldCommitted int // of messages shown only once committed (held)
+	// carried is what attempts that committed nothing showed: the reply
+	// the next committed message goes on with.
+	carried int
+}
+
+// step counts the characters of attempt st into c and, for the message
+// it commits, into s's continued or incomplete.
+func (c *charTally) step(s *logStats, st *inspect.Step) {
+	c.streamed += st.StreamedChars
+	if st.MessageID == "" {
+		c.carried += st.ShownChars
+		return
+	}
+	n := st.ReplyChars + st.ReasoningChars
+	switch {
+	case c.carried == 0 && st.ShownChars == 0:
+		c.heldCommitted += n // held: shown once committed
+	case st.Incomplete:
+		s.incomplete += n
+	default:
+		s.continued += c.carried
+	}
+	c.carried = 0
+}
+
+// stepFault counts attempt st's failure, or its cut at the output limit.
+func (s *logStats) stepFault(st *inspect.Step) {
+	switch {
+	case st.Outcome == session.OutcomeFailed && !st.Unclosed:
+		code := "UNKNOWN"
+		if st.Failure != nil && st.Failure.Code != "" {
+			code = st.Failure.Code
+		}
+		s.fault(code)
+	case st.Outcome == session.OutcomeTruncated:
+		s.fault("truncated")
+	}
+}
+
+// tool counts tool call tc, when it was dispatched, and its permission
+// answer.
+func (s *logStats) tool(tc inspect.Tool) {
+	if !dispatched(tc) {
+		return
+	}
+	if s.toolCalls[tc.Name] == 0 {
+		s.toolOrder = append(s.toolOrder, tc.Name)
+	}
+	s.toolCalls[tc.Name]++
+	if tc.Status == session.ToolAborted {
+		s.unfinished++
+	}
+	if tc.Permission != "" {
+		if s.permissionByWhat[tc.Permission] == 0 {
+			s.permissionOrder = append(s.permissionOrder, tc.Permission)
+		}
+		s.permissionByWhat[tc.Permission]++
+		s.permissions++
+	}
 }
 
 // dispatched reports whether a tool call ran, or began to: the agent gives

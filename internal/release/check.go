@@ -72,47 +72,36 @@ func Extract(archive, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	write := func(name string, mode os.FileMode, isDir bool, r io.Reader) error {
-		clean := path.Clean(name)
-		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(name, `\`) {
-			return fmt.Errorf("entry %q leaves the extraction directory", name)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(clean))
-		if isDir {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm()&0o755|0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, r)
-		return errors.Join(err, f.Close())
-	}
 	if strings.HasSuffix(archive, ".zip") {
-		zr, err := zip.OpenReader(archive)
+		return extractZip(archive, dir)
+	}
+	return extractTarGz(archive, dir)
+}
+
+func extractZip(archive, dir string) error {
+	zr, err := zip.OpenReader(archive)
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if f.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("entry %q is a link", f.Name)
+		}
+		rc, err := f.Open()
 		if err != nil {
 			return err
 		}
-		defer zr.Close()
-		for _, f := range zr.File {
-			if f.Mode()&os.ModeSymlink != 0 {
-				return fmt.Errorf("entry %q is a link", f.Name)
-			}
-			rc, err := f.Open()
-			if err != nil {
-				return err
-			}
-			err = write(f.Name, f.Mode(), f.FileInfo().IsDir(), rc)
-			rc.Close()
-			if err != nil {
-				return err
-			}
+		err = extractEntry(dir, f.Name, f.Mode(), f.FileInfo().IsDir(), rc)
+		rc.Close()
+		if err != nil {
+			return err
 		}
-		return nil
 	}
+	return nil
+}
+
+func extractTarGz(archive, dir string) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
@@ -136,10 +125,33 @@ func Extract(archive, dir string) error {
 		default:
 			return fmt.Errorf("entry %q is not a file or directory", h.Name)
 		}
-		if err := write(h.Name, os.FileMode(h.Mode), h.Typeflag == tar.TypeDir, tr); err != nil {
+		if err := extractEntry(dir, h.Name, os.FileMode(h.Mode), h.Typeflag == tar.TypeDir, tr); err != nil {
 			return err
 		}
 	}
+}
+
+// extractEntry writes the archive entry name (a directory when isDir, else
+// a file of r's bytes) under dir, refusing a name that leaves it. A file
+// keeps its executable bits, never more than 0755.
+func extractEntry(dir, name string, mode os.FileMode, isDir bool, r io.Reader) error {
+	clean := path.Clean(name)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(name, `\`) {
+		return fmt.Errorf("entry %q leaves the extraction directory", name)
+	}
+	dst := filepath.Join(dir, filepath.FromSlash(clean))
+	if isDir {
+		return os.MkdirAll(dst, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm()&0o755|0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	return errors.Join(err, f.Close())
 }
 
 // CheckOptions say what Check checks.

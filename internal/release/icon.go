@@ -30,41 +30,61 @@ var (
 // fill and stroke, as attributes, in style attributes or in <style>, is
 // currentColor, none or inherit, and currentColor is used somewhere.
 func CheckIcon(data []byte) []error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var c iconCheck
 	if bytes.Contains(data, []byte("<!--")) {
-		fail("icon.svg has comments, which break the registry's MDX embedding: remove them")
+		c.fail("icon.svg has comments, which break the registry's MDX embedding: remove them")
 	}
-
-	d := xml.NewDecoder(bytes.NewReader(data))
-	var (
-		root        *xml.StartElement
-		depth       int
-		inStyle     bool
-		usesCurrent bool
-	)
-	// paint checks one fill or stroke value; what says where it is.
-	paint := func(value string, what func(string) string) {
-		v := strings.TrimSpace(value)
-		switch l := strings.ToLower(v); {
-		case l == "currentcolor":
-			usesCurrent = true
-		case !allowedPaint[l]:
-			fail("icon.svg has a hardcoded colour, %s: use currentColor or none", what(v))
+	root, err := c.read(data)
+	if err != nil {
+		return append(c.errs, err)
+	}
+	w, h, ok := iconSize(root)
+	switch {
+	case !ok:
+		c.fail("icon.svg has neither width and height nor a viewBox")
+	default:
+		if w != h {
+			c.fail("icon.svg must be square, not %gx%g", w, h)
+		}
+		if w != IconSize || h != IconSize {
+			c.fail("icon.svg must be %dx%d, not %gx%g", IconSize, IconSize, w, h)
 		}
 	}
+	if !c.usesCurrent {
+		c.fail("icon.svg must use currentColor for its fills or strokes, so that it follows the editor's theme")
+	}
+	return c.errs
+}
+
+// iconCheck is what CheckIcon has found so far.
+type iconCheck struct {
+	errs        []error
+	usesCurrent bool
+}
+
+func (c *iconCheck) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+// read reads the document, checking the paint of every element, and
+// returns its root, which must be an <svg>; the error is what makes it
+// no SVG.
+func (c *iconCheck) read(data []byte) (xml.StartElement, error) {
+	d := xml.NewDecoder(bytes.NewReader(data))
+	var root *xml.StartElement
+	depth, inStyle := 0, false
 	for {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return append(errs, fmt.Errorf("icon.svg is not valid SVG/XML: %w", err))
+			return xml.StartElement{}, fmt.Errorf("icon.svg is not valid SVG/XML: %w", err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if depth == 0 && root != nil {
-				return append(errs, errors.New("icon.svg is not valid SVG/XML: more than one root element"))
+				return xml.StartElement{}, errors.New("icon.svg is not valid SVG/XML: more than one root element")
 			}
 			depth++
 			if root == nil {
@@ -72,24 +92,10 @@ func CheckIcon(data []byte) []error {
 				root = &e
 			}
 			inStyle = t.Name.Local == "style"
-			for _, a := range t.Attr {
-				switch a.Name.Local {
-				case "fill", "stroke":
-					paint(a.Value, func(v string) string { return fmt.Sprintf("%s=%q", a.Name.Local, v) })
-				case "style":
-					for _, decl := range strings.Split(a.Value, ";") {
-						name, value, ok := strings.Cut(decl, ":")
-						if n := strings.ToLower(strings.TrimSpace(name)); ok && (n == "fill" || n == "stroke") {
-							paint(value, func(v string) string { return fmt.Sprintf("style=\"%s: %s\"", n, v) })
-						}
-					}
-				}
-			}
+			c.attrs(t.Attr)
 		case xml.CharData:
 			if inStyle {
-				for _, m := range cssPaint.FindAllStringSubmatch(string(t), -1) {
-					paint(m[2], func(v string) string { return fmt.Sprintf("CSS %s: %s", strings.ToLower(m[1]), v) })
-				}
+				c.css(string(t))
 			}
 		case xml.EndElement:
 			depth--
@@ -98,27 +104,47 @@ func CheckIcon(data []byte) []error {
 	}
 	switch {
 	case root == nil:
-		return append(errs, errors.New("icon.svg has no <svg> element"))
+		return xml.StartElement{}, errors.New("icon.svg has no <svg> element")
 	case root.Name.Local != "svg":
-		return append(errs, fmt.Errorf("icon.svg's root element must be <svg>, not <%s>", root.Name.Local))
+		return xml.StartElement{}, fmt.Errorf("icon.svg's root element must be <svg>, not <%s>", root.Name.Local)
 	}
+	return *root, nil
+}
 
-	w, h, ok := iconSize(*root)
-	switch {
-	case !ok:
-		fail("icon.svg has neither width and height nor a viewBox")
-	default:
-		if w != h {
-			fail("icon.svg must be square, not %gx%g", w, h)
-		}
-		if w != IconSize || h != IconSize {
-			fail("icon.svg must be %dx%d, not %gx%g", IconSize, IconSize, w, h)
+// attrs checks the paint of an element's attributes: fill, stroke and
+// the declarations of style.
+func (c *iconCheck) attrs(attrs []xml.Attr) {
+	for _, a := range attrs {
+		switch a.Name.Local {
+		case "fill", "stroke":
+			c.paint(a.Value, func(v string) string { return fmt.Sprintf("%s=%q", a.Name.Local, v) })
+		case "style":
+			for _, decl := range strings.Split(a.Value, ";") {
+				name, value, ok := strings.Cut(decl, ":")
+				if n := strings.ToLower(strings.TrimSpace(name)); ok && (n == "fill" || n == "stroke") {
+					c.paint(value, func(v string) string { return fmt.Sprintf("style=\"%s: %s\"", n, v) })
+				}
+			}
 		}
 	}
-	if !usesCurrent {
-		fail("icon.svg must use currentColor for its fills or strokes, so that it follows the editor's theme")
+}
+
+// css checks the paint a <style> element's text sets.
+func (c *iconCheck) css(text string) {
+	for _, m := range cssPaint.FindAllStringSubmatch(text, -1) {
+		c.paint(m[2], func(v string) string { return fmt.Sprintf("CSS %s: %s", strings.ToLower(m[1]), v) })
 	}
-	return errs
+}
+
+// paint checks one fill or stroke value; what says where it is.
+func (c *iconCheck) paint(value string, what func(string) string) {
+	v := strings.TrimSpace(value)
+	switch l := strings.ToLower(v); {
+	case l == "currentcolor":
+		c.usesCurrent = true
+	case !allowedPaint[l]:
+		c.fail("icon.svg has a hardcoded colour, %s: use currentColor or none", what(v))
+	}
 }
 
 // iconSize is the root's width and height (units such as px dropped), else

@@ -128,8 +128,6 @@ var (
 // OS is an error, not a warning, and an archive URL must name a version at
 // all and be https to a public host (the registry fetches it).
 func CheckManifest(data []byte, dir string, schema *Schema) []error {
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if schema != nil {
 		if err := schema.Validate(data); err != nil {
 			// The registry stops at a schema error too.
@@ -140,68 +138,83 @@ func CheckManifest(data []byte, dir string, schema *Schema) []error {
 	if err != nil {
 		return []error{err}
 	}
-
-	switch id := m.ID; {
-	case id == "":
-		fail("id is empty")
-	case !unicode.IsLetter(rune(id[0])):
-		fail("id %q must start with a letter", id)
-	case strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsLower(r) && !unicode.IsDigit(r) && r != '-' }):
-		fail("id %q must be lowercase letters, digits and hyphens", id)
-	case id != dir:
-		fail("id %q must match the entry's directory name %q", id, dir)
-	}
+	var p problems
+	p.checkID(m.ID, dir)
 	if !isSemver(m.Version) {
-		fail("version %q must be a semantic version (e.g. 1.0.0)", m.Version)
+		p.add("version %q must be a semantic version (e.g. 1.0.0)", m.Version)
 	}
-
 	d := m.Distribution
 	if d.Binary == nil && d.Npx == nil && d.Uvx == nil {
-		fail("distribution is empty")
+		p.add("distribution is empty")
 	}
 	var oses []string
 	for _, platform := range slices.Sorted(maps.Keys(d.Binary)) {
-		b := d.Binary[platform]
 		t, ok := LookupTarget(platform)
 		if !ok {
-			fail("unknown platform %q", platform)
+			p.add("unknown platform %q", platform)
 			continue
 		}
 		if !slices.Contains(oses, t.OS()) {
 			oses = append(oses, t.OS())
 		}
-		if b.Cmd == "" {
-			fail("%s: cmd is missing", platform)
-		}
-		if b.Archive == "" {
-			fail("%s: archive is missing", platform)
-			continue
-		}
-		lower := strings.ToLower(b.Archive)
-		for _, ext := range rejectedArchives {
-			if strings.HasSuffix(lower, ext) {
-				fail("%s: archive %s is an installer (%s); the registry takes .zip, .tar.gz, .tgz, .tar.bz2, .tbz2 or a raw binary", platform, b.Archive, ext)
-			}
-		}
-		if err := publicHTTPS(b.Archive); err != nil {
-			fail("%s: archive %s: %v", platform, b.Archive, err)
-		}
-		if strings.Contains(b.Archive, "/latest/") {
-			fail("%s: archive %s uses /latest/; name the version", platform, b.Archive)
-		} else if v := urlVersion.FindStringSubmatch(b.Archive); v == nil {
-			fail("%s: archive %s names no version (/download/v%s/)", platform, b.Archive, m.Version)
-		} else if got := normalizeVersion(v[1]); got != m.Version {
-			fail("%s: archive %s is of version %s, but the entry is %s", platform, b.Archive, got, m.Version)
-		}
+		p.checkBinary(platform, d.Binary[platform], m.Version)
 	}
 	if d.Binary != nil {
 		for _, os := range requiredOS {
 			if !slices.Contains(oses, os) {
-				fail("no build for %s: the registry wants darwin, linux and windows", os)
+				p.add("no build for %s: the registry wants darwin, linux and windows", os)
 			}
 		}
 	}
-	return errs
+	return p
+}
+
+// problems are what a check found.
+type problems []error
+
+func (p *problems) add(format string, args ...any) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+// checkID checks the entry's id, which must be its directory's name.
+func (p *problems) checkID(id, dir string) {
+	switch {
+	case id == "":
+		p.add("id is empty")
+	case !unicode.IsLetter(rune(id[0])):
+		p.add("id %q must start with a letter", id)
+	case strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsLower(r) && !unicode.IsDigit(r) && r != '-' }):
+		p.add("id %q must be lowercase letters, digits and hyphens", id)
+	case id != dir:
+		p.add("id %q must match the entry's directory name %q", id, dir)
+	}
+}
+
+// checkBinary checks the build for platform of an entry of version.
+func (p *problems) checkBinary(platform string, b BinaryTarget, version string) {
+	if b.Cmd == "" {
+		p.add("%s: cmd is missing", platform)
+	}
+	if b.Archive == "" {
+		p.add("%s: archive is missing", platform)
+		return
+	}
+	lower := strings.ToLower(b.Archive)
+	for _, ext := range rejectedArchives {
+		if strings.HasSuffix(lower, ext) {
+			p.add("%s: archive %s is an installer (%s); the registry takes .zip, .tar.gz, .tgz, .tar.bz2, .tbz2 or a raw binary", platform, b.Archive, ext)
+		}
+	}
+	if err := publicHTTPS(b.Archive); err != nil {
+		p.add("%s: archive %s: %v", platform, b.Archive, err)
+	}
+	if strings.Contains(b.Archive, "/latest/") {
+		p.add("%s: archive %s uses /latest/; name the version", platform, b.Archive)
+	} else if v := urlVersion.FindStringSubmatch(b.Archive); v == nil {
+		p.add("%s: archive %s names no version (/download/v%s/)", platform, b.Archive, version)
+	} else if got := normalizeVersion(v[1]); got != version {
+		p.add("%s: archive %s is of version %s, but the entry is %s", platform, b.Archive, got, version)
+	}
 }
 
 // isSemver is the registry's test: three dot-separated numbers first.

@@ -88,14 +88,58 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		res.Cancelled = true
 		return res, nil
 	}
+	c, err := startCommand(opts, limit)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.pr.Close()
 
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-c.waitDone:
+		// Mirror a terminal closing when its shell exits: the kernel hangs
+		// up the foreground group there, so plain background jobs die while
+		// nohup'd ones survive.
+		c.p.Hangup()
+	case <-timer.C:
+		res.TimedOut = true
+		c.stop(timeout)
+	case <-ctx.Done():
+		res.Cancelled = true
+		c.stop(timeout)
+	}
+	c.drain()
+
+	res.Duration = time.Since(c.start)
+	res.ExitCode, res.Signal = proc.ExitStatus(c.state)
+	res.Output, res.Truncated = c.out.result()
+	return res, nil
+}
+
+// running is a started command: its process, the read end of its output
+// pipe, and the goroutines that read the pipe and wait for the process.
+type running struct {
+	p        *proc.Process
+	pr       *os.File
+	start    time.Time
+	out      *capture
+	readDone chan struct{} // closed at the pipe's end
+	waitDone chan struct{} // closed once the main process has exited
+	state    *os.ProcessState
+	drained  bool // readDone was seen closed
+}
+
+// startCommand starts opts.Command with its output kept in a capture of
+// limit bytes.
+func startCommand(opts Options, limit int) (*running, error) {
 	// One pipe for both streams keeps stdout and stderr interleaved as
 	// written. Passing *os.File (not an io.Writer) means os/exec starts no copy
 	// goroutine of its own, so Wait returns as soon as the main process exits
 	// and Run decides alone how long to keep reading.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return Result{}, fmt.Errorf("shell: output pipe: %w", err)
+		return nil, fmt.Errorf("shell: output pipe: %w", err)
 	}
 	env := opts.Env
 	if env == nil {
@@ -112,90 +156,80 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err != nil {
 		pr.Close()
 		pw.Close()
-		return Result{}, fmt.Errorf("shell: start command: %w", err)
+		return nil, fmt.Errorf("shell: start command: %w", err)
 	}
 	// The child holds its own copy; ours must go or the reader never sees EOF.
 	pw.Close()
-	defer pr.Close()
+	c := &running{p: p, pr: pr, start: start, out: newCapture(limit),
+		readDone: make(chan struct{}), waitDone: make(chan struct{})}
+	go c.read()
+	go c.wait()
+	return c, nil
+}
 
-	out := newCapture(limit)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := pr.Read(buf)
-			out.write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	var state *os.ProcessState
-	waitDone := make(chan struct{})
-	go func() {
-		defer close(waitDone)
-		state, _ = p.Wait() // the outcome is read from the state
-	}()
-
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	exited, drained := false, false
-	select {
-	case <-waitDone:
-		exited = true
-	case <-timer.C:
-		res.TimedOut = true
-	case <-ctx.Done():
-		res.Cancelled = true
-	}
-
-	if exited {
-		// Mirror a terminal closing when its shell exits: the kernel hangs
-		// up the foreground group there, so plain background jobs die while
-		// nohup'd ones survive.
-		p.Hangup()
-	} else {
-		p.Terminate()
-		grace := time.NewTimer(min(KillGrace, timeout))
-	wait:
-		for !exited || !drained {
-			select {
-			case <-waitDone:
-				exited, waitDone = true, nil
-			case <-readDone:
-				drained, readDone = true, nil
-			case <-grace.C:
-				break wait
-			}
-		}
-		grace.Stop()
-		p.Kill()
-		if !exited {
-			<-waitDone
+// read copies the output pipe into the capture until the pipe's end.
+func (c *running) read() {
+	defer close(c.readDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.pr.Read(buf)
+		c.out.write(buf[:n])
+		if err != nil {
+			return
 		}
 	}
+}
 
-	if !drained {
-		if !waitClosed(readDone, drainDelay) {
-			// Whatever still holds the pipe ignored the hangup (or outlived
-			// SIGKILL's delivery so far): finish it.
-			p.Kill()
-			if !waitClosed(readDone, drainDelay) {
-				// Only a process that escaped the kill can still hold the
-				// pipe; stop reading rather than wait for it.
-				if pr.SetReadDeadline(time.Now()) != nil {
-					pr.Close()
-				}
-				<-readDone
-			}
+// wait waits for the main process and keeps its state.
+func (c *running) wait() {
+	defer close(c.waitDone)
+	c.state, _ = c.p.Wait() // the outcome is read from the state
+}
+
+// stop ends a command that timed out or was cancelled: its group is asked
+// to terminate and given KillGrace (at most the timeout) to exit and close
+// the output, then everything left is killed. It returns once the main
+// process has exited.
+func (c *running) stop(timeout time.Duration) {
+	c.p.Terminate()
+	grace := time.NewTimer(min(KillGrace, timeout))
+	waitDone, readDone := c.waitDone, c.readDone // nil once seen closed
+wait:
+	for waitDone != nil || readDone != nil {
+		select {
+		case <-waitDone:
+			waitDone = nil
+		case <-readDone:
+			readDone, c.drained = nil, true
+		case <-grace.C:
+			break wait
 		}
 	}
+	grace.Stop()
+	c.p.Kill()
+	if waitDone != nil {
+		<-waitDone
+	}
+}
 
-	res.Duration = time.Since(start)
-	res.ExitCode, res.Signal = proc.ExitStatus(state)
-	res.Output, res.Truncated = out.result()
-	return res, nil
+// drain waits, a bounded time, for the output pipe's end once the main
+// process has exited.
+func (c *running) drain() {
+	if c.drained || waitClosed(c.readDone, drainDelay) {
+		return
+	}
+	// Whatever still holds the pipe ignored the hangup (or outlived
+	// SIGKILL's delivery so far): finish it.
+	c.p.Kill()
+	if waitClosed(c.readDone, drainDelay) {
+		return
+	}
+	// Only a process that escaped the kill can still hold the pipe; stop
+	// reading rather than wait for it.
+	if c.pr.SetReadDeadline(time.Now()) != nil {
+		c.pr.Close()
+	}
+	<-c.readDone
 }
 
 // waitClosed reports whether ch closed within d. A nil ch counts as closed.
