@@ -329,14 +329,3 @@ func (f formSetUp) useModel(ctx context.Context, c acp.Client, model, from strin
 		}
 	}
 }
-
-// open are the sessions this process holds.
-func (st *sessionStore) open() []*sessionState {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	out := make([]*sessionState, 0, len(st.sessions))
-	for _, s := range st.sessions {
-		out = append(out, s)
-	}
-	return out
-}

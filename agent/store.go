@@ -484,3 +484,14 @@ func (st *sessionStore) close() error {
 	st.logs.reset()
 	return errors.Join(errs...)
 }
+
+// open are the sessions this process holds.
+func (st *sessionStore) open() []*sessionState {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]*sessionState, 0, len(st.sessions))
+	for _, s := range st.sessions {
+		out = append(out, s)
+	}
+	return out
+}
