@@ -83,7 +83,8 @@ const (
 )
 
 // checkSetProvider checks what the client routes the model's traffic
-// through: an absolute http(s) URL without credentials in it, and headers
+// through: an absolute http(s) URL without credentials, query or fragment
+// in it, and headers
 // net/http would send as they are.
 func checkSetProvider(p *SetProviderRequest) error {
 	switch {
@@ -100,6 +101,12 @@ func checkSetProvider(p *SetProviderRequest) error {
 	}
 	if u.User != nil {
 		return NewInvalidParams("baseUrl must not hold credentials; send them in headers")
+	}
+	// Each endpoint's path is appended to the base URL: after a query or
+	// fragment it would not be the path (and a key in a query would be
+	// logged with the URL).
+	if strings.ContainsAny(p.BaseURL, "?#") {
+		return NewInvalidParams("baseUrl must not have a query or fragment; send credentials in headers")
 	}
 	if len(p.Headers) > maxProviderHeaders {
 		return NewInvalidParams("at most %d headers", maxProviderHeaders)

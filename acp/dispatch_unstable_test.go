@@ -31,7 +31,8 @@ func TestCheckSetProvider_AcceptsOnlyWhatHTTPSends(t *testing.T) {
 		}
 		return string(b)
 	}
-	urls := []string{"https://gw.example.com/v1", "http://127.0.0.1:8080", "ftp://x/", "https://u:p@h/", "//h/v1", "https:///v1", "not a url", "", "https://h/" + strings.Repeat("a", maxProviderURLBytes)}
+	urls := []string{"https://gw.example.com/v1", "http://127.0.0.1:8080", "ftp://x/", "https://u:p@h/", "//h/v1", "https:///v1", "not a url", "", "https://h/" + strings.Repeat("a", maxProviderURLBytes),
+		"https://gw.example.com/v1?key=k", "https://gw.example.com/v1?", "https://gw.example.com/v1#x", "https://gw.example.com/v1#"}
 	accepted := 0
 	for range 3000 {
 		p := SetProviderRequest{ProviderID: "main", APIType: "openai", BaseURL: urls[r.IntN(len(urls))], Headers: map[string]string{word(): word()}}
@@ -46,6 +47,12 @@ func TestCheckSetProvider_AcceptsOnlyWhatHTTPSends(t *testing.T) {
 		req, rerr := http.NewRequest(http.MethodPost, p.BaseURL+"/chat/completions", nil)
 		if rerr != nil {
 			t.Fatalf("accepted baseUrl %q makes no request: %v", p.BaseURL, rerr)
+		}
+		// Rebound appends each endpoint to the base URL: a query or
+		// fragment there would swallow it (and a key in a query would be
+		// logged with the URL).
+		if !strings.HasSuffix(req.URL.Path, "/chat/completions") {
+			t.Fatalf("accepted baseUrl %q sends a request for /chat/completions to %q", p.BaseURL, req.URL.Path)
 		}
 		if req.URL.User != nil {
 			t.Fatalf("accepted baseUrl %q holds credentials", p.BaseURL)
