@@ -185,3 +185,31 @@ func TestProviderRoutes_RefuseQueryOrFragment(t *testing.T) {
 		t.Errorf("a refused route changed BaseURL() to %q", routes.BaseURL())
 	}
 }
+
+// With provider.share_limits, a routed request is gated by the bucket of
+// where it goes: the client's gateway counts its own limits, and neither
+// its 429s hold other Rebound processes' requests to the configured
+// provider nor theirs hold the routed ones (the gate kept the configured
+// base URL's bucket after providers/set).
+func TestProviderRoutes_GateFollowsTheRoute(t *testing.T) {
+	var cfg config.Config
+	cfg.Provider.BaseURL = "https://api.example.com/v1"
+	cfg.Provider.ShareLimits = true
+	cfg.StateDir = t.TempDir()
+	routes, gates := providerHTTP(cfg, &seenDoer{}, zerolog.Nop())
+	gates.useKey("sk-key")
+	gate := gates.gate(nil)
+	configured := gate("m")
+	if err := routes.Route("https://gw.corp.example/v1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if routed := gate("m"); routed == configured {
+		t.Error("after providers/set the model's requests are still gated by the configured provider's bucket")
+	}
+	if err := routes.Route("https://api.example.com/v1/", nil); err != nil {
+		t.Fatal(err)
+	}
+	if back := gate("m"); back != configured {
+		t.Error("routed back to the configured base URL, the requests are not gated by its bucket")
+	}
+}
