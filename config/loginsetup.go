@@ -213,7 +213,7 @@ func chooseModel(ctx context.Context, base, key string, doer llm.HTTPDoer, in io
 	if listErr != nil {
 		// The provider's words, on one inert line: a hostile or broken
 		// answer must not drive the terminal.
-		fmt.Fprintf(prompt, "Could not get the provider's list of models: %s\n", text.Terminal(listErr.Error(), maxShownError))
+		fmt.Fprintf(prompt, "Could not get the provider's list of models: %s\n", text.InertLine(listErr.Error(), maxShownError))
 		m, err := readLine(ctx, in, prompt, "Model name: ")
 		return m, listErr, err
 	}

@@ -62,12 +62,12 @@ func EditDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// Terminal makes s, text from outside (a provider's error, a file), inert
+// InertLine makes s, text from outside (a provider's error, a file), inert
 // on a terminal and one line long: runs of whitespace are one space, and
 // any other control or format character (an escape sequence's ESC, a
 // bidi override) is written as an escape, \x1b, so it does nothing. It is
 // cut to n characters (n at least 1).
-func Terminal(s string, n int) string {
+func InertLine(s string, n int) string {
 	var b strings.Builder
 	space := false
 	for _, r := range s {

@@ -95,10 +95,10 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
-// Property: Terminal's output of any string is one line of at most n
+// Property: InertLine's output of any string is one line of at most n
 // characters with no control or format character (nothing a terminal
 // acts on), and printable text without whitespace is kept as it is.
-func TestTerminal_Inert(t *testing.T) {
+func TestInertLine(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	pieces := []string{"\x1b", "[31m", "]0;t\x07", "\x9b", "\u202e", "\u200b", "\ufeff", "\r\n", "\t", " ", "\x00", "\x7f", "é", "日本", "a", "\xff", "\u2028"}
 	for range 2000 {
@@ -107,20 +107,20 @@ func TestTerminal_Inert(t *testing.T) {
 			b.WriteString(pieces[r.IntN(len(pieces))])
 		}
 		n := 1 + r.IntN(40)
-		got := Terminal(b.String(), n)
+		got := InertLine(b.String(), n)
 		if i := strings.IndexFunc(got, func(c rune) bool {
 			return unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || unicode.IsSpace(c) && c != ' '
 		}); i >= 0 {
-			t.Fatalf("Terminal(%q, %d) = %q: an active character at %d", b.String(), n, got, i)
+			t.Fatalf("InertLine(%q, %d) = %q: an active character at %d", b.String(), n, got, i)
 		}
 		if utf8.RuneCountInString(got) > n {
-			t.Fatalf("Terminal(%q, %d) = %q: longer than %d", b.String(), n, got, n)
+			t.Fatalf("InertLine(%q, %d) = %q: longer than %d", b.String(), n, got, n)
 		}
 	}
-	if got := Terminal("gpt-4o/日本-é", 40); got != "gpt-4o/日本-é" {
+	if got := InertLine("gpt-4o/日本-é", 40); got != "gpt-4o/日本-é" {
 		t.Errorf("printable text changed to %q", got)
 	}
-	if got := Terminal("a\x1b[2J  b\n\tc", 40); got != `a\x1b[2J b c` {
-		t.Errorf("Terminal = %q", got)
+	if got := InertLine("a\x1b[2J  b\n\tc", 40); got != `a\x1b[2J b c` {
+		t.Errorf("InertLine = %q", got)
 	}
 }
