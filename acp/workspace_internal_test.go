@@ -18,18 +18,24 @@ import (
 func TestCheckCwd_Bounded(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	parts := []string{"/", "home", "é", "\x00", "\n", "\x1b[31m", "\u0085", "\x7f", " ", "\t", strings.Repeat("a", 1500), ".."}
+	clean := false // a case of well-formed paths only, so a count alone decides
 	path := func() string {
 		var b strings.Builder
-		if r.IntN(6) != 0 {
+		if clean || r.IntN(6) != 0 {
 			b.WriteByte('/')
 		}
 		for range r.IntN(8) {
-			b.WriteString(parts[r.IntN(len(parts))])
+			if clean {
+				b.WriteString(parts[r.IntN(3)])
+			} else {
+				b.WriteString(parts[r.IntN(len(parts))])
+			}
 		}
 		return b.String()
 	}
 	accepted := 0
 	for range 3000 {
+		clean = r.IntN(2) == 0
 		cwd := path()
 		extra := make([]string, []int{0, 1, 3, maxAdditionalDirectories, maxAdditionalDirectories + 1, 5000}[r.IntN(6)])
 		for i := range extra {
