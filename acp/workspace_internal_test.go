@@ -37,7 +37,7 @@ func TestCheckCwd_Bounded(t *testing.T) {
 	for range 3000 {
 		clean = r.IntN(2) == 0
 		cwd := path()
-		extra := make([]string, []int{0, 1, 3, maxAdditionalDirectories, maxAdditionalDirectories + 1, 5000}[r.IntN(6)])
+		extra := make([]string, []int{0, 1, 3, maxAdditionalDirectories, maxAdditionalDirectories + 1, 200}[r.IntN(6)])
 		for i := range extra {
 			extra[i] = path()
 		}
