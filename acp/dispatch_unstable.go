@@ -111,10 +111,18 @@ func checkSetProvider(p *SetProviderRequest) error {
 	if len(p.Headers) > maxProviderHeaders {
 		return NewInvalidParams("at most %d headers", maxProviderHeaders)
 	}
+	named := make(map[string]string, len(p.Headers))
 	for k, v := range p.Headers {
 		if err := checkHeader(k, v); err != nil {
 			return err
 		}
+		// Names that differ in case are one header: which value went
+		// would be a draw of the map's order.
+		c := http.CanonicalHeaderKey(k)
+		if other, ok := named[c]; ok {
+			return NewInvalidParams("headers %s and %s are the same header", quote(min(k, other)), quote(max(k, other)))
+		}
+		named[c] = k
 	}
 	return nil
 }

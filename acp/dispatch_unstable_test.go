@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -67,5 +68,32 @@ func TestCheckSetProvider_AcceptsOnlyWhatHTTPSends(t *testing.T) {
 	}
 	if accepted == 0 {
 		t.Fatal("nothing accepted: the property checked nothing")
+	}
+}
+
+// Property: headers a providers/set is let through name each header once:
+// two names that differ only in case are one HTTP header, and which value
+// went was a draw of Go's map order (an Authorization and an
+// authorization sent either key).
+func TestCheckSetProvider_OneValuePerHeader(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	names := []string{"Authorization", "authorization", "AUTHORIZATION", "X-Key", "x-key", "X-Other"}
+	for range 500 {
+		h := map[string]string{}
+		for range 1 + r.IntN(3) {
+			h[names[r.IntN(len(names))]] = fmt.Sprint(r.IntN(1000))
+		}
+		p := SetProviderRequest{ProviderID: "main", APIType: "openai", BaseURL: "https://gw.example/v1", Headers: h}
+		if checkSetProvider(&p) != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for k := range h {
+			c := http.CanonicalHeaderKey(k)
+			if seen[c] {
+				t.Fatalf("headers %q accepted: %s named twice", h, c)
+			}
+			seen[c] = true
+		}
 	}
 }
