@@ -23,6 +23,9 @@ type AuthMethod struct {
 	Args []string          `json:"args,omitempty"`
 	Env  map[string]string `json:"env,omitempty"`
 	Meta Meta              `json:"_meta,omitempty"`
+	// FormOnly methods are offered only to clients that advertise
+	// elicitation.form (elicitation.go); not sent.
+	FormOnly bool `json:"-"`
 }
 
 // AuthTypeTerminal is AuthMethod.Type of a terminal method. The server
@@ -133,6 +136,9 @@ func authMethods(agent Agent, caps ClientCapabilities) []AuthMethod {
 	methods := []AuthMethod{}
 	if a, ok := agent.(Authenticator); ok {
 		for _, m := range a.AuthMethods() {
+			if m.FormOnly && !caps.ElicitationForm() {
+				continue
+			}
 			if m.Type == AuthTypeTerminal && !caps.TerminalAuth() {
 				if !caps.TerminalAuthByMeta() || m.Meta[TerminalAuthMetaKey] == nil {
 					continue

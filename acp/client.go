@@ -429,7 +429,11 @@ func call[R any](ctx context.Context, cl editorConn, method string, params any, 
 	}
 	res, err := decode(raw)
 	if err != nil {
-		log.Warn().Err(err).Bytes("result", truncate(raw, 512)).Msg("acp: invalid result from the client")
+		ev := log.Warn().Err(err)
+		if method != MethodElicitationCreate { // a form's answer may hold a key
+			ev = ev.Bytes("result", truncate(raw, 512))
+		}
+		ev.Msg("acp: invalid result from the client")
 		return zero, &ClientError{Method: method, Message: err.Error(), Err: ErrInvalidResult}
 	}
 	return res, nil

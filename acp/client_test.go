@@ -33,6 +33,7 @@ var schemaDefs = map[string]string{
 	acp.MethodTerminalKill:             "KillTerminalRequest",
 	acp.MethodTerminalRelease:          "ReleaseTerminalRequest",
 	acp.MethodCancelRequest:            "CancelRequestNotification",
+	acp.MethodElicitationCreate:        "CreateElicitationRequest",
 }
 
 type acpSchema struct {

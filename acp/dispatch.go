@@ -91,7 +91,13 @@ func (s *Server) authenticate(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
 			return NewInvalidParams("unknown methodId %s; the methods are %s", quote(p.MethodID), methodList(methods))
 		}
 		return nil
-	}, func(p AuthenticateRequest) (AuthenticateResponse, error) { return auth.Authenticate(s.base, p) }, nil)
+	}, func(p AuthenticateRequest) (AuthenticateResponse, error) {
+		if fa, ok := auth.(FormAuthenticator); ok && s.hello.capabilities().ElicitationForm() {
+			cl := editorConn{s: s, c: c}
+			return fa.AuthenticateAsking(s.base, p, cl, requestAsker{cl: cl, id: req.ID})
+		}
+		return auth.Authenticate(s.base, p)
+	}, nil)
 }
 
 // logout runs the agent's Logout in a goroutine of its own (it writes the

@@ -35,5 +35,6 @@
 //
 // The editor, for the agent's calls back: editor.go is editorConn, the
 // agent's Client (session updates, capabilities), and client.go its
-// requests to the editor (permission, files, terminals).
+// requests to the editor (permission, files, terminals); elicitation.go the
+// sign-in forms (elicitation/create, FormAuthenticator).
 package acp

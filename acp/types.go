@@ -33,7 +33,10 @@ type ClientCapabilities struct {
 	Session  *ClientSessionCapabilities `json:"session,omitempty"`
 	// Auth says which auth method types the client handles (auth.go).
 	Auth *AuthCapabilities `json:"auth,omitempty"`
-	Meta Meta              `json:"_meta,omitempty"`
+	// Elicitation is kept raw: only its form member is read
+	// (elicitation.go), and a malformed one advertises nothing.
+	Elicitation json.RawMessage `json:"elicitation,omitempty"`
+	Meta        Meta            `json:"_meta,omitempty"`
 }
 
 // Notices reports whether the client can present `notice` session updates.

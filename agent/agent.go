@@ -113,6 +113,9 @@ type Config struct {
 	// Routes, when set, lets the client route the model's requests
 	// (providers/set, providers.go); nil: providers/* are not served.
 	Routes ProviderRoutes
+	// SetUp, when set, sets up the provider at sign-in for clients that
+	// show forms (signin.go).
+	SetUp ProviderSetUp
 }
 
 // Tools configures the tools the model may call.
@@ -263,8 +266,9 @@ func New(cfg Config) *Agent {
 	cfg.LogIdleTimeout = cmp.Or(cfg.LogIdleTimeout, DefaultLogIdleTimeout)
 	a := &Agent{cfg: cfg}
 	a.auth = newSignIn(&a.cfg)
-	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
-	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, effort: cfg.ReasoningEffort, models: a.catalog}
+	setUp := &modelOverride{} // signin.go
+	a.catalog = &catalog{provider: a.auth.current, model: cfg.Model, override: setUp, fallback: cfg.Models, contextWindow: cfg.ContextWindow, log: &a.cfg.Logger}
+	a.menu = &configMenu{mode: cfg.DefaultMode, model: cfg.Model, override: setUp, effort: cfg.ReasoningEffort, models: a.catalog}
 	a.dir = stateDir{path: cfg.StateDir, help: cfg.StateDirHelp}
 	a.store = newSessionStore(&a.cfg, a.dir, a.menu)
 	return a
@@ -285,7 +289,7 @@ const (
 // no log behind.
 func (a *Agent) NewSession(ctx context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version, AdditionalDirectories: req.AdditionalDirectories}
+	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.menu.defaults().model, AgentVersion: a.cfg.Version, AdditionalDirectories: req.AdditionalDirectories}
 	log, err := session.Create(a.cfg.StateDir, id, start)
 	if err != nil {
 		return acp.NewSessionResponse{}, a.dir.createError(err)

@@ -99,7 +99,7 @@ func (a *Agent) AuthMethods() []acp.AuthMethod {
 	if a.auth.login.Command != "" {
 		login.Meta = acp.Meta{acp.TerminalAuthMetaKey: a.auth.login}
 	}
-	return []acp.AuthMethod{a.auth.apiKeyMethod(), login}
+	return append([]acp.AuthMethod{a.auth.apiKeyMethod(), login}, a.setUpMethods()...) // signin.go
 }
 
 // LoginCommand is Config.Login for the binary at executable (absolute),

@@ -28,6 +28,7 @@ const (
 type catalog struct {
 	provider func() llm.Provider // the provider in use (signIn.current)
 	model    string              // the configured model, always offered
+	override *modelOverride      // the model set up at sign-in, instead (signin.go)
 	fallback []string            // provider.models, offered when the provider lists none
 	// contextWindow is provider.context_window: 0 when not configured.
 	contextWindow uint64
@@ -125,12 +126,13 @@ func (c *catalog) choicesOf(list []string, current string) []string {
 	if len(list) == 0 {
 		list = c.fallback
 	}
-	out := llm.CleanModelIDs(append(slices.Clone(list), c.model))
+	model := c.override.or(c.model)
+	out := llm.CleanModelIDs(append(slices.Clone(list), model))
 	if !slices.Contains(out, current) {
 		out = append(out, current)
 	}
-	if !slices.Contains(out, c.model) { // cut by the bound
-		out = append(out, c.model)
+	if !slices.Contains(out, model) { // cut by the bound
+		out = append(out, model)
 	}
 	return out
 }

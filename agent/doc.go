@@ -61,6 +61,7 @@
 //   - usage.go: usage_update (context fill and cost; usageMeter).
 //   - options.go: session config options (configMenu, and setOption, which
 //     writes them through the session's use, optionwriter.go); catalog.go: the provider's
-//     model list (catalog); auth.go: sign-in (signIn); modes.go,
+//     model list (catalog); auth.go: sign-in (signIn); signin.go: the
+//     provider set up through the editor's forms (ProviderSetUp); modes.go,
 //     instructions.go: modes, the system prompt.
 package agent

@@ -29,7 +29,7 @@ func (a *Agent) ForkSession(ctx context.Context, req acp.ForkSessionRequest) (ac
 	}
 	copied, turn := forkedEvents(parent.Events)
 	id := newID("sess_")
-	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.cfg.Model, AgentVersion: a.cfg.Version,
+	start := session.SessionStart{SessionID: id, Cwd: req.Cwd, Model: a.menu.defaults().model, AgentVersion: a.cfg.Version,
 		AdditionalDirectories: req.AdditionalDirectories, ForkedFrom: &session.ForkOrigin{SessionID: req.SessionID, Turn: turn}}
 	if err := writeFork(a.cfg.StateDir, id, start, copied); err != nil {
 		var we *session.WriteError

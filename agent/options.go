@@ -58,11 +58,13 @@ type configMenu struct {
 	model  string // Config.Model
 	effort string // Config.ReasoningEffort: "" lets the provider decide
 	models *catalog
+	// override is the model set up at sign-in, instead of model (signin.go).
+	override *modelOverride
 }
 
 // defaults are the options of a session nobody configured.
 func (m *configMenu) defaults() options {
-	return options{mode: cmp.Or(m.mode, DefaultMode), model: m.model, thought: cmp.Or(m.effort, ThoughtDefault)}
+	return options{mode: cmp.Or(m.mode, DefaultMode), model: m.override.or(m.model), thought: cmp.Or(m.effort, ThoughtDefault)}
 }
 
 func validThought(v string) bool { return v == ThoughtDefault || slices.Contains(ReasoningEfforts, v) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -55,9 +56,14 @@ func (a *Agent) childSecrets() proc.Secrets {
 // cancel kills the command first and keeps its output so far.
 func (r *toolRunner) runInTerminal(ctx context.Context, call session.MessageToolCall, command, dir string, timeout time.Duration) (toolOutcome, error) {
 	limit := int64(r.cfg.OutputLimit)
-	program, args := shell.Platform.Argv(command)
+	self, _ := os.Executable() // "": the interpreter itself (shell.Interp.Terminal)
+	tc := shell.Platform.Terminal(command, self)
+	var env []acp.EnvVariable
+	for _, v := range tc.Env {
+		env = append(env, acp.EnvVariable{Name: v.Name, Value: v.Value})
+	}
 	created, err := r.ed.CreateTerminal(ctx, acp.CreateTerminalRequest{
-		SessionID: r.sessionID, Command: program, Args: args, Cwd: dir, OutputByteLimit: &limit,
+		SessionID: r.sessionID, Command: tc.Program, Args: tc.Args, Env: env, Cwd: dir, OutputByteLimit: &limit,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -589,7 +589,7 @@ func (t *turn) failure(ctx context.Context, err error) error {
 	if advice := f.Advice(t.agent.cfg.APIKeyEnv); advice != "" {
 		msg += " " + advice
 	}
-	hints := modelHints{configured: t.agent.cfg.Model, from: t.agent.cfg.ModelFrom, models: t.agent.catalog.providerModels}
+	hints := modelHints{configured: t.agent.menu.defaults().model, from: t.agent.menu.override.fromOr(t.agent.cfg.ModelFrom), models: t.agent.catalog.providerModels}
 	if hint := hints.hint(ctx, f, t.req.model, t.req.fellBack); hint != "" { // modelhint.go
 		msg += " " + hint
 	}

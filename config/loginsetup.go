@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,15 +80,12 @@ func setUp(ctx context.Context, cfg Config, credPath string, flags Flags, choice
 			return LoginResult{}, err
 		}
 	}
-	if problem := checkBaseURL(base); problem != "" {
-		return LoginResult{}, errors.New("the base URL " + problem)
+	_, base, keyEnv, err := ResolveChoice(cfg, preset.ID, base)
+	if err != nil {
+		return LoginResult{}, err
 	}
 	if choice.Model == "" && !tty {
 		return LoginResult{}, errors.New("--model is needed when the input is not a terminal (the model list is offered on a terminal)")
-	}
-	keyEnv := preset.KeyEnv
-	if keyEnv == "" {
-		keyEnv = cfg.Provider.APIKeyEnv
 	}
 	key := preset.Placeholder
 	if key == "" {
@@ -99,15 +97,28 @@ func setUp(ctx context.Context, cfg Config, credPath string, flags Flags, choice
 			return LoginResult{}, err
 		}
 	}
-	res := LoginResult{Path: credPath, Name: keyEnv, BaseURL: base, Model: choice.Model}
-	if res.Model == "" {
-		if res.Model, res.ModelsError, err = chooseModel(ctx, base, key, choice.HTTP, in, prompt); err != nil {
+	model, modelsErr := choice.Model, error(nil)
+	if model == "" {
+		if model, modelsErr, err = chooseModel(ctx, base, key, choice.HTTP, in, prompt); err != nil {
 			return LoginResult{}, err
 		}
 	}
-	if err := checkModelName(res.Model); err != nil {
+	res, err := store(cfg, credPath, flags, getenv, home, keyEnv, base, key, model)
+	if err != nil {
 		return LoginResult{}, err
 	}
+	res.ModelsError = modelsErr
+	return res, nil
+}
+
+// store writes what a set-up chose, the terminal's or the editor's: base
+// URL, model and keyEnv to the config file Rebound reads, then the key to
+// the credentials file under keyEnv. The model name is checked first.
+func store(cfg Config, credPath string, flags Flags, getenv func(string) string, home, keyEnv, base, key, model string) (LoginResult, error) {
+	if err := checkModelName(model); err != nil {
+		return LoginResult{}, err
+	}
+	res := LoginResult{Path: credPath, Name: keyEnv, BaseURL: base, Model: model}
 	res.Config = cfg.Source
 	if res.Config == "" {
 		if res.Config = defaultConfigPath(flags, getenv, home); res.Config == "" {
@@ -115,7 +126,7 @@ func setUp(ctx context.Context, cfg Config, credPath string, flags Flags, choice
 		}
 	}
 	// The settings first: if the file cannot be edited, nothing changed.
-	if err := SetProviderKeys(res.Config, map[string]string{"base_url": base, "model": res.Model, "api_key_env": keyEnv}); err != nil {
+	if err := SetProviderKeys(res.Config, map[string]string{"base_url": base, "model": model, "api_key_env": keyEnv}); err != nil {
 		return LoginResult{}, err
 	}
 	if err := StoreAPIKey(credPath, keyEnv, key); err != nil {
@@ -128,6 +139,85 @@ func setUp(ctx context.Context, cfg Config, credPath string, flags Flags, choice
 		}
 	}
 	return res, nil
+}
+
+// ProviderChoice is a provider set up elsewhere than on the terminal (the
+// editor's sign-in): a Preset's ID, the base URL (required for "custom",
+// else the preset's when empty), the key (ignored for a preset with a
+// Placeholder) and the model.
+type ProviderChoice struct {
+	Provider, BaseURL, Key, Model string
+}
+
+// SaveProvider stores choice as `rebound login` stores what it asked: the
+// same checks, the same config keys and credentials entry, for the settings
+// flags, getenv and home give (as for Load). The key appears in no error.
+func SaveProvider(flags Flags, getenv func(string) string, home string, choice ProviderChoice) (LoginResult, error) {
+	cfg, credPath, err := credentialsTarget(flags, getenv, home)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	preset, base, keyEnv, err := ResolveChoice(cfg, choice.Provider, choice.BaseURL)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	key := preset.Placeholder
+	if key == "" {
+		if key = choice.Key; key == "" {
+			return LoginResult{}, fmt.Errorf("%s needs an API key", preset.Name)
+		}
+		if err := CheckAPIKey(key); err != nil {
+			return LoginResult{}, err
+		}
+	}
+	return store(cfg, credPath, flags, getenv, home, keyEnv, base, key, choice.Model)
+}
+
+// ResolveChoice is the preset id names, its base URL (base when given, which
+// "custom" requires), checked, and the variable its key is stored under
+// (cfg's provider.api_key_env for "custom").
+func ResolveChoice(cfg Config, id, base string) (Preset, string, string, error) {
+	i := slices.IndexFunc(Presets, func(p Preset) bool { return p.ID == id })
+	if i < 0 {
+		return Preset{}, "", "", fmt.Errorf("provider %q is not one of %s", clip(id), PresetIDs())
+	}
+	p := Presets[i]
+	if base == "" {
+		base = p.BaseURL
+	}
+	if base == "" {
+		return Preset{}, "", "", errors.New("another server needs its base URL")
+	}
+	if problem := checkBaseURL(base); problem != "" {
+		return Preset{}, "", "", errors.New("the base URL " + problem)
+	}
+	keyEnv := p.KeyEnv
+	if keyEnv == "" {
+		keyEnv = cfg.Provider.APIKeyEnv
+	}
+	return p, base, keyEnv, nil
+}
+
+// CheckBaseURL says what is wrong with s as a provider's base URL, "" when
+// nothing is.
+func CheckBaseURL(s string) string { return checkBaseURL(s) }
+
+// CheckModelName is provider.models' rule for a model name.
+func CheckModelName(m string) error { return checkModelName(m) }
+
+// ListModels is the provider's model list (GET {base}/models through doer,
+// nil: a plain client), within the set-up's time bound.
+func ListModels(ctx context.Context, base, key string, doer llm.HTTPDoer) ([]string, error) {
+	lctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+	defer cancel()
+	ids, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKey: key, HTTPClient: doer}).ListModels(lctx)
+	if err == nil && len(ids) == 0 {
+		err = errors.New("the provider listed no models")
+	}
+	return ids, err
 }
 
 // defaultConfigPath is the file a new config is written to: the one
@@ -201,14 +291,9 @@ func choosePreset(ctx context.Context, cfg Config, choice LoginChoice, tty bool,
 // doer) and reads the user's pick: a number of the list or a name. When
 // the list cannot be had, it says why and asks for a name.
 func chooseModel(ctx context.Context, base, key string, doer llm.HTTPDoer, in io.Reader, prompt io.Writer) (string, error, error) {
-	lctx, cancel := context.WithTimeout(ctx, modelsTimeout)
-	ids, listErr := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: base, APIKey: key, HTTPClient: doer}).ListModels(lctx)
-	cancel()
+	ids, listErr := ListModels(ctx, base, key, doer)
 	if ctx.Err() != nil {
 		return "", nil, ctx.Err()
-	}
-	if listErr == nil && len(ids) == 0 {
-		listErr = errors.New("the provider listed no models")
 	}
 	if listErr != nil {
 		// The provider's words, on one inert line: a hostile or broken

@@ -147,3 +147,80 @@ func TestLoginWith_ScriptedErrors(t *testing.T) {
 		})
 	}
 }
+
+// The editor's sign-in stores what `rebound login` stores for the same
+// answers: the same config file and the same credentials, byte for byte.
+func TestSaveProvider_SameAsLogin(t *testing.T) {
+	for _, tt := range []struct {
+		choice config.ProviderChoice
+		stdin  string
+	}{
+		{config.ProviderChoice{Provider: "deepseek", Key: "sk-ds", Model: "deepseek-chat"}, "sk-ds\n"},
+		{config.ProviderChoice{Provider: "ollama", Key: "ignored", Model: "qwen3:8b"}, ""},
+		{config.ProviderChoice{Provider: "custom", BaseURL: "https://llm.example.com/v1", Key: "sk-c", Model: "m1"}, "sk-c\n"},
+	} {
+		t.Run(tt.choice.Provider, func(t *testing.T) {
+			const inFront = "# mine\n[provider]\nmodel = \"old\" # was\nmax_tokens = 4096\n"
+			files := func(home string) string {
+				c, _ := os.ReadFile(filepath.Join(home, ".config", "rebound", "config.toml"))
+				k, _ := os.ReadFile(filepath.Join(home, ".config", "rebound", "credentials"))
+				return string(c) + "\n--\n" + string(k)
+			}
+			login, editor := t.TempDir(), t.TempDir()
+			writeFile(t, login, ".config/rebound/config.toml", inFront)
+			writeFile(t, editor, ".config/rebound/config.toml", inFront)
+			getenv := env{"REBOUND_STATE_DIR": t.TempDir()}.get
+			want, err := config.LoginWith(t.Context(), config.Flags{}, config.LoginChoice{Provider: tt.choice.Provider, BaseURL: tt.choice.BaseURL, Model: tt.choice.Model},
+				getenv, login, strings.NewReader(tt.stdin), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := config.SaveProvider(config.Flags{}, getenv, editor, tt.choice)
+			if err != nil {
+				t.Fatalf("SaveProvider() = %v", err)
+			}
+			if got.Name != want.Name || got.BaseURL != want.BaseURL || got.Model != want.Model {
+				t.Errorf("SaveProvider() = %+v, login %+v", got, want)
+			}
+			if g, w := files(editor), strings.ReplaceAll(files(login), login, editor); g != w {
+				t.Errorf("stored:\n%s\nrebound login stores:\n%s", g, w)
+			}
+		})
+	}
+}
+
+// What the editor sends is checked as the terminal's answers are; a
+// refused choice writes nothing, and no error repeats the key.
+func TestSaveProvider_Refused(t *testing.T) {
+	const key = "sk-secret-never-shown"
+	for _, tt := range []struct {
+		name   string
+		choice config.ProviderChoice
+		want   string
+	}{
+		{"unknown provider", config.ProviderChoice{Provider: "anthropic", Key: key, Model: "m"}, `"anthropic" is not one of openai`},
+		{"custom without URL", config.ProviderChoice{Provider: "custom", Key: key, Model: "m"}, "needs its base URL"},
+		{"not http", config.ProviderChoice{Provider: "custom", BaseURL: "file:///etc/passwd", Key: key, Model: "m"}, "absolute http or https URL"},
+		{"credentials in the URL", config.ProviderChoice{Provider: "custom", BaseURL: "https://u:" + key + "@x/v1/chat/completions", Key: key, Model: "m"}, "not the endpoint itself"},
+		{"no key", config.ProviderChoice{Provider: "openai", Model: "m"}, "needs an API key"},
+		{"key of two lines", config.ProviderChoice{Provider: "openai", Key: key + "\nrm -rf", Model: "m"}, "one line of text"},
+		{"key too long", config.ProviderChoice{Provider: "openai", Key: strings.Repeat("k", config.MaxAPIKeyBytes+1), Model: "m"}, "longer than"},
+		{"model with a space", config.ProviderChoice{Provider: "openai", Key: key, Model: "gpt 4"}, "not a model name"},
+		{"model with a newline", config.ProviderChoice{Provider: "openai", Key: key, Model: "m\n[provider]"}, "not a model name"},
+		{"no model", config.ProviderChoice{Provider: "openai", Key: key}, "not a model name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			_, err := config.SaveProvider(config.Flags{}, env{"REBOUND_STATE_DIR": t.TempDir()}.get, home, tt.choice)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("SaveProvider() = %v, want an error containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), key) {
+				t.Errorf("the error repeats the key: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(home, ".config", "rebound")); err == nil {
+				t.Error("something was written")
+			}
+		})
+	}
+}

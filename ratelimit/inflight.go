@@ -10,7 +10,7 @@ import (
 	"github.com/rebound-agent/rebound/internal/regfile"
 )
 
-// Polling for a slot another process holds: flock cannot wait under a
+// Polling for a slot another process holds: a file lock cannot wait under a
 // context, so a busy slot is tried again after a pause that doubles from
 // slotPollMin to slotPollMax.
 const (
@@ -19,8 +19,8 @@ const (
 )
 
 // acquire takes an in-process slot, then one of the bucket's MaxInFlight
-// slot files (<id>.slot<i>), each held by an exclusive flock for as long
-// as the request is in flight; the kernel lets go of it if the process
+// slot files (<id>.slot<i>), each held by an exclusive file lock for as long
+// as the request is in flight; the system lets go of it if the process
 // dies. A slot file that cannot be opened or locked for any other reason
 // than being held costs a warning, and the request goes with the
 // in-process slot alone.

@@ -39,7 +39,7 @@ func TestSchemas_Fresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		if *update {
-			if err := os.WriteFile(name, got, 0o644); err != nil {
+			if err := golden.Write(name, got); err != nil {
 				t.Fatal(err)
 			}
 			continue

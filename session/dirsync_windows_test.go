@@ -2,8 +2,10 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/windows"
@@ -82,4 +84,27 @@ func winTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
+}
+
+// A session locked by another Log (here, in this process; another process
+// is the same to the lock) is refused with an error that names the
+// holder's pid, as on Linux.
+func TestLockedErrorNamesTheHolderWindows(t *testing.T) {
+	stateDir := winTempDir(t)
+	l, err := Create(stateDir, "s1", SessionStart{SessionID: "s1", Cwd: `C:\w`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, _, err = Open(stateDir, "s1")
+	le, ok := errors.AsType[*LockedError](err)
+	if !ok {
+		t.Fatalf("Open while Create's Log is open: err = %v, want a *LockedError", err)
+	}
+	if le.PID != os.Getpid() {
+		t.Errorf("PID = %d, want this process, %d", le.PID, os.Getpid())
+	}
+	if want := fmt.Sprintf("(pid %d)", os.Getpid()); !strings.Contains(err.Error(), want) {
+		t.Errorf("message %q does not say %s", err, want)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+
+	"github.com/rebound-agent/rebound/internal/filelock"
 )
 
 // WriteError is a failure to create, write, sync or repair a session log:
@@ -62,4 +64,4 @@ func (e *LockedError) Error() string {
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // errLockHeld is lockFile's answer when someone else holds the lock.
-var errLockHeld = errors.New("lock held")
+var errLockHeld = filelock.ErrHeld

@@ -32,7 +32,7 @@ func IndexPath(stateDir string) string {
 // {"sessionId","deleted":true}; for each session the newest line counts
 // (by updatedAt, then by position). It is a cache and never the only copy of
 // anything: every line is derived from a log. Lines are appended, by any
-// Rebound process, under an exclusive flock of the file; when most lines are
+// Rebound process, under an exclusive lock of the file; when most lines are
 // outdated the file is rewritten whole (a new file renamed over it, under
 // the same lock). A missing or unreadable index, a line that can't be
 // decoded and a log without an entry are all rebuilt from the logs by the

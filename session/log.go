@@ -50,7 +50,7 @@ func Path(stateDir, sessionID string) string {
 // so a Log never writes a file that Load refuses.
 //
 // One writer at a time: a Log writes only while it holds the log's lock
-// (an exclusive flock, see Lock), so any number of Logs, in this process
+// (an exclusive file lock, see Lock), so any number of Logs, in this process
 // or others, may have one session's log open and take turns writing it.
 // Lock reads what the others appended meanwhile before it lets this one
 // append after it; Unlock writes and syncs everything first.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rebound-agent/rebound/agent/tools/shell"
 )
 
 // ACP tool kinds used by Rebound's tools.
@@ -102,9 +104,10 @@ func PathSpan(s string) string {
 
 // CommandTitle is the title of a command run in dir ("" leaves the
 // directory out): the whole command on the title's one line when it fits
-// there, else the whole command in a code block under a first line that
-// says so; past maxTitleBlockRunes or maxTitleBlockLines, its beginning and
-// a plain word that the rest is not shown and where it is. A title-only
+// there, else the whole command in a code block (in the platform's shell
+// language) under a first line that says so; past maxTitleBlockRunes or
+// maxTitleBlockLines, its beginning and a plain word that the rest is not
+// shown and where it is. A title-only
 // client (one that shows a permission request's title and not its content)
 // thus shows what runs, or says that it does not.
 func CommandTitle(command, dir string) string {
@@ -112,7 +115,7 @@ func CommandTitle(command, dir string) string {
 	if dir != "" {
 		where = " in " + PathSpan(dir)
 	}
-	return wholeTitle(func(span string) string { return "Run " + span + where }, "Run this command"+where, "command", "sh", command)
+	return wholeTitle(func(span string) string { return "Run " + span + where }, "Run this command"+where, "command", shell.Platform.Lang, command)
 }
 
 // MCPTitle is the title of a permission request for an MCP call: the tool,

@@ -6,12 +6,14 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/rebound-agent/rebound/agent/tools/shell"
 	"github.com/rebound-agent/rebound/llm"
 )
 
-// generateDefinitions makes the tool definitions from the argument types:
-// the content definitions.json must have.
-func generateDefinitions() ([]byte, error) {
+// generateDefinitions makes the tool definitions from the argument types,
+// run_command described for goos's interpreter: the content
+// DefinitionsFile(goos) must have.
+func generateDefinitions(goos string) ([]byte, error) {
 	r := &jsonschema.Reflector{
 		DoNotReference: true, // one self-contained object per tool
 		ExpandedStruct: true,
@@ -21,15 +23,28 @@ func generateDefinitions() ([]byte, error) {
 	for _, t := range all {
 		s := r.Reflect(t.args)
 		s.Version = "" // no $schema: providers want a bare object schema
+		description := t.description
+		if t.name == RunCommand {
+			var command string
+			description, command = runCommandDescriptions(shell.InterpFor(goos, ""))
+			p, ok := s.Properties.Get("command")
+			if !ok {
+				return nil, fmt.Errorf("schema of %s: no command property", t.name)
+			}
+			p.Description = command
+		}
 		b, err := json.Marshal(s)
 		if err != nil {
 			return nil, fmt.Errorf("schema of %s: %w", t.name, err)
 		}
-		defs = append(defs, llm.ToolDef{Name: t.name, Description: t.description, Parameters: b})
+		defs = append(defs, llm.ToolDef{Name: t.name, Description: description, Parameters: b})
 	}
 	out, err := json.MarshalIndent(defs, "", "  ")
 	return append(out, '\n'), err
 }
+
+// DefinitionsFor is definitionsFor for the black-box tests.
+var DefinitionsFor = definitionsFor
 
 // GenerateDefinitions is generateDefinitions for the black-box tests.
 var GenerateDefinitions = generateDefinitions

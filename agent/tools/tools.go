@@ -23,11 +23,13 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/rebound-agent/rebound/agent/tools/shell"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -90,7 +92,7 @@ type SearchFilesArgs struct {
 
 // RunCommandArgs are the arguments of run_command.
 type RunCommandArgs struct {
-	Command        string `json:"command" jsonschema:"minLength=1" jsonschema_description:"The shell command to run with sh -c."`
+	Command        string `json:"command" jsonschema:"minLength=1"` // described per platform: runCommandDescriptions
 	Cwd            string `json:"cwd,omitempty" jsonschema_description:"The directory to run it in, relative to the workspace directory or absolute. Default: the workspace directory."`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"minimum=1" jsonschema_description:"Stop the command after this many seconds. Leave it out for the default."`
 }
@@ -120,29 +122,59 @@ var all = []tool{
 	{EditFile, "Replace text in an existing file. old_text must match the file exactly, including whitespace and indentation, and exactly once: include enough surrounding lines to make it unique, or set replace_all to replace every occurrence. Read the file first.", &EditFileArgs{}},
 	{FindFiles, "Find files by path with a glob. A glob without / matches file names at any depth, so *.go finds every Go file. Skips .git and files ignored by .gitignore. Returns sorted paths; use it to locate files before reading them.", &FindFilesArgs{}},
 	{SearchFiles, "Search the contents of files for a regular expression (Go RE2 syntax) and return the matching lines as path:line: text. Use it to find definitions, usages and strings. Skips binary files, files over 2 MiB, .git and files ignored by .gitignore.", &SearchFilesArgs{}},
-	{RunCommand, "Run a shell command (sh -c) in the workspace and return its output and exit status. Use it to build, test, run git and other programs; the user may be asked to approve it. To read, search or edit files, use the file tools instead.", &RunCommandArgs{}},
+	{RunCommand, "", &RunCommandArgs{}}, // described per platform: runCommandDescriptions
 	{UpdatePlan, "Keep a short plan of a multi-step task, shown to the user in the editor. Send the whole plan each time (it replaces the last one): at most 20 entries of one line each. Mark an entry in_progress when you start it and completed when it is done.", &UpdatePlanArgs{}},
+}
+
+// runCommandDescriptions are run_command's description and its command
+// argument's, for the interpreter sh that runs commands on the platform
+// (shell.InterpFor): the model must write that shell's syntax, so it is told
+// which one it is.
+func runCommandDescriptions(sh shell.Interp) (tool, command string) {
+	return "Run a shell command (" + sh.Name + ") in the workspace and return its output and exit status. Use it to build, test, run git and other programs; the user may be asked to approve it. To read, search or edit files, use the file tools instead.",
+		"The shell command to run with " + sh.Name + "."
 }
 
 // Definitions returns the six tools, in a stable order, for the model's
 // request. Their schemas are generated from the argument types with
 // invopop/jsonschema by a test (go test ./agent/tools -update), checked in
-// as definitions.json and embedded, so the binary carries no reflection
-// library and starts no slower; the test fails when the file is stale.
+// as definitions.json (Unix) and definitions_windows.json, one for each
+// interpreter run_command can name, and embedded, so the binary carries no
+// reflection library and starts no slower; the test checks both on any
+// host and fails when one is stale.
 func Definitions() []llm.ToolDef {
 	return append([]llm.ToolDef(nil), definitions()...)
 }
 
-//go:embed definitions.json
-var definitionsJSON []byte
+var (
+	//go:embed definitions.json
+	definitionsUnix []byte
+	//go:embed definitions_windows.json
+	definitionsWindows []byte
+)
 
-var definitions = sync.OnceValue(func() []llm.ToolDef {
+// DefinitionsFile is the name of the checked-in definitions for goos.
+func DefinitionsFile(goos string) string {
+	if goos == "windows" {
+		return "definitions_windows.json"
+	}
+	return "definitions.json"
+}
+
+// definitionsFor decodes the embedded definitions for goos.
+func definitionsFor(goos string) []llm.ToolDef {
+	data := definitionsUnix
+	if goos == "windows" {
+		data = definitionsWindows
+	}
 	var defs []llm.ToolDef
-	if err := json.Unmarshal(definitionsJSON, &defs); err != nil || len(defs) != len(all) {
-		panic(fmt.Sprintf("tools: embedded definitions.json is broken (%d tools, %v); run go test ./agent/tools -update", len(defs), err))
+	if err := json.Unmarshal(data, &defs); err != nil || len(defs) != len(all) {
+		panic(fmt.Sprintf("tools: embedded %s is broken (%d tools, %v); run go test ./agent/tools -update", DefinitionsFile(goos), len(defs), err))
 	}
 	return defs
-})
+}
+
+var definitions = sync.OnceValue(func() []llm.ToolDef { return definitionsFor(runtime.GOOS) })
 
 // Parse decodes the model's arguments JSON for the tool name and returns a
 // pointer to the matching args struct (*ReadFileArgs and so on). Decoding is

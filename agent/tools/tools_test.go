@@ -4,22 +4,35 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rebound-agent/rebound/agent/tools"
+	"github.com/rebound-agent/rebound/llm"
 
 	"github.com/rebound-agent/rebound/internal/golden"
 )
 
 var update = golden.Update
 
-// TestDefinitions_Fresh keeps the embedded definitions.json what the
-// argument types generate, and Definitions what the file says.
+// TestDefinitions_Fresh keeps each platform's checked-in definitions what
+// the argument types generate for it, whatever the host, and Definitions
+// what the file of the host's platform says.
 func TestDefinitions_Fresh(t *testing.T) {
-	got, err := tools.GenerateDefinitions()
+	for _, goos := range []string{"linux", "windows"} {
+		got, err := tools.GenerateDefinitions(goos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Compare(t, tools.DefinitionsFile(goos), got, *update, "go test ./agent/tools -update")
+	}
+	if *update {
+		return
+	}
+	want, err := os.ReadFile(tools.DefinitionsFile(runtime.GOOS))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,22 +40,57 @@ func TestDefinitions_Fresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := "definitions.json"
+	if diff := cmp.Diff(strings.TrimSpace(string(want)), string(embedded)); diff != "" {
+		t.Errorf("Definitions() differs from %s (-file +Definitions):\n%s", tools.DefinitionsFile(runtime.GOOS), diff)
+	}
+}
+
+// The model is told which shell runs its commands on every platform, in
+// the tool's description and its command argument's: sh -c on Unix,
+// cmd.exe on Windows, never the other's. Every platform Go builds for gets
+// one of the two files, generated the same way.
+func TestDefinitions_ShellPerPlatform(t *testing.T) {
 	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		t.Skip("reads the embedded files, which -update is rewriting")
+	}
+	for _, goos := range []string{"linux", "darwin", "freebsd", "openbsd", "netbsd", "dragonfly", "solaris", "illumos", "aix", "android", "ios", "windows"} {
+		want, wrong := "sh -c", "cmd.exe"
+		if goos == "windows" {
+			want, wrong = "cmd.exe /c", "sh -c"
+		}
+		got, err := tools.GenerateDefinitions(goos)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("definitions.json is stale (-want +got); run go test ./agent/tools -update:\n%s", diff)
-	}
-	if diff := cmp.Diff(strings.TrimSpace(string(want)), string(embedded)); diff != "" && !*update {
-		t.Errorf("Definitions() differs from definitions.json (-file +Definitions):\n%s", diff)
+		file, err := os.ReadFile(tools.DefinitionsFile(goos))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, file) {
+			t.Errorf("%s: generated definitions differ from %s", goos, tools.DefinitionsFile(goos))
+		}
+		var run *llm.ToolDef
+		for _, d := range tools.DefinitionsFor(goos) {
+			if d.Name == tools.RunCommand {
+				run = &d
+			}
+		}
+		if run == nil {
+			t.Fatalf("%s: no run_command", goos)
+		}
+		var params struct {
+			Properties struct {
+				Command struct{ Description string } `json:"command"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(run.Parameters, &params); err != nil {
+			t.Fatal(err)
+		}
+		for what, text := range map[string]string{"description": run.Description, "command's description": params.Properties.Command.Description} {
+			if !strings.Contains(text, "("+want+")") && !strings.Contains(text, "with "+want+".") || strings.Contains(text, wrong) {
+				t.Errorf("%s: run_command's %s %q, want it to name %s (and not %s)", goos, what, text, want, wrong)
+			}
+		}
 	}
 }
 

@@ -580,6 +580,18 @@ func runScenario(t *testing.T, sc scenario, schema *acpSchema) []byte {
 	if strings.Contains(stderr.String(), "sk-test-key") || strings.Contains(out.String(), "sk-test-key") {
 		t.Errorf("the API key leaked into the output or the logs")
 	}
+	// A key typed into a sign-in form (a scripted elicitation/create
+	// reply) is sent, and must come back nowhere.
+	for _, key := range formKeys.FindAllStringSubmatch(strings.Join(sc.client, "\n"), -1) {
+		for _, l := range tr.lines {
+			if strings.Contains(l, `"dir":"recv"`) && strings.Contains(l, key[1]) {
+				t.Errorf("the API key typed into a form came back: %s", l)
+			}
+		}
+		if strings.Contains(stderr.String(), key[1]) {
+			t.Errorf("the API key typed into a form is in the logs")
+		}
+	}
 	out2 := bytes.ReplaceAll(out.Bytes(), []byte(cwd), []byte("$CWD"))
 	out2 = bytes.ReplaceAll(out2, []byte(home), []byte("$HOME"))
 	if placed {
@@ -610,6 +622,9 @@ func ownEvents(events []session.Event) []session.Event {
 	}
 	return events
 }
+
+// formKeys finds the API keys scripted replies type into sign-in forms.
+var formKeys = regexp.MustCompile(`"apiKey":"([^"]+)"`)
 
 // usedTokens are the token figures of a usage_update and of a step/end's
 // usage, and of a prompt's usage, that count the request.
@@ -884,6 +899,7 @@ func loadACPSchema(t *testing.T) *acpSchema {
 			"terminal/kill":              compile("acp.json#/$defs/KillTerminalRequest"),
 			"terminal/release":           compile("acp.json#/$defs/ReleaseTerminalRequest"),
 			"$/cancel_request":           compile("acp.json#/$defs/CancelRequestNotification"),
+			"elicitation/create":         compile("acp.json#/$defs/CreateElicitationRequest"),
 		},
 		event: compile(filepath.Join("..", "..", "schema", "session-event.schema.json")),
 		retry: compile(filepath.Join("..", "..", "schema", "retry-progress.schema.json")),

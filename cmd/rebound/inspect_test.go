@@ -277,10 +277,7 @@ func writeInspectLog(t *testing.T, dir, name string, events []session.Event) str
 func compareInspectGolden(t *testing.T, path, got string) {
 	t.Helper()
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+		if err := golden.Write(path, []byte(got)); err != nil {
 			t.Fatal(err)
 		}
 		return

@@ -242,17 +242,14 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 			Logger: &providerLog})
 	}
 	var keys usedKeys
-	// newProvider looks for the key again: `rebound login` may store one
-	// while the editor runs Rebound.
-	newProvider := func() (llm.Provider, error) {
-		key, err := config.APIKey(cfg.Provider.APIKeyEnv, e.getenv, e.home)
-		if key == "" {
-			return nil, err
-		}
+	use := func(key string) llm.Provider {
 		keys.add(key)
 		gates.useKey(key)
-		return openAI(key), nil
+		return openAI(key)
 	}
+	// The key's variable, which a sign-in in the editor may change (signin.go).
+	keyEnv := &keyName{name: cfg.Provider.APIKeyEnv}
+	newProvider := keyEnv.newProvider(e, use)
 	provider, err := newProvider()
 	if err != nil {
 		// Not fatal: a prompt says the same, where an editor shows it.
@@ -292,14 +289,15 @@ func serve(ctx context.Context, cfg config.Config, stdin io.Reader, stdout io.Wr
 		Prices:              agent.Prices{Input: cfg.Provider.PriceInput, CachedInput: cfg.Provider.PriceCachedInput, Output: cfg.Provider.PriceOutput, Currency: cfg.Provider.Currency},
 		MCPConnect:          e.mcpConnect,
 		MCPHTTP:             mcpHTTP,
-		Secrets:             func() proc.Secrets { return childSecrets(cfg.Provider.APIKeyEnv, e, &keys) },
+		Secrets:             func() proc.Secrets { return childSecrets(keyEnv.all(), e, &keys) },
 		Routes:              httpClient,
+		SetUp:               &editorSetUp{cfg: cfg, e: e, list: base, routes: httpClient, key: keyEnv, use: use},
 		Version:             version(),
 		Logger:              log.With().Str("component", "agent").Logger(),
 	})
 	defer a.Close()
 	// The ACP logout does what `rebound logout` does.
-	a.SetForgetKey(func() (agent.Forgotten, error) { return forgetKey(cfg.Provider.APIKeyEnv, e) })
+	a.SetForgetKey(func() (agent.Forgotten, error) { return forgetKey(keyEnv.get(), e) })
 	srv := acp.NewServer(a, acp.Config{Version: version(), Logger: log, CapabilitiesMeta: agent.CapabilitiesMeta(),
 		McpCapabilities: &acp.McpCapabilities{HTTP: true, SSE: true}})
 	log.Debug().Str("model", cfg.Provider.Model).Str("baseURL", cfg.Provider.BaseURL).Str("stateDir", cfg.StateDir).
@@ -334,22 +332,27 @@ func (u *usedKeys) add(key string) {
 }
 
 // childSecrets is what commands run on this machine and stdio MCP servers
-// must not inherit from Rebound's environment: the variable named by
-// provider.api_key_env, and under any name the key it holds, the key stored
-// for it, and every key used since start-up (a variable such as
+// must not inherit from Rebound's environment: the variables named (names:
+// provider.api_key_env, and any a sign-in in the editor chose since), and
+// under any name the keys they hold, the keys stored for them, and every
+// key used since start-up (a variable such as
 // OPENAI_KEY or AUTH="Bearer sk-…" may repeat one). Rebound has no
 // credential variables of its own.
-func childSecrets(name string, e env, used *usedKeys) proc.Secrets {
-	values := []string{e.getenv(name)}
-	if path := config.CredentialsPath(e.getenv, e.home); path != "" {
-		if stored, err := config.ReadAPIKey(path, name); err == nil {
-			values = append(values, stored)
+func childSecrets(names []string, e env, used *usedKeys) proc.Secrets {
+	var values []string
+	path := config.CredentialsPath(e.getenv, e.home)
+	for _, name := range names {
+		values = append(values, e.getenv(name))
+		if path != "" {
+			if stored, err := config.ReadAPIKey(path, name); err == nil {
+				values = append(values, stored)
+			}
 		}
 	}
 	used.mu.Lock()
 	values = append(values, used.keys...)
 	used.mu.Unlock()
-	return proc.Secrets{Names: []string{name}, Values: values}
+	return proc.Secrets{Names: names, Values: values}
 }
 
 // release is the version of Rebound's current release. agent.json, the

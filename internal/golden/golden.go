@@ -22,11 +22,12 @@ import (
 var Update = flag.Bool("update", false, "rewrite golden files (snapshots, schemas, testdata) from the current behaviour")
 
 // Compare checks got against the file at path, or rewrites the file when
-// update is set. rerun is the command that rewrites it, for the message.
+// update is set (with Write: see there why). rerun is the command that
+// rewrites it, for the message.
 func Compare(t testing.TB, path string, got []byte, update bool, rerun string) {
 	t.Helper()
 	if update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		if err := Write(path, got); err != nil {
 			t.Fatal(err)
 		}
 		return

@@ -71,6 +71,23 @@ func (g *group) join(cmd *exec.Cmd) error {
 	return nil
 }
 
+// JoinKillOnCloseJob puts the calling process in a job object of its own
+// whose last handle, held by this process alone, kills every process in
+// it: when this process exits or is killed, whatever it started (which
+// joins the job as it starts) dies with it. For Rebound's binary run as a
+// command's parent in an editor's terminal (agent/tools/shell).
+func JoinKillOnCloseJob() error {
+	job, err := newKillOnCloseJob()
+	if err != nil {
+		return fmt.Errorf("job object: %w", err)
+	}
+	if err := windows.AssignProcessToJobObject(job, windows.CurrentProcess()); err != nil {
+		windows.CloseHandle(job)
+		return fmt.Errorf("join a job object: %w", err)
+	}
+	return nil // the handle stays open until the process ends
+}
+
 func newKillOnCloseJob() (windows.Handle, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {

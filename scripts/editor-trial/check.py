@@ -38,7 +38,8 @@ def validator(defname):
 REQ = {"session/request_permission": "RequestPermissionRequest", "fs/read_text_file": "ReadTextFileRequest",
        "fs/write_text_file": "WriteTextFileRequest", "terminal/create": "CreateTerminalRequest",
        "terminal/output": "TerminalOutputRequest", "terminal/wait_for_exit": "WaitForTerminalExitRequest",
-       "terminal/kill": "KillTerminalRequest", "terminal/release": "ReleaseTerminalRequest"}
+       "terminal/kill": "KillTerminalRequest", "terminal/release": "ReleaseTerminalRequest",
+       "elicitation/create": "CreateElicitationRequest"}
 NOTE = {"session/update": "SessionNotification", "$/cancel_request": "CancelRequestNotification"}
 RESP = {"initialize": "InitializeResponse", "session/new": "NewSessionResponse", "session/load": "LoadSessionResponse",
         "session/prompt": "PromptResponse", "authenticate": "AuthenticateResponse",

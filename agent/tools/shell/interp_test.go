@@ -40,3 +40,34 @@ func TestInterpFor(t *testing.T) {
 		}
 	}
 }
+
+// An editor's terminal runs /bin/sh -c on Unix. On Windows it runs
+// Rebound's own binary with one argument and the command in the
+// environment: what the editor must quote (by the C runtime's rules, a
+// PowerShell's, a POSIX shell's, or not at all) holds nothing any of them
+// changes, whatever the command.
+func TestInterp_Terminal(t *testing.T) {
+	const self = `C:\Program Files\Rebound\rebound.exe`
+	for _, goos := range []string{"linux", "darwin"} {
+		got := InterpFor(goos, "").Terminal(`echo "a b" & ls`, self)
+		if got.Program != "/bin/sh" || !slices.Equal(got.Args, []string{"-c", `echo "a b" & ls`}) || got.Env != nil {
+			t.Errorf("%s: terminal runs %+v", goos, got)
+		}
+	}
+	win := InterpFor("windows", `C:\Windows\system32\cmd.exe`)
+	for _, command := range []string{`echo "a  b"& echo c`, `findstr /c:"x y" "C:\dir with spaces\f.txt"`, "%PATH%", `"`, `\"`, "a\tb", "echo x\r\necho y", "", `C:\dir\`} {
+		got := win.Terminal(command, self)
+		if got.Program != self || !slices.Equal(got.Args, []string{TerminalArg}) || !slices.Equal(got.Env, []EnvVar{{TerminalCommandEnv, command}}) {
+			t.Errorf("%q: terminal runs %+v", command, got)
+		}
+	}
+	for _, r := range TerminalArg + TerminalCommandEnv {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r == '-' || r == '_') {
+			t.Errorf("%q in the argument or the variable's name: some shell or quoting rule changes it", r)
+		}
+	}
+	// Rebound's binary unknown: cmd.exe itself, as before.
+	if got := win.Terminal(`echo hi`, ""); got.Program != `C:\Windows\system32\cmd.exe` || !slices.Equal(got.Args, []string{"/d", "/s", "/c", "echo hi"}) || got.Env != nil {
+		t.Errorf("without Rebound's binary: terminal runs %+v", got)
+	}
+}

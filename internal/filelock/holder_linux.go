@@ -1,4 +1,4 @@
-package session
+package filelock
 
 import (
 	"bufio"
@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockHolder returns the pid of the process holding a flock on f's file, as
+// holder returns the pid of the process holding a flock on f's file, as
 // /proc/locks reports it, or 0 if it cannot tell.
-func lockHolder(f *os.File) int {
+func holder(f *os.File) int {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0
