@@ -83,7 +83,8 @@ const (
 )
 
 // checkSetProvider checks what the client routes the model's traffic
-// through: an absolute http(s) URL without credentials in it, and headers
+// through: an absolute http(s) URL without credentials, query or fragment
+// in it, and headers
 // net/http would send as they are.
 func checkSetProvider(p *SetProviderRequest) error {
 	switch {
@@ -101,13 +102,27 @@ func checkSetProvider(p *SetProviderRequest) error {
 	if u.User != nil {
 		return NewInvalidParams("baseUrl must not hold credentials; send them in headers")
 	}
+	// Each endpoint's path is appended to the base URL: after a query or
+	// fragment it would not be the path (and a key in a query would be
+	// logged with the URL).
+	if strings.ContainsAny(p.BaseURL, "?#") {
+		return NewInvalidParams("baseUrl must not have a query or fragment; send credentials in headers")
+	}
 	if len(p.Headers) > maxProviderHeaders {
 		return NewInvalidParams("at most %d headers", maxProviderHeaders)
 	}
+	named := make(map[string]string, len(p.Headers))
 	for k, v := range p.Headers {
 		if err := checkHeader(k, v); err != nil {
 			return err
 		}
+		// Names that differ in case are one header: which value went
+		// would be a draw of the map's order.
+		c := http.CanonicalHeaderKey(k)
+		if other, ok := named[c]; ok {
+			return NewInvalidParams("headers %s and %s are the same header", quote(min(k, other)), quote(max(k, other)))
+		}
+		named[c] = k
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -31,7 +32,8 @@ func TestCheckSetProvider_AcceptsOnlyWhatHTTPSends(t *testing.T) {
 		}
 		return string(b)
 	}
-	urls := []string{"https://gw.example.com/v1", "http://127.0.0.1:8080", "ftp://x/", "https://u:p@h/", "//h/v1", "https:///v1", "not a url", "", "https://h/" + strings.Repeat("a", maxProviderURLBytes)}
+	urls := []string{"https://gw.example.com/v1", "http://127.0.0.1:8080", "ftp://x/", "https://u:p@h/", "//h/v1", "https:///v1", "not a url", "", "https://h/" + strings.Repeat("a", maxProviderURLBytes),
+		"https://gw.example.com/v1?key=k", "https://gw.example.com/v1?", "https://gw.example.com/v1#x", "https://gw.example.com/v1#"}
 	accepted := 0
 	for range 3000 {
 		p := SetProviderRequest{ProviderID: "main", APIType: "openai", BaseURL: urls[r.IntN(len(urls))], Headers: map[string]string{word(): word()}}
@@ -47,6 +49,12 @@ func TestCheckSetProvider_AcceptsOnlyWhatHTTPSends(t *testing.T) {
 		if rerr != nil {
 			t.Fatalf("accepted baseUrl %q makes no request: %v", p.BaseURL, rerr)
 		}
+		// Rebound appends each endpoint to the base URL: a query or
+		// fragment there would swallow it (and a key in a query would be
+		// logged with the URL).
+		if !strings.HasSuffix(req.URL.Path, "/chat/completions") {
+			t.Fatalf("accepted baseUrl %q sends a request for /chat/completions to %q", p.BaseURL, req.URL.Path)
+		}
 		if req.URL.User != nil {
 			t.Fatalf("accepted baseUrl %q holds credentials", p.BaseURL)
 		}
@@ -60,5 +68,32 @@ func TestCheckSetProvider_AcceptsOnlyWhatHTTPSends(t *testing.T) {
 	}
 	if accepted == 0 {
 		t.Fatal("nothing accepted: the property checked nothing")
+	}
+}
+
+// Property: headers a providers/set is let through name each header once:
+// two names that differ only in case are one HTTP header, and which value
+// went was a draw of Go's map order (an Authorization and an
+// authorization sent either key).
+func TestCheckSetProvider_OneValuePerHeader(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	names := []string{"Authorization", "authorization", "AUTHORIZATION", "X-Key", "x-key", "X-Other"}
+	for range 500 {
+		h := map[string]string{}
+		for range 1 + r.IntN(3) {
+			h[names[r.IntN(len(names))]] = fmt.Sprint(r.IntN(1000))
+		}
+		p := SetProviderRequest{ProviderID: "main", APIType: "openai", BaseURL: "https://gw.example/v1", Headers: h}
+		if checkSetProvider(&p) != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for k := range h {
+			c := http.CanonicalHeaderKey(k)
+			if seen[c] {
+				t.Fatalf("headers %q accepted: %s named twice", h, c)
+			}
+			seen[c] = true
+		}
 	}
 }

@@ -195,7 +195,8 @@ func TestServer_MalformedSessionIDs(t *testing.T) {
 		{"load: object", request(1, acp.MethodSessionLoad, loadParams(map[string]any{"a": huge})), "Invalid params: sessionId must be a string, not object", acp.CodeInvalidParams},
 		{"prompt: long", prompt(1, huge, "hi"), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (65536 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
 		{"cancel request: long", request(1, acp.MethodSessionCancel, map[string]any{"sessionId": huge}), `Invalid params: sessionId "` + strings.Repeat("z", 64) + `…" (65536 bytes) is not a session id (1 to 128 letters, digits, '-' or '_')`, acp.CodeInvalidParams},
-		{"cwd: long", request(1, acp.MethodSessionNew, map[string]any{"cwd": huge, "mcpServers": []any{}}), `Invalid params: cwd must be an absolute path, got "` + strings.Repeat("z", 64) + `…" (65536 bytes)`, acp.CodeInvalidParams},
+		{"cwd: long", request(1, acp.MethodSessionNew, map[string]any{"cwd": huge, "mcpServers": []any{}}), "Invalid params: cwd is longer than 4096 bytes", acp.CodeInvalidParams},
+		{"cwd: relative", request(1, acp.MethodSessionNew, map[string]any{"cwd": strings.Repeat("z", 4096), "mcpServers": []any{}}), `Invalid params: cwd must be an absolute path, got "` + strings.Repeat("z", 64) + `…" (4096 bytes)`, acp.CodeInvalidParams},
 		{"agent error: long", request(1, acp.MethodSessionLoad, loadParams("s")), "load failed: " + strings.Repeat("z", 1024-len("load failed: ")) + "…", acp.CodeInternalError},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"unicode"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -121,19 +123,45 @@ func checkWorkspaceDefault(cwd string, additional []string, servers *[]McpServer
 	return nil
 }
 
+// Bounds of a session's directories: each goes into the instructions of
+// every model request, the session's log and index and session/list's
+// answers. A path longer than Linux's PATH_MAX names no directory.
+const (
+	maxAdditionalDirectories = 64
+	maxDirectoryBytes        = 4096
+)
+
 // checkCwd checks the session's directories: tools resolve paths against
 // them, so they must be absolute.
 func checkCwd(cwd string, additional []string) error {
-	switch {
-	case cwd == "":
+	if cwd == "" {
 		return NewInvalidParams("cwd is required")
-	case !filepath.IsAbs(cwd):
-		return NewInvalidParams("cwd must be an absolute path, got %s", quote(cwd))
+	}
+	if err := checkDirectory("cwd", cwd); err != nil {
+		return err
+	}
+	if len(additional) > maxAdditionalDirectories {
+		return NewInvalidParams("additionalDirectories has %d entries; at most %d", len(additional), maxAdditionalDirectories)
 	}
 	for i, d := range additional {
-		if !filepath.IsAbs(d) {
-			return NewInvalidParams("additionalDirectories[%d] must be an absolute path, got %s", i, quote(d))
+		if err := checkDirectory(fmt.Sprintf("additionalDirectories[%d]", i), d); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkDirectory checks one of the session's directories: an absolute
+// path, bounded, with no control character (a newline in it would start a
+// line of its own in the model's instructions).
+func checkDirectory(field, d string) error {
+	switch {
+	case len(d) > maxDirectoryBytes:
+		return NewInvalidParams("%s is longer than %d bytes", field, maxDirectoryBytes)
+	case strings.ContainsFunc(d, unicode.IsControl):
+		return NewInvalidParams("%s holds a control character: %s", field, quote(d))
+	case !filepath.IsAbs(d):
+		return NewInvalidParams("%s must be an absolute path, got %s", field, quote(d))
 	}
 	return nil
 }

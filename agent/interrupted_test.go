@@ -361,6 +361,36 @@ func TestNoteInterrupted_OnceAtTheFirstPromptAfterACrash(t *testing.T) {
 	})
 }
 
+// A fork made while a turn ran (session/fork) copies the parent's
+// finished turns, each dated when the fork was made: the fork started no
+// turn then, and must not stand for the session used last here. A crash
+// that cuts the parent's turn is still told at the next new session's
+// first prompt (found by driving the binary: fork mid-turn, kill, new
+// chat: nothing said).
+func TestNoteInterrupted_AForkMadeDuringTheCutTurnHidesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		cwd := filepath.Join(dir, "project")
+		cutHere(t, dir, "sess_cut", cwd)
+		time.Sleep(time.Minute) // the fork is made a minute into the turn
+		a := testAgent(t, Config{StateDir: dir, Provider: &script{answers: []func(context.Context, llm.Request) (llm.Stream, error){text("one")}}})
+		if _, err := a.ForkSession(t.Context(), acp.ForkSessionRequest{SessionID: "sess_cut", Cwd: cwd}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.NewSession(t.Context(), acp.NewSessionRequest{Cwd: cwd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &editor{}
+		if _, err := prompt1(t.Context(), a, res.SessionID, "hi", e); err != nil {
+			t.Fatal(err)
+		}
+		if got := interruptedShown(e); !slices.Equal(got, []string{"tool_call before agent_message_chunk"}) {
+			t.Errorf("first prompt of a new session here showed %v, want the notice of sess_cut", got)
+		}
+	})
+}
+
 // A session whose first turn was cut has no title in the index (titles
 // are indexed when a turn ends): the notice takes it from the log.
 func TestNoteInterrupted_FirstTurnCut(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
+	clip "github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -260,6 +261,9 @@ func (t *turnReplay) end(ctx context.Context, c acp.Client, sessionID string, gi
 	return sendChunk(ctx, c, sessionID, acp.UpdateAgentMessageChunk, replayedID("end", t.user), words)
 }
 
+// maxGiveUpLine bounds the words of a failed turn's replayed line.
+const maxGiveUpLine = 600
+
 // turnEndWords says how a turn ended, as the user saw it live: a stop of
 // Rebound's as recovery.StoppedMark (replied: after the cut reply), a
 // failure in its give-up's words (giveUp, the words of its last failed
@@ -270,7 +274,8 @@ func turnEndWords(outcome, giveUp string, replied bool) string {
 	case session.OutcomeTurnInterrupted:
 		return recovery.StoppedMark(replied)
 	case session.OutcomeTurnFailed:
-		return "[" + cmp.Or(giveUp, "The request failed.") + "]"
+		// One inert line, bounded: the words quote a provider's message.
+		return "[" + clip.InertLine(cmp.Or(giveUp, "The request failed."), maxGiveUpLine) + "]"
 	case "cancelled":
 		return "[Cancelled.]"
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -405,10 +406,19 @@ func (ps *problems) checkProviderShared(p Provider) {
 	if len(p.Headers) > maxHeaders {
 		ps.bad("provider.headers", "must have at most %d headers, got %d", maxHeaders, len(p.Headers))
 	}
+	named := map[string]string{} // canonical name → the name that had it first
 	for _, name := range slices.Sorted(maps.Keys(p.Headers)) {
 		key := keyString(toml.Key{"provider", "headers", name})
 		v := p.Headers[name]
+		first, twice := named[http.CanonicalHeaderKey(name)]
+		if !twice {
+			named[http.CanonicalHeaderKey(name)] = name
+		}
 		switch {
+		case twice:
+			// Names that differ in case are one header: which value went
+			// would be a draw of the map's order.
+			ps.bad(key, "is the same header as %s (names are not case-sensitive); keep one", keyString(toml.Key{"provider", "headers", first}))
 		case !headerToken(name):
 			ps.bad(key, "must be named with an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~), got %q", name)
 		case slices.ContainsFunc(reservedHeaders, func(r string) bool { return strings.EqualFold(r, name) }):

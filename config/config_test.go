@@ -122,6 +122,10 @@ func TestConfig_Validate(t *testing.T) {
 		{"headers", func(c *config.Config) { c.Provider.Headers = config.Headers{"X-Gateway-Key": "k\tv", "x-tags": "a=b"} }, "", ""},
 		{"header name", func(c *config.Config) { c.Provider.Headers = config.Headers{"X Key": "v"} }, `provider.headers."X Key"`, "must be named with an HTTP header name"},
 		{"reserved header", func(c *config.Config) { c.Provider.Headers = config.Headers{"authorization": "Bearer hunter2"} }, "provider.headers.authorization", "is set by Rebound"},
+		// One HTTP header: which value went was a draw of Go's map order.
+		{"header named twice", func(c *config.Config) {
+			c.Provider.Headers = config.Headers{"X-Gateway-Key": "a", "x-gateway-key": "b"}
+		}, "provider.headers.x-gateway-key", "is the same header as provider.headers.X-Gateway-Key"},
 		{"limit scope", func(c *config.Config) { c.Provider.LimitScope = "org" }, "provider.limit_scope", `must be model or key, got "org"`},
 		{"max in flight without sharing", func(c *config.Config) { c.Provider.MaxInFlight = 2; c.Provider.ShareLimits = false }, "provider.max_in_flight", "needs provider.share_limits = true"},
 		{"max in flight", func(c *config.Config) { c.Provider.MaxInFlight = -1 }, "provider.max_in_flight", "must be between 0 (no cap) and 1000, got -1"},

@@ -195,6 +195,11 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 			return Config{}, &FieldError{Source: origin["provider.ca_file"], Key: "provider.ca_file", Problem: err.Error()}
 		}
 	}
+	// A proxy variable that is no URL would be dropped, and requests sent
+	// without the proxy: it stops the start, as a bad setting does.
+	if err := netclient.CheckProxies(getenv); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 

@@ -748,3 +748,22 @@ func TestRegisterFlags(t *testing.T) {
 		})
 	}
 }
+
+// A proxy variable that is no URL stops the start naming the variable (not
+// its password), as a bad setting does: dropped, as Go's own proxy
+// reading drops it, the requests would leave without the proxy.
+func TestLoad_BadProxyVariable(t *testing.T) {
+	for _, tt := range []struct{ name, value string }{
+		{"HTTPS_PROXY", "http://user:s3cret@proxy%zz:3128"},
+		{"http_proxy", "http://user:s3cret@proxy corp:3128"},
+		{"HTTP_PROXY", "ftp://proxy.corp"},
+	} {
+		_, err := config.Load(config.Flags{}, env{tt.name: tt.value, "OPENAI_API_KEY": "k"}.get, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.name) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Load with %s=%q: %v, want an error naming %s without the password", tt.name, tt.value, err, tt.name)
+		}
+	}
+	if _, err := config.Load(config.Flags{}, env{"HTTPS_PROXY": "proxy.corp:3128", "OPENAI_API_KEY": "k"}.get, t.TempDir()); err != nil {
+		t.Errorf("Load with HTTPS_PROXY=proxy.corp:3128: %v", err)
+	}
+}

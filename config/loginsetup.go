@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -57,6 +58,7 @@ const (
 	modelsTimeout = 15 * time.Second
 	maxShown      = 60
 	maxAnswer     = 4096
+	maxShownError = 500
 )
 
 // setUp is LoginWith's provider set-up: see there.
@@ -294,7 +296,9 @@ func chooseModel(ctx context.Context, base, key string, doer llm.HTTPDoer, in io
 		return "", nil, ctx.Err()
 	}
 	if listErr != nil {
-		fmt.Fprintf(prompt, "Could not get the provider's list of models: %v\n", listErr)
+		// The provider's words, on one inert line: a hostile or broken
+		// answer must not drive the terminal.
+		fmt.Fprintf(prompt, "Could not get the provider's list of models: %s\n", text.InertLine(listErr.Error(), maxShownError))
 		m, err := readLine(ctx, in, prompt, "Model name: ")
 		return m, listErr, err
 	}

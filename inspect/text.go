@@ -488,11 +488,12 @@ func (c cleanWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// clean replaces control characters: text from a provider or an editor
-// must not move the cursor or recolour the terminal it is printed to.
+// clean replaces control and format characters: text from a provider or
+// an editor must not move the cursor, recolour the terminal it is printed
+// to or reorder the line (a bidi override).
 func clean(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return '�'
 		}
 		return r

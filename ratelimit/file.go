@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/internal/regfile"
-	"unicode/utf8"
 )
 
 // maxFile bounds what is read of a bucket file: a state is a few hundred
@@ -136,7 +138,8 @@ func readState(f *os.File, now time.Time) (state, error) {
 }
 
 // check bounds what another process (or damage) wrote: no hold past
-// MaxHold from now, no count below zero, no long or invalid strings.
+// MaxHold from now, no count below zero, no long or invalid strings (nor
+// control characters in them).
 func (s *state) check(now time.Time) error {
 	limit := now.Add(MaxHold)
 	var strs []string
@@ -167,7 +170,9 @@ func (s *state) check(now time.Time) error {
 		strs = append(strs, r.Source, r.Process, r.Origin)
 	}
 	for _, v := range strs {
-		if len(v) > maxField || !utf8.ValidString(v) {
+		// A source is shown to the person (the hold's words): one
+		// printable line.
+		if len(v) > maxField || !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
 			return errors.New("bucket file has an invalid string")
 		}
 	}

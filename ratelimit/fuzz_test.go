@@ -3,20 +3,25 @@ package ratelimit
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/rebound-agent/rebound/recovery"
 )
 
 // FuzzBucketFile: whatever another process (or damage) left in a bucket
-// file, a bucket reading it neither panics nor holds past MaxHold, and
-// what it writes back reads again as a state.
+// file, a bucket reading it neither panics nor holds past MaxHold nor
+// names a source holding a control character (the editor is shown it: a
+// file's "source":"x\u001b[31m" reached a prompt's error), and what it
+// writes back reads again as a state.
 func FuzzBucketFile(f *testing.F) {
 	f.Add([]byte(`{"v":1,"cooldown":{"until":"2026-12-06T10:00:05Z","source":"retry-after","process":"p","origin":"o"}}`))
 	f.Add([]byte(`{"v":1,"pace":{"reset":"2026-12-06T10:00:09Z","remaining":3,"next":"2026-12-06T10:00:03Z","source":"x-ratelimit-reset-requests","process":"p","origin":"o"}}`))
 	f.Add([]byte(`{"v":1,"pace":{"reset":"9999-12-06T10:00:09Z","remaining":1e300,"next":"0001-01-01T00:00:00Z","source":"","process":"","origin":""}}`))
 	f.Add([]byte("{not json"))
+	f.Add([]byte(`{"v":1,"cooldown":{"until":"2026-12-06T10:00:05Z","source":"x\u001b[31m\n","process":"p\u0007","origin":"o"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		r := New(Options{Dir: dir, Pacing: true})
@@ -27,8 +32,12 @@ func FuzzBucketFile(f *testing.F) {
 		b := r.Bucket(endpoint, key, model)
 		for i := range 3 {
 			now := t0.Add(time.Duration(i) * time.Second)
-			if h := b.Hold(now, "s"); h != (recovery.Hold{}) && (h.Until.After(now.Add(MaxHold)) || !h.Until.After(now)) {
+			h := b.Hold(now, "s")
+			if h != (recovery.Hold{}) && (h.Until.After(now.Add(MaxHold)) || !h.Until.After(now)) {
 				t.Fatalf("Hold at %v = %+v", now, h)
+			}
+			if strings.ContainsFunc(h.Source, unicode.IsControl) {
+				t.Fatalf("Hold at %v names source %q", now, h.Source)
 			}
 		}
 		b.Learn(t0, "s", 429, hdr("Retry-After", "1"))

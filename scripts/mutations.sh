@@ -427,5 +427,27 @@ mutate agent/lifecycle.go 's/^\t\tif !s.turnMu.TryLock() {$/\t\tif false {/' \
 	./agent 'TestSessionRemover$' "agentsplit: session/delete refuses a session in use"
 mutate agent/providers.go 's/if req.APIType != acp.LlmProtocolOpenAI {/if false {/' \
 	./agent 'TestProviderRouter$' "agentsplit: providers/set refuses another protocol"
+mutate cmd/rebound/providerroute.go 's/^\trest, ok := under(r.fromURL, req.URL)$/\trest, ok := strings.CutPrefix(req.URL.String(), r.from)/' \
+	./cmd/rebound TestProviderRoutes_RouteWhateverTheBaseURLsSpelling "review: a route matches the base URL as a URL, not as text"
+mutate acp/dispatch_unstable.go 's/if strings.ContainsAny(p.BaseURL, "?#") {/if false {/' \
+	./acp TestCheckSetProvider_AcceptsOnlyWhatHTTPSends "review: providers/set refuses a baseUrl with a query or fragment"
+mutate session/lastturn.go 's/if lt.Turn > 0 \&\& lt.Turn <= forkedAt(f) {/if false {/' \
+	./session TestReadLastTurn_AsTheEventsSay "review: a fork's copied turns are not its own last turn"
+mutate config/loginsetup.go 's/text.InertLine(listErr.Error(), maxShownError))/listErr.Error())/' \
+	./config TestChooseModel_ProviderTextIsInert "review: login shows a provider's error on one inert line"
+mutate internal/netclient/netclient.go 's/^\t\tif problem := checkProxy(v); problem != "" {$/\t\tif problem := checkProxy(v); false \&\& problem != "" {/' \
+	./internal/netclient TestCheckProxies_UsedOrRefused "review: a proxy variable that is no URL is refused"
+mutate acp/params.go 's/^\tif len(additional) > maxAdditionalDirectories {$/\tif false {/' \
+	./acp TestCheckCwd_Bounded "review: additionalDirectories are bounded in number"
+mutate acp/params.go 's/case strings.ContainsFunc(d, unicode.IsControl):/case false:/' \
+	./acp TestCheckCwd_Bounded "review: a session directory holds no control character"
+mutate cmd/rebound/providerhttp.go 's/^\tg.endpoint = routes.BaseURL$/\tg.endpoint = func() string { return cfg.Provider.BaseURL }/' \
+	./cmd/rebound TestProviderRoutes_GateFollowsTheRoute "review: a routed request is gated by its route's bucket"
+mutate session/summary.go 's/n = escapeLen(text\[i:\])/b.WriteByte(0x20)/' \
+	./session TestShortTitle_Printable "review: a title drops a terminal's escape sequences whole"
+mutate agent/load.go 's/clip.InertLine(cmp.Or(giveUp, "The request failed."), maxGiveUpLine)/cmp.Or(giveUp, "The request failed.")/' \
+	./agent TestReplay_GiveUpIsOneInertLine "review: a failed turn replays its give-up as one inert line"
+mutate ratelimit/file.go 's/ || strings.ContainsFunc(v, unicode.IsControl) {/ {/' \
+	./ratelimit FuzzBucketFile "review: a bucket file's source holds no control character"
 
 exit $survived

@@ -3,12 +3,15 @@ package session_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -539,5 +542,39 @@ func TestIndex_PageWhileSessionsChange(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"c", "f", "e", "a", "aa"}, ids(mustList(t, x))); diff != "" {
 		t.Errorf("List afterwards (-want +got):\n%s", diff)
+	}
+}
+
+// Property: a title made from any prompt is printable text on one line:
+// no control or format character (a pasted terminal line's colour codes,
+// a bidi override), and a terminal's escape sequences go whole, not their
+// ESC alone (a colour code's "[31m" is no part of a title). The title is
+// sent to the editor (session_info_update, session/list) and shown by
+// `rebound sessions`; a first line pasted from a terminal titled the
+// session "\x1b[31mhello" (found driving the binary).
+func TestShortTitle_Printable(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 2))
+	pieces := []string{"\x1b[31m", "\x1b[0m", "\x1b[1;32m", "\x1b]0;t\x07", "\x1b]8;;http://x\x1b\\", "\x1bc", "\x9b2J", "\x00", "\x07", "\u202e", "\u200b", "\ufeff", "\x7f", "\r", "\t", " ", "\n", "error", "é", "日本", "\xff"}
+	for range 3000 {
+		var b strings.Builder
+		for range r.IntN(20) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		in := b.String()
+		got := session.ShortTitle(in)
+		if i := strings.IndexFunc(got, func(c rune) bool {
+			return unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || unicode.IsSpace(c) && c != ' '
+		}); i >= 0 {
+			t.Fatalf("ShortTitle(%q) = %q: not printable at %d", in, got, i)
+		}
+		if strings.Contains(got, "[31m") || strings.Contains(got, "]0;") || strings.Contains(got, "[1;32m") {
+			t.Fatalf("ShortTitle(%q) = %q: an escape sequence's remains", in, got)
+		}
+		if n := utf8.RuneCountInString(got); n > session.MaxTitleRunes {
+			t.Fatalf("ShortTitle(%q) has %d characters", in, n)
+		}
+	}
+	if got := session.ShortTitle("\x1b[31merror\x1b[0m: undefined: foo"); got != "error: undefined: foo" {
+		t.Errorf("a pasted compiler line is titled %q", got)
 	}
 }

@@ -39,7 +39,9 @@ const (
 
 // ReadLastTurn reads the last turn of the log at path from the end of the
 // file, without checking or loading the log: a torn or broken line is
-// skipped. Only a regular file is read, never through a link.
+// skipped. Only a regular file is read, never through a link. A fork's
+// copies of its parent's turns are not its own: a fork that ran none
+// reads as never prompted.
 func ReadLastTurn(path string) (LastTurn, error) {
 	return readLastTurn(path, lastTurnWindow, maxLastTurnWindow)
 }
@@ -76,10 +78,49 @@ func readLastTurn(path string, firstWindow, maxWindow int64) (LastTurn, error) {
 			fold.add(line)
 		}
 		if fold.found || off == 0 {
-			return fold.result(), nil
+			return unlessCopied(f, fold.result()), nil
 		}
 	}
-	return readLastTurnForward(f, path)
+	lt, err := readLastTurnForward(f, path)
+	if err != nil {
+		return LastTurn{}, err
+	}
+	return unlessCopied(f, lt), nil
+}
+
+// unlessCopied is lt, or no turn when lt is one a fork copied from its
+// parent (session/fork): those turns, dated when the fork was made,
+// started nothing in this log.
+func unlessCopied(f *os.File, lt LastTurn) LastTurn {
+	if lt.Turn > 0 && lt.Turn <= forkedAt(f) {
+		return LastTurn{}
+	}
+	return lt
+}
+
+// maxStartLine bounds the read of a log's first line, its session/start.
+const maxStartLine = 1 << 20
+
+// forkedAt is the parent's turn the log's session/start says it was forked
+// at (the last it copied), or 0: not a fork, or a first line that cannot
+// be read whole.
+func forkedAt(f *os.File) int {
+	br := bufio.NewReader(io.NewSectionReader(f, 0, maxStartLine))
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		line, err = readLongLine(br, bytes.Clone(line), maxStartLine)
+	}
+	if err != nil || line == nil {
+		return 0
+	}
+	var ev struct {
+		Type string       `json:"type"`
+		Data SessionStart `json:"data"`
+	}
+	if json.Unmarshal(line, &ev) != nil || ev.Type != TypeSessionStart || ev.Data.ForkedFrom == nil {
+		return 0
+	}
+	return ev.Data.ForkedFrom.Turn
 }
 
 // readLastTurnForward reads the last turn from the start of the log, for a

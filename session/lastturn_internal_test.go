@@ -42,7 +42,15 @@ func TestReadLastTurn_AsTheEventsSay(t *testing.T) {
 			b.WriteByte('\n')
 			return clock
 		}
-		line(TypeSessionStart, SessionStart{SessionID: "s", Cwd: "/p"})
+		// A fork (session/fork) begins with copies of its parent's
+		// finished turns, dated when it was made: they started nothing
+		// here, and a fork that ran none of its own reads as never
+		// prompted.
+		start := SessionStart{SessionID: "s", Cwd: "/p"}
+		if rng.IntN(3) == 0 {
+			start.ForkedFrom = &ForkOrigin{SessionID: "parent", Turn: rng.IntN(4)}
+		}
+		line(TypeSessionStart, start)
 		for turn := 1; turn <= rng.IntN(4); turn++ {
 			start := line(TypeTurnStart, TurnStart{Turn: turn, Prompt: json.RawMessage(`[]`), Text: "quoting \"type\":\"turn/end\" here"})
 			want = LastTurn{Turn: turn, Started: start, Last: start}
@@ -82,6 +90,9 @@ func TestReadLastTurn_AsTheEventsSay(t *testing.T) {
 			b.WriteString(`{"seq":99,"v":1,"time":"2026-12-06T10:00:00Z","type":"turn/st`)
 		case 1:
 			b.WriteString(`{"seq":99,"v":1,"time":"2026-12-06T10:00:00Z","type":"assistant/chunk","data":{"te`)
+		}
+		if start.ForkedFrom != nil && want.Turn <= start.ForkedFrom.Turn {
+			want = LastTurn{}
 		}
 		path := filepath.Join(dir, fmt.Sprintf("log%d.jsonl", i))
 		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

@@ -186,11 +186,11 @@ const UntitledSession = "Untitled session"
 const MaxTitleRunes = 60
 
 // ShortTitle makes a title from the text of a prompt: its first non-blank
-// line, spaces collapsed, cut at a word boundary to at most MaxTitleRunes
+// line, printable (printable), spaces collapsed, cut at a word boundary to at most MaxTitleRunes
 // characters with "…" when it was longer. It is "" when text is blank.
 func ShortTitle(text string) string {
 	var line string
-	for l := range strings.SplitSeq(text, "\n") {
+	for l := range strings.SplitSeq(printable(text), "\n") {
 		if l = strings.Join(strings.Fields(l), " "); l != "" {
 			line = l
 			break
@@ -218,4 +218,60 @@ func ShortTitle(text string) string {
 	}
 	head = strings.TrimRightFunc(head, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;:-–—([{", r) })
 	return head + "…"
+}
+
+// printable is text without a terminal's escape sequences (a line pasted
+// from a terminal carries its colours) and with every other control or
+// format character but a newline made a space: a title goes to the
+// editor and to a terminal.
+func printable(text string) string {
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case r == 0x1b:
+			n = escapeLen(text[i:])
+		case r == '\n':
+			b.WriteByte('\n')
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			b.WriteByte(' ')
+		default:
+			b.WriteString(text[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// escapeLen is the length of the escape sequence s begins with (s[0] is
+// ESC): a CSI (ESC [ … final byte), a string (OSC, DCS, APC, PM, SOS, up
+// to BEL or ESC \), or ESC and one character. An unfinished one runs to
+// the end of s.
+func escapeLen(s string) int {
+	if len(s) < 2 {
+		return len(s)
+	}
+	switch s[1] {
+	case '[':
+		for i := 2; i < len(s); i++ {
+			if c := s[i]; c >= 0x40 && c <= 0x7e {
+				return i + 1
+			} else if c < 0x20 || c > 0x7e {
+				return i // not a CSI byte: the sequence ends before it
+			}
+		}
+		return len(s)
+	case ']', 'P', '_', '^', 'X':
+		for i := 2; i < len(s); i++ {
+			switch {
+			case s[i] == 0x07:
+				return i + 1
+			case s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\':
+				return i + 2
+			}
+		}
+		return len(s)
+	}
+	_, n := utf8.DecodeRuneInString(s[1:])
+	return 1 + n
 }

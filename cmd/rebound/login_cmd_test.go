@@ -71,6 +71,8 @@ func TestLogin_Errors(t *testing.T) {
 		{"two lines", nil, "sk-a\nsk-b\n", []string{"login"}, 1, "more than one line"},
 		{"argument", nil, "", []string{"login", "sk-on-the-command-line"}, 2, `unexpected argument "sk-on-the-command-line"`},
 		{"bad config", map[string]string{"REBOUND_CONFIG": filepath.Join(home, "missing.toml")}, "sk-a\n", []string{"login"}, 1, "missing.toml"},
+		// Its model list and its key would go past the company's proxy.
+		{"bad proxy", map[string]string{"HTTPS_PROXY": "http://user:s3cret@proxy%zz:3128"}, "sk-a\n", []string{"login", "--provider", "openai", "--model", "gpt-4o"}, 1, "HTTPS_PROXY"},
 		{"help", nil, "", []string{"login", "--help"}, 0, "Usage: rebound login"},
 		{"logout help", nil, "", []string{"logout", "-h"}, 0, "Usage: rebound logout"},
 	}

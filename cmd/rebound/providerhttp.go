@@ -50,7 +50,7 @@ func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (*pr
 	if base == nil {
 		base = &http.Client{} // as llm.NewOpenAI: no overall timeout, the watchdogs bound a stream
 	}
-	g := &bucketGates{endpoint: cfg.Provider.BaseURL}
+	g := &bucketGates{}
 	doer := base
 	if cfg.Provider.ShareLimits {
 		dir := ""
@@ -69,8 +69,11 @@ func providerHTTP(cfg config.Config, base llm.HTTPDoer, log zerolog.Logger) (*pr
 		}
 		doer = headerDoer{next: doer, h: h}
 	}
-	// providers/set may route the requests elsewhere (providerroute.go).
-	return newProviderRoutes(doer, bare, cfg.Provider.BaseURL), g
+	// providers/set may route the requests elsewhere (providerroute.go);
+	// they are gated by the bucket of where they go.
+	routes := newProviderRoutes(doer, bare, cfg.Provider.BaseURL)
+	g.endpoint = routes.BaseURL
+	return routes, g
 }
 
 // headerDoer adds static headers (provider.headers, validated) to every
@@ -143,7 +146,7 @@ func (d headerDoer) scrub(resp *http.Response) *http.Response {
 // go to, for the key in use (`rebound login` may change it while serving).
 type bucketGates struct {
 	reg      *ratelimit.Registry // nil: provider.share_limits is off
-	endpoint string
+	endpoint func() string       // where the model's requests go now
 	key      atomic.Pointer[string]
 }
 
@@ -163,6 +166,6 @@ func (g *bucketGates) gate(scripted func(model string) recovery.Gate) func(model
 		if k := g.key.Load(); k != nil {
 			key = *k
 		}
-		return g.reg.Gate(g.endpoint, key, model)
+		return g.reg.Gate(g.endpoint(), key, model)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,6 +22,7 @@ type providerRoutes struct {
 	configured llm.HTTPDoer // the doer with provider.headers
 	bare       llm.HTTPDoer // the same without them
 	from       string       // provider.base_url, as configured
+	fromURL    *url.URL     // from parsed; nil if it does not parse
 
 	mu    sync.Mutex
 	to    string       // the client's base URL; "" while unset
@@ -28,7 +30,12 @@ type providerRoutes struct {
 }
 
 func newProviderRoutes(configured, bare llm.HTTPDoer, baseURL string) *providerRoutes {
-	return &providerRoutes{configured: configured, bare: bare, from: strings.TrimSuffix(baseURL, "/")}
+	from := strings.TrimSuffix(baseURL, "/")
+	u, err := url.Parse(from)
+	if err != nil {
+		u = nil
+	}
+	return &providerRoutes{configured: configured, bare: bare, from: from, fromURL: u}
 }
 
 // BaseURL is where model requests go now.
@@ -44,6 +51,14 @@ func (r *providerRoutes) BaseURL() string {
 // Route sends the model's requests to baseURL with headers (checked by the
 // acp package), replacing any route set before.
 func (r *providerRoutes) Route(baseURL string, headers map[string]string) error {
+	if r.fromURL == nil {
+		return fmt.Errorf("the configured base URL %q does not parse: its requests cannot be told apart", r.from)
+	}
+	// The path of a request is appended to baseURL: a query or fragment
+	// in it would swallow that path.
+	if u, err := url.Parse(baseURL); err != nil || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(baseURL, "?") {
+		return fmt.Errorf("base URL %q: want an absolute URL without a query or fragment", baseURL)
+	}
 	h := http.Header{}
 	for k, v := range headers {
 		h.Set(k, v)
@@ -59,15 +74,34 @@ func (r *providerRoutes) Do(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	to, route := r.to, r.route
 	r.mu.Unlock()
-	rest, ok := strings.CutPrefix(req.URL.String(), r.from)
-	if to == "" || !ok || rest != "" && rest[0] != '/' && rest[0] != '?' {
+	rest, ok := under(r.fromURL, req.URL)
+	if to == "" || !ok {
 		return r.configured.Do(req)
+	}
+	if req.URL.RawQuery != "" {
+		rest += "?" + req.URL.RawQuery
 	}
 	u, err := url.Parse(to + rest)
 	if err != nil {
-		return nil, err // unreachable: to is an absolute URL the acp package checked
+		return nil, fmt.Errorf("route %s to %s: %w", req.URL.Redacted(), to, err)
 	}
 	req = req.Clone(req.Context())
 	req.URL, req.Host = u, ""
 	return route.Do(req)
+}
+
+// under reports whether u is base or below it, and the rest of u's path
+// (escaped) after base's. It compares URLs, not their text: the scheme and
+// host without regard to case, so that a base URL written HTTP://… or
+// with a host outside ASCII is routed as any other (a request's URL is
+// the base URL parsed and written again, which changes both).
+func under(base, u *url.URL) (rest string, ok bool) {
+	if base == nil || !strings.EqualFold(base.Scheme, u.Scheme) || !strings.EqualFold(base.Host, u.Host) {
+		return "", false
+	}
+	rest, ok = strings.CutPrefix(u.EscapedPath(), strings.TrimRight(base.EscapedPath(), "/"))
+	if !ok || rest != "" && rest[0] != '/' {
+		return "", false
+	}
+	return rest, true
 }

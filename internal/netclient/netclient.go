@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 
@@ -48,8 +49,12 @@ type Options struct {
 }
 
 // Transport is http.DefaultTransport's settings with the proxy and the
-// certificate authorities of o. Its errors name the setting at fault.
+// certificate authorities of o. Its errors name the setting at fault (a
+// proxy variable that is no proxy URL too: CheckProxies).
 func Transport(o Options) (*http.Transport, error) {
+	if err := CheckProxies(o.Getenv); err != nil {
+		return nil, err
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = proxyFunc(o.Getenv)
 	if o.DialContext != nil {
@@ -179,4 +184,71 @@ func IsUntrusted(err error) bool {
 	var unknown x509.UnknownAuthorityError
 	var verify *tls.CertificateVerificationError
 	return errors.As(err, &unknown) || errors.As(err, &verify)
+}
+
+// proxyVars are the variables proxyFunc reads, each before its lower-case
+// form.
+var proxyVars = []string{"HTTPS_PROXY", "HTTP_PROXY"}
+
+// CheckProxies is nil, or says which proxy variable of getenv's (the one
+// proxyFunc uses: upper case, else lower) is no proxy URL, never quoting
+// a password in it. golang.org/x/net's httpproxy drops a value it cannot
+// parse and sends the requests straight to the server: where a company
+// requires its proxy, they would leave without it, and nothing said so.
+func CheckProxies(getenv func(string) string) error {
+	if getenv == nil {
+		return nil
+	}
+	for _, name := range proxyVars {
+		v := getenv(name)
+		if v == "" {
+			name = lower(name)
+			v = getenv(name)
+		}
+		if v == "" {
+			continue
+		}
+		if problem := checkProxy(v); problem != "" {
+			return fmt.Errorf("%s: %s, got %q: give a proxy URL such as http://proxy.example:3128", name, problem, redactProxy(v))
+		}
+	}
+	return nil
+}
+
+// checkProxy says what is wrong with a proxy variable's value v, or "". It
+// reads v as httpproxy does (a URL, or host:port taken as http://host:port)
+// and refuses what httpproxy would drop or read as another host.
+func checkProxy(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		if strings.Contains(v, "://") {
+			// httpproxy would try http://v, and read its scheme as the
+			// host: "http://http://…".
+			return "not a URL"
+		}
+		if u, err = url.Parse("http://" + v); err != nil {
+			return "not a URL"
+		}
+	}
+	switch {
+	case u.Hostname() == "":
+		return "no proxy host in it"
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5" && u.Scheme != "socks5h":
+		return "the scheme must be http, https, socks5 or socks5h"
+	}
+	return ""
+}
+
+// redactProxy is v with whatever comes before its last @ after the scheme
+// hidden: a user name and password.
+func redactProxy(v string) string {
+	at := strings.LastIndexByte(v, '@')
+	if at < 0 {
+		return v
+	}
+	start := 0
+	if i := strings.Index(v, "://"); i >= 0 && i < at {
+		start = i + 3
+	}
+	return v[:start] + "xxxxx" + v[at:]
 }

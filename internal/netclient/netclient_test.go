@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -172,6 +173,54 @@ func TestTransport_SystemPoolKept(t *testing.T) {
 		}
 		if !got.Equal(tt.want) {
 			t.Errorf("CAPool(only %v) is not the expected pool", tt.only)
+		}
+	}
+}
+
+// Property: a proxy variable is either used for the requests it is for or
+// refused by CheckProxies, naming the variable and never its password;
+// never dropped in silence. (golang.org/x/net's httpproxy drops a value
+// that does not parse and sends every request straight to the server: a
+// user whose company requires its proxy had no word of it. Found by
+// driving the binary with HTTP_PROXY=http://user:s3cret@proxy%zz:3128.)
+func TestCheckProxies_UsedOrRefused(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 1))
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	for range 2000 {
+		v := pick("", "http://", "https://", "socks5://", "ftp://", "HTTP://", "http://http://", "//") +
+			pick("", "user:s3cret@", "u:s3cret%zz@", "s3cret@") +
+			pick("proxy.corp", "proxy corp", "proxy%zz", "10.0.0.1", "[::1", "[fe80::1]", "", "pröxy.corp") +
+			pick("", ":3128", ":99x", ":", ":-1") + pick("", "/", "/path", "?q=1", "#f", " ")
+		name := pick("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+		e := env{name: v}
+		err := netclient.CheckProxies(e.get)
+		if err != nil {
+			if !strings.Contains(err.Error(), name) || strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("CheckProxies(%s=%q) = %q: want the variable named and no password", name, v, err)
+			}
+			continue
+		}
+		tr, terr := netclient.Transport(netclient.Options{Getenv: e.get})
+		if terr != nil {
+			t.Fatalf("Transport(%s=%q): %v after CheckProxies passed it", name, v, terr)
+		}
+		scheme := "https"
+		if strings.EqualFold(name, "HTTP_PROXY") {
+			scheme = "http"
+		}
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://provider.example/v1/models", nil)
+		u, perr := tr.Proxy(req)
+		if v == "" {
+			if u != nil || perr != nil {
+				t.Fatalf("no %s: proxy %v, %v", name, u, perr)
+			}
+			continue
+		}
+		if perr != nil || u == nil || u.Host == "" {
+			t.Fatalf("%s=%q passed CheckProxies, yet the request for %s goes by proxy %v (%v)", name, v, req.URL, u, perr)
+		}
+		if !strings.Contains(strings.ToLower(v), strings.ToLower(u.Hostname())) {
+			t.Fatalf("%s=%q passed CheckProxies, yet the request goes by %q", name, v, u.Host)
 		}
 	}
 }

@@ -3,7 +3,12 @@
 // cutting is shared.
 package text
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Floor is the largest index at or before i where a rune starts in s, so
 // that s[:Floor(s, i)] never ends inside a rune. An i at or past the end of s
@@ -55,4 +60,31 @@ func EditDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// InertLine makes s, text from outside (a provider's error, a file), inert
+// on a terminal and one line long: runs of whitespace are one space, and
+// any other control or format character (an escape sequence's ESC, a
+// bidi override) is written as an escape, \x1b, so it does nothing. It is
+// cut to n characters (n at least 1).
+func InertLine(s string, n int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case space && b.Len() > 0:
+			b.WriteByte(' ')
+		}
+		space = false
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return ClipChars(b.String(), n)
 }

@@ -1,7 +1,10 @@
 package text
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -89,5 +92,35 @@ func TestEditDistance(t *testing.T) {
 		if got := EditDistance(tt.b, tt.a); got != tt.want {
 			t.Errorf("EditDistance(%q, %q) = %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
 		}
+	}
+}
+
+// Property: InertLine's output of any string is one line of at most n
+// characters with no control or format character (nothing a terminal
+// acts on), and printable text without whitespace is kept as it is.
+func TestInertLine(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"\x1b", "[31m", "]0;t\x07", "\x9b", "\u202e", "\u200b", "\ufeff", "\r\n", "\t", " ", "\x00", "\x7f", "é", "日本", "a", "\xff", "\u2028"}
+	for range 2000 {
+		var b strings.Builder
+		for range r.IntN(30) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		n := 1 + r.IntN(40)
+		got := InertLine(b.String(), n)
+		if i := strings.IndexFunc(got, func(c rune) bool {
+			return unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || unicode.IsSpace(c) && c != ' '
+		}); i >= 0 {
+			t.Fatalf("InertLine(%q, %d) = %q: an active character at %d", b.String(), n, got, i)
+		}
+		if utf8.RuneCountInString(got) > n {
+			t.Fatalf("InertLine(%q, %d) = %q: longer than %d", b.String(), n, got, n)
+		}
+	}
+	if got := InertLine("gpt-4o/日本-é", 40); got != "gpt-4o/日本-é" {
+		t.Errorf("printable text changed to %q", got)
+	}
+	if got := InertLine("a\x1b[2J  b\n\tc", 40); got != `a\x1b[2J b c` {
+		t.Errorf("InertLine = %q", got)
 	}
 }
