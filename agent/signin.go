@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -151,7 +152,7 @@ func (f formSetUp) ask(ctx context.Context, ask acp.FormAsker) (SetUpDone, error
 			Description: "Stored in Rebound's credentials file, which only you can read; not shown again or logged.", MaxLength: maxKeyChars, Required: true})
 	}
 	if len(fields) > 0 {
-		if answer, err = askForm(ctx, ask, fmt.Sprintf("%s: what Rebound needs to reach it.", p.Name), acp.Form{Title: p.Name, Fields: fields}); err != nil {
+		if answer, err = askForm(ctx, ask, fmt.Sprintf("%s: what Rebound needs to reach it.", providerName(p, "")), acp.Form{Title: p.Name, Fields: fields}); err != nil {
 			return SetUpDone{}, err
 		}
 		choice.BaseURL, choice.Key = strings.TrimSpace(answer.String("baseUrl")), strings.TrimSpace(answer.String("apiKey"))
@@ -159,7 +160,7 @@ func (f formSetUp) ask(ctx context.Context, ask acp.FormAsker) (SetUpDone, error
 	if err := su.Check(choice); err != nil {
 		return SetUpDone{}, setUpError(scrub(err.Error(), choice.Key), nil)
 	}
-	if choice.Model, err = f.askModel(ctx, ask, choice, p.Name); err != nil {
+	if choice.Model, err = f.askModel(ctx, ask, choice, providerName(p, choice.BaseURL)); err != nil {
 		return SetUpDone{}, err
 	}
 	done, err := su.Save(ctx, choice)
@@ -328,4 +329,17 @@ func (f formSetUp) useModel(ctx context.Context, c acp.Client, model, from strin
 			notifyOptions(ctx, f.log, c, s.id, acp.ConfigOptionUpdate(f.menu.configOptions(ctx, s.current())))
 		}
 	}
+}
+
+// providerName names the provider in a form's words: a preset by its name,
+// another server by its host once it is known ("Which of Another
+// OpenAI-compatible server (its URL)'s models?" read badly).
+func providerName(p SetUpPreset, baseURL string) string {
+	if p.BaseURL != "" {
+		return p.Name
+	}
+	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "The server"
 }

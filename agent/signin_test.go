@@ -190,10 +190,11 @@ func TestSignIn_FormsFollowThePreset(t *testing.T) {
 		answers  []acp.FormAnswer
 		want     agent.SetUpChoice
 		forms    int
+		model    string // the model form's question
 	}{
-		{"ollama", []acp.FormAnswer{accept("provider", "ollama"), accept("model", "llama3")}, agent.SetUpChoice{Provider: "ollama", Model: "llama3"}, 2},
+		{"ollama", []acp.FormAnswer{accept("provider", "ollama"), accept("model", "llama3")}, agent.SetUpChoice{Provider: "ollama", Model: "llama3"}, 2, "Which of Ollama's models?"},
 		{"custom", []acp.FormAnswer{accept("provider", "custom"), accept("baseUrl", "https://llm.example.com/v1", "apiKey", formKey), accept("model", "m1")},
-			agent.SetUpChoice{Provider: "custom", BaseURL: "https://llm.example.com/v1", Key: formKey, Model: "m1"}, 3},
+			agent.SetUpChoice{Provider: "custom", BaseURL: "https://llm.example.com/v1", Key: formKey, Model: "m1"}, 3, "Which of llm.example.com's models?"},
 	} {
 		t.Run(tt.provider, func(t *testing.T) {
 			su := &fakeSetUp{models: []string{"llama3", "m1"}, provider: &fakeProvider{}}
@@ -204,6 +205,9 @@ func TestSignIn_FormsFollowThePreset(t *testing.T) {
 			}
 			if len(forms.asked) != tt.forms || len(su.saved) != 1 || su.saved[0] != tt.want {
 				t.Errorf("%d forms, saved %+v; want %d and %+v", len(forms.asked), su.saved, tt.forms, tt.want)
+			}
+			if got := forms.message[len(forms.message)-1]; got != tt.model {
+				t.Errorf("the model form asks %q, want %q", got, tt.model)
 			}
 		})
 	}
