@@ -32,12 +32,11 @@ type forker struct {
 // nothing of the parent changes. The new session is then opened as
 // session/resume opens one: a session/load of it replays the copy.
 func (f forker) fork(req acp.ForkSessionRequest) (acp.ForkSessionResponse, error) {
-	if err := f.dir.exists(req.SessionID); err != nil {
-		return acp.ForkSessionResponse{}, err
-	}
-	parent, err := session.Load(session.Path(f.dir.path, req.SessionID))
+	// Opened as session/load opens a log (no link, no other session's
+	// log), refused in its words.
+	parent, err := session.LoadSession(f.dir.path, req.SessionID)
 	if err != nil {
-		return acp.ForkSessionResponse{}, fmt.Errorf("read session %s to fork it: %w", req.SessionID, err)
+		return acp.ForkSessionResponse{}, f.dir.openError(req.SessionID, err)
 	}
 	copied, turn := forkedEvents(parent.Events)
 	id := newID("sess_")
