@@ -290,7 +290,7 @@ func New(cfg Config) *Agent {
 	a.maker = sessionMaker{dir: dir, version: cfg.Version, store: a.store, mcp: mcpStart, menu: a.menu, log: &a.cfg.Logger}
 	a.opener = sessionOpener{store: a.store, mcp: mcpStart, menu: a.menu, log: &a.cfg.Logger}
 	a.remover = sessionRemover{store: a.store, index: a.store.index, dir: dir, log: &a.cfg.Logger}
-	a.forker = forker{dir: dir, model: func() string { return a.menu.defaults().model }, version: cfg.Version, resume: a.opener.resume, log: &a.cfg.Logger}
+	a.forker = forker{dir: dir, model: func() string { return a.menu.defaults().model }, version: cfg.Version, resume: a.opener.resume, discard: a.remover.delete, log: &a.cfg.Logger}
 	a.answers = afterAnswer{catalog: a.catalog, menu: a.menu, whileHeld: a.store.whileHeld, log: &a.cfg.Logger}
 	return a
 }

@@ -21,7 +21,10 @@ type forker struct {
 	version string
 	// resume opens the new session (sessionOpener.resume).
 	resume func(acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error)
-	log    *zerolog.Logger
+	// discard removes a fork that could not be opened: its log, its index
+	// entry and what the store holds of it (sessionRemover.delete).
+	discard func(id string) error
+	log     *zerolog.Logger
 }
 
 // fork serves session/fork (unstable ACP, Agent.ForkSession): a new session whose log
@@ -32,12 +35,11 @@ type forker struct {
 // nothing of the parent changes. The new session is then opened as
 // session/resume opens one: a session/load of it replays the copy.
 func (f forker) fork(req acp.ForkSessionRequest) (acp.ForkSessionResponse, error) {
-	if err := f.dir.exists(req.SessionID); err != nil {
-		return acp.ForkSessionResponse{}, err
-	}
-	parent, err := session.Load(session.Path(f.dir.path, req.SessionID))
+	// Opened as session/load opens a log (no link, no other session's
+	// log), refused in its words.
+	parent, err := session.LoadSession(f.dir.path, req.SessionID)
 	if err != nil {
-		return acp.ForkSessionResponse{}, fmt.Errorf("read session %s to fork it: %w", req.SessionID, err)
+		return acp.ForkSessionResponse{}, f.dir.openError(req.SessionID, err)
 	}
 	copied, turn := forkedEvents(parent.Events)
 	id := newID("sess_")
@@ -54,6 +56,11 @@ func (f forker) fork(req acp.ForkSessionRequest) (acp.ForkSessionResponse, error
 	res, err := f.resume(acp.ResumeSessionRequest{SessionID: id, Cwd: req.Cwd,
 		AdditionalDirectories: req.AdditionalDirectories, McpServers: req.McpServers})
 	if err != nil {
+		// The editor never learns of the fork: as a session/new that fails,
+		// it leaves nothing (a session/list would show it otherwise).
+		if derr := f.discard(id); derr != nil {
+			f.log.Warn().Err(derr).Str("session", id).Msg("a fork that could not be opened is left behind")
+		}
 		return acp.ForkSessionResponse{}, err
 	}
 	return acp.ForkSessionResponse{SessionID: id, Modes: res.Modes, ConfigOptions: res.ConfigOptions}, nil

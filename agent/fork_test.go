@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -202,4 +203,62 @@ func finishedTurn(t *testing.T, l *session.Log, n int, reply string) {
 	mustAppend(t, l, session.TypeAssistantMessage, session.AssistantMessage{Turn: n, Step: 1, MessageID: id, Text: reply, FinishReason: "stop"})
 	mustAppend(t, l, session.TypeStepEnd, session.StepEnd{Turn: n, Step: 1, Outcome: session.OutcomeOK})
 	mustAppend(t, l, session.TypeTurnEnd, session.TurnEnd{Turn: n, StopReason: "end_turn"})
+}
+
+// session/fork reads its parent's log as session/load opens it: whatever
+// is planted at the parent's path (a link to another session's log or to
+// a user's file, a dangling link, a FIFO, a directory, a second name), a
+// fork is refused exactly when a load is, in the same words, and a refused
+// fork leaves no log behind.
+func TestAgent_ForkOpensTheParentAsLoadDoes(t *testing.T) {
+	plants := []struct {
+		name string
+		make func(t *testing.T, dir, other, path string)
+	}{
+		{"symlink to another session's log", func(t *testing.T, _, other, path string) { testkit.Symlink(t, other, path) }},
+		{"symlink to a log outside", func(t *testing.T, _, other, path string) {
+			out := filepath.Join(t.TempDir(), "copy.jsonl")
+			b, err := os.ReadFile(other)
+			testkit.Must(t, err)
+			testkit.Must(t, os.WriteFile(out, b, 0o600))
+			testkit.Symlink(t, out, path)
+		}},
+		{"dangling symlink", func(t *testing.T, _, _, path string) { testkit.Symlink(t, path+".missing", path) }},
+		{"fifo", func(t *testing.T, _, _, path string) { testkit.Mkfifo(t, path) }},
+		{"directory", func(t *testing.T, _, _, path string) { testkit.Must(t, os.Mkdir(path, 0o700)) }},
+		{"hard link to another session's log", func(t *testing.T, _, other, path string) { testkit.Must(t, os.Link(other, path)) }},
+		{"nothing", func(*testing.T, string, string, string) {}},
+	}
+	for _, pl := range plants {
+		t.Run(pl.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a := newAgent(t, dir, okProvider())
+			parent, other := mustNew(t, a, "/p"), mustNew(t, a, "/o")
+			mustPrompt(t, a, other, "first")
+			a.Close()
+			path := session.Path(dir, parent)
+			testkit.Must(t, os.Remove(path))
+			pl.make(t, dir, session.Path(dir, other), path)
+			logs := func() []string {
+				m, err := filepath.Glob(session.Path(dir, "*"))
+				testkit.Must(t, err)
+				return m
+			}
+			before := logs()
+
+			_, lerr := newAgent(t, dir, okProvider()).LoadSession(t.Context(), acp.LoadSessionRequest{SessionID: parent, Cwd: "/p"}, &recorder{})
+			res, ferr := newAgent(t, dir, okProvider()).ForkSession(t.Context(), acp.ForkSessionRequest{SessionID: parent, Cwd: "/q"})
+			if (lerr == nil) != (ferr == nil) || (lerr != nil && lerr.Error() != ferr.Error()) {
+				t.Fatalf("load says %v\nfork says %v\nwant the same", lerr, ferr)
+			}
+			if ferr == nil {
+				if err := session.Remove(dir, res.SessionID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(before, logs()); diff != "" {
+				t.Errorf("the session logs (-before +after):\n%s", diff)
+			}
+		})
+	}
 }

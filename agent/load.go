@@ -274,8 +274,9 @@ func turnEndWords(outcome, giveUp string, replied bool) string {
 	case session.OutcomeTurnInterrupted:
 		return recovery.StoppedMark(replied)
 	case session.OutcomeTurnFailed:
-		// One inert line, bounded: the words quote a provider's message.
-		return "[" + clip.InertLine(cmp.Or(giveUp, "The request failed."), maxGiveUpLine) + "]"
+		// One inert line, bounded, whose markdown shows as itself: the
+		// words quote a provider's message.
+		return "[" + clip.InertLine(clip.InertMarkdown(cmp.Or(giveUp, "The request failed.")), maxGiveUpLine) + "]"
 	case "cancelled":
 		return "[Cancelled.]"
 	}

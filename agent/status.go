@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rebound-agent/rebound/acp"
+	clip "github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/recovery"
 	"github.com/rebound-agent/rebound/session"
 )
@@ -107,7 +109,7 @@ func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits [
 			waits = waits[1:]
 			continue
 		}
-		if err := c.Update(ctx, sessionID, u); err != nil {
+		if err := c.Update(ctx, sessionID, inertStatus(u)); err != nil {
 			return nil, err
 		}
 		// A tool call: every client shows it apart from the prompt.
@@ -115,6 +117,28 @@ func replayStatuses(ctx context.Context, c acp.Client, sessionID string, waits [
 		waits = waits[1:]
 	}
 	return waits, nil
+}
+
+// inertCard is a card's title or content as the editor is sent it: it
+// quotes a provider's words (its message, the error a turn failed with),
+// and an editor renders it as markdown (Zed), so a link or an image in
+// them must show as the text it is (internal/text.InertMarkdown). What
+// is recorded keeps the words as they were.
+func inertCard(s string) string { return clip.InertMarkdown(s) }
+
+// inertStatus is a replayed card as sent, made inert as a live one is.
+func inertStatus(u acp.SessionUpdate) acp.SessionUpdate {
+	u.Title = inertCard(u.Title)
+	content := slices.Clone(u.ToolContent)
+	for i, c := range content {
+		if c.Content != nil {
+			shown := *c.Content
+			shown.Text = inertCard(shown.Text)
+			content[i].Content = &shown
+		}
+	}
+	u.ToolContent = content
+	return u
 }
 
 // replayedStatus is a recorded status as the editor saw it last: as

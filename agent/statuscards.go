@@ -60,7 +60,7 @@ func (c *statusCards) show(ctx context.Context, st *waitStatus, title, detail st
 	if c.send == nil || shown == nil {
 		return
 	}
-	title, detail = statusTitle(shown.title), shown.detail
+	title, detail = inertCard(statusTitle(shown.title)), inertCard(shown.detail)
 	tc := acp.ToolCallUpdate{ToolCallID: st.id, Title: title, Status: status}
 	if detail != "" {
 		tc.Content = []acp.ToolCallContent{acp.ContentText(detail)}

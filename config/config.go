@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -29,6 +30,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/rebound-agent/rebound/agent"
+	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
@@ -324,11 +326,11 @@ func (ps *problems) checkProvider(p Provider) {
 	}
 	if strings.TrimSpace(p.Model) == "" {
 		ps.bad("provider.model", "must not be empty")
+	} else {
+		ps.checkModelID("provider.model", p.Model)
 	}
 	for i, m := range p.Models {
-		if m == "" || len(m) > 200 || strings.ContainsFunc(m, unicode.IsSpace) {
-			ps.bad(fmt.Sprintf("provider.models[%d]", i), "must be a model name: 1 to 200 characters without spaces, got %q", m)
-		}
+		ps.checkModelID(fmt.Sprintf("provider.models[%d]", i), m)
 	}
 	if p.CAFile != "" && !filepath.IsAbs(p.CAFile) {
 		// Rebound is started in whatever directory the editor chooses.
@@ -340,6 +342,24 @@ func (ps *problems) checkProvider(p Provider) {
 	if p.ReasoningEffort != "" && !slices.Contains(agent.ReasoningEfforts, p.ReasoningEffort) {
 		ps.bad("provider.reasoning_effort", "must be one of %s, or empty, got %q", strings.Join(agent.ReasoningEfforts, ", "), p.ReasoningEffort)
 	}
+}
+
+// checkModelID holds a configured model id to the rule a provider's listed
+// ids are held to (llm.CheckModelID): it is sent to the provider and shown
+// in the editor's model picker. The value is echoed quoted and cut.
+func (ps *problems) checkModelID(key, id string) {
+	if err := llm.CheckModelID(id); err != nil {
+		ps.bad(key, "%v, got %s", err, quoteClipped(id))
+	}
+}
+
+// quoteClipped quotes s (so a control character is an escape) cut to 60
+// bytes, for an error that echoes a value from outside.
+func quoteClipped(s string) string {
+	if c := text.Prefix(s, 60); c != s {
+		return strconv.Quote(c) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // checkProviderLimits checks how replies are continued, sized and counted.
@@ -501,6 +521,9 @@ func (ps *problems) checkRetries(r Recovery) {
 // checkRecoveries checks the recoveries other than a retry: fallback,
 // compaction and continuation.
 func (ps *problems) checkRecoveries(r Recovery) {
+	if r.FallbackModel != "" { // empty turns the fallback off
+		ps.checkModelID("recovery.fallback_model", r.FallbackModel)
+	}
 	if r.OverloadFallbackAfter < 1 {
 		ps.bad("recovery.overload_fallback_after", "must be a positive integer, got %d", r.OverloadFallbackAfter)
 	}

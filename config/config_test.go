@@ -82,7 +82,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"equal delays", func(c *config.Config) { c.Recovery.InitialDelay = c.Recovery.MaxDelay }, "", ""},
 		{"max tokens zero", func(c *config.Config) { c.Provider.MaxTokens = 0 }, "provider.max_tokens", "must be a positive integer, got 0"},
 		{"max tokens too big", func(c *config.Config) { c.Provider.MaxTokens = 1_000_001 }, "provider.max_tokens", "must be at most 1000000, got 1000001"},
-		{"model list entry with a space", func(c *config.Config) { c.Provider.Models = []string{"ok", "gpt 4"} }, "provider.models[1]", `must be a model name: 1 to 200 characters without spaces, got "gpt 4"`},
+		{"model list entry with a space", func(c *config.Config) { c.Provider.Models = []string{"ok", "gpt 4"} }, "provider.models[1]", `must be a model name: 1 to 200 bytes of printable characters, without spaces, got "gpt 4"`},
 		{"unknown reasoning effort", func(c *config.Config) { c.Provider.ReasoningEffort = "max" }, "provider.reasoning_effort", `must be one of low, medium, high, or empty, got "max"`},
 		{"continuation prefix", func(c *config.Config) { c.Provider.Continuation = "prefix" }, "", ""},
 		{"usage settings", func(c *config.Config) {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
@@ -323,8 +322,8 @@ func chooseModel(ctx context.Context, base, key string, doer llm.HTTPDoer, in io
 
 // checkModelName is provider.models' rule for a name.
 func checkModelName(m string) error {
-	if m == "" || len(m) > 200 || strings.ContainsFunc(m, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar }) {
-		return fmt.Errorf("%q is not a model name: 1 to 200 characters without spaces", clip(m))
+	if err := llm.CheckModelID(m); err != nil {
+		return fmt.Errorf("%s is not a model name: it %w", quoteClipped(m), err)
 	}
 	return nil
 }

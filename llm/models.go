@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -139,11 +140,10 @@ func ChatModel(id string) bool {
 	return true
 }
 
-// CleanModelIDs keeps the ids that can name a model (non-empty, at most 200
-// bytes, printable, no spaces), sorted and without duplicates, at most
-// MaxModels of them.
+// CleanModelIDs keeps the ids that can name a model (CheckModelID), sorted
+// and without duplicates, at most MaxModels of them.
 func CleanModelIDs(ids []string) []string {
-	out := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !validModelID(id) })
+	out := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return CheckModelID(id) != nil })
 	slices.Sort(out)
 	out = slices.Compact(out)
 	if len(out) > MaxModels {
@@ -152,11 +152,22 @@ func CleanModelIDs(ids []string) []string {
 	return out
 }
 
-func validModelID(id string) bool {
-	if id == "" || len(id) > maxModelIDLen {
-		return false
+// ErrModelID says what a model id must be. It is the one rule for every
+// id from outside: a provider's list drops those that fail it
+// (CleanModelIDs), and a configured one that fails stops the start, so no
+// id sent to a provider or shown in a model picker is long or holds a
+// control character.
+var ErrModelID = fmt.Errorf("must be a model name: 1 to %d bytes of printable characters, without spaces", maxModelIDLen)
+
+// CheckModelID returns ErrModelID unless id can name a model: non-empty,
+// at most 200 bytes, valid UTF-8, printable (no control or format
+// character), without spaces.
+func CheckModelID(id string) error {
+	if id == "" || len(id) > maxModelIDLen || !utf8.ValidString(id) ||
+		strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) || r == utf8.RuneError }) {
+		return ErrModelID
 	}
-	return !strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) })
+	return nil
 }
 
 // TakesReasoningEffort reports whether model is one go-openai knows to be a

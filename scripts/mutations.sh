@@ -445,9 +445,34 @@ mutate cmd/rebound/providerhttp.go 's/^\tg.endpoint = routes.BaseURL$/\tg.endpoi
 	./cmd/rebound TestProviderRoutes_GateFollowsTheRoute "review: a routed request is gated by its route's bucket"
 mutate session/summary.go 's/n = escapeLen(text\[i:\])/b.WriteByte(0x20)/' \
 	./session TestShortTitle_Printable "review: a title drops a terminal's escape sequences whole"
-mutate agent/load.go 's/clip.InertLine(cmp.Or(giveUp, "The request failed."), maxGiveUpLine)/cmp.Or(giveUp, "The request failed.")/' \
+mutate agent/load.go 's/clip.InertLine(clip.InertMarkdown(cmp.Or(giveUp, "The request failed.")), maxGiveUpLine)/cmp.Or(giveUp, "The request failed.")/' \
 	./agent TestReplay_GiveUpIsOneInertLine "review: a failed turn replays its give-up as one inert line"
 mutate ratelimit/file.go 's/ || strings.ContainsFunc(v, unicode.IsControl) {/ {/' \
 	./ratelimit FuzzBucketFile "review: a bucket file's source holds no control character"
+
+mutate agent/fork.go 's/parent, err := session.LoadSession(f.dir.path, req.SessionID)/parent, err := session.Load(session.Path(f.dir.path, req.SessionID))/' \
+	./agent TestAgent_ForkOpensTheParentAsLoadDoes "review2: a fork reads its parent's log as load does, not through a link"
+mutate session/log.go 's/^\t\terr = ownLog(ld, l.file.path, sessionID)$/\t\terr = nil/' \
+	./agent TestAgent_ForkOpensTheParentAsLoadDoes "review2: a fork does not read another session's log as its parent's"
+mutate agent/fork.go 's/if derr := f.discard(id); derr != nil {/if derr := error(nil); derr != nil {/' \
+	./agent TestFork_FailedOpenLeavesNothing "review2: a fork that can't be opened leaves nothing behind"
+mutate config/config.go 's/^\t\tps.checkModelID("provider.model", p.Model)$//' \
+	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: provider.model (--model, REBOUND_MODEL) is a bounded model id"
+mutate config/config.go 's/^\t\tps.checkModelID(fmt.Sprintf("provider.models\[%d\]", i), m)$//' \
+	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: provider.models entries are bounded model ids"
+mutate config/config.go 's/^\t\tps.checkModelID("recovery.fallback_model", r.FallbackModel)$//' \
+	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: recovery.fallback_model is a bounded model id"
+mutate config/config.go 's/ps.bad(key, "%v, got %s", err, quoteClipped(id))/ps.bad(key, "%v, got %q", err, id)/' \
+	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: a bad model id is echoed cut"
+mutate agent/statuscards.go 's/title, detail = inertCard(statusTitle(shown.title)), inertCard(shown.detail)/title, detail = statusTitle(shown.title), shown.detail/' \
+	./agent TestStatusCards_ProviderTextIsInert "review2: a live status card shows the provider's markdown as text"
+mutate agent/status.go 's/c.Update(ctx, sessionID, inertStatus(u))/c.Update(ctx, sessionID, u)/' \
+	./agent TestStatusCards_ProviderTextIsInert "review2: a replayed status card shows the provider's markdown as text"
+mutate agent/load.go 's/clip.InertLine(clip.InertMarkdown(cmp.Or(giveUp, "The request failed.")), maxGiveUpLine)/clip.InertLine(cmp.Or(giveUp, "The request failed."), maxGiveUpLine)/' \
+	./agent TestStatusCards_ProviderTextIsInert "review2: a replayed give-up line shows the provider's markdown as text"
+mutate internal/text/text.go "s/^\tcase '#', '-', '+', '=', '>', '\`', '~':$/\tcase '#':/" \
+	./internal/text TestInertMarkdown "review2: inert markdown escapes what would start a block"
+mutate internal/text/text.go 's/^\t\t\tif end := codeSpanEnd(l, i); end > 0 {$/\t\t\tif end := codeSpanEnd(l, i); end > len(l) {/' \
+	./internal/text TestInertMarkdown "review2: inert markdown keeps Rebound's own code spans"
 
 exit $survived

@@ -186,6 +186,27 @@ func OpenShared(stateDir, sessionID string) (*Log, *Loaded, error) {
 	return l, ld, nil
 }
 
+// LoadSession reads session sessionID's log in stateDir without its lock
+// and changes nothing, found as Open and OpenShared find it, with the same
+// refusals in the same words: only a regular file at the session's own
+// path, not through a link, that begins this session's log. As Load does,
+// it returns every line (chunks not joined): for a copy of the log.
+func LoadSession(stateDir, sessionID string) (*Loaded, error) {
+	l, err := openLog(stateDir, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer l.file.close()
+	ld, err := Parse(l.file.f, l.file.path)
+	if err == nil {
+		err = ownLog(ld, l.file.path, sessionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open session log: %w", err)
+	}
+	return ld, nil
+}
+
 // openLog opens the session's file, not locked and not read yet.
 func openLog(stateDir, sessionID string) (*Log, error) {
 	if err := CheckSessionID(sessionID); err != nil {

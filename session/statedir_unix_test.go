@@ -266,6 +266,7 @@ func TestStateDir_PlantedEntriesCostNothingBeyondThemselves(t *testing.T) {
 				return err
 			}},
 			{"Load", func(f fixture) error { _, err := session.Load(session.Path(f.stateDir, "s1")); return err }},
+			{"LoadSession", func(f fixture) error { _, err := session.LoadSession(f.stateDir, "s1"); return err }},
 			{"ReadSummary", func(f fixture) error { _, err := session.ReadSummary(session.Path(f.stateDir, "s1")); return err }},
 			{"Remove", func(f fixture) error { return session.Remove(f.stateDir, "s1") }},
 			{"Create", func(f fixture) error {

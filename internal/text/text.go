@@ -4,6 +4,7 @@
 package text
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -87,4 +88,102 @@ func InertLine(s string, n int) string {
 		b.WriteRune(r)
 	}
 	return ClipChars(b.String(), n)
+}
+
+// InertMarkdown makes s, text from outside (a provider's message quoted in
+// a status card), show as itself where it is rendered as markdown, as an
+// editor renders a tool call's title and content: each line is made inert
+// as InertLine makes it (no control character, no indent, one space for a
+// run of whitespace), a character that would start inline markup (a link,
+// an image, an autolink or HTML, an entity, emphasis, a table's cell) is
+// escaped with a backslash, and so is a line's first character where it
+// would start a block (a heading, a list, a quote, a rule, a fence). A
+// code span closed on its line is kept, being inert: Rebound's own words
+// quote commands so (`/retry wait`). Lines stay lines, so a blank line
+// still parts paragraphs. A sentence of words and the usual punctuation
+// is left as it is: an editor that shows the text plain shows it unchanged.
+func InertMarkdown(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inertMarkdownLine(InertLine(l, math.MaxInt))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func inertMarkdownLine(l string) string {
+	var b strings.Builder
+	at := blockStart(l)
+	prev := ' '
+	for i := 0; i < len(l); {
+		r, size := utf8.DecodeRuneInString(l[i:])
+		if r == '`' && i != at {
+			if end := codeSpanEnd(l, i); end > 0 {
+				b.WriteString(l[i:end])
+				i, prev = end, '`'
+				continue
+			}
+		}
+		switch {
+		case i == at, strings.ContainsRune("\\`*[]<>&~|", r):
+			b.WriteByte('\\')
+		case r == '_':
+			// Inside a word (rate_limit_exceeded) it is no emphasis.
+			next, _ := utf8.DecodeRuneInString(l[i+size:])
+			if !isWordRune(prev) || !isWordRune(next) {
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+		i += size
+		prev = r
+	}
+	return b.String()
+}
+
+// codeSpanEnd is the end of the code span whose opening run of backticks
+// starts at l[i], 0 if the run is not closed on the line by one as long.
+func codeSpanEnd(l string, i int) int {
+	n := 0
+	for i+n < len(l) && l[i+n] == '`' {
+		n++
+	}
+	for j := i + n; j < len(l); {
+		if l[j] != '`' {
+			j++
+			continue
+		}
+		k := 0
+		for j+k < len(l) && l[j+k] == '`' {
+			k++
+		}
+		if k == n {
+			return j + k
+		}
+		j += k
+	}
+	return 0
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// blockStart is the index of the character of line l that makes it start
+// a block of markdown, -1 if none: a heading's #, a list item's or a
+// rule's - or +, a setext heading's underline =, the . or ) after a list
+// item's number, a quote's >, a fence's ` or ~.
+func blockStart(l string) int {
+	if l == "" {
+		return -1
+	}
+	switch l[0] {
+	case '#', '-', '+', '=', '>', '`', '~':
+		return 0
+	}
+	n := 0
+	for n < len(l) && n < 10 && l[n] >= '0' && l[n] <= '9' {
+		n++
+	}
+	if n > 0 && n < len(l) && (l[n] == '.' || l[n] == ')') {
+		return n
+	}
+	return -1
 }
