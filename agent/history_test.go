@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/internal/testkit"
+	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/session"
 )
 
@@ -25,7 +27,8 @@ import (
 // read again whole), after every append and every acquire what the session
 // keeps derived equals what the whole log derives: Conversation, toLLM of
 // it, RetryChain, NextTurn, the permission rules, the tool call ids and the
-// title.
+// title; and the model history pairs each tool result with its call by the
+// id the provider gave it, which both derivations could get wrong alike.
 //
 // Each op syncs the log, so the run is bound by fsync: more seeds with
 //
@@ -183,6 +186,14 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 	if want, got := toLLM(want), h.model(); len(want)+len(got) > 0 && !reflect.DeepEqual(want, got) {
 		t.Fatalf("%s: model history (-whole log +incremental):\n%s", where, cmp.Diff(want, got))
 	}
+	// Both derivations render results alike, so that they pair with their
+	// calls is checked on its own.
+	checkToolPairs(t, h.model(), where)
+	// Why a prompt needs no incomplete replies dropped: the last turn
+	// closed them (closeTurn), and a local one makes none.
+	if h.user < 0 && len(h.incomplete) > 0 {
+		t.Fatalf("%s: no turn is open, yet %d incomplete replies wait for its end", where, len(h.incomplete))
+	}
 	id, retries, used := session.RetryChain(s.events)
 	gid, gretries, gused := h.conv.RetryChain()
 	if id != gid || retries != gretries || !cmp.Equal(used, gused, cmpopts.EquateEmpty()) {
@@ -210,6 +221,49 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 	sum, titled := session.Summarize(s.events)
 	if s.listing.titled != titled || titled && s.listing.title != sum.Title {
 		t.Fatalf("%s: title %q (recorded %v), want %q (recorded %v)", where, s.listing.title, s.listing.titled, sum.Title, titled)
+	}
+}
+
+// checkToolPairs checks that each tool result of msgs answers, by the id
+// the provider gave it, a call of the assistant message its run of results
+// follows, once, and that a call followed by anything but its run's end
+// is answered: a strict provider refuses anything else. The only run
+// without its call is one a compaction cut from it: it follows a summary.
+func checkToolPairs(t *testing.T, msgs []llm.Message, where string) {
+	t.Helper()
+	summary := summaryMessage("").Content
+	for i := 0; i < len(msgs); {
+		m, at := msgs[i], i
+		calls := map[string]bool{}
+		switch {
+		case m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0:
+			for _, c := range m.ToolCalls {
+				calls[c.ID] = false
+			}
+			i++
+		case m.Role == llm.RoleTool:
+			if i == 0 || msgs[i-1].Role != llm.RoleUser || !strings.HasPrefix(msgs[i-1].Content, summary) {
+				t.Fatalf("%s: tool result %q at %d follows no call", where, m.ToolCallID, i)
+			}
+			calls = nil // cut from its call
+		default:
+			i++
+			continue
+		}
+		for ; i < len(msgs) && msgs[i].Role == llm.RoleTool; i++ {
+			id := msgs[i].ToolCallID
+			if answered, ok := calls[id]; calls != nil && (!ok || answered) {
+				t.Fatalf("%s: tool result %q at %d answers none of the calls %v at %d once", where, id, i, msgs[at].ToolCalls, at)
+			}
+			if calls != nil {
+				calls[id] = true
+			}
+		}
+		for id, answered := range calls {
+			if !answered && i < len(msgs) {
+				t.Fatalf("%s: call %q at %d is not answered, yet a %s message follows", where, id, at, msgs[i].Role)
+			}
+		}
 	}
 }
 
@@ -246,9 +300,13 @@ type logGen struct {
 	chain       string
 	retry       int
 	messages    int // in the log, for a compaction's Replaced
+	// hist is the model history of the log (kept as a session keeps it),
+	// for where a compaction's bounds fall among its messages: it only
+	// steers what is proposed, checkHistory judges.
+	hist *history
 }
 
-func (g *logGen) reset() { *g = logGen{r: g.r, n: g.n} }
+func (g *logGen) reset() { *g = logGen{r: g.r, n: g.n, hist: newHistory()} }
 
 // sync rebuilds the picture from the events of the log.
 func (g *logGen) sync(evs []session.Event) {
@@ -259,6 +317,7 @@ func (g *logGen) sync(evs []session.Event) {
 }
 
 func (g *logGen) accept(ev session.Event, _ any) {
+	_ = g.hist.add(ev, nil) // the log took it
 	dec := func(v any) {
 		if err := json.Unmarshal(ev.Data, v); err != nil {
 			panic(err)
@@ -381,7 +440,11 @@ func (g *logGen) next(ext bool) (string, any) {
 			if g.attemptOpen && g.msgStep != g.step {
 				m := session.AssistantMessage{Turn: t, Step: g.step, MessageID: g.id("msg_"), Text: g.text(), Reasoning: g.text(), FinishReason: "stop"}
 				for range r.IntN(3) {
-					m.ToolCalls = append(m.ToolCalls, session.MessageToolCall{ID: g.id("call_"), Name: "read_file", Arguments: `{"path": "a"}`})
+					c := session.MessageToolCall{ID: g.id("call_"), Name: "read_file", Arguments: `{"path": "a"}`}
+					if r.IntN(2) == 0 { // one Rebound could not keep the provider's id for
+						c.ProviderID = "fc_" + c.ID
+					}
+					m.ToolCalls = append(m.ToolCalls, c)
 				}
 				if len(m.ToolCalls) > 0 {
 					m.FinishReason = "tool_calls"
@@ -427,7 +490,15 @@ func (g *logGen) next(ext bool) (string, any) {
 			if r.IntN(3) == 0 { // recorded failed: replaces nothing
 				return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Failed: "the summary did not finish"}
 			}
-			return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Summary: g.text(), Replaced: r.IntN(g.messages + 3)}
+			replaced := r.IntN(g.messages + 3)
+			if inc := g.hist.incomplete; len(inc) > 0 && r.IntN(4) != 0 {
+				// Next to an incomplete reply of the turn: mostly the first
+				// message kept, else replaced or the second kept (in out,
+				// after the system prompt's slot, the first kept is at
+				// 1+Replaced).
+				replaced = max(inc[r.IntN(len(inc))].at-1+[]int{0, 0, 1, -1}[r.IntN(4)], 0)
+			}
+			return session.TypeCompaction, session.Compaction{Turn: t, Step: g.step, CompactionID: g.id("cmp_"), Summary: g.text(), Replaced: replaced}
 		case 13:
 			d := session.TurnEnd{Turn: t}
 			switch r.IntN(5) {

@@ -474,5 +474,23 @@ mutate internal/text/text.go "s/^\tcase '#', '-', '+', '=', '>', '\`', '~':$/\tc
 	./internal/text TestInertMarkdown "review2: inert markdown escapes what would start a block"
 mutate internal/text/text.go 's/^\t\t\tif end := codeSpanEnd(l, i); end > 0 {$/\t\t\tif end := codeSpanEnd(l, i); end > len(l) {/' \
 	./internal/text TestInertMarkdown "review2: inert markdown keeps Rebound's own code spans"
+# The incremental history (history.go) against its derivation over generated sessions.
+mutate agent/history.go 's/^\t\tif r.at >= 1+n {$/\t\tif r.at > 1+n {/' \
+	./agent TestHistory_MatchesDerivation "history property: a compaction keeps an incomplete reply that is the first message it keeps"
+mutate agent/history.go 's/^\t\tif r.at >= 1+n {$/\t\tif r.at >= n {/' \
+	./agent TestHistory_MatchesDerivation "history property: a compaction drops an incomplete reply it replaced"
+mutate agent/history.go '/h.out = append(h.out, llm.Message{Role: llm.RoleTool/s/cmp.Or(m.ProviderCallID, m.ToolCallID)/cmp.Or(m.ToolCallID)/' \
+	./agent TestHistory_MatchesDerivation "history property: a tool result answers the provider's id of its call (kept history)"
+mutate agent/history.go 's/cmp.Or(m.ProviderCallID, m.ToolCallID)/cmp.Or(m.ToolCallID)/' \
+	./agent TestHistory_MatchesDerivation "history property: a tool result answers the provider's id of its call (kept history and toLLM)"
+mutate agent/history.go 's/^\th.user, h.incomplete = -1, nil$/\th.user = -1/' \
+	./agent TestHistory_MatchesDerivation "history property: a turn's end leaves no incomplete reply waiting for it"
+mutate agent/history.go 's/^\t\t\t\tanswered\[m.ToolCallID\] = true$//' \
+	./agent TestHistory_MatchesDerivation "history property: a call answered in the log gets no second result"
+# Not here, for they cannot change what history.go derives: the prompts'
+# resets of h.incomplete (h.user, h.incomplete = ..., nil), since a turn/start
+# needs the turn/end before it, which emptied it (the property checks that),
+# and a local turn adds none; and answerToolCalls' results for calls without
+# one, since the checker wants every call's tool/result before its turn/end.
 
 exit $survived
