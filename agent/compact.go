@@ -76,6 +76,14 @@ type compaction struct {
 func (c *compactor) compact(ctx context.Context, in compaction) ([]llm.Message, error) {
 	body := in.history[1:] // after the system prompt
 	keep := min(c.overflow.KeepRecentMessages, len(body))
+	// The kept messages must not begin with a tool result: its call would
+	// be in the summary, and strict providers refuse a result that answers
+	// no call of the message before it. The cut moves past such results
+	// (into the summary), since a tool's output is what most often fills
+	// the window.
+	for keep > 0 && body[len(body)-keep].Role == llm.RoleTool {
+		keep--
+	}
 	if len(body)-keep == 0 {
 		keep = 0 // nothing older than the kept messages: summarise them too
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +321,72 @@ func TestCompactor_SummarisesTheKeptWhenNothingIsOlder(t *testing.T) {
 	}
 	if len(r.records) != 1 || r.records[0].Replaced != 1 {
 		t.Errorf("records %+v, want one that replaced 1 message", r.records)
+	}
+}
+
+// Whatever the history's shape and keep_recent_messages, the history a
+// compaction leaves answers every tool call in order: no tool result
+// follows anything but its call's assistant message or a sibling result.
+// (Keeping the newest messages as they were cut a tool call from its
+// results after the commonest turn, call → result → reply; strict
+// providers refuse such a request.) The kept messages are the body's
+// newest, unchanged, and the summary replaced exactly the others.
+func TestCompactor_KeepsToolResultsWithTheirCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 30))
+	compacted := 0
+	for i := range 400 {
+		h := []llm.Message{{Role: llm.RoleSystem, Content: "system"}}
+		for range 1 + rng.IntN(6) {
+			switch rng.IntN(3) {
+			case 0:
+				h = append(h, llm.Message{Role: llm.RoleUser, Content: "ask " + strings.Repeat("u", rng.IntN(300))})
+			case 1:
+				h = append(h, llm.Message{Role: llm.RoleAssistant, Content: "say " + strings.Repeat("a", rng.IntN(300))})
+			default:
+				calls := 1 + rng.IntN(3)
+				m := llm.Message{Role: llm.RoleAssistant}
+				for k := range calls {
+					m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: fmt.Sprintf("call_%d_%d", len(h), k), Name: "read_file", Arguments: "{}"})
+				}
+				h = append(h, m)
+				for _, c := range m.ToolCalls {
+					h = append(h, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: strings.Repeat("z", rng.IntN(400))})
+				}
+			}
+		}
+		keep := rng.IntN(5)
+		r := newCompactRig(text("S."))
+		r.c.overflow.KeepRecentMessages = keep
+		got, err := r.c.compact(t.Context(), compactionOf(slices.Clone(h)))
+		if err != nil {
+			continue // nothing to replace, or not smaller: no history to check
+		}
+		compacted++
+		kept := got[2:]
+		body := h[1:]
+		if !slices.EqualFunc(kept, body[len(body)-len(kept):], func(a, b llm.Message) bool { return cmp.Equal(a, b) }) {
+			t.Fatalf("case %d: the kept messages are not the body's newest", i)
+		}
+		if len(r.records) != 1 || r.records[0].Replaced != len(body)-len(kept) {
+			t.Fatalf("case %d: recorded %+v, want %d replaced", i, r.records, len(body)-len(kept))
+		}
+		if len(kept) > keep {
+			t.Fatalf("case %d: kept %d messages, more than keep_recent_messages %d", i, len(kept), keep)
+		}
+		for j, m := range kept {
+			if m.Role != llm.RoleTool {
+				continue
+			}
+			k := j - 1
+			for k >= 0 && kept[k].Role == llm.RoleTool {
+				k--
+			}
+			if k < 0 || !slices.ContainsFunc(kept[k].ToolCalls, func(c llm.ToolCall) bool { return c.ID == m.ToolCallID }) {
+				t.Fatalf("case %d (keep %d): tool result %s at %d answers no call before it: %+v", i, keep, m.ToolCallID, j, kept)
+			}
+		}
+	}
+	if compacted < 200 {
+		t.Errorf("only %d of 400 histories were compacted: the generator no longer tests much", compacted)
 	}
 }

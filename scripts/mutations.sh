@@ -84,6 +84,8 @@ mutate agent/autocompact.go 's/^\t\*c.fullTurn = c.turn$/\t_ = c.turn/' \
 	./agent TestCompactor_CompactIfFull "compact_at compacts at most once a turn"
 mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
+mutate agent/compact.go 's/^\tfor keep > 0 \&\& body\[len(body)-keep\].Role == llm.RoleTool {$/\tfor false {/' \
+	./agent TestCompactor_KeepsToolResultsWithTheirCalls "a compaction keeps no tool result without its call"
 # The option writer alone (optionwriter.go).
 mutate agent/optionwriter.go 's/^\tw.written = append(w.written, p)$//' \
 	./agent TestOptionWriter "an option's record joins the session's events through the writer"
