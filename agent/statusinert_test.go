@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"html"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -11,12 +9,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
-	gtext "github.com/yuin/goldmark/text"
-
 	"github.com/rebound-agent/rebound/acp"
+	"github.com/rebound-agent/rebound/internal/testkit/markdown"
 	clip "github.com/rebound-agent/rebound/internal/text"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
@@ -35,29 +29,6 @@ func genProviderMessage(r *rand.Rand) string {
 		b.WriteString(pieces[r.IntN(len(pieces))])
 	}
 	return b.String()
-}
-
-// markdownMarkup is what markdown s renders to beyond paragraphs of text
-// in an editor (CommonMark, with GFM's tables and strikethrough): the
-// kinds of nodes found, and the text shown, entities and escapes resolved.
-func markdownMarkup(s string) (kinds []string, shown string) {
-	md := goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table))
-	src := []byte(s)
-	doc := md.Parser().Parse(gtext.NewReader(src))
-	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		switch n.Kind() {
-		case ast.KindDocument, ast.KindParagraph, ast.KindText, ast.KindString, ast.KindCodeSpan: // a code span is inert
-		default:
-			if entering {
-				kinds = append(kinds, n.Kind().String())
-			}
-		}
-		return ast.WalkContinue, nil
-	})
-	var out bytes.Buffer
-	_ = md.Renderer().Render(&out, src, doc)
-	plain := strings.NewReplacer("<p>", " ", "</p>", " ", "<br>", " ", "<br />", " ", "<code>", "", "</code>", "").Replace(out.String())
-	return kinds, html.UnescapeString(plain)
 }
 
 // Property: a status card (its title and its content, live and on
@@ -97,7 +68,7 @@ func TestStatusCards_ProviderTextIsInert(t *testing.T) {
 			bare := strings.NewReplacer("`", "", " ", "", "\n", "").Replace
 			said := bare(clip.InertLine(msg, 1000))
 			check := func(where, s string) {
-				kinds, shown := markdownMarkup(s)
+				kinds, shown := markdown.Rendered(s)
 				if len(kinds) > 0 || strings.ContainsFunc(shown, func(c rune) bool { return unicode.IsControl(c) && c != '\n' || unicode.Is(unicode.Cf, c) }) {
 					t.Errorf("case %d: message %q: %s %q renders as %v: %q", i, msg, where, s, kinds, shown)
 				}

@@ -1,40 +1,19 @@
 package text
 
 import (
-	"bytes"
-	"html"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode"
 
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
-	gtext "github.com/yuin/goldmark/text"
+	"github.com/rebound-agent/rebound/internal/testkit/markdown"
 )
 
-// rendered is what markdown s renders to in an editor (CommonMark with
-// GFM's tables and strikethrough): the kinds of node beyond paragraphs of
-// text, and the words shown, escapes and entities resolved.
+// rendered is what s renders to beyond paragraphs of text, and the words
+// shown.
 func rendered(s string) (markup []string, words []string) {
-	md := goldmark.New(goldmark.WithExtensions(extension.Strikethrough, extension.Table))
-	src := []byte(s)
-	doc := md.Parser().Parse(gtext.NewReader(src))
-	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		switch n.Kind() {
-		case ast.KindDocument, ast.KindParagraph, ast.KindText, ast.KindString, ast.KindCodeSpan: // a code span is inert
-		default:
-			if entering {
-				markup = append(markup, n.Kind().String())
-			}
-		}
-		return ast.WalkContinue, nil
-	})
-	var out bytes.Buffer
-	_ = md.Renderer().Render(&out, src, doc)
-	plain := strings.NewReplacer("<p>", " ", "</p>", " ", "<br>", " ", "<br />", " ", "<code>", "", "</code>", "").Replace(out.String())
-	return markup, strings.Fields(html.UnescapeString(plain))
+	markup, shown := markdown.Rendered(s)
+	return markup, strings.Fields(shown)
 }
 
 // Property: whatever markdown s holds, InertMarkdown(s) renders as
