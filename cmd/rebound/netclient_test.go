@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rebound-agent/rebound/internal/testkit"
@@ -20,41 +15,10 @@ import (
 // prompt; it returns what the editor was sent.
 func promptOnce(t *testing.T, getenv func(string) string, dial *testkit.LocalNet) string {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	var stderr bytes.Buffer
-	var mu sync.Mutex
-	done := make(chan int, 1)
-	go func() {
-		done <- runEnv(t.Context(), nil, inR, outW, lockedWriter{&mu, &stderr}, env{getenv: getenv, home: t.TempDir(), dial: dial.Dial})
-		outW.Close()
-	}()
-	var shown bytes.Buffer
-	out := bufio.NewScanner(io.TeeReader(outR, &shown))
-	out.Buffer(nil, 16<<20)
-	call := func(id int, method string, params map[string]any) map[string]any {
-		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		inW.Write(append(line, '\n'))
-		for out.Scan() {
-			var m map[string]any
-			json.Unmarshal(out.Bytes(), &m)
-			if got, ok := m["id"].(float64); ok && int(got) == id && m["method"] == nil {
-				return m
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("%s: no answer; stderr:\n%s", method, stderr.String())
-		return nil
-	}
-	call(0, "initialize", map[string]any{"protocolVersion": 1})
-	res, _ := call(1, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})["result"].(map[string]any)
-	sid, _ := res["sessionId"].(string)
-	call(2, "session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
-	inW.Close()
-	go io.Copy(io.Discard, outR)
-	<-done
-	return shown.String()
+	p := serveInProcess(t, env{getenv: getenv, home: t.TempDir(), dial: dial.Dial})
+	p.prompt(2, p.newSession(t.TempDir()), "hi")
+	p.end()
+	return p.shown.String()
 }
 
 // The provider's requests go through HTTPS_PROXY unless NO_PROXY names the

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rebound-agent/rebound/llm/mockprovider"
@@ -38,40 +34,12 @@ func TestProviderHeaders_SentNeverLogged(t *testing.T) {
 		{Text: "Hello again."},
 	}})
 
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	var stderr bytes.Buffer
-	var mu sync.Mutex
-	done := make(chan int, 1)
-	go func() {
-		done <- runEnv(t.Context(), nil, inR, outW, lockedWriter{&mu, &stderr}, env{getenv: getenv, home: home, httpClient: mock})
-		outW.Close()
-	}()
-	var shown bytes.Buffer
-	out := bufio.NewScanner(io.TeeReader(outR, &shown))
-	out.Buffer(nil, 16<<20)
-	call := func(id int, method string, params map[string]any) map[string]any {
-		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		inW.Write(append(line, '\n'))
-		for out.Scan() {
-			var m map[string]any
-			json.Unmarshal(out.Bytes(), &m)
-			if got, ok := m["id"].(float64); ok && int(got) == id && m["method"] == nil {
-				return m
-			}
-		}
-		t.Fatalf("%s: no answer", method)
-		return nil
-	}
-	call(0, "initialize", map[string]any{"protocolVersion": 1})
-	res, _ := call(1, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}})["result"].(map[string]any)
-	sid, _ := res["sessionId"].(string)
+	p := serveInProcess(t, env{getenv: getenv, home: home, httpClient: mock})
+	sid := p.newSession(cwd)
 	for i := range 3 {
-		call(2+i, "session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+		p.prompt(2+i, sid, "hi")
 	}
-	inW.Close()
-	go io.Copy(io.Discard, outR)
-	<-done
+	p.end()
 
 	reqs := mock.Requests()
 	if len(reqs) != 4 {
@@ -82,13 +50,11 @@ func TestProviderHeaders_SentNeverLogged(t *testing.T) {
 			t.Errorf("request %d lacks provider.headers: %v", r.Seq, r.Header)
 		}
 	}
-	mu.Lock()
-	logs := stderr.String()
-	mu.Unlock()
+	logs := p.logs()
 	if !strings.Contains(logs, `"level":"debug"`) {
 		t.Fatalf("no debug logging to check: %s", logs)
 	}
-	where := map[string]string{"stderr": logs, "the editor's stdout": shown.String()}
+	where := map[string]string{"stderr": logs, "the editor's stdout": p.shown.String()}
 	filepath.WalkDir(state, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			b, _ := os.ReadFile(path)
