@@ -14,17 +14,7 @@ import (
 // holder finds whichever pid byte is locked, for pids nobody wrote down
 // (the edges of the DWORD range, and random ones), through another handle.
 func TestHolderSearch_AnyPidWindows(t *testing.T) {
-	path := filepath.Join(tempDir(t), "f")
-	a, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoHandles(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	pids := []uint32{1, 2, 3, 4, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff}
 	for range 40 {
@@ -101,17 +91,7 @@ func TestHolder_ConcurrentProbesWindows(t *testing.T) {
 // Unlock lets go of the name with the lock: the pid byte is free, and an
 // Unlock of a lock whose name could not be taken still lets go.
 func TestUnlock_LetsGoOfTheNameWindows(t *testing.T) {
-	path := filepath.Join(tempDir(t), "f")
-	a, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoHandles(t)
 	if err := tryLock(a); err != nil {
 		t.Fatal(err)
 	}
@@ -136,4 +116,21 @@ func TestUnlock_LetsGoOfTheNameWindows(t *testing.T) {
 	} else if err != nil {
 		t.Error("the lock stayed held after Unlock")
 	}
+}
+
+// twoHandles opens one new file twice, as two processes would: a creates it.
+func twoHandles(t *testing.T) (a, b *os.File) {
+	t.Helper()
+	path := filepath.Join(tempDir(t), "f")
+	a, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err = os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
 }
