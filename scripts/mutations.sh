@@ -107,8 +107,8 @@ mutate agent/holder.go 's/^\tif l != nil \&\& s.use.locked {$/\tif false {/' \
 	./agent 'TestSessionHolder_ReleaseLetsGoOfTheLock$' "sessionparts: release lets go of the log's lock"
 mutate agent/catchup.go 's/^\tif ld.Tail \&\& len(ld.Events) == 0 {$/\tif false {/' \
 	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a read of nothing new takes nothing"
-mutate agent/catchup.go 's/^\t} else if !s.listing.titled {$/\t} else if true {/' \
-	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a recorded title is kept over one made from the first prompt"
+mutate agent/catchup.go 's/^\tif sum, titled := session.Summarize(ld.Events); titled {$/\tif false {/' \
+	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a title another process recorded is the session's title"
 mutate agent/catchup.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
 	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a session nobody said where to work works where it was made"
 mutate agent/mcpservers.go 's/m.unsaid = append(m.unsaid, f)/_ = f/' \
