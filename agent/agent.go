@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -199,7 +200,7 @@ type sessionState struct {
 	fullTurn int
 
 	// log is nil while closed: set and cleared under the store's lock
-	// (sessionStore.mu), closed when idle as its log cache decides.
+	// (sessionHolder.mu), closed when idle as its log cache decides.
 	log *session.Log
 }
 
@@ -400,6 +401,28 @@ func (s *sessionState) record(typ string, data any, sync bool) (session.Event, e
 	return ev, nil
 }
 
+// summary is what the index keeps of s. Called with the log open, under
+// s.turnMu.
+func (s *sessionState) summary() session.Summary {
+	sum := session.Summary{SessionID: s.id, Cwd: s.listing.home, Title: s.listing.title}
+	if n := len(s.events); n > 0 {
+		sum.UpdatedAt = s.events[n-1].Time
+		if s.events[0].Type == session.TypeSessionStart {
+			var start session.SessionStart
+			if json.Unmarshal(s.events[0].Data, &start) == nil {
+				sum.AdditionalDirectories = start.AdditionalDirectories
+			}
+		}
+	}
+	return sum
+}
+
+// current is the session's configuration now.
+func (s *sessionState) current() options { return s.options.current() }
+
+// currentMode is the session's mode now.
+func (s *sessionState) currentMode() string { return s.current().mode }
+
 // pendingEvent is a record optionRecorder.set wrote, with the data it was made of.
 type pendingEvent struct {
 	ev   session.Event
@@ -408,10 +431,10 @@ type pendingEvent struct {
 
 // takeWritten adds the records optionRecorder.set wrote to events. Called by the
 // holder of turnMu.
-func (s *sessionState) takeWritten(written []pendingEvent) {
+func (c *conversation) takeWritten(written []pendingEvent) {
 	for _, w := range written {
-		s.events = append(s.events, w.ev)
-		s.extend(w.ev, w.data)
+		c.events = append(c.events, w.ev)
+		c.extend(w.ev, w.data)
 	}
 }
 
@@ -447,6 +470,16 @@ func (c *conversation) retryChain() (id string, retries int, used map[string]int
 		return h.conv.RetryChain()
 	}
 	return session.RetryChain(c.events)
+}
+
+// toolCallIDs returns the ids of every tool call the session's log holds,
+// read once from the log and then kept up to date by toolCalls.
+func (c *conversation) toolCallIDs() map[string]bool {
+	if c.toolIDs != nil {
+		return c.toolIDs
+	}
+	c.toolIDs = session.ToolCallIDs(c.events)
+	return c.toolIDs
 }
 
 // newID returns prefix + 128 random bits in hex.

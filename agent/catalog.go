@@ -169,7 +169,7 @@ type afterAnswer struct {
 	catalog *catalog
 	menu    *configMenu
 	// whileHeld runs f while the session is still held
-	// (sessionStore.whileHeld).
+	// (sessionHolder.whileHeld).
 	whileHeld func(s *sessionState, f func()) bool
 	log       *zerolog.Logger
 }

@@ -15,9 +15,12 @@
 //     the request to the type that serves it. agent.go: Config, the Agent
 //     and its wiring (New), session state and its log.
 //   - store.go: the sessions this process holds and their uses
-//     (sessionStore): acquire, in its jobs (use, reopen, lockLog, take,
-//     repairInterrupted, becomeUser), release and done; the session index.
-//     logcache.go: its open-log cache (at most 64 open, idle ones closed).
+//     (sessionStore), in parts, and the session index. holder.go: which
+//     sessions are held and their open logs (sessionHolder: use, release,
+//     close); logcache.go: its open-log cache (at most 64 open, idle ones
+//     closed). acquire.go: a use from acquire to done (acquirer), in its
+//     jobs (dropBroken, reopen, lockLog, repairInterrupted, becomeUser);
+//     catchup.go: what a read of the log brings into memory (catchUp).
 //     logerrors.go: where the logs are and what the editor is told when
 //     one can't be created, opened or written (stateDir).
 //   - turn.go: session/prompt (prompt), the agent loop (run), one logical request

@@ -334,22 +334,6 @@ func (r sessionRemover) delete(id string) error {
 	return nil
 }
 
-// summary is what the index keeps of s. Called with the log open, under
-// s.turnMu.
-func (s *sessionState) summary() session.Summary {
-	sum := session.Summary{SessionID: s.id, Cwd: s.listing.home, Title: s.listing.title}
-	if n := len(s.events); n > 0 {
-		sum.UpdatedAt = s.events[n-1].Time
-		if s.events[0].Type == session.TypeSessionStart {
-			var start session.SessionStart
-			if json.Unmarshal(s.events[0].Data, &start) == nil {
-				sum.AdditionalDirectories = start.AdditionalDirectories
-			}
-		}
-	}
-	return sum
-}
-
 // firstPromptTitle makes a title from the session's first prompt.
 func firstPromptTitle(events []session.Event) string {
 	if d, ok := session.FirstTurnStart(events); ok {

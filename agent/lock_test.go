@@ -185,7 +185,7 @@ func TestAgent_RefusedChangeChangesNothing(t *testing.T) {
 // optionsOf are the options events record, over the defaults.
 func optionsOf(a *Agent, events []session.Event) options {
 	s := &sessionState{conversation: conversation{events: events}}
-	s.options.load(a.store.menu.fromLog(events))
+	s.options.load(a.menu.fromLog(events))
 	return s.options.current()
 }
 

@@ -86,7 +86,7 @@ func (st mcpStarter) start(sessionID, cwd string, servers []acp.McpServer) *mcpS
 // restart gives a session being loaded or resumed the servers the
 // editor named now, stopping the ones it had first (the same servers may
 // be named again). Called under turnMu, which every other user of s.mcp
-// but Close holds. whileOpen is the store's (sessionStore.whileOpen): it
+// but Close holds. whileOpen is the store's (sessionHolder.whileOpen): it
 // sets s.mcp unless the agent has closed.
 func (st mcpStarter) restart(s *sessionState, servers []acp.McpServer, whileOpen func(func()) bool) {
 	s.mcp.close()

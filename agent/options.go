@@ -86,12 +86,6 @@ func (m *configMenu) reasoningEffort(model, thought string) string {
 	return thought
 }
 
-// current is the session's configuration now.
-func (s *sessionState) current() options { return s.options.current() }
-
-// currentMode is the session's mode now.
-func (s *sessionState) currentMode() string { return s.current().mode }
-
 // fromLog are the options a session's log records (the last
 // session/mode, the last session/config of each), else the defaults.
 func (m *configMenu) fromLog(events []session.Event) options {

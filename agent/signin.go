@@ -84,7 +84,7 @@ type formSetUp struct {
 	setUp ProviderSetUp // Config.SetUp; nil: not offered
 	auth  *signIn
 	menu  *configMenu
-	// open are the sessions this process holds (sessionStore.open);
+	// open are the sessions this process holds (sessionHolder.open);
 	// setModel records a session's model (optionRecorder.set).
 	open     func() []*sessionState
 	setModel func(ctx context.Context, s *sessionState, id, value string) (changed bool, err error)

@@ -110,16 +110,6 @@ func shownCallID(id string) string {
 	return id
 }
 
-// toolCallIDs returns the ids of every tool call the session's log holds,
-// read once from the log and then kept up to date by toolCalls.
-func (s *sessionState) toolCallIDs() map[string]bool {
-	if s.toolIDs != nil {
-		return s.toolIDs
-	}
-	s.toolIDs = session.ToolCallIDs(s.events)
-	return s.toolIDs
-}
-
 // toolOutcome is how one tool call ended.
 type toolOutcome struct {
 	status  string // session.ToolCompleted, ToolFailed or ToolAborted

@@ -90,8 +90,27 @@ mutate agent/compact.go 's/^\tfor keep > 0 \&\& body\[len(body)-keep\].Role == l
 mutate agent/optionwriter.go 's/^\tw.written = append(w.written, p)$//' \
 	./agent TestOptionWriter "an option's record joins the session's events through the writer"
 # The session store alone (store.go), on logs in a temporary directory.
-mutate agent/store.go 's/^\tif s.use.locked \&\& up.OpenTurn != 0 {$/\tif false {/' \
+mutate agent/acquire.go 's/^\tif s.use.locked \&\& up.OpenTurn != 0 {$/\tif false {/' \
 	./agent TestSessionStore_RepairsATurnLeftOpen "a use that holds the lock closes a turn a dead process left open"
+# Its parts alone (issue 30): the sessions held (holder.go), a use (acquire.go), a read taken in (catchup.go).
+mutate agent/acquire.go 's/^\tif changed {$/\tif true {/' \
+	./agent 'TestAcquirer_IndexesWhatItRead$' "sessionparts: the index hears of a session only when a use read what others appended"
+mutate agent/acquire.go 's/^\tif s.use.locked \&\& !write {$/\tif false {/' \
+	./agent 'TestAcquirer_ReadLetsGoOfTheLock$' "sessionparts: a load lets go of the lock before it replays"
+mutate agent/acquire.go 's/^\tif l == nil || (!reload \&\& l.Err() == nil) {$/\tif l == nil || l.Err() == nil {/' \
+	./agent 'TestAcquirer_ReloadAfterAPanic$' "sessionparts: a turn that panicked has its log read again and its turn closed as a panic"
+mutate agent/acquire.go 's/^\t\tif !s.use.loaded {$/\t\tif false {/' \
+	./agent 'TestAcquirer_NoLog$' "sessionparts: a load of a session with no log holds nothing"
+mutate agent/holder.go '/^func (h \*sessionHolder) opened/,/^}/s/^\tif h.closed {$/\tif false {/' \
+	./agent 'TestSessionHolder_Opened$' "sessionparts: a log opened after shutdown is closed, not held"
+mutate agent/holder.go 's/^\tif l != nil \&\& s.use.locked {$/\tif false {/' \
+	./agent 'TestSessionHolder_ReleaseLetsGoOfTheLock$' "sessionparts: release lets go of the log's lock"
+mutate agent/catchup.go 's/^\tif ld.Tail \&\& len(ld.Events) == 0 {$/\tif false {/' \
+	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a read of nothing new takes nothing"
+mutate agent/catchup.go 's/^\tif sum, titled := session.Summarize(ld.Events); titled {$/\tif false {/' \
+	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a title another process recorded is the session's title"
+mutate agent/catchup.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
+	./agent 'TestCatchUp_WholeThenTail$' "sessionparts: a session nobody said where to work works where it was made"
 mutate agent/mcpservers.go 's/m.unsaid = append(m.unsaid, f)/_ = f/' \
 	./cmd/rebound TestE2E_MCPServerDies "a server that dies is reported to the editor"
 
@@ -172,7 +191,7 @@ mutate acp/handshake.go 's/^\t\tr.ReopenOnUse()$/\t\t_ = r/' \
 	./acp TestServer_RequestsBeforeInitializeAreServed "preinit: the agent is told to reopen sessions on use"
 mutate agent/reopen.go 's/^\tif err == nil || !r.on.Load() {$/\tif true {/' \
 	./cmd/rebound TestServe_SessionMethodFirstAfterRestart "preinit: a session method opens a session from its log"
-mutate agent/store.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
+mutate agent/catchup.go 's/^\tif s.dirs.cwd == "" \&\& filepath.IsAbs(s.listing.home) {$/\tif false {/' \
 	./cmd/rebound 'TestGolden/preinit' "preinit: a reopened session works where it was made"
 mutate cmd/rebound/run.go 's/serveBadConfig(ctx, err, s.in, s.out, /serveBadConfig(ctx, err, strings.NewReader(""), io.Discard, /' \
 	./cmd/rebound TestServe_ConfigErrorReachesTheEditor "preinit: a configuration error is served to the editor"
