@@ -175,12 +175,10 @@ func pairToolCalls(msgs []llm.Message) ([]llm.Message, pairRepairs) {
 		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
 			continue
 		}
-		var small [16]bool
-		answered := small[:0]
-		if n := len(m.ToolCalls); n <= len(small) {
-			answered = small[:n]
-		} else {
-			answered = make([]bool, n)
+		var small [16]bool // no allocation for the usual few calls
+		answered := small[:min(len(m.ToolCalls), len(small))]
+		if len(m.ToolCalls) > len(small) {
+			answered = make([]bool, len(m.ToolCalls))
 		}
 		for ; i < len(msgs) && msgs[i].Role == llm.RoleTool; i++ {
 			k := unansweredCall(m.ToolCalls, answered, msgs[i].ToolCallID)
