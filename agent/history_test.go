@@ -188,6 +188,12 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 	// Both derivations render results alike, so that they pair with their
 	// calls is checked on its own.
 	checkToolPairs(t, h.model(), where)
+	if !openTurn(want) {
+		next := turnMessages{history: h.withSystem(llm.Message{Role: llm.RoleSystem}), prompt: llm.Message{Role: llm.RoleUser, Content: "next"}}
+		if sent, _ := sendable(next.build(nil, "", false)); toolPairProblem(sent, false) != "" {
+			t.Fatalf("%s: the next turn's request: %s", where, toolPairProblem(sent, false))
+		}
+	}
 	// Why a prompt needs no incomplete replies dropped: the last turn
 	// closed them (closeTurn), and a local one makes none.
 	if h.user < 0 && len(h.incomplete) > 0 {
@@ -229,16 +235,22 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 // by anything but its run's end is answered: a strict provider refuses
 // anything else. The only run without its call is one a compaction cut
 // from it, right after its summary (a log written before e89f27c has
-// them): the request built from the history never sends it.
+// them): checkHistory checks that the next turn's request never sends it.
 func checkToolPairs(t *testing.T, msgs []llm.Message, where string) {
 	t.Helper()
 	if p := toolPairProblem(msgs, true); p != "" {
 		t.Fatalf("%s: the history: %s", where, p)
 	}
-	next := turnMessages{history: msgs, prompt: llm.Message{Role: llm.RoleUser, Content: "next"}}
-	if sent, _ := sendable(next.build(nil, "", false)); toolPairProblem(sent, false) != "" {
-		t.Fatalf("%s: the next request: %s", where, toolPairProblem(sent, false))
+}
+
+// openTurn reports whether the conversation's last turn has not ended.
+func openTurn(conv []session.Message) bool {
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == session.RoleUser {
+			return conv[i].TurnOutcome == ""
+		}
 	}
+	return false
 }
 
 // mimic keeps what the agent's own code keeps beside an append (toolCalls,

@@ -74,8 +74,12 @@ func TestPairToolCalls(t *testing.T) {
 		}
 		return m
 	}
-	result := func(id string) llm.Message { return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: "out " + id} }
-	none := func(id string) llm.Message { return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: noResultOutput} }
+	result := func(id string) llm.Message {
+		return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: "out " + id}
+	}
+	none := func(id string) llm.Message {
+		return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: noResultOutput}
+	}
 	sys := llm.Message{Role: llm.RoleSystem, Content: "s"}
 	user := llm.Message{Role: llm.RoleUser, Content: "u"}
 	summary := summaryMessage("S.")
@@ -201,7 +205,9 @@ func runPairProperty(t *testing.T, seed uint64, ops int, stats *pairStats) {
 		}
 		g.accept(events[len(events)-1], data)
 		where := fmt.Sprintf("seed %d op %d (%s)", seed, op, typ)
-		checkRequestsOf(t, h, g.open, r, where, stats)
+		if len(g.pending) == 0 { // a turn asks again only once its calls are answered
+			checkRequestsOf(t, h, g.open, r, where, stats)
+		}
 		if r.IntN(4) == 0 && !g.open { // a turn starts with a compaction (compact_at, /compact)
 			checkCompacted(t, h, r, where, stats)
 		}
@@ -272,7 +278,7 @@ func checkRequest(t *testing.T, built []llm.Message, where string, stats *pairSt
 		t.Fatalf("%s: %s:\n%s", where, p, pairsOf(paired))
 	}
 	if sent, _ := sendable(built); toolPairProblem(sent, false) != "" {
-		t.Fatalf("%s: alternate broke the pairs:\n%s", where, pairsOf(sent))
+		t.Fatalf("%s: the request sendable makes is refused:\n%s", where, pairsOf(sent))
 	}
 	if toolPairProblem(built, false) == "" {
 		if fixed != (pairRepairs{}) || len(built) > 0 && &paired[0] != &built[0] {
