@@ -150,7 +150,7 @@ func TestPairToolCalls(t *testing.T) {
 // tool results or adds them: every other message is the one built.
 func TestRequests_PairEveryToolCall(t *testing.T) {
 	var stats pairStats
-	for seed := range uint64(120) {
+	for seed := range uint64(60) {
 		runPairProperty(t, seed, 150, &stats)
 	}
 	// The generator still makes what the property is about.
@@ -211,7 +211,7 @@ func runPairProperty(t *testing.T, seed uint64, ops int, stats *pairStats) {
 		if r.IntN(4) == 0 && !g.open { // a turn starts with a compaction (compact_at, /compact)
 			checkCompacted(t, h, r, where, stats)
 		}
-		if typ == session.TypeTurnEnd && r.IntN(2) == 0 || r.IntN(20) == 0 {
+		if typ == session.TypeTurnEnd && r.IntN(4) == 0 || r.IntN(40) == 0 {
 			// The fork: the log up to its last finished turn, read again.
 			copied, _ := forkedEvents(events)
 			fh, fevents := newHistory(), []session.Event(nil)
