@@ -28,7 +28,8 @@
 //     the end of the turn (settle); newTurn and newToolRunner wire what
 //     the turn delegates to. The turn delegates: request.go holds
 //     the current request's attempts and settings (request) and the
-//     messages the model is sent (turnMessages).
+//     messages the model is sent (turnMessages), which every attempt makes
+//     sendable: tool calls paired with their results, roles alternating.
 //   - emit.go: the emitter, the one place reply text is recorded and then
 //     sent (live or held); its state in two parts: what was shown live
 //     and the resumer that trims a continuation's repeats (emitlive.go),

@@ -204,6 +204,13 @@ func (h *history) render(m *session.Message) {
 
 // compacted replaces in out the messages the compaction m replaced with
 // its summary, and moves the open turn's incomplete replies with them.
+//
+// The cut is where m's Replaced puts it, even right before a tool result
+// whose call it replaced (compactions before e89f27c made such cuts, and a
+// version that rendered a different number of messages may too): every
+// compaction record counts the messages of this history as its writer had
+// it, so a message dropped here would move every later record's cut.
+// sendable (request.go) leaves such a result out of the request.
 func (h *history) compacted(m *session.Message) {
 	// A new array: a turn may hold the old one (withSystem).
 	n := min(max(m.Replaced, 0), len(h.out)-1)

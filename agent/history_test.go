@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,6 +188,12 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 	// Both derivations render results alike, so that they pair with their
 	// calls is checked on its own.
 	checkToolPairs(t, h.model(), where)
+	if !openTurn(want) {
+		next := turnMessages{history: h.withSystem(llm.Message{Role: llm.RoleSystem}), prompt: llm.Message{Role: llm.RoleUser, Content: "next"}}
+		if sent, _ := sendable(next.build(nil, "", false)); toolPairProblem(sent, false) != "" {
+			t.Fatalf("%s: the next turn's request: %s", where, toolPairProblem(sent, false))
+		}
+	}
 	// Why a prompt needs no incomplete replies dropped: the last turn
 	// closed them (closeTurn), and a local one makes none.
 	if h.user < 0 && len(h.incomplete) > 0 {
@@ -224,47 +229,28 @@ func checkHistory(t *testing.T, s *sessionState, where string) {
 	}
 }
 
-// checkToolPairs checks that each tool result of msgs answers, by the id
-// the provider gave it, a call of the assistant message its run of results
-// follows, once, and that a call followed by anything but its run's end
-// is answered: a strict provider refuses anything else. The only run
-// without its call is one a compaction cut from it: it follows a summary.
+// checkToolPairs checks that each tool result of msgs, the session's
+// history, answers a call of the assistant message its run of results
+// follows, by the id the provider gave it, once, and that a call followed
+// by anything but its run's end is answered: a strict provider refuses
+// anything else. The only run without its call is one a compaction cut
+// from it, right after its summary (a log written before e89f27c has
+// them): checkHistory checks that the next turn's request never sends it.
 func checkToolPairs(t *testing.T, msgs []llm.Message, where string) {
 	t.Helper()
-	summary := summaryMessage("").Content
-	for i := 0; i < len(msgs); {
-		m, at := msgs[i], i
-		calls := map[string]bool{}
-		switch {
-		case m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0:
-			for _, c := range m.ToolCalls {
-				calls[c.ID] = false
-			}
-			i++
-		case m.Role == llm.RoleTool:
-			if i == 0 || msgs[i-1].Role != llm.RoleUser || !strings.HasPrefix(msgs[i-1].Content, summary) {
-				t.Fatalf("%s: tool result %q at %d follows no call", where, m.ToolCallID, i)
-			}
-			calls = nil // cut from its call
-		default:
-			i++
-			continue
-		}
-		for ; i < len(msgs) && msgs[i].Role == llm.RoleTool; i++ {
-			id := msgs[i].ToolCallID
-			if answered, ok := calls[id]; calls != nil && (!ok || answered) {
-				t.Fatalf("%s: tool result %q at %d answers none of the calls %v at %d once", where, id, i, msgs[at].ToolCalls, at)
-			}
-			if calls != nil {
-				calls[id] = true
-			}
-		}
-		for id, answered := range calls {
-			if !answered && i < len(msgs) {
-				t.Fatalf("%s: call %q at %d is not answered, yet a %s message follows", where, id, at, msgs[i].Role)
-			}
+	if p := toolPairProblem(msgs, true); p != "" {
+		t.Fatalf("%s: the history: %s", where, p)
+	}
+}
+
+// openTurn reports whether the conversation's last turn has not ended.
+func openTurn(conv []session.Message) bool {
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == session.RoleUser {
+			return conv[i].TurnOutcome == ""
 		}
 	}
+	return false
 }
 
 // mimic keeps what the agent's own code keeps beside an append (toolCalls,

@@ -115,3 +115,109 @@ func (m *turnMessages) stripImages() error {
 	m.prompt.Images = nil
 	return nil
 }
+
+// sendable makes an attempt's messages, as built, a request strict
+// providers take: tool calls paired with their results (pairToolCalls),
+// then roles alternating (alternate). It is applied once, to every
+// attempt's messages, whatever derived them: the log's history, a
+// compaction's cut, the turn's exchange. What it repaired is returned for
+// the caller to log: a repair means something upstream let a pair break.
+func sendable(msgs []llm.Message) ([]llm.Message, pairRepairs) {
+	msgs, fixed := pairToolCalls(msgs)
+	return alternate(msgs), fixed
+}
+
+// pairRepairs counts what pairToolCalls changed.
+type pairRepairs struct {
+	dropped  int // tool results that answered no call of the message before them, or answered one twice
+	answered int // calls given a result saying none was recorded
+}
+
+// pairToolCalls returns msgs with the pairing OpenAI, Anthropic (through
+// gateways), Mistral and Bedrock refuse a request without: every tool
+// result answers a call of the nearest assistant message before it, each
+// call once, and every call of an assistant message is answered before the
+// next message that is not a tool result (or the request's end).
+//
+// A result that answers no such call is dropped. Its call is gone from
+// the request (a compaction of a log written before compactions kept
+// calls with their results replaced it, and the summary was made without
+// the result), so there is nothing to pair it with. It is not sent in
+// another role instead: a tool's output (a file, a web page, an MCP
+// server's answer) must never reach the model as the user's words. The
+// log keeps it, and so does the session's history (toLLM), where every
+// compaction record counts its messages; the next compaction summarises
+// it. A call without a result gets noResultOutput after its results.
+//
+// Requests are built for every attempt, and almost all are already well
+// formed: they are returned as they are, not copied (a request's slice is
+// its own).
+func pairToolCalls(msgs []llm.Message) ([]llm.Message, pairRepairs) {
+	var fixed pairRepairs
+	var out []llm.Message // nil until the first change
+	change := func(i int) {
+		if out == nil {
+			out = append(make([]llm.Message, 0, len(msgs)+4), msgs[:i]...)
+		}
+	}
+	for i := 0; i < len(msgs); {
+		m := msgs[i]
+		if m.Role == llm.RoleTool { // after no call: the group loop below takes every answer
+			change(i)
+			fixed.dropped++
+			i++
+			continue
+		}
+		if out != nil {
+			out = append(out, m)
+		}
+		i++
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		var small [16]bool // no allocation for the usual few calls
+		answered := small[:min(len(m.ToolCalls), len(small))]
+		if len(m.ToolCalls) > len(small) {
+			answered = make([]bool, len(m.ToolCalls))
+		}
+		for ; i < len(msgs) && msgs[i].Role == llm.RoleTool; i++ {
+			k := unansweredCall(m.ToolCalls, answered, msgs[i].ToolCallID)
+			if k < 0 {
+				change(i)
+				fixed.dropped++
+				continue
+			}
+			answered[k] = true
+			if out != nil {
+				out = append(out, msgs[i])
+			}
+		}
+		for k, tc := range m.ToolCalls {
+			if !answered[k] {
+				change(i)
+				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: noResultOutput})
+				fixed.answered++
+			}
+		}
+	}
+	if out == nil {
+		return msgs, fixed
+	}
+	return out, fixed
+}
+
+// unansweredCall is the index of the first call of calls with id that
+// answered does not mark, or -1.
+func unansweredCall(calls []llm.ToolCall, answered []bool, id string) int {
+	for k, c := range calls {
+		if c.ID == id && !answered[k] {
+			return k
+		}
+	}
+	return -1
+}
+
+// noResultOutput is the result a request gives a call the history has no
+// result for. Why is not known here (a log repaired after a crash says
+// more, notRunOutput says more), so the model is told what it can rely on.
+const noResultOutput = "No result was recorded for this tool call: it may or may not have run. Check before repeating it."

@@ -648,7 +648,12 @@ func (t *turn) failure(ctx context.Context, err error) error {
 func (t *turn) runAttempt(ctx context.Context) (*llm.Reply, error) {
 	n := t.req.nextAttempt()
 	req := t.request()
-	req.Messages = alternate(req.Messages)
+	var fixed pairRepairs
+	req.Messages, fixed = sendable(req.Messages) // request.go
+	if fixed != (pairRepairs{}) {
+		t.agent.cfg.Logger.Warn().Str("session", t.s.id).Int("turn", t.number).Int("droppedResults", fixed.dropped).Int("answeredCalls", fixed.answered).
+			Msg("the request's history paired a tool call and its result wrongly; repaired before sending")
+	}
 	last := len(req.Messages) - 1
 	t.out.beginAttempt(n, last >= 0 && req.Messages[last].Prefix)
 	if _, err := t.s.append(session.TypeStepStart, session.StepStart{Turn: t.number, Step: n, Model: req.Model, ReasoningEffort: req.ReasoningEffort, MessageID: t.out.msgID}); err != nil {

@@ -86,6 +86,19 @@ mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
 mutate agent/compact.go 's/^\tfor keep > 0 \&\& body\[len(body)-keep\].Role == llm.RoleTool {$/\tfor false {/' \
 	./agent TestCompactor_KeepsToolResultsWithTheirCalls "a compaction keeps no tool result without its call"
+# Every request pairs each tool call with one result (request.go, pairToolCalls), whatever derived it.
+mutate agent/request.go 's/^\t\tif m.Role == llm.RoleTool { \/\/ after no call.*/\t\tif false {/' \
+	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a tool result that follows no call is not sent"
+mutate agent/request.go 's/^\t\tif c.ID == id \&\& !answered\[k\] {$/\t\tif c.ID == id {/' \
+	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call is answered once"
+mutate agent/request.go 's/^\t\t\tanswered\[k\] = true$//' \
+	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call answered is given no made-up result"
+mutate agent/request.go 's/^\t\t\tif !answered\[k\] {$/\t\t\tif false {/' \
+	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call without a result gets one saying none was recorded"
+mutate agent/request.go 's/^\tmsgs, fixed := pairToolCalls(msgs)$/\tfixed := pairRepairs{}/' \
+	./agent 'TestAgent_LogCompactedBeforeCallsKeptTheirResults|TestRequests_PairEveryToolCall|TestHistory_MatchesDerivation' "requests: sendable pairs tool calls and results"
+mutate agent/turn.go 's/^\treq.Messages, fixed = sendable(req.Messages) .*/\treq.Messages = alternate(req.Messages)/' \
+	./agent TestAgent_LogCompactedBeforeCallsKeptTheirResults "requests: an attempt sends its messages made sendable (a log compacted before e89f27c)"
 # The option writer alone (optionwriter.go).
 mutate agent/optionwriter.go 's/^\tw.written = append(w.written, p)$//' \
 	./agent TestOptionWriter "an option's record joins the session's events through the writer"
