@@ -37,8 +37,8 @@ const (
 // they are, however many: the session log keeps them (step/end, turn/end),
 // a failed prompt's JSON-RPC error carries them as data, and so does the
 // retry progress in _meta["rebound/retry"] (schema/retry-progress.schema.json).
-// Classify (classify.go) makes one; its methods here put it in words, and
-// ModelNotFound (modelmissing.go) reads a missing model in them.
+// Classify (classify.go) makes one; its methods here read it and put it in
+// words, and ModelNotFound (modelmissing.go) reads a missing model in them.
 type Failure struct {
 	Code         Code   `json:"code" jsonschema:"enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN"`
 	Message      string `json:"message"`
