@@ -40,11 +40,6 @@ type AuthCapabilities struct {
 	Meta     Meta `json:"_meta,omitempty"`
 }
 
-// TerminalAuth reports whether the client can run terminal auth methods.
-func (c ClientCapabilities) TerminalAuth() bool {
-	return c.Auth != nil && c.Auth.Terminal
-}
-
 // TerminalAuthMetaKey is the _meta key of the sign-in command in the shape
 // clients used before terminal methods were in the protocol: the client
 // advertises clientCapabilities._meta["terminal-auth"] = true, and runs the
@@ -61,13 +56,6 @@ type TerminalAuthMeta struct {
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env,omitempty"`
-}
-
-// TerminalAuthByMeta reports whether the client runs a method's
-// _meta["terminal-auth"] command (TerminalAuthMetaKey).
-func (c ClientCapabilities) TerminalAuthByMeta() bool {
-	v, ok := c.Meta[TerminalAuthMetaKey].(bool)
-	return ok && v
 }
 
 // AuthenticateRequest is the params of authenticate.

@@ -27,11 +27,12 @@
 // the agent, the running prompt of each session, the sessions being closed,
 // and cancellation; shutdown.go the bounded stop (stopper); reply.go sends
 // replies and maps errors to wire errors, once (replier). dispatch.go routes
-// each method (Handle) and holds the handlers of the methods that reach the
-// agent, with handle, the one decode → check → call-the-agent shape most
-// share; prompts.go the handlers that consult the running prompts
+// each method (Handle) and holds every handler: those of the methods that
+// reach the agent, with handle, the one decode → check → call-the-agent
+// shape most share, and those that consult the running prompts
 // (session/prompt, cancel, close and delete); params.go decodes and checks
-// params; auth.go the sign-in types and which methods a client is offered.
+// params, providers.go those of providers/set; auth.go the sign-in types
+// and which methods a client is offered.
 //
 // The editor, for the agent's calls back: editor.go is editorConn, the
 // agent's Client (session updates, capabilities), and client.go its

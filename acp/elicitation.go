@@ -28,20 +28,6 @@ const (
 	ElicitationCancel  = "cancel"
 )
 
-// ElicitationForm reports whether the client advertised
-// clientCapabilities.elicitation.form (an object: `{}` advertises it,
-// omitted or null does not). Whatever else is there is ignored, as the
-// schema's default-on-error asks.
-func (c ClientCapabilities) ElicitationForm() bool {
-	var e struct {
-		Form json.RawMessage `json:"form"`
-	}
-	if json.Unmarshal(c.Elicitation, &e) != nil {
-		return false
-	}
-	return firstByte(e.Form) == '{'
-}
-
 // FormField is one property of a form: a string (Options makes it a
 // single choice) or a boolean. Strings are bounded: MaxLength is required
 // of the agent, and the client's answer is checked against it.

@@ -60,19 +60,6 @@ func (r replier) reply(ctx context.Context, c replyConn, req *jsonrpc2.Request, 
 	}
 }
 
-// RichErrors reports whether the client shows it understands Rebound's
-// richer messages (it advertises session.notices, or reads
-// _meta["rebound/retry"]: clientCapabilities._meta["rebound/retry"] set), so
-// an error's data is for it. Clients in general show data as text: Zed (its
-// ACP library) appends it, pretty-printed JSON, to the message it shows.
-func (c ClientCapabilities) RichErrors() bool {
-	if c.Notices() {
-		return true
-	}
-	v, ok := c.Meta[MetaRetry]
-	return ok && v != nil && v != false
-}
-
 // MetaRetry is the _meta key of Rebound's retry progress, which a client
 // that reads it names in clientCapabilities._meta.
 const MetaRetry = "rebound/retry"

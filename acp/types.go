@@ -34,7 +34,7 @@ type ClientCapabilities struct {
 	// Auth says which auth method types the client handles (auth.go).
 	Auth *AuthCapabilities `json:"auth,omitempty"`
 	// Elicitation is kept raw: only its form member is read
-	// (elicitation.go), and a malformed one advertises nothing.
+	// (ElicitationForm), and a malformed one advertises nothing.
 	Elicitation json.RawMessage `json:"elicitation,omitempty"`
 	Meta        Meta            `json:"_meta,omitempty"`
 }
@@ -47,6 +47,45 @@ func (c ClientCapabilities) Notices() bool {
 // Compaction reports whether the client understands `compaction_update`.
 func (c ClientCapabilities) Compaction() bool {
 	return c.Session != nil && advertised(c.Session.Compaction)
+}
+
+// TerminalAuth reports whether the client can run terminal auth methods.
+func (c ClientCapabilities) TerminalAuth() bool {
+	return c.Auth != nil && c.Auth.Terminal
+}
+
+// TerminalAuthByMeta reports whether the client runs a method's
+// _meta["terminal-auth"] command (TerminalAuthMetaKey).
+func (c ClientCapabilities) TerminalAuthByMeta() bool {
+	v, ok := c.Meta[TerminalAuthMetaKey].(bool)
+	return ok && v
+}
+
+// ElicitationForm reports whether the client advertised
+// clientCapabilities.elicitation.form (an object: `{}` advertises it,
+// omitted or null does not). Whatever else is there is ignored, as the
+// schema's default-on-error asks.
+func (c ClientCapabilities) ElicitationForm() bool {
+	var e struct {
+		Form json.RawMessage `json:"form"`
+	}
+	if json.Unmarshal(c.Elicitation, &e) != nil {
+		return false
+	}
+	return firstByte(e.Form) == '{'
+}
+
+// RichErrors reports whether the client shows it understands Rebound's
+// richer messages (it advertises session.notices, or reads
+// _meta["rebound/retry"]: clientCapabilities._meta["rebound/retry"] set), so
+// an error's data is for it. Clients in general show data as text: Zed (its
+// ACP library) appends it, pretty-printed JSON, to the message it shows.
+func (c ClientCapabilities) RichErrors() bool {
+	if c.Notices() {
+		return true
+	}
+	v, ok := c.Meta[MetaRetry]
+	return ok && v != nil && v != false
 }
 
 func advertised(raw json.RawMessage) bool {

@@ -92,7 +92,7 @@ type wireMessages struct {
 // the cache when it was sent before. A last message with Prefix set is
 // marked "prefix": true, the form DeepSeek and Mistral document; it is a
 // partial reply that changes with every continuation, so it is not kept.
-func (o *OpenAI) encodeMessages(req Request) (*wireMessages, error) {
+func (c *bodyCache) encodeMessages(req Request) (*wireMessages, error) {
 	msgs := req.Messages
 	var prefixed *Message
 	if n := len(msgs); n > 0 && msgs[n-1].Prefix {
@@ -102,7 +102,7 @@ func (o *OpenAI) encodeMessages(req Request) (*wireMessages, error) {
 		prefixed, msgs = &msgs[n-1], msgs[:n-1]
 	}
 	parts := make([][]byte, len(req.Messages)+2)
-	if err := o.bodies.encode(msgs, parts[1:]); err != nil {
+	if err := c.encode(msgs, parts[1:]); err != nil {
 		return nil, err
 	}
 	if prefixed != nil {

@@ -90,10 +90,6 @@ func ContinuesInPlace(p Provider) bool {
 	return ok && c.ContinuesInPlace()
 }
 
-// ContinuesInPlace reports whether the provider continues a partial reply
-// in place: a request whose last message has Prefix set.
-func (o *OpenAI) ContinuesInPlace() bool { return o.prefix != nil }
-
 // MinRestart is the fewest runes the whole shown text (from the reply's
 // first character) must hold for a continuation that begins with all of it
 // to count as starting over (CertainRestart).

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -143,25 +142,3 @@ func Truncated(reason string) bool { return ClassifyFinish(reason) == FinishTrun
 // Refused reports whether reason says a filter stopped the reply
 // (FinishRefused).
 func Refused(reason string) bool { return ClassifyFinish(reason) == FinishRefused }
-
-// finishError is the failure of an attempt whose finish reason says it
-// failed (FinishFailed) or that Rebound does not know: an in-stream error
-// of type "finish_reason" whose code is the reason, so recovery retries it
-// as a server error mid-reply, and a user rule can match it
-// (finish_reason=network_error, or msg~network_error).
-func (s *stream) finishError(reason string) error {
-	e := s.streamError(nil, nil)
-	r := reason
-	if len(r) > 64 { // the provider's word, bounded
-		r = r[:64] + "…"
-	}
-	e.Type, e.Code = "finish_reason", r
-	// A rule's field=value reads the error JSON: finish_reason=network_error.
-	e.Body = mustJSON(map[string]string{"finish_reason": r})
-	if ClassifyFinish(reason) == FinishUnknown {
-		e.Message = fmt.Sprintf("the provider ended the reply with finish_reason %q, which Rebound does not know, so it is not taken as finished", r)
-	} else {
-		e.Message = fmt.Sprintf("the provider broke off the reply (finish_reason %q)", r)
-	}
-	return s.o.scrub(e)
-}

@@ -44,36 +44,6 @@ type ContextWindows interface {
 
 var _ ContextWindows = (*OpenAI)(nil)
 
-// ListModels asks the provider's GET /models.
-func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
-	ctx = context.WithValue(ctx, bodyLimitKey{}, int64(maxModelsBodySize))
-	// go-openai's Model has no window: the body is read again for it.
-	var body bytes.Buffer
-	ctx = context.WithValue(ctx, teeKey{}, &body)
-	list, err := o.client.ListModels(ctx)
-	if err != nil {
-		return nil, o.scrub(fmt.Errorf("list the provider's models: %w", err))
-	}
-	ids := make([]string, 0, len(list.Models))
-	for _, m := range list.Models {
-		if ChatModel(m.ID) {
-			ids = append(ids, m.ID)
-		}
-	}
-	ids = CleanModelIDs(ids)
-	windows := contextWindows(body.Bytes(), ids)
-	o.windows.Store(&windows)
-	return ids, nil
-}
-
-// ContextWindow is model's window as the last model list said.
-func (o *OpenAI) ContextWindow(model string) uint64 {
-	if w := o.windows.Load(); w != nil {
-		return (*w)[model]
-	}
-	return 0
-}
-
 // maxContextWindow bounds a window a model list may claim, in tokens: a
 // larger one is no window, only a broken or hostile list.
 const maxContextWindow = 100_000_000

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -88,11 +90,26 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 		prefix: prefixDialect(oc.BaseURL, cfg.Continuation), usage: includeUsage(oc.BaseURL, cfg.StreamUsage), logger: cfg.Logger}
 }
 
+// ContinuesInPlace reports whether the provider continues a partial reply
+// in place: a request whose last message has Prefix set.
+func (o *OpenAI) ContinuesInPlace() bool { return o.prefix != nil }
+
+// Endpoint is the host the provider's requests go to (its base URL's).
+func (o *OpenAI) Endpoint() string { return o.host }
+
+// baseHost is the host of the base URL, for messages.
+func baseHost(baseURL string) string {
+	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return baseURL
+}
+
 // Stream starts one attempt. A non-2xx answer is returned here as an
 // *Error; transport failures keep their identity (context.Canceled,
 // *net.OpError, syscall.ECONNREFUSED, …) under a wrapping message.
 func (o *OpenAI) Stream(ctx context.Context, req Request) (Stream, error) {
-	wire, err := o.encodeMessages(req)
+	wire, err := o.bodies.encodeMessages(req)
 	if err != nil {
 		return nil, fmt.Errorf("chat completion request: %w", err)
 	}
@@ -150,6 +167,37 @@ func (o *OpenAI) chatRequest(req Request) openai.ChatCompletionRequest {
 		creq.MaxCompletionTokens, creq.MaxTokens = creq.MaxTokens, 0
 	}
 	return creq
+}
+
+// ListModels asks the provider's GET /models; models.go reads the list
+// (its bounds, the ids kept, the context windows).
+func (o *OpenAI) ListModels(ctx context.Context) ([]string, error) {
+	ctx = context.WithValue(ctx, bodyLimitKey{}, int64(maxModelsBodySize))
+	// go-openai's Model has no window: the body is read again for it.
+	var body bytes.Buffer
+	ctx = context.WithValue(ctx, teeKey{}, &body)
+	list, err := o.client.ListModels(ctx)
+	if err != nil {
+		return nil, o.scrub(fmt.Errorf("list the provider's models: %w", err))
+	}
+	ids := make([]string, 0, len(list.Models))
+	for _, m := range list.Models {
+		if ChatModel(m.ID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	ids = CleanModelIDs(ids)
+	windows := contextWindows(body.Bytes(), ids)
+	o.windows.Store(&windows)
+	return ids, nil
+}
+
+// ContextWindow is model's window as the last model list said.
+func (o *OpenAI) ContextWindow(model string) uint64 {
+	if w := o.windows.Load(); w != nil {
+		return (*w)[model]
+	}
+	return 0
 }
 
 // requestError turns a failed CreateChatCompletionStream into our error.

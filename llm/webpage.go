@@ -6,7 +6,6 @@ import (
 	"html"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -44,17 +43,6 @@ func webPage(header http.Header, body []byte) (title string, ok bool) {
 		title = string(r[:maxPageTitle-1]) + "…"
 	}
 	return title, true
-}
-
-// Endpoint is the host the provider's requests go to (its base URL's).
-func (o *OpenAI) Endpoint() string { return o.host }
-
-// baseHost is the host of the base URL, for messages.
-func baseHost(baseURL string) string {
-	if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
-		return u.Host
-	}
-	return baseURL
 }
 
 // pageMessage says that the server answered with a web page, not the API.

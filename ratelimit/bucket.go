@@ -14,10 +14,10 @@ import (
 // Bucket is one provider bucket's shared state. It implements
 // recovery.Gate and is safe for concurrent use.
 type Bucket struct {
-	r    *Registry
-	id   string
-	file string        // the state file; "" keeps state in memory only
-	sem  chan struct{} // in-process in-flight slots; nil without a cap
+	r        *Registry
+	id       string
+	file     string // the state file; "" keeps state in memory only
+	inflight slots  // the cap on requests in flight (inflight.go)
 
 	mu     sync.Mutex
 	mem    state // the last state read or written; the state when the file fails
@@ -28,9 +28,7 @@ var _ recovery.Gate = (*Bucket)(nil)
 
 func newBucket(r *Registry, id string) *Bucket {
 	b := &Bucket{r: r, id: id, file: r.path(id, ".json")}
-	if n := r.opts.MaxInFlight; n > 0 {
-		b.sem = make(chan struct{}, n)
-	}
+	b.inflight = newSlots(r.opts, id, b.file != "")
 	return b
 }
 
@@ -430,4 +428,4 @@ func nearlyEmpty(lim recovery.Limit) bool {
 }
 
 // Acquire implements recovery.Gate (inflight.go).
-func (b *Bucket) Acquire(ctx context.Context) (func(), error) { return b.acquire(ctx) }
+func (b *Bucket) Acquire(ctx context.Context) (func(), error) { return b.inflight.acquire(ctx) }

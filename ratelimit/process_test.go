@@ -80,7 +80,7 @@ func TestFileLock_BetweenProcesses(t *testing.T) {
 	if _, err := b.openLocked(b.file, -1); err != errLocked {
 		t.Errorf("the other process's lock on the bucket file: %v, want errLocked", err)
 	}
-	if f, err := b.trySlot(); f != nil || err != nil {
+	if f, err := b.inflight.trySlot(); f != nil || err != nil {
 		t.Errorf("the other process's slot: %v %v, want held", f, err)
 	}
 	stdin.Close()
@@ -93,7 +93,7 @@ func TestFileLock_BetweenProcesses(t *testing.T) {
 	if got != want {
 		t.Errorf("Hold = %+v, want %+v", got, want)
 	}
-	f, err := b.trySlot()
+	f, err := b.inflight.trySlot()
 	if f == nil || err != nil {
 		t.Fatalf("slot after the other process ended: %v %v", f, err)
 	}

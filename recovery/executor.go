@@ -124,27 +124,6 @@ func (e *GiveUpError) Message() string {
 	return f.Summary() + "; " + e.Why + reason
 }
 
-// maxReason bounds the provider's reason in a give-up message: enough for
-// any provider's sentence, short enough for a one-line error.
-const maxReason = 300
-
-// reason is ": " and the provider's message on one line, cut at maxReason
-// runes, or "" when the provider sent none (a dropped connection, a
-// timeout: the summary says it all). The message is already redacted.
-func (f *Failure) reason() string {
-	if !f.FromProvider() {
-		return ""
-	}
-	msg := strings.Join(strings.Fields(f.Message), " ")
-	if msg == "" {
-		return ""
-	}
-	if r := []rune(msg); len(r) > maxReason {
-		msg = string(r[:maxReason]) + "…"
-	}
-	return ": " + msg
-}
-
 // Executor runs attempts of one logical request until one succeeds, the
 // policy gives up, the request deadline would pass, or ctx is cancelled.
 type Executor struct {

@@ -6,21 +6,11 @@
 package recovery
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
+	"cmp"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/rebound-agent/rebound/llm"
 )
 
 // Code is the stable failure taxonomy shown to editors, logs and users.
@@ -42,7 +32,13 @@ const (
 	Unknown         Code = "UNKNOWN"
 )
 
-// Failure is the one JSON-serialisable description of a provider failure.
+// Failure is the one JSON-serialisable description of a provider failure:
+// the failure facts. Its exported fields are a wire contract and stay as
+// they are, however many: the session log keeps them (step/end, turn/end),
+// a failed prompt's JSON-RPC error carries them as data, and so does the
+// retry progress in _meta["rebound/retry"] (schema/retry-progress.schema.json).
+// Classify (classify.go) makes one; its methods here read it and put it in
+// words, and ModelNotFound (modelmissing.go) reads a missing model in them.
 type Failure struct {
 	Code         Code   `json:"code" jsonschema:"enum=RATE_LIMIT,enum=OVERLOADED,enum=SERVER,enum=TIMEOUT,enum=TRANSPORT,enum=EMPTY_RESPONSE,enum=CONTEXT_OVERFLOW,enum=AUTH,enum=QUOTA,enum=INVALID_REQUEST,enum=PROTOCOL,enum=ABORTED,enum=UNKNOWN"`
 	Message      string `json:"message"`
@@ -154,211 +150,6 @@ func HowRecognised(dialect, recognisedBy string, status int, fromProvider bool) 
 	return ""
 }
 
-// ErrEmptyResponse: the stream finished properly but carried neither content
-// nor a tool call.
-var ErrEmptyResponse = errors.New("the provider finished the reply without any content")
-
-// WithFacts returns err carrying f, its classification: Classify of the
-// result (or of an error wrapping it) is f, so a failure is classified once
-// however many layers look at it. Its text is err's.
-func WithFacts(f *Failure, err error) error {
-	if f == nil || err == nil {
-		return err
-	}
-	return &classified{f: f, err: err}
-}
-
-type classified struct {
-	f   *Failure
-	err error
-}
-
-func (c *classified) Error() string   { return c.err.Error() }
-func (c *classified) Unwrap() []error { return []error{c.f, c.err} }
-
-// Classify turns an attempt's error into failure facts. Structured facts
-// come first (error identity, status), then the dialect table (codes and
-// types, and phrases tied to them), then the word classes (wordclass.go) in the
-// provider's own texts, where the first two leave the failure open. How it
-// was recognised is recorded (Dialect, RecognisedBy).
-func Classify(err error) *Failure {
-	if err == nil {
-		return nil
-	}
-	if f, ok := errors.AsType[*Failure](err); ok {
-		return f
-	}
-	f := &Failure{Code: Unknown, Message: err.Error()}
-	switch {
-	case errors.Is(err, context.Canceled):
-		f.Code = Aborted
-	case errors.Is(err, ErrFirstTokenTimeout):
-		f.Code, f.Limit = Timeout, LimitFirstToken
-	case errors.Is(err, ErrIdleTimeout):
-		f.Code, f.Limit = Timeout, LimitIdle
-	case errors.Is(err, ErrAttemptTimeout):
-		f.Code, f.Limit = Timeout, LimitAttempt
-	case errors.Is(err, context.DeadlineExceeded):
-		f.Code = Timeout
-	case errors.Is(err, llm.ErrMalformedStream):
-		f.Code = Protocol
-		// The summary says "malformed reply": the sentinel's own words
-		// would say it twice.
-		f.Message = strings.Replace(f.Message, llm.ErrMalformedStream.Error()+": ", "", 1)
-	case errors.Is(err, ErrEmptyResponse):
-		f.Code = EmptyResponse
-	case errors.Is(err, llm.ErrIncompleteStream), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
-		f.Code = Transport
-	}
-	if pe, ok := errors.AsType[*llm.Error](err); ok {
-		now := time.Now()
-		f.Status = statusOf(pe)
-		f.RequestID = pe.RequestID
-		f.ProviderCode = pe.Code
-		f.ProviderType = pe.Type
-		f.provider, f.page = true, pe.WebPage()
-		up := upstreamOf(pe.Body)
-		if pe.Message != "" {
-			f.Message = withUpstream(pe.Message, up)
-		}
-		// In order: the status, then the dialect table, then the word
-		// classes (wordclass.go); user rules come before all of them when a
-		// policy decides (Executor.decide).
-		d := dialectOf(pe)
-		f.Code = classifyProvider(pe, d)
-		if d != nil {
-			f.Dialect, f.ContentFilter = d.ID, d.ContentFilter
-		} else if !f.page {
-			if code, filter, by := recognise(pe, f.Status, up, now); by != "" {
-				f.Code, f.ContentFilter, f.RecognisedBy = code, filter, by
-			}
-		}
-		f.body = pe.Body
-		wait, source, err := retryHint(pe, f.Code, now)
-		if source != "" {
-			ms := wait.Milliseconds()
-			f.RetryAfterMs, f.RetryAfterSource = &ms, source
-		}
-		f.retryAfterErr = err
-		return f
-	}
-	if re, ok := errors.AsType[*llm.RequestIDError](err); ok {
-		f.RequestID = re.RequestID
-	}
-	cause := connCause(err)
-	if f.Code == Unknown {
-		if _, ok := errors.AsType[net.Error](err); ok {
-			f.Code = Transport
-		} else if _, ok := errors.AsType[*net.OpError](err); ok {
-			f.Code = Transport
-		} else if cause != "" {
-			f.Code = Transport // a certificate error is no net.Error
-		}
-	}
-	if f.Code == Transport {
-		f.cause = cause
-		if ue, ok := errors.AsType[*url.Error](err); ok {
-			f.endpoint = endpoint(ue.URL)
-		}
-	}
-	return f
-}
-
-// connCause reads why a connection failed from the error's identity.
-func connCause(err error) Cause {
-	if de, ok := errors.AsType[*net.DNSError](err); ok {
-		switch {
-		case de.IsNotFound:
-			return CauseDNSNotFound
-		case de.IsTimeout:
-			return CauseTimeout
-		}
-		return CauseDNS
-	}
-	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
-		return CauseCertificate
-	}
-	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
-		return CauseCertificate
-	}
-	if _, ok := errors.AsType[x509.HostnameError](err); ok {
-		return CauseCertificate
-	}
-	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
-		return CauseCertificate
-	}
-	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
-		return CauseTLSHandshake // e.g. https:// to a port that speaks plain HTTP
-	}
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return CauseRefused
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
-		return CauseReset
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTDOWN):
-		return CauseUnreachable
-	case errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded):
-		return CauseTimeout
-	}
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		return CauseTimeout
-	}
-	return ""
-}
-
-// endpoint reduces a request URL to scheme://host[:port]: enough to see a
-// wrong base URL, and free of paths, queries and user info, where a key
-// could travel.
-func endpoint(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
-// statusOf is the HTTP status of a provider's error: the response's, or
-// the HTTP-like code an error inside the stream carries; 0 for an error
-// inside a stream that carries none (the 2xx it came with is not its
-// status).
-func statusOf(e *llm.Error) int {
-	if e.InStream && e.Status < 400 {
-		return 0
-	}
-	return e.Status
-}
-
-// classifyProvider is the dialect's meaning when one matched, else what the
-// status says.
-func classifyProvider(e *llm.Error, d *Dialect) Code {
-	if d != nil {
-		return d.Means
-	}
-	switch s := statusOf(e); {
-	case s == 0:
-		if e.InStream {
-			return Server // an in-stream error without a known code: the provider failed mid-reply
-		}
-		return Unknown
-	case s == 401 || s == 403:
-		return Auth
-	case s == 402: // Payment Required: DeepSeek, OpenRouter and others when the balance is used up
-		return Quota
-	case s == 429:
-		return RateLimit
-	case s == 529:
-		return Overloaded
-	case s == 408:
-		return Timeout
-	case s >= 500:
-		return Server
-	case s >= 400:
-		return InvalidRequest
-	}
-	return Unknown
-}
-
 // Summary is a short phrase a person can read, e.g. "Rate limited by the
 // provider (429)".
 func (f *Failure) Summary() string {
@@ -465,4 +256,39 @@ func (f *Failure) Advice(apiKeyEnv string) string {
 		return "Check the base URL and your network connection."
 	}
 	return ""
+}
+
+// maxReason bounds the provider's reason in a give-up message: enough for
+// any provider's sentence, short enough for a one-line error.
+const maxReason = 300
+
+// reason is ": " and the provider's message on one line, cut at maxReason
+// runes, or "" when the provider sent none (a dropped connection, a
+// timeout: the summary says it all). The message is already redacted.
+func (f *Failure) reason() string {
+	if !f.FromProvider() {
+		return ""
+	}
+	msg := strings.Join(strings.Fields(f.Message), " ")
+	if msg == "" {
+		return ""
+	}
+	if r := []rune(msg); len(r) > maxReason {
+		msg = string(r[:maxReason]) + "…"
+	}
+	return ": " + msg
+}
+
+// RetryAfterText says what the provider asked, and how: "the provider asked
+// to wait 2 s (retry-after)" or "the provider says the limit resets in 37 s
+// (x-ratelimit-reset-tokens)"; "" when it did not say.
+func (f *Failure) RetryAfterText() string {
+	if f.RetryAfterMs == nil {
+		return ""
+	}
+	d := time.Duration(*f.RetryAfterMs) * time.Millisecond
+	if asked(f.RetryAfterSource) {
+		return "the provider asked to wait " + waitText(d) + " (" + cmp.Or(f.RetryAfterSource, SourceRetryAfter) + ")"
+	}
+	return "the provider says the limit resets in " + waitText(d) + " (" + f.RetryAfterSource + ")"
 }

@@ -174,17 +174,3 @@ func asked(source string) bool {
 	last := normKey(source[strings.LastIndexByte(source, '.')+1:])
 	return !strings.Contains(last, "reset") && last != SourceRateLimit && !strings.HasSuffix(source, "RetryInfo.retryDelay")
 }
-
-// RetryAfterText says what the provider asked, and how: "the provider asked
-// to wait 2 s (retry-after)" or "the provider says the limit resets in 37 s
-// (x-ratelimit-reset-tokens)"; "" when it did not say.
-func (f *Failure) RetryAfterText() string {
-	if f.RetryAfterMs == nil {
-		return ""
-	}
-	d := time.Duration(*f.RetryAfterMs) * time.Millisecond
-	if asked(f.RetryAfterSource) {
-		return "the provider asked to wait " + waitText(d) + " (" + cmp.Or(f.RetryAfterSource, SourceRetryAfter) + ")"
-	}
-	return "the provider says the limit resets in " + waitText(d) + " (" + f.RetryAfterSource + ")"
-}

@@ -55,7 +55,7 @@ func compileMatch(m string) (func(*Failure) bool, error) {
 		sm := fieldMatch().FindStringSubmatch(m)
 		field, value := sm[1], sm[2]
 		return func(f *Failure) bool {
-			v, ok := f.errorField(field)
+			v, ok := errorField(f.body, field)
 			return ok && strings.EqualFold(v, value)
 		}, nil
 	case slices.Contains(Codes, Code(strings.ToUpper(m))):
@@ -79,17 +79,18 @@ func KnownCodes() string {
 	return strings.Join(s, ", ")
 }
 
-// errorField reads field from the provider's error JSON: inside its "error"
-// object first (OpenAI, Anthropic), then at the top level; a dotted field
-// walks nested objects. Gemini's array of one error reads as that error.
-func (f *Failure) errorField(field string) (string, bool) {
-	if len(f.body) == 0 {
+// errorField reads field from body, the provider's error JSON: inside its
+// "error" object first (OpenAI, Anthropic), then at the top level; a dotted
+// field walks nested objects. Gemini's array of one error reads as that
+// error.
+func errorField(body []byte, field string) (string, bool) {
+	if len(body) == 0 {
 		return "", false
 	}
 	var doc map[string]any
-	if json.Unmarshal(f.body, &doc) != nil {
+	if json.Unmarshal(body, &doc) != nil {
 		var arr []map[string]any
-		if json.Unmarshal(f.body, &arr) != nil || len(arr) == 0 {
+		if json.Unmarshal(body, &arr) != nil || len(arr) == 0 {
 			return "", false
 		}
 		doc = arr[0]

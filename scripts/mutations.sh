@@ -59,7 +59,7 @@ mutate recovery/hints.go 's|^\tif e.Status == 429 \&\& !e.InStream {.*|\tif true
 	./recovery 'TestRetryHint_Forms|TestProviders' "waits: reset headers count on a 429 only"
 mutate recovery/wordclass.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
 	./recovery TestWordClass_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
-mutate recovery/failure.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
+mutate recovery/classify.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
 mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
@@ -233,7 +233,7 @@ mutate acp/shutdown.go 's/st.closeOutput(time.Until(deadline))/st.closeOutput(ti
 	./acp TestStopper_WorkThatEnds "acp parts: shutdown closes the output within one budget"
 mutate acp/reply.go 's/werr := wireError(err, r.rich())/werr := wireError(err, false)/' \
 	./acp TestReplier_OneAnswerEach "acp parts: a reply asks whether the client reads error data"
-mutate acp/prompts.go 's/(err != nil || res.StopReason == "")/(err != nil)/' \
+mutate acp/dispatch.go 's/(err != nil || res.StopReason == "")/(err != nil)/' \
 	./acp TestPromptResult "acp parts: a cancelled turn with no stop reason is answered cancelled"
 # A replay shows what the person saw live, each prompt as its own message (agent/load.go).
 mutate agent/load.go 's/id := replayedID("user", m)/id := ""/' \
@@ -411,7 +411,7 @@ mutate agent/fork.go 's/^\t\tif ev.Type == session.TypeMode || ev.Type == sessio
 	./agent TestAgent_ForkSessionWhileTheParentRuns "unstable acp: a fork keeps the mode chosen after the last turn"
 mutate cmd/rebound/providerroute.go 's/^\tr.route = headerDoer{next: r.bare, h: h}$/\tr.route = headerDoer{next: r.configured, h: h}/' \
 	./cmd/rebound TestProviderRoutes "unstable acp: a routed request carries no provider.headers"
-mutate acp/dispatch_unstable.go 's/return r < . . \&\& r != .\\t. || r == 0x7f/return r == 0/' \
+mutate acp/providers.go 's/return r < . . \&\& r != .\\t. || r == 0x7f/return r == 0/' \
 	./acp TestCheckSetProvider_AcceptsOnlyWhatHTTPSends "unstable acp: providers/set refuses control characters in a header value"
 mutate agent/lifecycle.go 's/AdditionalDirectories: s.AdditionalDirectories,$//' \
 	./agent TestAgent_ListSessionsAdditionalDirectories "unstable acp: session/list returns the additional directories"
@@ -463,7 +463,7 @@ mutate agent/providers.go 's/if req.APIType != acp.LlmProtocolOpenAI {/if false 
 	./agent 'TestProviderRouter$' "agentsplit: providers/set refuses another protocol"
 mutate cmd/rebound/providerroute.go 's/^\trest, ok := under(r.fromURL, req.URL)$/\trest, ok := strings.CutPrefix(req.URL.String(), r.from)/' \
 	./cmd/rebound TestProviderRoutes_RouteWhateverTheBaseURLsSpelling "review: a route matches the base URL as a URL, not as text"
-mutate acp/dispatch_unstable.go 's/if strings.ContainsAny(p.BaseURL, "?#") {/if false {/' \
+mutate acp/providers.go 's/if strings.ContainsAny(p.BaseURL, "?#") {/if false {/' \
 	./acp TestCheckSetProvider_AcceptsOnlyWhatHTTPSends "review: providers/set refuses a baseUrl with a query or fragment"
 mutate session/lastturn.go 's/if lt.Turn > 0 \&\& lt.Turn <= forkedAt(f) {/if false {/' \
 	./session TestReadLastTurn_AsTheEventsSay "review: a fork's copied turns are not its own last turn"

@@ -155,62 +155,6 @@ func createTemp(root *os.Root, dir, prefix, suffix string) (*os.File, string, er
 	return nil, "", fmt.Errorf("cannot create a temporary file in %s", dir)
 }
 
-// ReadRegularFile reads at most limit bytes of the file at path, confined
-// like the tools: path must lead inside the workspace, every link on the
-// way included, and be a regular file (never a FIFO or device, which could
-// block or never end); truncated says the file has more. It is for files the
-// agent reads on its own, such as the project's AGENTS.md, which a cloned
-// repository could make a link to a secret outside. A missing file is an
-// error satisfying errors.Is(err, fs.ErrNotExist).
-func (w *Workspace) ReadRegularFile(path string, limit int64) (data []byte, truncated bool, err error) {
-	root, name, err := w.openRoot(path)
-	if err != nil {
-		return nil, false, err
-	}
-	defer root.Close()
-	f, _, err := openRegular(root, name)
-	if err != nil {
-		if nr, ok := errors.AsType[*notRegularError](err); ok {
-			return nil, false, fmt.Errorf("%s is %s, not a regular file", path, regfile.Describe(nr.mode))
-		}
-		return nil, false, err
-	}
-	defer f.Close()
-	limit = max(limit, 0)
-	data, err = io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if int64(len(data)) > limit {
-		return data[:limit], true, nil
-	}
-	return data, false, nil
-}
-
-// openRoot resolves path (Resolve's check) and returns an os.Root on the
-// resolved workspace root that holds its target, and the target's path in
-// that root, free of links when it was resolved.
-func (w *Workspace) openRoot(path string) (*os.Root, string, error) {
-	if w == nil {
-		return nil, "", errors.New("local file access has no workspace to confine it to")
-	}
-	_, real, err := w.resolve(path)
-	if err != nil {
-		return nil, "", err
-	}
-	afterResolve()
-	dir := w.realRoot(real)
-	name, err := filepath.Rel(dir, real)
-	if err != nil {
-		return nil, "", err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot open the workspace root %s: %w", dir, err)
-	}
-	return root, name, nil
-}
-
 // Test hooks: the moments between a check and the use it guards, where a
 // test changes the tree as an attacker racing the agent would.
 var (

@@ -4,27 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
-// The handlers of the unstable methods (unstable.go).
-
-// forkSession serves session/fork like session/new: the agent writes the
-// new session's log, which a slow disk makes slow.
-func (s *Server) forkSession(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	forker, ok := implemented[SessionForker](s, c, req)
-	if !ok {
-		return
-	}
-	handle(s, c, req, true, func(p *ForkSessionRequest) error {
-		if err := checkSessionID(p.SessionID); err != nil {
-			return err
-		}
-		return checkWorkspace(p.Cwd, p.AdditionalDirectories, p.McpServers)
-	}, func(p ForkSessionRequest) (ForkSessionResponse, error) { return forker.ForkSession(s.base, p) },
-		func(_ ForkSessionRequest, r ForkSessionResponse) { s.answered(c, r.SessionID) })
-}
+// What is advertised of providers/* (unstable.go) and the checks of
+// providers/set; the handlers are in dispatch.go.
 
 // providersCapability advertises providers/* when agent serves them.
 func providersCapability(agent Agent) *struct{} {
@@ -32,47 +15,6 @@ func providersCapability(agent Agent) *struct{} {
 		return &struct{}{}
 	}
 	return nil
-}
-
-// providers returns the agent's ProviderConfigurer, or answers
-// method-not-found when it has none that serves.
-func (s *Server) providers(c *jsonrpc2.Conn, req *jsonrpc2.Request) (ProviderConfigurer, bool) {
-	p, ok := s.agent.(ProviderConfigurer)
-	if !ok || !p.ProvidersConfigurable() {
-		s.answers.reply(s.base, c, req, nil, NewMethodNotFound(req.Method))
-		return nil, false
-	}
-	return p, true
-}
-
-func (s *Server) listProviders(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	p, ok := s.providers(c, req)
-	if !ok {
-		return
-	}
-	handle(s, c, req, false, nil, func(r ListProvidersRequest) (ListProvidersResponse, error) { return p.ListProviders(s.base, r) }, nil)
-}
-
-func (s *Server) setProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	p, ok := s.providers(c, req)
-	if !ok {
-		return
-	}
-	handle(s, c, req, true, checkSetProvider,
-		func(r SetProviderRequest) (SetProviderResponse, error) { return p.SetProvider(s.base, r) }, nil)
-}
-
-func (s *Server) disableProvider(c *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	p, ok := s.providers(c, req)
-	if !ok {
-		return
-	}
-	handle(s, c, req, true, func(r *DisableProviderRequest) error {
-		if r.ProviderID == "" {
-			return NewInvalidParams("providerId is required")
-		}
-		return nil
-	}, func(r DisableProviderRequest) (DisableProviderResponse, error) { return p.DisableProvider(s.base, r) }, nil)
 }
 
 // Bounds of a providers/set: the headers go on every model request.
