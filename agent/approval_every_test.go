@@ -10,11 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent/tools"
 	"github.com/rebound-agent/rebound/session"
+	"github.com/rs/zerolog"
 )
 
 // scriptedAsker answers a permission request as told: an error, no
@@ -41,6 +40,8 @@ func (a *scriptedAsker) RequestPermission(_ context.Context, req acp.RequestPerm
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Outcome: acp.PermissionSelected, OptionID: a.id}}, nil
 }
 
+// permitRun is what one permit did: its result, the requests, the log
+// and the standing answers after it.
 type permitRun struct {
 	ok       bool
 	out      toolOutcome

@@ -77,6 +77,8 @@ func (s *scriptedTerminal) ReleaseTerminal(ctx context.Context, req acp.Terminal
 	return s.releaseErr
 }
 
+// terminalRun is what one runInTerminal did: its result, the terminal
+// calls, the updates sent and what was logged.
 type terminalRun struct {
 	out     toolOutcome
 	err     error
