@@ -65,38 +65,80 @@ type permissionGate struct {
 // when it may not, out is its result, and err is set when the user
 // cancelled the turn instead of answering.
 func (g *permissionGate) permit(ctx context.Context, call session.MessageToolCall, info tools.Info, ap approval) (ok bool, out toolOutcome, err error) {
-	scope := ap.scope
-	always, never, declinedText, declinedAlways := "Always allow edits in this session", "Always reject edits in this session",
-		"The user declined this change.", "The user has declined all edits for this session."
+	words := answerWordsFor(ap.scope)
+	if decided, ok, out := g.decideWithoutAsking(call.Name, ap, words); decided {
+		return ok, out, nil
+	}
+	outcome, rerr := g.ask(ctx, g.request(call, info, ap, words), ap.protected != "")
+	if rerr != nil && ctx.Err() == nil {
+		// The editor could not ask: nothing is done without an answer.
+		g.log.Warn().Err(rerr).Str("session", g.sessionID).Msg("permission request failed")
+		return false, failed("Permission could not be asked (%v), so the tool was not run.", rerr), nil
+	}
+	if lerr := g.record(session.TypePermission, session.Permission{Turn: g.turn, ToolCallID: call.ID, Scope: ap.scope, Outcome: outcome}); lerr != nil {
+		return false, toolOutcome{}, fmt.Errorf("record permission: %w", lerr)
+	}
+	return g.settle(ap.scope, outcome, words)
+}
+
+// answerWords is how a request and its refusals name what a standing
+// answer covers: edits, one MCP tool, or a command in a directory.
+type answerWords struct {
+	always, never string // the standing options
+	// declined and declinedAlways tell the model about a refusal, once
+	// and standing.
+	declined, declinedAlways string
+}
+
+func answerWordsFor(scope string) answerWords {
 	switch {
 	case strings.HasPrefix(scope, "mcp:"):
-		always, never, declinedText, declinedAlways = "Always allow this tool", "Always reject this tool",
-			"The user declined this tool call.", "The user has declined this tool for this session."
+		return answerWords{"Always allow this tool", "Always reject this tool",
+			"The user declined this tool call.", "The user has declined this tool for this session."}
 	case scope != scopeEdits:
-		always, never, declinedText, declinedAlways = "Always allow this command in this directory", "Always reject this command in this directory",
-			"The user declined to run this command.", "The user has declined this command for this session."
+		return answerWords{"Always allow this command in this directory", "Always reject this command in this directory",
+			"The user declined to run this command.", "The user has declined this command for this session."}
 	}
-	d := modeDecision(g.mode(), scope)
+	return answerWords{"Always allow edits in this session", "Always reject edits in this session",
+		"The user declined this change.", "The user has declined all edits for this session."}
+}
+
+// decideWithoutAsking is what the session's mode and a standing answer
+// decide; decided is false when the user must be asked. A standing
+// rejection holds in every mode; a protected write is allowed without
+// asking only in full_access.
+func (g *permissionGate) decideWithoutAsking(tool string, ap approval, words answerWords) (decided, ok bool, out toolOutcome) {
+	mode := g.mode()
+	d := modeDecision(mode, ap.scope)
 	if d == refuse {
-		return false, readOnlyOutput(call.Name), nil
+		return true, false, readOnlyOutput(tool)
 	}
-	switch g.rules()[scope] {
+	unasked := ap.protected == "" || mode == ModeFullAccess
+	switch g.rules()[ap.scope] {
 	case session.AllowAlways:
-		if ap.protected == "" || g.mode() == ModeFullAccess {
-			return true, toolOutcome{}, nil
+		if unasked {
+			return true, true, toolOutcome{}
 		}
 	case session.RejectAlways:
-		return false, declined(declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session"), nil
+		return true, false, declined(words.declinedAlways+" Do not try again; continue without it or ask the user how to proceed.", "Rejected: you chose to always reject this in this session")
 	}
-	if d == allow && (ap.protected == "" || g.mode() == ModeFullAccess) {
-		return true, toolOutcome{}, nil
+	if d == allow && unasked {
+		return true, true, toolOutcome{}
 	}
+	return false, false, toolOutcome{}
+}
+
+// request is the permission request for a call: the whole of what runs in
+// its content, the decoded input as rawInput, and the options. A protected
+// write says why it asks, after the preview and in the title, and offers
+// no standing answer.
+func (g *permissionGate) request(call session.MessageToolCall, info tools.Info, ap approval, words answerWords) acp.RequestPermissionRequest {
 	preview := ap.preview
 	options := []acp.PermissionOption{
 		{OptionID: session.AllowOnce, Name: "Allow", Kind: acp.PermissionAllowOnce},
-		{OptionID: session.AllowAlways, Name: always, Kind: acp.PermissionAllowAlways},
+		{OptionID: session.AllowAlways, Name: words.always, Kind: acp.PermissionAllowAlways},
 		{OptionID: session.RejectOnce, Name: "Reject", Kind: acp.PermissionRejectOnce},
-		{OptionID: session.RejectAlways, Name: never, Kind: acp.PermissionRejectAlways},
+		{OptionID: session.RejectAlways, Name: words.never, Kind: acp.PermissionRejectAlways},
 	}
 	title := cmp.Or(ap.title, info.Title)
 	if ap.protected != "" {
@@ -107,43 +149,55 @@ func (g *permissionGate) permit(ctx context.Context, call session.MessageToolCal
 		title += ". " + note.Content.Text // the same words, which agent-shell shows once
 		options = []acp.PermissionOption{options[0], options[2]}
 	}
-	res, rerr := g.asker.RequestPermission(ctx, acp.RequestPermissionRequest{
+	return acp.RequestPermissionRequest{
 		SessionID: g.sessionID,
 		ToolCall: acp.ToolCallUpdate{ToolCallID: call.ID, Title: title, Kind: acp.ToolKind(info.Kind),
 			Status: acp.ToolStatusPending, Content: preview, Locations: locations(info.Locations), RawInput: ap.input},
 		Options: options,
-	})
-	outcome := session.PermissionCancelled
-	if id, selected := res.Selected(); rerr == nil && selected {
-		outcome = id
 	}
-	if ap.protected != "" && (outcome == session.AllowAlways || outcome == session.RejectAlways) {
-		// Not offered: an editor that answers with it anyway gets it once.
-		outcome = map[string]string{session.AllowAlways: session.AllowOnce, session.RejectAlways: session.RejectOnce}[outcome]
+}
+
+// ask sends req and returns the option the user selected, or
+// session.PermissionCancelled when none was. Where no standing answer was
+// offered (protected), an editor that answers with one anyway gets it once.
+func (g *permissionGate) ask(ctx context.Context, req acp.RequestPermissionRequest, protected bool) (string, error) {
+	res, err := g.asker.RequestPermission(ctx, req)
+	id, selected := res.Selected()
+	if err != nil || !selected {
+		return session.PermissionCancelled, err
 	}
-	if rerr != nil && ctx.Err() == nil {
-		// The editor could not ask: nothing is done without an answer.
-		g.log.Warn().Err(rerr).Str("session", g.sessionID).Msg("permission request failed")
-		return false, failed("Permission could not be asked (%v), so the tool was not run.", rerr), nil
+	if protected {
+		id = onceOnly(id)
 	}
-	if lerr := g.record(session.TypePermission, session.Permission{Turn: g.turn, ToolCallID: call.ID, Scope: scope, Outcome: outcome}); lerr != nil {
-		return false, toolOutcome{}, fmt.Errorf("record permission: %w", lerr)
+	return id, nil
+}
+
+// onceOnly is an answer without its standing part.
+func onceOnly(id string) string {
+	switch id {
+	case session.AllowAlways:
+		return session.AllowOnce
+	case session.RejectAlways:
+		return session.RejectOnce
 	}
+	return id
+}
+
+// settle carries out an answer already recorded: an "always" answer
+// stands for the rest of the session; no answer means the user cancelled
+// the turn while asked.
+func (g *permissionGate) settle(scope, outcome string, words answerWords) (bool, toolOutcome, error) {
+	if outcome == session.AllowAlways || outcome == session.RejectAlways {
+		g.rules()[scope] = outcome
+	}
+	const retry = " Do not retry it; continue without it or ask the user what to do."
 	switch outcome {
 	case session.AllowOnce, session.AllowAlways:
-		if outcome == session.AllowAlways {
-			g.rules()[scope] = outcome
-		}
 		return true, toolOutcome{}, nil
-	case session.RejectOnce, session.RejectAlways:
-		if outcome == session.RejectAlways {
-			g.rules()[scope] = outcome
-		}
-		forUser := "Rejected"
-		if outcome == session.RejectAlways {
-			forUser = "Rejected, and will be for the rest of this session"
-		}
-		return false, declined(declinedText+" Do not retry it; continue without it or ask the user what to do.", forUser), nil
+	case session.RejectOnce:
+		return false, declined(words.declined+retry, "Rejected"), nil
+	case session.RejectAlways:
+		return false, declined(words.declined+retry, "Rejected, and will be for the rest of this session"), nil
 	}
 	return false, toolOutcome{status: session.ToolAborted, output: "The user cancelled the turn before answering the permission request; the tool was not run.",
 		content: []acp.ToolCallContent{acp.ContentText("Cancelled before permission was given")}}, errCancelledDuringTool

@@ -120,34 +120,54 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 	// origin maps a dotted key to where its current value came from, so a
 	// validation error can point at the file, the variable or the flag.
 	origin := map[string]string{}
-
-	path, explicit, err := configPath(flags, getenv, home)
-	if err != nil {
+	if err := readSettingsFile(&cfg, origin, flags, getenv, home); err != nil {
 		return Config{}, err
 	}
-	if path != "" {
-		data, err := readConfigFile(path, explicit != "")
-		switch {
-		case err == nil:
-			if err := decodeFile(path, data, &cfg, origin); err != nil {
-				return Config{}, err
-			}
-			cfg.Source = path
-		case explicit != "" || !errors.Is(err, fs.ErrNotExist):
-			// A file the user named must exist; the default one is optional,
-			// but one that exists and can't be read is still an error.
-			if explicit != "" {
-				return Config{}, fmt.Errorf("%s: %w", explicit, err)
-			}
-			return Config{}, err
-		}
-	}
-
 	defaulted := false // state_dir = "" in the file also means the default
 	if d := stateHome(getenv, home); cfg.StateDir == "" && d != "" {
 		cfg.StateDir, defaulted = d, true
 	}
+	overrideSettings(&cfg, origin, flags, getenv)
+	if err := settleStateDir(&cfg, origin, defaulted, getenv); err != nil {
+		return Config{}, err
+	}
+	cfg.ModelFrom = modelOrigin(origin["provider.model"])
+	if err := cfg.Validate(); err != nil {
+		return Config{}, attribute(err, origin, cfg.Source)
+	}
+	if err := checkNetworkSettings(cfg, origin, getenv); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
 
+// readSettingsFile decodes the config file into cfg, if there is one. A
+// file the user named must exist; the default one is optional, but one
+// that exists and can't be read is still an error.
+func readSettingsFile(cfg *Config, origin map[string]string, flags Flags, getenv func(string) string, home string) error {
+	path, explicit, err := configPath(flags, getenv, home)
+	if err != nil || path == "" {
+		return err
+	}
+	data, err := readConfigFile(path, explicit != "")
+	switch {
+	case err == nil:
+		if err := decodeFile(path, data, cfg, origin); err != nil {
+			return err
+		}
+		cfg.Source = path
+	case explicit != "":
+		return fmt.Errorf("%s: %w", explicit, err)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return nil
+}
+
+// overrideSettings lets the variables, then the flags, replace what the
+// file said. An empty variable counts as unset, as shells make the two
+// hard to tell apart; an empty flag was typed on purpose and is validated.
+func overrideSettings(cfg *Config, origin map[string]string, flags Flags, getenv func(string) string) {
 	for _, o := range []struct {
 		key  string
 		dst  *string
@@ -162,8 +182,6 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 		{"agent.streaming", &cfg.Agent.Streaming, EnvStreaming, flags.Streaming, flagStreaming},
 		{"provider.ca_file", &cfg.Provider.CAFile, EnvCAFile, nil, ""},
 	} {
-		// An empty variable counts as unset, as shells make the two hard to
-		// tell apart; an empty flag was typed on purpose and is validated.
 		if v := getenv(o.env); v != "" {
 			*o.dst, origin[o.key] = v, o.env
 		}
@@ -171,36 +189,38 @@ func loadSettings(flags Flags, getenv func(string) string, home string) (Config,
 			*o.dst, origin[o.key] = *o.flag, "--"+o.name
 		}
 	}
+}
 
-	if cfg.StateDir == "" {
-		if src := origin["state_dir"]; src != "" {
-			return Config{}, &FieldError{Source: src, Key: "state_dir", Problem: "must not be empty"}
-		}
-		return Config{}, &FieldError{Key: "state_dir", Problem: "no default: neither $XDG_STATE_HOME nor the home directory is known; set " + EnvStateDir + ", --" + flagStateDir + " or state_dir in the config file"}
-	}
+// settleStateDir refuses an empty state directory, naming who set it
+// empty or, for the default, what is missing; and says where it came from
+// (defaulted: the default stood in for the file's "") and what to do if it
+// can't be written.
+func settleStateDir(cfg *Config, origin map[string]string, defaulted bool, getenv func(string) string) error {
 	src := origin["state_dir"]
+	if cfg.StateDir == "" {
+		if src != "" {
+			return &FieldError{Source: src, Key: "state_dir", Problem: "must not be empty"}
+		}
+		return &FieldError{Key: "state_dir", Problem: "no default: neither $XDG_STATE_HOME nor the home directory is known; set " + EnvStateDir + ", --" + flagStateDir + " or state_dir in the config file"}
+	}
 	if defaulted && src == cfg.Source { // neither the variable nor the flag replaced it
 		src = ""
 	}
 	cfg.StateDirFrom, cfg.StateDirFix = stateDirOrigin(src, getenv)
-	cfg.ModelFrom = modelOrigin(origin["provider.model"])
+	return nil
+}
 
-	if err := cfg.Validate(); err != nil {
-		return Config{}, attribute(err, origin, cfg.Source)
-	}
+// checkNetworkSettings reads the CA file and the proxy variables now, so a
+// bad one stops the start naming its setting rather than failing every
+// request later (a proxy variable that is no URL would be dropped, and
+// requests sent without the proxy).
+func checkNetworkSettings(cfg Config, origin map[string]string, getenv func(string) string) error {
 	if cfg.Provider.CAFile != "" {
-		// Read now, so a bad file stops the start naming its setting
-		// rather than failing every request later.
 		if err := netclient.CheckCAFile(cfg.Provider.CAFile); err != nil {
-			return Config{}, &FieldError{Source: origin["provider.ca_file"], Key: "provider.ca_file", Problem: err.Error()}
+			return &FieldError{Source: origin["provider.ca_file"], Key: "provider.ca_file", Problem: err.Error()}
 		}
 	}
-	// A proxy variable that is no URL would be dropped, and requests sent
-	// without the proxy: it stops the start, as a bad setting does.
-	if err := netclient.CheckProxies(getenv); err != nil {
-		return Config{}, err
-	}
-	return cfg, nil
+	return netclient.CheckProxies(getenv)
 }
 
 // CAFrom names the setting that gave provider.ca_file, for errors.

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -179,52 +180,68 @@ type row struct {
 // the attempts and the end last.
 func turnRows(t *Turn, sessionModel string) []row {
 	var rows []row
-	comps, holds := t.Compactions, t.Holds
-	compactions := func(upTo int) {
-		for len(comps) > 0 && comps[0].after <= upTo {
-			c := comps[0]
-			comps = comps[1:]
-			rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(c.AtMs), "", "compaction", "", "", compactionText(c)}})
-		}
-		for len(holds) > 0 && holds[0].after <= upTo {
-			h := holds[0]
-			holds = holds[1:]
-			rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(h.AtMs), "", "hold", "", "", holdText(h)}})
-		}
-	}
+	between := &betweenSteps{compactions: t.Compactions, holds: t.Holds}
 	if r := t.Wait; r != nil { // /retry wait, before the first attempt
 		rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(r.AtMs), "", "wait", "", "", retryText(r)}})
 	}
 	for i, s := range t.Steps {
-		compactions(i)
-		outcome, status, req := s.Outcome, "", ""
-		if f := s.Failure; f != nil && s.Outcome != session.OutcomeOK {
-			// An interrupted step's facts are the reloading process's
-			// ABORTED; the outcome says more than that code.
-			if s.Outcome == session.OutcomeFailed {
-				outcome = f.Code
-			}
-			if f.Status != 0 {
-				status = strconv.Itoa(f.Status)
-			}
-			req = f.RequestID
-		}
+		rows = between.upTo(i, rows)
 		// A fallback is noted where the model changes, not on every step.
 		switched := s.Fallback && (i == 0 || t.Steps[i-1].Model != s.Model)
-		rows = append(rows, row{Kind: "step",
-			Cells: []string{strconv.Itoa(s.Step), offset(s.StartMs), dur(s.DurationMs), outcome, status, req, then(s)},
-			Notes: notes(s, sessionModel, switched)})
+		rows = append(rows, stepRow(s, sessionModel, switched))
 	}
-	compactions(len(t.Steps))
+	rows = between.upTo(len(t.Steps), rows)
+	return append(rows, endRow(t))
+}
+
+// betweenSteps is what a turn's table shows between its attempts, in the
+// order of the steps they came after: compactions, then holds.
+type betweenSteps struct {
+	compactions []Compaction
+	holds       []*Retry
+}
+
+// upTo appends to rows those that came after at most upTo steps had
+// started, and drops them from b.
+func (b *betweenSteps) upTo(upTo int, rows []row) []row {
+	for len(b.compactions) > 0 && b.compactions[0].after <= upTo {
+		c := b.compactions[0]
+		b.compactions = b.compactions[1:]
+		rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(c.AtMs), "", "compaction", "", "", compactionText(c)}})
+	}
+	for len(b.holds) > 0 && b.holds[0].after <= upTo {
+		h := b.holds[0]
+		b.holds = b.holds[1:]
+		rows = append(rows, row{Kind: "compaction", Cells: []string{"·", offset(h.AtMs), "", "hold", "", "", holdText(h)}})
+	}
+	return rows
+}
+
+// stepRow is an attempt's row; switched says it is the first on a
+// fallback model.
+func stepRow(s *Step, sessionModel string, switched bool) row {
+	outcome, status, req := s.Outcome, "", ""
+	if f := s.Failure; f != nil && s.Outcome != session.OutcomeOK {
+		// An interrupted step's facts are the reloading process's
+		// ABORTED; the outcome says more than that code.
+		if s.Outcome == session.OutcomeFailed {
+			outcome = f.Code
+		}
+		status, req = httpStatus(f.Status), f.RequestID
+	}
+	return row{Kind: "step",
+		Cells: []string{strconv.Itoa(s.Step), offset(s.StartMs), dur(s.DurationMs), outcome, status, req, then(s)},
+		Notes: notes(s, sessionModel, switched)}
+}
+
+// endRow is the row that says how the turn ended.
+func endRow(t *Turn) row {
 	o := t.Outcome
 	var status, req, text string
 	switch o.Status {
 	case TurnFailed:
 		if e := o.Error; e != nil {
-			if e.Status != 0 {
-				status = strconv.Itoa(e.Status)
-			}
-			req = e.RequestID
+			status, req = httpStatus(e.Status), e.RequestID
 			text = e.Code + ": " + oneLine(e.Message, messageWidth)
 		}
 	case TurnInterrupted:
@@ -232,9 +249,16 @@ func turnRows(t *Turn, sessionModel string) []row {
 	case TurnOpen:
 		text = "the log ends here: the turn is still running, or its process died"
 	}
-	rows = append(rows, row{Kind: "end", Cells: []string{"end", offset(ms(t.End.Sub(t.Start))), "",
-		outcomeWord(Outcome{Status: o.Status, StopReason: o.StopReason}), status, req, text}})
-	return rows
+	return row{Kind: "end", Cells: []string{"end", offset(ms(t.End.Sub(t.Start))), "",
+		outcomeWord(Outcome{Status: o.Status, StopReason: o.StopReason}), status, req, text}}
+}
+
+// httpStatus is a failure's HTTP status for its cell: "" for none.
+func httpStatus(status int) string {
+	if status == 0 {
+		return ""
+	}
+	return strconv.Itoa(status)
 }
 
 func compactionText(c Compaction) string {
@@ -318,7 +342,27 @@ func holdText(r *Retry) string {
 // vain, a fallback model, its tool calls.
 func notes(s *Step, sessionModel string, switched bool) []string {
 	var out []string
-	if f := s.Failure; f != nil && s.Outcome != session.OutcomeOK {
+	if s.Outcome != session.OutcomeOK {
+		out = unfinishedNotes(s)
+	}
+	if switched {
+		out = append(out, fmt.Sprintf("fallback: model %s instead of %s", s.Model, sessionModel))
+	}
+	if len(s.Tools) > 0 {
+		calls := make([]string, len(s.Tools))
+		for i, tc := range s.Tools {
+			calls[i] = tc.Name + " (" + toolState(tc) + ")"
+		}
+		out = append(out, "tools: "+strings.Join(calls, ", "))
+	}
+	return out
+}
+
+// unfinishedNotes are the notes of an attempt that did not end ok: its
+// failure, and what became of the text it streamed and showed.
+func unfinishedNotes(s *Step) []string {
+	var out []string
+	if f := s.Failure; f != nil {
 		n := oneLine(f.Message, messageWidth)
 		if f.RetryAfterMs != nil {
 			n += " · Retry-After " + dur(*f.RetryAfterMs)
@@ -328,37 +372,35 @@ func notes(s *Step, sessionModel string, switched bool) []string {
 		}
 		out = append(out, n)
 	}
-	if s.StreamedChars > 0 && s.Outcome != session.OutcomeOK {
-		if s.Retry != nil && s.Retry.Action == "continue" {
-			out = append(out, plural(s.StreamedChars, "char")+" kept: a part of the merged reply")
-		} else {
-			out = append(out, plural(s.StreamedChars, "char")+" streamed, discarded")
-		}
+	if s.StreamedChars > 0 {
+		out = append(out, streamedNote(s))
 	}
-	if s.ShownChars > 0 && s.Outcome != session.OutcomeOK && !s.Incomplete {
+	if s.ShownChars > 0 && !s.Incomplete {
 		out = append(out, plural(s.ShownChars, "char")+" shown live, kept: continued by the next attempt")
 	}
-	if switched {
-		out = append(out, fmt.Sprintf("fallback: model %s instead of %s", s.Model, sessionModel))
-	}
-	if len(s.Tools) > 0 {
-		calls := make([]string, len(s.Tools))
-		for i, tc := range s.Tools {
-			st := tc.Status
-			if st == "" {
-				st = "no result"
-			}
-			if tc.Permission != "" {
-				st = strings.ReplaceAll(tc.Permission, "_", " ") + ", " + st
-			}
-			if tc.Plan != "" {
-				st = "plan: " + tc.Plan + ", " + st
-			}
-			calls[i] = tc.Name + " (" + st + ")"
-		}
-		out = append(out, "tools: "+strings.Join(calls, ", "))
-	}
 	return out
+}
+
+// streamedNote says what became of the text an unfinished attempt
+// streamed: a continuation keeps it, a retry discards it.
+func streamedNote(s *Step) string {
+	if s.Retry != nil && s.Retry.Action == "continue" {
+		return plural(s.StreamedChars, "char") + " kept: a part of the merged reply"
+	}
+	return plural(s.StreamedChars, "char") + " streamed, discarded"
+}
+
+// toolState is how a tool call ended, after the plan it set and the
+// user's answer when one was asked.
+func toolState(tc Tool) string {
+	st := cmp.Or(tc.Status, "no result")
+	if tc.Permission != "" {
+		st = strings.ReplaceAll(tc.Permission, "_", " ") + ", " + st
+	}
+	if tc.Plan != "" {
+		st = "plan: " + tc.Plan + ", " + st
+	}
+	return st
 }
 
 func outcomeWord(o Outcome) string {

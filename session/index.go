@@ -569,42 +569,69 @@ func (x *Index) withLock(fn func(f *os.File, fi os.FileInfo) error) error {
 		return err
 	}
 	for range 10 {
-		f, err := regfile.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-		if err == nil {
-			if err = regfile.Sole(f, x.path); err != nil {
-				f.Close()
-			}
-		}
-		if errors.Is(err, regfile.ErrNotRegular) {
-			// The index is a cache under a name Rebound owns: a stray entry
-			// there (a FIFO, a link, a second name of another file) is
-			// removed, never followed, and the index made anew from the
-			// logs.
-			if rerr := os.Remove(x.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				return errors.Join(err, rerr)
-			}
-			x.warn(fmt.Errorf("removed the session index (%w); it is rebuilt from the session logs", err))
-			continue
-		}
+		f, fi, err := x.openLocked()
 		if err != nil {
 			return err
 		}
-		if err := lockFileWait(f); err != nil {
-			f.Close()
-			return fmt.Errorf("lock %s: %w", x.path, err)
+		if f != nil {
+			return errors.Join(fn(f, fi), f.Close())
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
-		}
-		if cur, err := os.Stat(x.path); err == nil && os.SameFile(fi, cur) {
-			err := fn(f, fi)
-			return errors.Join(err, f.Close())
-		}
-		f.Close() // rewritten while we waited for the lock
 	}
 	return fmt.Errorf("%s keeps being replaced", x.path)
+}
+
+// openLocked opens the index file and locks it. It returns no file, and no
+// error, when it must be tried again: a stray entry under the index's name
+// was removed, or the file was replaced while the lock was awaited.
+func (x *Index) openLocked() (*os.File, os.FileInfo, error) {
+	f, err := x.openSole()
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, nil, x.removeStray(err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := lockFileWait(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("lock %s: %w", x.path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if cur, err := os.Stat(x.path); err == nil && os.SameFile(fi, cur) {
+		return f, fi, nil
+	}
+	f.Close() // rewritten while we waited for the lock
+	return nil, nil, nil
+}
+
+// openSole opens the index file for reading and appending, creating it; a
+// name that is no regular file, or one of several names of a file, is
+// regfile.ErrNotRegular.
+func (x *Index) openSole() (*os.File, error) {
+	f, err := regfile.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := regfile.Sole(f, x.path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// removeStray removes what is under the index's name instead of the file
+// (why says what). The index is a cache under a name Rebound owns: a stray
+// entry there (a FIFO, a link, a second name of another file) is removed,
+// never followed, and the index made anew from the logs.
+func (x *Index) removeStray(why error) error {
+	if err := os.Remove(x.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errors.Join(why, err)
+	}
+	x.warn(fmt.Errorf("removed the session index (%w); it is rebuilt from the session logs", why))
+	return nil
 }
 
 // append appends whole lines to the index file. Called under x.mu.
@@ -631,50 +658,69 @@ func (x *Index) compact() error {
 		if err := x.readFrom(f); err != nil { // what others appended
 			return err
 		}
-		ids := make([]string, 0, len(x.entries))
-		for id := range x.entries {
-			if !isLog(Path(x.stateDir, id)) {
-				delete(x.entries, id)
-				x.sorted = nil
-				continue
-			}
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		var b bytes.Buffer
-		lines := 0
-		for _, id := range ids {
-			if line, ok := indexLine(indexRecord{Summary: x.entries[id]}); ok {
-				b.Write(line)
-				lines++
-			}
-		}
-		tmp, err := os.CreateTemp(x.stateDir, "session-index-*.tmp")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmp.Name()) // after the rename, a no-op
-		_, err = tmp.Write(b.Bytes())
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), x.path)
-		}
-		if err != nil {
-			return err
-		}
-		if err := syncDir(x.stateDir); err != nil {
+		data, lines := x.encodeAll(x.dropVanished())
+		if err := replaceFile(x.stateDir, x.path, "session-index-*.tmp", data); err != nil {
 			return err
 		}
 		fi, err := os.Stat(x.path)
 		if err != nil {
 			return err
 		}
-		x.file, x.offset, x.lines, x.damaged = fi, int64(b.Len()), lines, false
+		x.file, x.offset, x.lines, x.damaged = fi, int64(len(data)), lines, false
 		return nil
 	})
+}
+
+// dropVanished drops the entries whose logs are gone and returns the ids
+// of the others, sorted.
+func (x *Index) dropVanished() []string {
+	ids := make([]string, 0, len(x.entries))
+	for id := range x.entries {
+		if !isLog(Path(x.stateDir, id)) {
+			delete(x.entries, id)
+			x.sorted = nil
+			continue
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// encodeAll is the index lines of the entries ids names, one per entry
+// that fits on a line, and how many there are.
+func (x *Index) encodeAll(ids []string) (data []byte, lines int) {
+	var b bytes.Buffer
+	for _, id := range ids {
+		if line, ok := indexLine(indexRecord{Summary: x.entries[id]}); ok {
+			b.Write(line)
+			lines++
+		}
+	}
+	return b.Bytes(), lines
+}
+
+// replaceFile replaces the file at path, in dir, with data, durably: a
+// synced temporary file (named by pattern) renamed over it, then the
+// directory synced.
+func replaceFile(dir, path, pattern string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(dir)
 }

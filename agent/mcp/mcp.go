@@ -17,6 +17,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,30 +244,42 @@ func (sp Spec) check(i int) error {
 	}
 	switch sp.transport() {
 	case TransportStdio:
-		if sp.Command == "" {
-			return fmt.Errorf("MCP server %q has no command", sp.Name)
-		}
-		for _, kv := range sp.Env {
-			if kv.Name == "" || strings.ContainsAny(kv.Name, "=\x00") || strings.ContainsRune(kv.Value, 0) {
-				return fmt.Errorf("MCP server %q has an invalid environment variable %q", sp.Name, kv.Name)
-			}
-		}
+		return sp.checkStdio()
 	case TransportHTTP, TransportSSE:
-		if sp.URL == "" {
-			return fmt.Errorf("MCP server %q has no url", sp.Name)
+		return sp.checkHTTP()
+	}
+	return fmt.Errorf("MCP server %q has unknown transport %q (want %s, %s or %s)",
+		sp.Name, sp.Transport, TransportStdio, TransportHTTP, TransportSSE)
+}
+
+// checkStdio checks what starting a server as a process needs: a command,
+// and an environment that can be passed on.
+func (sp Spec) checkStdio() error {
+	if sp.Command == "" {
+		return fmt.Errorf("MCP server %q has no command", sp.Name)
+	}
+	for _, kv := range sp.Env {
+		if kv.Name == "" || strings.ContainsAny(kv.Name, "=\x00") || strings.ContainsRune(kv.Value, 0) {
+			return fmt.Errorf("MCP server %q has an invalid environment variable %q", sp.Name, kv.Name)
 		}
-		u, err := url.Parse(sp.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("MCP server %q has an invalid url: it must be an absolute http or https URL", sp.Name)
+	}
+	return nil
+}
+
+// checkHTTP checks what reaching a server over HTTP needs: an absolute
+// http or https URL, and headers that can be sent as they are.
+func (sp Spec) checkHTTP() error {
+	if sp.URL == "" {
+		return fmt.Errorf("MCP server %q has no url", sp.Name)
+	}
+	u, err := url.Parse(sp.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("MCP server %q has an invalid url: it must be an absolute http or https URL", sp.Name)
+	}
+	for _, h := range sp.Headers {
+		if !validHeaderName(h.Name) || strings.ContainsAny(h.Value, "\r\n\x00") {
+			return fmt.Errorf("MCP server %q has an invalid header %q", sp.Name, h.Name)
 		}
-		for _, h := range sp.Headers {
-			if !validHeaderName(h.Name) || strings.ContainsAny(h.Value, "\r\n\x00") {
-				return fmt.Errorf("MCP server %q has an invalid header %q", sp.Name, h.Name)
-			}
-		}
-	default:
-		return fmt.Errorf("MCP server %q has unknown transport %q (want %s, %s or %s)",
-			sp.Name, sp.Transport, TransportStdio, TransportHTTP, TransportSSE)
 	}
 	return nil
 }
@@ -478,39 +491,10 @@ func startServer(ctx context.Context, sp Spec, opts Options) (*server, []*sdk.To
 
 // failStart cleans up after a failed start and says why it failed.
 func (srv *server) failStart(startCtx context.Context, phase string, err error, timeout time.Duration) error {
-	var msg string
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.Is(context.Cause(startCtx), errStartTimeout):
-		msg = fmt.Sprintf("did not answer %s within %v", phase, timeout)
-	case startCtx.Err() != nil:
-		msg = "was not started: the start was cancelled"
-	case errors.As(err, &rpcErr):
-		msg = fmt.Sprintf("answered %s with an error: %s", phase, errorText(rpcErr))
-	}
+	msg := startFailure(startCtx, phase, err, timeout)
 	srv.cancelCalls()
 	if p := srv.proc; p != nil {
-		// A broken connection usually means the server exited: wait a
-		// moment for its exit status before killing what is left.
-		exitedItself := msg == "" && p.waitExit(exitWait)
-		p.kill()
-		_ = p.stdin.Close()
-		_ = p.stdout.Close()
-		if p.waitExit(killWait) {
-			status, line := p.exitReason()
-			switch {
-			case exitedItself:
-				msg = fmt.Sprintf("exited before it answered %s (%s)", phase, status)
-				if line != "" {
-					msg += ": " + line
-				}
-			case line != "":
-				if msg == "" {
-					msg = "could not be started: " + errorText(err)
-				}
-				msg += " (stderr: " + line + ")"
-			}
-		}
+		msg = p.stopFailedStart(msg, phase, err)
 	}
 	if srv.http != nil {
 		srv.stopNet()
@@ -526,6 +510,49 @@ func (srv *server) failStart(startCtx context.Context, phase string, err error, 
 	}
 	srv.log.Debug().Str("error", srv.secrets.redact(err.Error())).Msg("MCP server start failed")
 	return fmt.Errorf("MCP server %q %s", srv.name, srv.secrets.redact(msg))
+}
+
+// startFailure says why a start failed where the start's context or the
+// server's answer tells: a timeout, a cancel, an error answered to phase;
+// "" when only err can tell.
+func startFailure(startCtx context.Context, phase string, err error, timeout time.Duration) string {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.Is(context.Cause(startCtx), errStartTimeout):
+		return fmt.Sprintf("did not answer %s within %v", phase, timeout)
+	case startCtx.Err() != nil:
+		return "was not started: the start was cancelled"
+	case errors.As(err, &rpcErr):
+		return fmt.Sprintf("answered %s with an error: %s", phase, errorText(rpcErr))
+	}
+	return ""
+}
+
+// stopFailedStart ends the process of a server whose start failed, and
+// returns msg (why it failed, "" when only err can tell) with what its
+// exit adds: that it exited by itself before it answered phase, or the
+// last line it wrote to stderr.
+func (p *process) stopFailedStart(msg, phase string, err error) string {
+	// A broken connection usually means the server exited: wait a
+	// moment for its exit status before killing what is left.
+	exitedItself := msg == "" && p.waitExit(exitWait)
+	p.kill()
+	_ = p.stdin.Close()
+	_ = p.stdout.Close()
+	if !p.waitExit(killWait) {
+		return msg
+	}
+	status, line := p.exitReason()
+	switch {
+	case exitedItself:
+		msg = fmt.Sprintf("exited before it answered %s (%s)", phase, status)
+		if line != "" {
+			msg += ": " + line
+		}
+	case line != "":
+		msg = cmp.Or(msg, "could not be started: "+errorText(err)) + " (stderr: " + line + ")"
+	}
+	return msg
 }
 
 // closeBounded closes a session without letting a stuck peer hold the

@@ -343,30 +343,40 @@ func classEnd(p string) (n int, ok bool) {
 			}
 			i += 2
 		case strings.HasPrefix(p[i:], "[:"):
-			name, _, found := strings.Cut(p[i+2:], "]")
-			if !found {
+			n, ok := namedClassLen(p[i:])
+			if !ok {
 				return 0, false
 			}
-			if n, isClass := strings.CutSuffix(name, ":"); isClass {
-				if _, known := posixClass(n, 0); !known {
-					return 0, false
-				}
-				i += 2 + len(name) + 1
-				continue
-			}
-			i++ // no ":]": the "[" is an ordinary member
+			i += max(n, 1) // no ":]": the "[" is an ordinary member
 		default:
 			i++
 		}
 	}
 }
 
+// namedClassLen is the length of the [:name:] that p starts with ("[:" is
+// checked), or 0 when what follows "[:" is no class, only members. ok is
+// false for one not closed or of an unknown name.
+func namedClassLen(p string) (n int, ok bool) {
+	name, _, found := strings.Cut(p[2:], "]")
+	if !found {
+		return 0, false
+	}
+	class, isClass := strings.CutSuffix(name, ":")
+	if !isClass {
+		return 0, true
+	}
+	if _, known := posixClass(class, 0); !known {
+		return 0, false
+	}
+	return 2 + len(name) + 1, true
+}
+
 // classMatches reports whether c is in the bracket class body (the text
 // between "[" and its "]", which classEnd has checked).
 func classMatches(body string, c byte) bool {
-	negated := false
-	if body != "" && (body[0] == '!' || body[0] == '^') {
-		negated = true
+	negated := body != "" && (body[0] == '!' || body[0] == '^')
+	if negated {
 		body = body[1:]
 	}
 	in := false
@@ -374,39 +384,46 @@ func classMatches(body string, c byte) bool {
 	// after a range or a [:class:], after which "-" is an ordinary member.
 	prev := -1
 	for i := 0; i < len(body); i++ {
-		m := body[i]
-		switch {
-		case m == '\\':
-			i++
-			m = body[i]
-		case m == '-' && prev >= 0 && i+1 < len(body):
-			hi := body[i+1]
-			i++
-			if hi == '\\' {
-				i++
-				hi = body[i]
-			}
-			if byte(prev) <= c && c <= hi {
-				in = true
-			}
-			prev = -1
+		if body[i] == '-' && prev >= 0 && i+1 < len(body) {
+			hi, last := classByte(body, i+1)
+			in = in || (byte(prev) <= c && c <= hi)
+			i, prev = last, -1
 			continue
-		case strings.HasPrefix(body[i:], "[:"):
-			if name, _, _ := strings.Cut(body[i+2:], "]"); strings.HasSuffix(name, ":") {
-				if member, _ := posixClass(strings.TrimSuffix(name, ":"), c); member {
-					in = true
-				}
-				i += 2 + len(name)
-				prev = -1
-				continue
-			}
 		}
-		if m == c {
-			in = true
+		if n, member, isClass := namedClassAt(body[i:], c); isClass {
+			in = in || member
+			i, prev = i+n-1, -1
+			continue
 		}
-		prev = int(m)
+		m, last := classByte(body, i)
+		in = in || m == c
+		i, prev = last, int(m)
 	}
 	return in != negated
+}
+
+// classByte is the single member of a class body at i, escaped by a
+// backslash or not, and the index of its last byte.
+func classByte(body string, i int) (b byte, last int) {
+	if body[i] == '\\' {
+		i++
+	}
+	return body[i], i
+}
+
+// namedClassAt reads the [:name:] that s starts with, if it does: its
+// length n and whether c is a member.
+func namedClassAt(s string, c byte) (n int, member, isClass bool) {
+	if !strings.HasPrefix(s, "[:") {
+		return 0, false, false
+	}
+	name, _, _ := strings.Cut(s[2:], "]")
+	class, isClass := strings.CutSuffix(name, ":")
+	if !isClass {
+		return 0, false, false
+	}
+	member, _ = posixClass(class, c)
+	return 2 + len(name) + 1, member, true
 }
 
 // classesWellFormed reports whether every bracket class in p is closed and

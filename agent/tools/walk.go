@@ -291,20 +291,36 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 		}
 		return nil // an unreadable subdirectory is skipped
 	}
-	// The directory's path inside the repository, as its rules' base.
-	base := ""
-	switch {
-	case w.prefix != "" && rel != "":
-		base = w.prefix + "/" + rel + "/"
-	case w.prefix != "" || rel != "":
-		base = w.prefix + rel + "/"
-	}
+	base := w.rulesBase(rel)
 	// Full slice expression: siblings must not share appended rules.
 	rules = append(rules[:len(rules):len(rules)], readIgnoreFile(w.root, filepath.Join(name, ".gitignore"), base)...)
+	sortForWalk(entries)
+	for _, e := range entries {
+		if err := w.entry(dir, rel, base, rules, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	// Sort by name, with "/" after directory names, so that the walk visits
-	// paths in the lexical order of their full relative paths ("a.go"
-	// before "a/b.go") and the first limit results are the sorted first.
+// rulesBase is the path inside the repository of the directory at rel,
+// with a trailing slash ("" at the repository's top): the base of its
+// .gitignore's rules.
+func (w *walker) rulesBase(rel string) string {
+	switch {
+	case w.prefix != "" && rel != "":
+		return w.prefix + "/" + rel + "/"
+	case w.prefix != "" || rel != "":
+		return w.prefix + rel + "/"
+	}
+	return ""
+}
+
+// sortForWalk sorts a directory's entries by name, with "/" after directory
+// names, so that the walk visits paths in the lexical order of their full
+// relative paths ("a.go" before "a/b.go") and the first limit results are
+// the sorted first.
+func sortForWalk(entries []fs.DirEntry) {
 	key := func(e fs.DirEntry) string {
 		if e.IsDir() {
 			return e.Name() + "/"
@@ -312,41 +328,41 @@ func (w *walker) dir(dir, rel string, rules []ignoreRule) error {
 		return e.Name()
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return cmp.Compare(key(a), key(b)) })
+}
 
-	for _, e := range entries {
-		name := e.Name()
-		if name == ".git" {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		childRel := name
-		if rel != "" {
-			childRel = rel + "/" + name
-		}
-		isDir := e.IsDir()
-		if ignored(rules, base+name, isDir) {
-			continue
-		}
-		open := filepath.FromSlash(childRel)
-		switch t := e.Type(); {
-		case isDir:
-			if err := w.dir(path, childRel, rules); err != nil {
-				return err
-			}
-			continue
-		case t&fs.ModeSymlink != 0:
-			var ok bool
-			if open, ok = w.linkToFileInside(path); !ok {
-				continue
-			}
-		case !t.IsRegular():
-			continue
-		}
-		if err := w.fn(walkedFile{path: path, rel: childRel, root: w.root, name: open}); err != nil {
-			return err
-		}
+// entry walks one entry of the directory at dir (rel from the root): into
+// a subdirectory, or to fn with a regular file or a link to one inside the
+// root. .git, ignored paths and anything else are passed over.
+func (w *walker) entry(dir, rel, base string, rules []ignoreRule, e fs.DirEntry) error {
+	name := e.Name()
+	if name == ".git" || ignored(rules, base+name, e.IsDir()) {
+		return nil
 	}
-	return nil
+	path, childRel := filepath.Join(dir, name), name
+	if rel != "" {
+		childRel = rel + "/" + name
+	}
+	if e.IsDir() {
+		return w.dir(path, childRel, rules)
+	}
+	open, ok := w.openName(e, path, childRel)
+	if !ok {
+		return nil
+	}
+	return w.fn(walkedFile{path: path, rel: childRel, root: w.root, name: open})
+}
+
+// openName is the name in the walk's root by which the file at path (rel
+// from the root) is opened: its own, or for a link the target's, when that
+// is a file inside the root. ok is false for anything else.
+func (w *walker) openName(e fs.DirEntry, path, rel string) (name string, ok bool) {
+	switch t := e.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return w.linkToFileInside(path)
+	case !t.IsRegular():
+		return "", false
+	}
+	return filepath.FromSlash(rel), true
 }
 
 // readDir lists the directory name in root. The open does not block, in

@@ -195,33 +195,62 @@ func readStarted(ctl *os.File, name string) (int, error) {
 func reap() int {
 	ctl := os.NewFile(ctlFD, "reaper control")
 	syscall.CloseOnExec(ctlFD) // the command must not reach Rebound's socket
-	fail := func(err error) int {
-		var errno syscall.Errno
-		if !errors.As(err, &errno) {
-			errno = syscall.EINVAL
-		}
-		fmt.Fprintf(ctl, "E %d\n", int(errno))
-		return 127
-	}
 	if len(os.Args) < 3 {
-		return fail(syscall.EINVAL)
+		return failStart(ctl, syscall.EINVAL)
 	}
 	path, argv := os.Args[1], os.Args[2:]
 	in := bufio.NewReader(ctl)
 	env, err := readEnv(in)
 	if err != nil {
-		return fail(err)
+		return failStart(ctl, err)
 	}
 	// Orphans below the reaper become its children rather than init's, so
 	// it can find and kill them.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return fail(err)
+		return failStart(ctl, err)
 	}
 	forward := make(chan os.Signal, 4)
 	signal.Notify(forward, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
+	r := &reaper{chld: make(chan os.Signal, 1)}
+	signal.Notify(r.chld, syscall.SIGCHLD)
+	if err := r.start(path, argv, env); err != nil {
+		return failStart(ctl, err)
+	}
+	detachStdio()
+	fmt.Fprintf(ctl, "P %d\n", r.pid)
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in) // Rebound writes nothing more: this is EOF
+		close(stop)
+	}()
+	r.wait(forward, stop)
+	r.killTheRest()
+	return r.exitCode()
+}
 
+// failStart tells Rebound why the command was not started, as an errno,
+// and is the reaper's exit status then.
+func failStart(ctl *os.File, err error) int {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		errno = syscall.EINVAL
+	}
+	fmt.Fprintf(ctl, "E %d\n", int(errno))
+	return 127
+}
+
+// reaper is the reaper's command and what became of it. Its methods run on
+// one goroutine, and only it reaps: a pid it signals is a child not yet
+// reaped, so it cannot have been reused.
+type reaper struct {
+	pid    int            // the command's, and its process group's
+	chld   chan os.Signal // SIGCHLD
+	status syscall.WaitStatus
+	exited bool // the command was reaped, with status
+}
+
+// start starts the command in its own process group.
+func (r *reaper) start(path string, argv, env []string) error {
 	cmd, err := os.StartProcess(path, argv, &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -233,78 +262,79 @@ func reap() int {
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	pid := cmd.Pid
-	_ = cmd.Release() // reaped below with wait4, as every other child
-	detachStdio()
-	fmt.Fprintf(ctl, "P %d\n", pid)
-	stop := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, in) // Rebound writes nothing more: this is EOF
-		close(stop)
-	}()
+	r.pid = cmd.Pid
+	_ = cmd.Release() // reaped with wait4, as every other child
+	return nil
+}
 
-	// Everything below runs on this goroutine, and only it reaps: a pid it
-	// signals is a child not yet reaped, so it cannot have been reused.
-	var status syscall.WaitStatus
-	exited := false
-	// reapAll reaps every child that has exited, noting the command's
-	// status; false when no child is left.
-	reapAll := func() bool {
-		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err != nil:
-				return false // ECHILD
-			case wpid == 0:
-				return true
-			case wpid == pid:
-				status, exited = ws, true
-			}
-		}
-	}
-	stopped := false
-	for !exited && !stopped {
+// wait waits for the command to exit, forwarding the signals that ask it
+// to stop to its group, and kills the group when stop closes (Rebound is
+// gone).
+func (r *reaper) wait(forward <-chan os.Signal, stop <-chan struct{}) {
+	for !r.exited {
 		select {
-		case <-chld:
-			reapAll()
+		case <-r.chld:
+			r.reapAll()
 		case s := <-forward:
-			_ = syscall.Kill(-pid, s.(syscall.Signal))
+			_ = syscall.Kill(-r.pid, s.(syscall.Signal))
 		case <-stop:
-			stopped = true
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			return
 		}
 	}
+}
 
-	// Kill whatever is left, a generation at a time: a process whose parent
-	// dies is reparented here and killed in the next round.
+// reapAll reaps every child that has exited, noting the command's status;
+// false when no child is left.
+func (r *reaper) reapAll() bool {
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return false // ECHILD
+		case wpid == 0:
+			return true
+		case wpid == r.pid:
+			r.status, r.exited = ws, true
+		}
+	}
+}
+
+// killTheRest kills whatever is left, a generation at a time: a process
+// whose parent dies is reparented here and killed in the next round.
+func (r *reaper) killTheRest() {
 	deadline := time.Now().Add(teardownLimit)
 	for {
 		for _, c := range children() {
 			_ = syscall.Kill(c, syscall.SIGKILL)
 		}
-		if !reapAll() || time.Now().After(deadline) {
-			break
+		if !r.reapAll() || time.Now().After(deadline) {
+			return
 		}
 		t := time.NewTimer(time.Millisecond)
 		select {
-		case <-chld:
+		case <-r.chld:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
 
+// exitCode ends the reaper as the command ended: by its signal, or with
+// its exit status.
+func (r *reaper) exitCode() int {
 	switch {
-	case !exited:
+	case !r.exited:
 		raise(syscall.SIGKILL) // it was being killed, and is stuck in the kernel
-	case status.Signaled():
-		raise(status.Signal())
+	case r.status.Signaled():
+		raise(r.status.Signal())
 	}
-	return status.ExitStatus()
+	return r.status.ExitStatus()
 }
 
 // detachStdio points the reaper's standard streams at the null device, so
