@@ -821,38 +821,50 @@ func toolContent(cwd string, list []acp.ToolCallContent) string {
 	for _, c := range list {
 		switch c.Type {
 		case acp.ToolContentContent:
-			if c.Content != nil && c.Content.Type == "text" {
-				// The first line that is not a code fence (command
-				// output comes fenced).
-				var lines []string
-				for l := range strings.Lines(c.Content.Text) {
-					if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
-						lines = append(lines, l)
-					}
-				}
-				if len(lines) == 0 {
-					continue
-				}
-				text, cut := lines[0], len(lines) > 1
-				if r := []rune(text); len(r) > 100 {
-					text, cut = string(r[:100]), true
-				}
-				if cut {
-					text += " …"
-				}
+			if c.Content == nil || c.Content.Type != "text" {
+				continue
+			}
+			if text, ok := firstLine(c.Content.Text); ok {
 				parts = append(parts, text)
 			}
 		case acp.ToolContentDiff:
-			path := c.Path
-			if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
-				path = filepath.ToSlash(rel)
-			}
-			parts = append(parts, "diff of "+path)
+			parts = append(parts, "diff of "+projectPath(cwd, c.Path))
 		case acp.ToolContentTerminal:
 			parts = append(parts, "terminal")
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// firstLine is text's first line that is not blank or a code fence
+// (command output comes fenced), cut to 100 runes and marked " …" when
+// anything was left out; ok is false when there is no such line.
+func firstLine(text string) (line string, ok bool) {
+	var lines []string
+	for l := range strings.Lines(text) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "", false
+	}
+	line, cut := lines[0], len(lines) > 1
+	if r := []rune(line); len(r) > 100 {
+		line, cut = string(r[:100]), true
+	}
+	if cut {
+		line += " …"
+	}
+	return line, true
+}
+
+// projectPath is path relative to the project cwd when it lies inside it.
+func projectPath(cwd, path string) string {
+	if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return path
 }
 
 // fileList names a project's files: "README.md, main.go", or "empty".
