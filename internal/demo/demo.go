@@ -433,6 +433,38 @@ func (d *driver) play(ctx context.Context) (ok bool, err error) {
 // scene sends one prompt and shows what the editor user sees until the
 // agent answers it.
 func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected bool, err error) {
+	d.sceneHeading(i, of, sc)
+	before := d.mock.Count()
+	start := time.Now()
+	if err := d.prompt(sc.Prompt); err != nil {
+		return false, err
+	}
+	sv := &sceneView{d: d, o: d.out, sc: sc, busySince: start, tools: map[string]*shownTool{}}
+	tick, stop := d.out.ticker()
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case now := <-tick:
+			sv.render(now)
+		case <-sv.cancelC:
+			if err := sv.cancel(); err != nil {
+				return false, err
+			}
+		case ev := <-d.client.events:
+			now := time.Now()
+			if ev.answer != nil {
+				return sv.answered(ev.answer, before, now.Sub(start))
+			}
+			sv.show(ev, now)
+		}
+	}
+}
+
+// sceneHeading prints scene i's title ("[i/of] title" in a demo of
+// scenes) and its note.
+func (d *driver) sceneHeading(i, of int, sc scene) {
 	o := d.out
 	o.line("")
 	if of > 0 {
@@ -443,69 +475,68 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 	if sc.Note != "" {
 		o.line("      %s", o.c(dim, sc.Note))
 	}
-	before := d.mock.Count()
-	start := time.Now()
+}
+
+// prompt sends session/prompt without waiting for its answer, and shows
+// it as the user's line.
+func (d *driver) prompt(text string) error {
 	if err := d.client.send(acp.MethodSessionPrompt, acp.PromptRequest{
 		SessionID: d.sessionID,
-		Prompt:    []acp.ContentBlock{acp.TextBlock(sc.Prompt)},
+		Prompt:    []acp.ContentBlock{acp.TextBlock(text)},
 	}); err != nil {
-		return false, err
+		return err
 	}
 	d.prompts++
-	o.line("%s %s", o.c(boldCyan, "› you:"), sc.Prompt)
+	d.out.line("%s %s", d.out.c(boldCyan, "› you:"), text)
+	return nil
+}
 
-	sv := &sceneView{d: d, o: o, sc: sc, busySince: start, tools: map[string]*shownTool{}}
-	var tick <-chan time.Time
-	if o.tty {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
+// cancel sends session/cancel, as a user pressing stop does.
+func (v *sceneView) cancel() error {
+	v.cancelC = nil
+	if err := v.d.client.notify(acp.MethodSessionCancel, acp.CancelNotification{SessionID: v.d.sessionID}); err != nil {
+		return err
 	}
-	for {
-		var ev event
-		select {
-		case <-ctx.Done():
-			return false, context.Cause(ctx)
-		case now := <-tick:
-			sv.render(now)
-			continue
-		case <-sv.cancelC:
-			sv.cancelC = nil
-			if err := d.client.notify(acp.MethodSessionCancel, acp.CancelNotification{SessionID: d.sessionID}); err != nil {
-				return false, err
-			}
-			sv.cancelSent = true
-			o.line("%s %s", o.c(boldCyan, "› you:"), o.c(cyan, "■ stop (session/cancel)"))
-			continue
-		case ev = <-d.client.events:
-		}
-		now := time.Now()
-		switch {
-		case ev.answer != nil:
-			var rerr *jsonrpc2.Error
-			if ev.answer.err != nil && !errors.As(ev.answer.err, &rerr) {
-				return false, d.client.exitErr()
-			}
-			// A tool call the agent never finished still gets its line.
-			for _, tid := range sv.toolOrder {
-				if t := sv.tools[tid]; !t.done {
-					o.line("%s", d.toolLine(t))
-				}
-			}
-			return d.finish(sc, ev.answer.result, rerr, before, len(sv.toolOrder), now.Sub(start)), nil
-		case ev.permission != nil:
-			p := ev.permission
-			title := p.ToolCall.Title
-			if t := sv.tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
-				title = t.title
-			}
-			// A title may hold a whole command in a block: keep it under its line.
-			title = strings.ReplaceAll(title, "\n", "\n    ")
-			o.line("  %s %s · permission asked · %s", o.c(cyan, "?"), title, o.c(cyan, fmt.Sprintf("the demo answers %q for you", ev.chosen.Name)))
-		case ev.update != nil:
-			sv.update(ev.update, now)
+	v.cancelSent = true
+	v.o.line("%s %s", v.o.c(boldCyan, "› you:"), v.o.c(cyan, "■ stop (session/cancel)"))
+	return nil
+}
+
+// answered ends the scene on the prompt's answer. An error that is not
+// the agent's JSON-RPC error means the connection ended: the agent died.
+func (v *sceneView) answered(a *answer, before int, took time.Duration) (asExpected bool, err error) {
+	var rerr *jsonrpc2.Error
+	if a.err != nil && !errors.As(a.err, &rerr) {
+		return false, v.d.client.exitErr()
+	}
+	// A tool call the agent never finished still gets its line.
+	for _, tid := range v.toolOrder {
+		if t := v.tools[tid]; !t.done {
+			v.o.line("%s", v.d.toolLine(t))
 		}
 	}
+	return v.d.finish(v.sc, a.result, rerr, before, len(v.toolOrder), took), nil
+}
+
+// show shows an agent's request or update that is not the answer.
+func (v *sceneView) show(ev event, now time.Time) {
+	switch {
+	case ev.permission != nil:
+		v.permission(ev.permission, ev.chosen)
+	case ev.update != nil:
+		v.update(ev.update, now)
+	}
+}
+
+// permission shows a permission request and the option the demo chose.
+func (v *sceneView) permission(p *acp.RequestPermissionRequest, chosen acp.PermissionOption) {
+	title := p.ToolCall.Title
+	if t := v.tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
+		title = t.title
+	}
+	// A title may hold a whole command in a block: keep it under its line.
+	title = strings.ReplaceAll(title, "\n", "\n    ")
+	v.o.line("  %s %s · permission asked · %s", v.o.c(cyan, "?"), title, v.o.c(cyan, fmt.Sprintf("the demo answers %q for you", chosen.Name)))
 }
 
 // sceneView is what a scene shows while its prompt runs: the retry wait,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 )
@@ -208,4 +209,13 @@ func (o *screen) replyText(id, s string) {
 			o.col++
 		}
 	}
+}
+
+// ticker redraws the live line on a terminal; elsewhere it never ticks.
+func (o *screen) ticker() (tick <-chan time.Time, stop func()) {
+	if !o.tty {
+		return nil, func() {}
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	return t.C, t.Stop
 }
