@@ -71,14 +71,7 @@ const cancelGrace = 5 * time.Second
 // ended as expected, 1 when one did not, the agent died, the script is bad
 // or ctx ended (its cause is reported: `rebound demo --timeout` sets it).
 func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	streaming := opts.Streaming
-	if streaming == "" {
-		streaming = config.StreamingLive
-	}
+	opts = opts.withDefaults()
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "rebound demo: "+format+"\n", args...)
 		return 1
@@ -88,47 +81,15 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	child, err := childBinary(getenv)
+	child, err := childBinary(opts.Getenv)
 	if err != nil {
 		return fail("%v", err)
 	}
-
-	// The state directory is kept: the summary points at the session log.
-	state, temp, err := stateDir(opts.StateDir)
+	ws, err := newWorkspace(opts.StateDir, def, source)
 	if err != nil {
 		return fail("%v", err)
 	}
-	var sessionID string
-	if temp {
-		// Kept once a session has started; a demo that failed before
-		// leaves nothing behind.
-		defer func() {
-			if sessionID == "" {
-				os.RemoveAll(state)
-			}
-		}()
-	}
-	cfgDir, err := os.MkdirTemp("", "rebound-demo-config-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(cfgDir)
-	cfgText, err := def.configTOML()
-	if err != nil {
-		return fail("%s: %v", source, err)
-	}
-	cfgPath := filepath.Join(cfgDir, "config.toml")
-	if err := os.WriteFile(cfgPath, cfgText, 0o600); err != nil {
-		return fail("%v", err)
-	}
-	project, err := os.MkdirTemp("", "rebound-demo-project-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(project)
-	if project, err = fillProject(def, project); err != nil {
-		return fail("writing the demo project: %v", err)
-	}
+	defer ws.remove()
 
 	script := def.script()
 	mock := mockprovider.New(script)
@@ -138,38 +99,21 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	}
 	defer srv.Close()
 
-	childEnv := map[string]string{
-		"OPENAI_BASE_URL":   srv.BaseURL(),
-		"OPENAI_API_KEY":    "demo-key-not-a-secret",
-		"REBOUND_STATE_DIR": state,
-		"REBOUND_CONFIG":    cfgPath,
-		"REBOUND_LOG_LEVEL": "info",
-		"REBOUND_STREAMING": streaming,
-	}
-	if opts.Home != "" {
-		childEnv["HOME"] = opts.Home
-	}
+	env := ws.agentEnv(srv.BaseURL(), opts)
 	// Check the config here, so that a bad "recovery" reads as the script's
 	// fault and not as an agent that died.
-	cfg, err := config.Load(config.Flags{}, func(k string) string { return childEnv[k] }, opts.Home)
+	cfg, err := config.Load(config.Flags{}, func(k string) string { return env[k] }, opts.Home)
 	if err != nil {
 		return fail("%s: the agent's config (from \"recovery\"/\"model\"): %v", source, err)
 	}
-	var envList []string
-	for k, v := range childEnv {
-		envList = append(envList, k+"="+v)
-	}
-
-	proc, err := startAgent(ctx, child, envList)
+	proc, err := startAgent(ctx, child, envList(env))
 	if err != nil {
 		return fail("starting the agent %s: %v", child, err)
 	}
 	defer proc.stop(cancelGrace)
 
-	out := &screen{w: stdout}
-	out.tty = isTerminal(stdout) && getenv("TERM") != "dumb"
-	out.color = out.tty && getenv("NO_COLOR") == ""
-	d := &driver{out: out, client: proc.client, mock: mock, def: def, cwd: project, streaming: streaming, state: state,
+	out := newScreen(stdout, opts.Getenv)
+	d := &driver{out: out, client: proc.client, mock: mock, def: def, cwd: ws.project, streaming: opts.Streaming, state: ws.state,
 		clientVersion: opts.ClientVersion,
 		shown:         map[string]string{}, shownThought: map[string]string{}}
 
@@ -177,7 +121,7 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return agentFailed(ctx, stderr, out, proc, err)
 	}
-	sessionID = d.sessionID
+	ws.keepState = true
 
 	d.header(info, proc, banner{source: source, steps: len(script.Steps), provider: srv.BaseURL(), model: cfg.Provider.Model, fast: opts.Fast})
 	ok, err := d.play(ctx)
@@ -186,21 +130,38 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	}
 	proc.stop(cancelGrace)
 	out.clearLive()
+	if err := d.conclude(opts, ok); err != nil {
+		return fail("%v", err)
+	}
+	return 0
+}
 
+// withDefaults fills in what an empty Options field means.
+func (opts Options) withDefaults() Options {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	opts.Streaming = cmp.Or(opts.Streaming, config.StreamingLive)
+	return opts
+}
+
+// conclude prints the summary once the agent has stopped, and says what
+// made the demo fail: its output, or a scene that did not end as expected.
+func (d *driver) conclude(opts Options, ok bool) error {
 	hint := ""
 	if opts.InspectHint {
 		hint = cmp.Or(shellWord(opts.Self), "rebound")
 	}
 	if err := d.summarise(hint); err != nil {
-		return fail("%v", err)
+		return err
 	}
-	if out.err != nil {
-		return fail("writing to stdout: %v", out.err)
+	if d.out.err != nil {
+		return fmt.Errorf("writing to stdout: %v", d.out.err)
 	}
 	if !ok {
-		return fail("not every scene ended as expected (see above)")
+		return errors.New("not every scene ended as expected (see above)")
 	}
-	return 0
+	return nil
 }
 
 // summarise prints the summary read from the session log.
@@ -217,22 +178,6 @@ func (d *driver) summarise(self string) error {
 	}
 	d.summary(stats, logPath, self)
 	return nil
-}
-
-// stateDir is the agent's state directory: dir made absolute and created,
-// or a new temporary one (temp).
-func stateDir(dir string) (state string, temp bool, err error) {
-	if dir == "" {
-		state, err = os.MkdirTemp("", "rebound-demo-")
-		return state, true, err
-	}
-	if state, err = filepath.Abs(dir); err == nil {
-		err = os.MkdirAll(state, 0o700)
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("--state-dir: %v", err)
-	}
-	return state, false, nil
 }
 
 // loadDefinition reads the demo to play, scaled for --fast, and names where
@@ -258,17 +203,6 @@ func loadDefinition(opts Options) (def *definition, source string, err error) {
 		def.scale(fastScale)
 	}
 	return def, source, nil
-}
-
-// fillProject writes the script's project into dir, a new directory, and
-// returns its path with links resolved. The session works in a project of
-// its own, so that a script's edits and commands never touch the directory
-// the demo was started in.
-func fillProject(def *definition, dir string) (string, error) {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	return dir, def.writeProject(dir)
 }
 
 // childBinary is the rebound binary to run as the agent.

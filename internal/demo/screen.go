@@ -59,6 +59,15 @@ type screen struct {
 	err       error
 }
 
+// newScreen draws on w: a live line where w is a terminal (not TERM=dumb),
+// colours too unless NO_COLOR is set.
+func newScreen(w io.Writer, getenv func(string) string) *screen {
+	o := &screen{w: w}
+	o.tty = isTerminal(w) && getenv("TERM") != "dumb"
+	o.color = o.tty && getenv("NO_COLOR") == ""
+	return o
+}
+
 // retryNote is a retry met while a reply was parked, printed under the
 // reply once its line ends.
 type retryNote struct {
