@@ -67,17 +67,29 @@ func readBack(t *testing.T, path string) (format string, files map[string]archiv
 	}
 }
 
+// archiveSources writes a release's two files into dir, as on a build
+// machine (mode 0600), and lists them as an archive holds them.
+func archiveSources(t *testing.T, dir string) []archiveFile {
+	t.Helper()
+	files := []archiveFile{
+		{name: "rebound", path: filepath.Join(dir, "bin"), mode: 0o755},
+		{name: "LICENSE", path: filepath.Join(dir, "doc"), mode: 0o644},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, []byte(archiveContent[f.name]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+var archiveContent = map[string]string{"rebound": "\x7fELF binary", "LICENSE": "the licence"}
+
 // writeArchive writes the format its name says, holding each file under
 // its name with its mode, the stamp as its date, and its content.
 func TestWriteArchive_FormatAndEntries(t *testing.T) {
 	dir := t.TempDir()
-	bin, doc := filepath.Join(dir, "bin"), filepath.Join(dir, "doc")
-	for p, data := range map[string]string{bin: "\x7fELF binary", doc: "the licence"} {
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := []archiveFile{{name: "rebound", path: bin, mode: 0o755}, {name: "LICENSE", path: doc, mode: 0o644}}
+	files := archiveSources(t, dir)
 	stamp := time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC) // even seconds: zip dates have 2 s steps
 	for _, ext := range []string{"tar.gz", "zip"} {
 		path := filepath.Join(dir, "a."+ext)
@@ -88,7 +100,7 @@ func TestWriteArchive_FormatAndEntries(t *testing.T) {
 		if format != ext {
 			t.Errorf("a.%s is a %s", ext, format)
 		}
-		want := map[string]archived{"rebound": {0o755, stamp, "\x7fELF binary"}, "LICENSE": {0o644, stamp, "the licence"}}
+		want := map[string]archived{"rebound": {0o755, stamp, archiveContent["rebound"]}, "LICENSE": {0o644, stamp, archiveContent["LICENSE"]}}
 		if len(got) != len(want) {
 			t.Errorf("a.%s holds %v, want %v", ext, got, want)
 		}
