@@ -271,29 +271,39 @@ func tomlValue(v any) (any, error) {
 		}
 		return v, nil
 	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			y, err := tomlValue(x)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			out[k] = y
-		}
-		return out, nil
+		return tomlTable(v)
 	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			y, err := tomlValue(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = y
-		}
-		return out, nil
+		return tomlArray(v)
 	case nil:
 		return nil, errors.New("null has no TOML form")
 	}
 	return v, nil
+}
+
+// tomlTable is tomlValue of each value of m; an error names its key.
+func tomlTable(m map[string]any) (any, error) {
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		y, err := tomlValue(x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = y
+	}
+	return out, nil
+}
+
+// tomlArray is tomlValue of each element of list.
+func tomlArray(list []any) (any, error) {
+	out := make([]any, len(list))
+	for i, x := range list {
+		y, err := tomlValue(x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = y
+	}
+	return out, nil
 }
 
 // fastScale is what --fast multiplies every wait by.
