@@ -59,86 +59,42 @@ Flags:
 var defaultMockScript = mockprovider.Script{Fallback: &mockprovider.Step{Echo: true}}
 
 func runMockProvider(ctx context.Context, args []string, s streams, e env) int {
-	fs := flag.NewFlagSet("rebound mock-provider", flag.ContinueOnError)
-	fs.SetOutput(s.err)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), mockProviderUsage)
-		fs.PrintDefaults()
+	f, code, ok := parseMockProviderFlags(args, s.err)
+	if !ok {
+		return code
 	}
-	addr := fs.String("addr", "127.0.0.1:0", "`host:port` to listen on; port 0 picks a free port. Only loopback hosts (127.0.0.0/8, ::1, localhost) unless --allow-remote")
-	scriptPath := fs.String("script", "", "mock script `FILE` (JSON; - reads stdin). Default: echo every request")
-	logPath := fs.String("log", "", "write one JSON line per request received to `FILE`, truncating it first (- is stderr); credentials are never written")
-	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --addr: anyone who can reach it may use the mock")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(s.err, "rebound mock-provider: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
-	}
-	loopback, err := mockLoopbackAddr(*addr)
+	script, scriptName, err := loadMockScript(f.scriptPath, s.in)
 	if err != nil {
-		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q: %v\n", *addr, err)
-		return 2
-	}
-	if !loopback && !*allowRemote {
-		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to serve it to the network\n", *addr)
-		return 2
-	}
-
-	script := &defaultMockScript
-	scriptName := "default (echo)"
-	switch *scriptPath {
-	case "":
-	case "-":
-		data, err := io.ReadAll(s.in)
-		if err == nil {
-			script, err = mockprovider.ParseScript(data)
-		}
-		if err != nil {
-			fmt.Fprintf(s.err, "rebound mock-provider: stdin: %v\n", err)
-			return 1
-		}
-		scriptName = "stdin"
-	default:
-		script, err = mockprovider.LoadScript(*scriptPath)
-		if err != nil {
-			fmt.Fprintf(s.err, "rebound mock-provider: %v\n", err)
-			return 1
-		}
-		scriptName = *scriptPath
+		fmt.Fprintf(s.err, "rebound mock-provider: %v\n", err)
+		return 1
 	}
 
 	// The logger and a --log of "-" share stderr; lines must not interleave.
 	stderr := &mockProviderLockedWriter{w: s.err}
 	log := newLogger(stderr, "info").With().Str("component", "mock-provider").Logger()
 	rl := &mockProviderRequestLog{log: log}
-	switch *logPath {
+	switch f.logPath {
 	case "":
 	case "-":
 		rl.file = stderr
 	default:
-		f, err := os.Create(*logPath)
+		file, err := os.Create(f.logPath)
 		if err != nil {
 			fmt.Fprintf(s.err, "rebound mock-provider: --log: %v\n", err)
 			return 1
 		}
-		defer f.Close()
-		rl.file = f
+		defer file.Close()
+		rl.file = file
 	}
 
 	m := mockprovider.New(script)
 	m.SetLog(rl)
-	srv, err := mockprovider.Serve(ctx, *addr, m)
+	srv, err := mockprovider.Serve(ctx, f.addr, m)
 	if err != nil {
-		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q: %v\n", *addr, err)
+		fmt.Fprintf(s.err, "rebound mock-provider: --addr %q: %v\n", f.addr, err)
 		return 1
 	}
-	if !loopback {
+	if !f.loopback {
 		log.Warn().Str("addr", srv.Addr).Msg("serving on a non-loopback address (--allow-remote): anyone who can reach it may use the mock")
 	}
 	log.Info().Str("addr", srv.Addr).Str("baseURL", srv.BaseURL()).Str("script", scriptName).
@@ -156,6 +112,74 @@ func runMockProvider(ctx context.Context, args []string, s streams, e env) int {
 	}
 	log.Info().Int("requests", m.Count()).Msg("mock provider stopped")
 	return 0
+}
+
+// mockProviderFlags are mock-provider's flags, checked.
+type mockProviderFlags struct {
+	addr                string
+	loopback            bool // addr's host is a loopback address
+	scriptPath, logPath string
+}
+
+// parseMockProviderFlags reads mock-provider's flags, reporting a usage
+// error to stderr. When not ok, the command ends with code: 0 for --help,
+// else 2, also for a non-loopback --addr without --allow-remote.
+func parseMockProviderFlags(args []string, stderr io.Writer) (f mockProviderFlags, code int, ok bool) {
+	fs := flag.NewFlagSet("rebound mock-provider", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), mockProviderUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "`host:port` to listen on; port 0 picks a free port. Only loopback hosts (127.0.0.0/8, ::1, localhost) unless --allow-remote")
+	fs.StringVar(&f.scriptPath, "script", "", "mock script `FILE` (JSON; - reads stdin). Default: echo every request")
+	fs.StringVar(&f.logPath, "log", "", "write one JSON line per request received to `FILE`, truncating it first (- is stderr); credentials are never written")
+	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --addr: anyone who can reach it may use the mock")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, 0, false
+		}
+		return f, 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "rebound mock-provider: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return f, 2, false
+	}
+	loopback, err := mockLoopbackAddr(f.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rebound mock-provider: --addr %q: %v\n", f.addr, err)
+		return f, 2, false
+	}
+	if !loopback && !*allowRemote {
+		fmt.Fprintf(stderr, "rebound mock-provider: --addr %q is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to serve it to the network\n", f.addr)
+		return f, 2, false
+	}
+	f.loopback = loopback
+	return f, 0, true
+}
+
+// loadMockScript is the script at path ("-": read from in; "": the default
+// echo) and the name the log gives it.
+func loadMockScript(path string, in io.Reader) (script *mockprovider.Script, name string, err error) {
+	switch path {
+	case "":
+		return &defaultMockScript, "default (echo)", nil
+	case "-":
+		data, err := io.ReadAll(in)
+		if err == nil {
+			script, err = mockprovider.ParseScript(data)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("stdin: %v", err)
+		}
+		return script, "stdin", nil
+	}
+	script, err = mockprovider.LoadScript(path)
+	if err != nil {
+		return nil, "", err
+	}
+	return script, path, nil
 }
 
 // mockLoopbackAddr reports whether addr's host is a loopback address. A

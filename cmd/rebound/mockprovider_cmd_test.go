@@ -257,6 +257,9 @@ func TestMockProvider_DefaultScriptEchoesAndLogsToStderr(t *testing.T) {
 	if !strings.Contains(stderr, `"script":"default (echo)"`) {
 		t.Errorf("stderr does not name the default script:\n%s", stderr)
 	}
+	if strings.Contains(stderr, "non-loopback") {
+		t.Errorf("a loopback --addr is warned about:\n%s", stderr)
+	}
 }
 
 func TestMockProvider_RefusesNonLoopback(t *testing.T) {

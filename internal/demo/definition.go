@@ -96,47 +96,23 @@ func fromScript(s *mockprovider.Script) *definition {
 	return d
 }
 
+// parseDefinition reads a demo definition, fills in its defaults and checks
+// it whole, so that a bad script is refused before any agent starts.
 func parseDefinition(data []byte) (*definition, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	var d definition
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("demo definition: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("demo definition: unexpected data after the object")
+	d, err := decodeDefinition(data)
+	if err != nil {
+		return nil, err
 	}
 	if len(d.Scenes) == 0 {
 		return nil, errors.New("demo definition: scenes: at least one scene is needed")
 	}
-	for _, name := range slices.Sorted(maps.Keys(d.Project)) {
-		if !filepath.IsLocal(name) || strings.Contains(name, `\`) {
-			return nil, fmt.Errorf("demo definition: project: %q is not a relative path inside the project (like \"README.md\" or \"cmd/main.go\")", name)
-		}
+	if err := checkProject(d.Project); err != nil {
+		return nil, err
 	}
 	d.inheritDefault()
 	for i := range d.Scenes {
-		sc := &d.Scenes[i]
-		where := fmt.Sprintf("demo definition: scenes[%d]", i)
-		if strings.TrimSpace(sc.Prompt) == "" {
-			return nil, fmt.Errorf("%s: prompt: missing", where)
-		}
-		if sc.Title == "" {
-			sc.Title = fmt.Sprintf("Scene %d", i+1)
-		}
-		if err := (&mockprovider.Script{Steps: sc.Steps}).Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		if sc.CancelAfter != "" {
-			dur, err := time.ParseDuration(sc.CancelAfter)
-			if err != nil || dur < 0 {
-				return nil, fmt.Errorf("%s: cancel_after: %q is not a non-negative duration like \"1.5s\"", where, sc.CancelAfter)
-			}
-			sc.cancelAfter = dur
-		}
-		if sc.Expect != "" && !slices.Contains(expectations, sc.Expect) {
-			return nil, fmt.Errorf("%s: expect: %q is not one of %s", where, sc.Expect, strings.Join(expectations, ", "))
+		if err := d.Scenes[i].check(i); err != nil {
+			return nil, err
 		}
 	}
 	if d.Fallback != nil {
@@ -147,7 +123,59 @@ func parseDefinition(data []byte) (*definition, error) {
 	if _, err := d.configTOML(); err != nil {
 		return nil, err
 	}
+	return d, nil
+}
+
+// decodeDefinition decodes exactly one JSON object with no unknown fields,
+// keeping numbers as written.
+func decodeDefinition(data []byte) (*definition, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var d definition
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("demo definition: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("demo definition: unexpected data after the object")
+	}
 	return &d, nil
+}
+
+// checkProject refuses a project file name that would land outside the
+// project directory (or is written with Windows separators).
+func checkProject(project map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(project)) {
+		if !filepath.IsLocal(name) || strings.Contains(name, `\`) {
+			return fmt.Errorf("demo definition: project: %q is not a relative path inside the project (like \"README.md\" or \"cmd/main.go\")", name)
+		}
+	}
+	return nil
+}
+
+// check validates scene i and fills in its title and cancelAfter.
+func (sc *scene) check(i int) error {
+	where := fmt.Sprintf("demo definition: scenes[%d]", i)
+	if strings.TrimSpace(sc.Prompt) == "" {
+		return fmt.Errorf("%s: prompt: missing", where)
+	}
+	if sc.Title == "" {
+		sc.Title = fmt.Sprintf("Scene %d", i+1)
+	}
+	if err := (&mockprovider.Script{Steps: sc.Steps}).Validate(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if sc.CancelAfter != "" {
+		dur, err := time.ParseDuration(sc.CancelAfter)
+		if err != nil || dur < 0 {
+			return fmt.Errorf("%s: cancel_after: %q is not a non-negative duration like \"1.5s\"", where, sc.CancelAfter)
+		}
+		sc.cancelAfter = dur
+	}
+	if sc.Expect != "" && !slices.Contains(expectations, sc.Expect) {
+		return fmt.Errorf("%s: expect: %q is not one of %s", where, sc.Expect, strings.Join(expectations, ", "))
+	}
+	return nil
 }
 
 // inheritDefault gives a definition without "model", "recovery" or
@@ -243,29 +271,39 @@ func tomlValue(v any) (any, error) {
 		}
 		return v, nil
 	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			y, err := tomlValue(x)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			out[k] = y
-		}
-		return out, nil
+		return tomlTable(v)
 	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			y, err := tomlValue(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = y
-		}
-		return out, nil
+		return tomlArray(v)
 	case nil:
 		return nil, errors.New("null has no TOML form")
 	}
 	return v, nil
+}
+
+// tomlTable is tomlValue of each value of m; an error names its key.
+func tomlTable(m map[string]any) (any, error) {
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		y, err := tomlValue(x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = y
+	}
+	return out, nil
+}
+
+// tomlArray is tomlValue of each element of list.
+func tomlArray(list []any) (any, error) {
+	out := make([]any, len(list))
+	for i, x := range list {
+		y, err := tomlValue(x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = y
+	}
+	return out, nil
 }
 
 // fastScale is what --fast multiplies every wait by.

@@ -71,14 +71,7 @@ const cancelGrace = 5 * time.Second
 // ended as expected, 1 when one did not, the agent died, the script is bad
 // or ctx ended (its cause is reported: `rebound demo --timeout` sets it).
 func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	streaming := opts.Streaming
-	if streaming == "" {
-		streaming = config.StreamingLive
-	}
+	opts = opts.withDefaults()
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "rebound demo: "+format+"\n", args...)
 		return 1
@@ -88,47 +81,15 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	child, err := childBinary(getenv)
+	child, err := childBinary(opts.Getenv)
 	if err != nil {
 		return fail("%v", err)
 	}
-
-	// The state directory is kept: the summary points at the session log.
-	state, temp, err := stateDir(opts.StateDir)
+	ws, err := newWorkspace(opts.StateDir, def, source)
 	if err != nil {
 		return fail("%v", err)
 	}
-	var sessionID string
-	if temp {
-		// Kept once a session has started; a demo that failed before
-		// leaves nothing behind.
-		defer func() {
-			if sessionID == "" {
-				os.RemoveAll(state)
-			}
-		}()
-	}
-	cfgDir, err := os.MkdirTemp("", "rebound-demo-config-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(cfgDir)
-	cfgText, err := def.configTOML()
-	if err != nil {
-		return fail("%s: %v", source, err)
-	}
-	cfgPath := filepath.Join(cfgDir, "config.toml")
-	if err := os.WriteFile(cfgPath, cfgText, 0o600); err != nil {
-		return fail("%v", err)
-	}
-	project, err := os.MkdirTemp("", "rebound-demo-project-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(project)
-	if project, err = fillProject(def, project); err != nil {
-		return fail("writing the demo project: %v", err)
-	}
+	defer ws.remove()
 
 	script := def.script()
 	mock := mockprovider.New(script)
@@ -138,38 +99,21 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	}
 	defer srv.Close()
 
-	childEnv := map[string]string{
-		"OPENAI_BASE_URL":   srv.BaseURL(),
-		"OPENAI_API_KEY":    "demo-key-not-a-secret",
-		"REBOUND_STATE_DIR": state,
-		"REBOUND_CONFIG":    cfgPath,
-		"REBOUND_LOG_LEVEL": "info",
-		"REBOUND_STREAMING": streaming,
-	}
-	if opts.Home != "" {
-		childEnv["HOME"] = opts.Home
-	}
+	env := ws.agentEnv(srv.BaseURL(), opts)
 	// Check the config here, so that a bad "recovery" reads as the script's
 	// fault and not as an agent that died.
-	cfg, err := config.Load(config.Flags{}, func(k string) string { return childEnv[k] }, opts.Home)
+	cfg, err := config.Load(config.Flags{}, func(k string) string { return env[k] }, opts.Home)
 	if err != nil {
 		return fail("%s: the agent's config (from \"recovery\"/\"model\"): %v", source, err)
 	}
-	var envList []string
-	for k, v := range childEnv {
-		envList = append(envList, k+"="+v)
-	}
-
-	proc, err := startAgent(ctx, child, envList)
+	proc, err := startAgent(ctx, child, envList(env))
 	if err != nil {
 		return fail("starting the agent %s: %v", child, err)
 	}
 	defer proc.stop(cancelGrace)
 
-	out := &screen{w: stdout}
-	out.tty = isTerminal(stdout) && getenv("TERM") != "dumb"
-	out.color = out.tty && getenv("NO_COLOR") == ""
-	d := &driver{out: out, client: proc.client, mock: mock, def: def, cwd: project, streaming: streaming, state: state,
+	out := newScreen(stdout, opts.Getenv)
+	d := &driver{out: out, client: proc.client, mock: mock, def: def, cwd: ws.project, streaming: opts.Streaming, state: ws.state,
 		clientVersion: opts.ClientVersion,
 		shown:         map[string]string{}, shownThought: map[string]string{}}
 
@@ -177,7 +121,7 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return agentFailed(ctx, stderr, out, proc, err)
 	}
-	sessionID = d.sessionID
+	ws.keepState = true
 
 	d.header(info, proc, banner{source: source, steps: len(script.Steps), provider: srv.BaseURL(), model: cfg.Provider.Model, fast: opts.Fast})
 	ok, err := d.play(ctx)
@@ -186,21 +130,38 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 	}
 	proc.stop(cancelGrace)
 	out.clearLive()
+	if err := d.conclude(opts, ok); err != nil {
+		return fail("%v", err)
+	}
+	return 0
+}
 
+// withDefaults fills in what an empty Options field means.
+func (opts Options) withDefaults() Options {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	opts.Streaming = cmp.Or(opts.Streaming, config.StreamingLive)
+	return opts
+}
+
+// conclude prints the summary once the agent has stopped, and says what
+// made the demo fail: its output, or a scene that did not end as expected.
+func (d *driver) conclude(opts Options, ok bool) error {
 	hint := ""
 	if opts.InspectHint {
 		hint = cmp.Or(shellWord(opts.Self), "rebound")
 	}
 	if err := d.summarise(hint); err != nil {
-		return fail("%v", err)
+		return err
 	}
-	if out.err != nil {
-		return fail("writing to stdout: %v", out.err)
+	if d.out.err != nil {
+		return fmt.Errorf("writing to stdout: %v", d.out.err)
 	}
 	if !ok {
-		return fail("not every scene ended as expected (see above)")
+		return errors.New("not every scene ended as expected (see above)")
 	}
-	return 0
+	return nil
 }
 
 // summarise prints the summary read from the session log.
@@ -217,22 +178,6 @@ func (d *driver) summarise(self string) error {
 	}
 	d.summary(stats, logPath, self)
 	return nil
-}
-
-// stateDir is the agent's state directory: dir made absolute and created,
-// or a new temporary one (temp).
-func stateDir(dir string) (state string, temp bool, err error) {
-	if dir == "" {
-		state, err = os.MkdirTemp("", "rebound-demo-")
-		return state, true, err
-	}
-	if state, err = filepath.Abs(dir); err == nil {
-		err = os.MkdirAll(state, 0o700)
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("--state-dir: %v", err)
-	}
-	return state, false, nil
 }
 
 // loadDefinition reads the demo to play, scaled for --fast, and names where
@@ -258,17 +203,6 @@ func loadDefinition(opts Options) (def *definition, source string, err error) {
 		def.scale(fastScale)
 	}
 	return def, source, nil
-}
-
-// fillProject writes the script's project into dir, a new directory, and
-// returns its path with links resolved. The session works in a project of
-// its own, so that a script's edits and commands never touch the directory
-// the demo was started in.
-func fillProject(def *definition, dir string) (string, error) {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	return dir, def.writeProject(dir)
 }
 
 // childBinary is the rebound binary to run as the agent.
@@ -433,6 +367,38 @@ func (d *driver) play(ctx context.Context) (ok bool, err error) {
 // scene sends one prompt and shows what the editor user sees until the
 // agent answers it.
 func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected bool, err error) {
+	d.sceneHeading(i, of, sc)
+	before := d.mock.Count()
+	start := time.Now()
+	if err := d.prompt(sc.Prompt); err != nil {
+		return false, err
+	}
+	sv := &sceneView{d: d, o: d.out, sc: sc, busySince: start, tools: map[string]*shownTool{}}
+	tick, stop := d.out.ticker()
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case now := <-tick:
+			sv.render(now)
+		case <-sv.cancelC:
+			if err := sv.cancel(); err != nil {
+				return false, err
+			}
+		case ev := <-d.client.events:
+			now := time.Now()
+			if ev.answer != nil {
+				return sv.answered(ev.answer, before, now.Sub(start))
+			}
+			sv.show(ev, now)
+		}
+	}
+}
+
+// sceneHeading prints scene i's title ("[i/of] title" in a demo of
+// scenes) and its note.
+func (d *driver) sceneHeading(i, of int, sc scene) {
 	o := d.out
 	o.line("")
 	if of > 0 {
@@ -443,69 +409,68 @@ func (d *driver) scene(ctx context.Context, i, of int, sc scene) (asExpected boo
 	if sc.Note != "" {
 		o.line("      %s", o.c(dim, sc.Note))
 	}
-	before := d.mock.Count()
-	start := time.Now()
+}
+
+// prompt sends session/prompt without waiting for its answer, and shows
+// it as the user's line.
+func (d *driver) prompt(text string) error {
 	if err := d.client.send(acp.MethodSessionPrompt, acp.PromptRequest{
 		SessionID: d.sessionID,
-		Prompt:    []acp.ContentBlock{acp.TextBlock(sc.Prompt)},
+		Prompt:    []acp.ContentBlock{acp.TextBlock(text)},
 	}); err != nil {
-		return false, err
+		return err
 	}
 	d.prompts++
-	o.line("%s %s", o.c(boldCyan, "› you:"), sc.Prompt)
+	d.out.line("%s %s", d.out.c(boldCyan, "› you:"), text)
+	return nil
+}
 
-	sv := &sceneView{d: d, o: o, sc: sc, busySince: start, tools: map[string]*shownTool{}}
-	var tick <-chan time.Time
-	if o.tty {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
+// cancel sends session/cancel, as a user pressing stop does.
+func (v *sceneView) cancel() error {
+	v.cancelC = nil
+	if err := v.d.client.notify(acp.MethodSessionCancel, acp.CancelNotification{SessionID: v.d.sessionID}); err != nil {
+		return err
 	}
-	for {
-		var ev event
-		select {
-		case <-ctx.Done():
-			return false, context.Cause(ctx)
-		case now := <-tick:
-			sv.render(now)
-			continue
-		case <-sv.cancelC:
-			sv.cancelC = nil
-			if err := d.client.notify(acp.MethodSessionCancel, acp.CancelNotification{SessionID: d.sessionID}); err != nil {
-				return false, err
-			}
-			sv.cancelSent = true
-			o.line("%s %s", o.c(boldCyan, "› you:"), o.c(cyan, "■ stop (session/cancel)"))
-			continue
-		case ev = <-d.client.events:
-		}
-		now := time.Now()
-		switch {
-		case ev.answer != nil:
-			var rerr *jsonrpc2.Error
-			if ev.answer.err != nil && !errors.As(ev.answer.err, &rerr) {
-				return false, d.client.exitErr()
-			}
-			// A tool call the agent never finished still gets its line.
-			for _, tid := range sv.toolOrder {
-				if t := sv.tools[tid]; !t.done {
-					o.line("%s", d.toolLine(t))
-				}
-			}
-			return d.finish(sc, ev.answer.result, rerr, before, len(sv.toolOrder), now.Sub(start)), nil
-		case ev.permission != nil:
-			p := ev.permission
-			title := p.ToolCall.Title
-			if t := sv.tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
-				title = t.title
-			}
-			// A title may hold a whole command in a block: keep it under its line.
-			title = strings.ReplaceAll(title, "\n", "\n    ")
-			o.line("  %s %s · permission asked · %s", o.c(cyan, "?"), title, o.c(cyan, fmt.Sprintf("the demo answers %q for you", ev.chosen.Name)))
-		case ev.update != nil:
-			sv.update(ev.update, now)
+	v.cancelSent = true
+	v.o.line("%s %s", v.o.c(boldCyan, "› you:"), v.o.c(cyan, "■ stop (session/cancel)"))
+	return nil
+}
+
+// answered ends the scene on the prompt's answer. An error that is not
+// the agent's JSON-RPC error means the connection ended: the agent died.
+func (v *sceneView) answered(a *answer, before int, took time.Duration) (asExpected bool, err error) {
+	var rerr *jsonrpc2.Error
+	if a.err != nil && !errors.As(a.err, &rerr) {
+		return false, v.d.client.exitErr()
+	}
+	// A tool call the agent never finished still gets its line.
+	for _, tid := range v.toolOrder {
+		if t := v.tools[tid]; !t.done {
+			v.o.line("%s", v.d.toolLine(t))
 		}
 	}
+	return v.d.finish(v.sc, a.result, rerr, before, len(v.toolOrder), took), nil
+}
+
+// show shows an agent's request or update that is not the answer.
+func (v *sceneView) show(ev event, now time.Time) {
+	switch {
+	case ev.permission != nil:
+		v.permission(ev.permission, ev.chosen)
+	case ev.update != nil:
+		v.update(ev.update, now)
+	}
+}
+
+// permission shows a permission request and the option the demo chose.
+func (v *sceneView) permission(p *acp.RequestPermissionRequest, chosen acp.PermissionOption) {
+	title := p.ToolCall.Title
+	if t := v.tools[p.ToolCall.ToolCallID]; title == "" && t != nil {
+		title = t.title
+	}
+	// A title may hold a whole command in a block: keep it under its line.
+	title = strings.ReplaceAll(title, "\n", "\n    ")
+	v.o.line("  %s %s · permission asked · %s", v.o.c(cyan, "?"), title, v.o.c(cyan, fmt.Sprintf("the demo answers %q for you", chosen.Name)))
 }
 
 // sceneView is what a scene shows while its prompt runs: the retry wait,
@@ -821,38 +786,50 @@ func toolContent(cwd string, list []acp.ToolCallContent) string {
 	for _, c := range list {
 		switch c.Type {
 		case acp.ToolContentContent:
-			if c.Content != nil && c.Content.Type == "text" {
-				// The first line that is not a code fence (command
-				// output comes fenced).
-				var lines []string
-				for l := range strings.Lines(c.Content.Text) {
-					if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
-						lines = append(lines, l)
-					}
-				}
-				if len(lines) == 0 {
-					continue
-				}
-				text, cut := lines[0], len(lines) > 1
-				if r := []rune(text); len(r) > 100 {
-					text, cut = string(r[:100]), true
-				}
-				if cut {
-					text += " …"
-				}
+			if c.Content == nil || c.Content.Type != "text" {
+				continue
+			}
+			if text, ok := firstLine(c.Content.Text); ok {
 				parts = append(parts, text)
 			}
 		case acp.ToolContentDiff:
-			path := c.Path
-			if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
-				path = filepath.ToSlash(rel)
-			}
-			parts = append(parts, "diff of "+path)
+			parts = append(parts, "diff of "+projectPath(cwd, c.Path))
 		case acp.ToolContentTerminal:
 			parts = append(parts, "terminal")
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// firstLine is text's first line that is not blank or a code fence
+// (command output comes fenced), cut to 100 runes and marked " …" when
+// anything was left out; ok is false when there is no such line.
+func firstLine(text string) (line string, ok bool) {
+	var lines []string
+	for l := range strings.Lines(text) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "", false
+	}
+	line, cut := lines[0], len(lines) > 1
+	if r := []rune(line); len(r) > 100 {
+		line, cut = string(r[:100]), true
+	}
+	if cut {
+		line += " …"
+	}
+	return line, true
+}
+
+// projectPath is path relative to the project cwd when it lies inside it.
+func projectPath(cwd, path string) string {
+	if rel, err := filepath.Rel(cwd, path); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return path
 }
 
 // fileList names a project's files: "README.md, main.go", or "empty".

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 )
@@ -56,6 +57,15 @@ type screen struct {
 	col       int    // the cursor's column in the reply's line, unwrapped
 	notes     []retryNote
 	err       error
+}
+
+// newScreen draws on w: a live line where w is a terminal (not TERM=dumb),
+// colours too unless NO_COLOR is set.
+func newScreen(w io.Writer, getenv func(string) string) *screen {
+	o := &screen{w: w}
+	o.tty = isTerminal(w) && getenv("TERM") != "dumb"
+	o.color = o.tty && getenv("NO_COLOR") == ""
+	return o
 }
 
 // retryNote is a retry met while a reply was parked, printed under the
@@ -208,4 +218,13 @@ func (o *screen) replyText(id, s string) {
 			o.col++
 		}
 	}
+}
+
+// ticker redraws the live line on a terminal; elsewhere it never ticks.
+func (o *screen) ticker() (tick <-chan time.Time, stop func()) {
+	if !o.tty {
+		return nil, func() {}
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	return t.C, t.Stop
 }

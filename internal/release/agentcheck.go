@@ -77,22 +77,9 @@ func AuthCheck(ctx context.Context, l Launch, sandbox string, timeout time.Durat
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return AuthResult{}, err
 	}
-	env := map[string]string{}
-	for _, name := range authPassthrough {
-		if v := os.Getenv(name); v != "" {
-			env[name] = v
-		}
-	}
-	env["TERM"] = "dumb"
-	env["HOME"] = home
-	for k, v := range sanitizeEnv(l.Env) {
-		env[k] = v
-	}
-	env["PATH"] = strings.Join([]string{filepath.Join(home, ".local", "bin"), filepath.Join(sandbox, "node_modules", ".bin"), env["PATH"]}, string(os.PathListSeparator))
-
 	cmd := exec.CommandContext(ctx, l.Path, l.Args...)
 	cmd.Dir = l.Dir
-	cmd.Env = envList(env)
+	cmd.Env = envList(authEnv(l, sandbox, home))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return AuthResult{}, err
@@ -117,14 +104,9 @@ func AuthCheck(ctx context.Context, l Launch, sandbox string, timeout time.Durat
 	if _, err := io.WriteString(stdin, initializeRequest); err != nil {
 		return AuthResult{}, withStderr(fmt.Errorf("writing initialize: %w", err), &stderr)
 	}
-	line := make(chan []byte, 1)
-	go func() {
-		b, _ := bufio.NewReader(outR).ReadBytes('\n')
-		line <- b
-	}()
 	var got []byte
 	select {
-	case got = <-line:
+	case got = <-firstLine(outR):
 	case <-time.After(timeout):
 		return AuthResult{}, withStderr(fmt.Errorf("no initialize response within %v", timeout), &stderr)
 	case <-ctx.Done():
@@ -134,38 +116,70 @@ func AuthCheck(ctx context.Context, l Launch, sandbox string, timeout time.Durat
 		p.terminate()
 		return AuthResult{}, withStderr(fmt.Errorf("stdout closed before the initialize response (%v)", p.exit), &stderr)
 	}
-	var resp struct {
-		Error  json.RawMessage `json:"error"`
-		Result struct {
-			AuthMethods []struct {
-				ID   string         `json:"id"`
-				Type string         `json:"type"`
-				Meta map[string]any `json:"_meta"`
-			} `json:"authMethods"`
-			AgentInfo struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"agentInfo"`
-		} `json:"result"`
-	}
+	var resp initializeResponse
 	if err := json.Unmarshal(got, &resp); err != nil {
 		return AuthResult{}, fmt.Errorf("the agent wrote something other than a JSON-RPC message to stdout (ACP allows nothing else there): %q", bytes.TrimSpace(got))
 	}
 	if resp.Error != nil {
 		return AuthResult{}, withStderr(fmt.Errorf("initialize failed: %s", resp.Error), &stderr)
 	}
+	return resp.authResult()
+}
+
+// authEnv is the CI's environment for the auth check: only
+// authPassthrough, TERM=dumb, HOME, the launch's own variables, and PATH
+// led by the sandbox's bin directories.
+func authEnv(l Launch, sandbox, home string) map[string]string {
+	env := map[string]string{}
+	for _, name := range authPassthrough {
+		if v := os.Getenv(name); v != "" {
+			env[name] = v
+		}
+	}
+	env["TERM"] = "dumb"
+	env["HOME"] = home
+	for k, v := range sanitizeEnv(l.Env) {
+		env[k] = v
+	}
+	env["PATH"] = strings.Join([]string{filepath.Join(home, ".local", "bin"), filepath.Join(sandbox, "node_modules", ".bin"), env["PATH"]}, string(os.PathListSeparator))
+	return env
+}
+
+// firstLine reads r's first line in the background: what was read when r
+// ended first.
+func firstLine(r io.Reader) <-chan []byte {
+	line := make(chan []byte, 1)
+	go func() {
+		b, _ := bufio.NewReader(r).ReadBytes('\n')
+		line <- b
+	}()
+	return line
+}
+
+// initializeResponse is the part of the answer to initialize the auth
+// check reads.
+type initializeResponse struct {
+	Error  json.RawMessage `json:"error"`
+	Result struct {
+		AuthMethods []struct {
+			ID   string         `json:"id"`
+			Type string         `json:"type"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"authMethods"`
+		AgentInfo struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"agentInfo"`
+	} `json:"result"`
+}
+
+// authResult reads the auth methods as the registry types them; one must
+// be of type agent or terminal.
+func (resp *initializeResponse) authResult() (AuthResult, error) {
 	res := AuthResult{AgentName: resp.Result.AgentInfo.Name, Version: resp.Result.AgentInfo.Version}
 	usable := false
 	for _, m := range resp.Result.AuthMethods {
-		// client.py: the type, else a _meta key naming one, else agent.
-		typ := m.Type
-		if typ == "" {
-			if _, ok := m.Meta["terminal-auth"]; ok {
-				typ = "terminal"
-			} else {
-				typ = "agent"
-			}
-		}
+		typ := authType(m.Type, m.Meta)
 		res.Methods = append(res.Methods, AuthMethod{ID: m.ID, Type: typ})
 		usable = usable || typ == "agent" || typ == "terminal"
 	}
@@ -176,6 +190,18 @@ func AuthCheck(ctx context.Context, l Launch, sandbox string, timeout time.Durat
 		return res, fmt.Errorf("no auth method of type agent or terminal among %v", res.Methods)
 	}
 	return res, nil
+}
+
+// authType is an auth method's type as client.py infers it: the type,
+// else a _meta key naming one, else agent.
+func authType(typ string, meta map[string]any) string {
+	if typ != "" {
+		return typ
+	}
+	if _, ok := meta["terminal-auth"]; ok {
+		return "terminal"
+	}
+	return "agent"
 }
 
 // LaunchCheck is verify_agents.py's launch test: the agent runs with the

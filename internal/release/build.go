@@ -59,24 +59,9 @@ type Archive struct {
 // Out must not be inside Root: go build stamps a checkout with untracked
 // files as modified, and a modified build does not report the tag's version.
 func Build(ctx context.Context, o BuildOptions) ([]Archive, error) {
-	logf := func(format string, args ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, format+"\n", args...)
-		}
-	}
-	manifestData, err := os.ReadFile(filepath.Join(o.Root, "agent.json"))
+	m, err := releaseManifest(o.Root, o.Tag)
 	if err != nil {
 		return nil, err
-	}
-	m, err := ParseManifest(manifestData)
-	if err != nil {
-		return nil, err
-	}
-	if !IsReleaseVersion(m.Version) {
-		return nil, fmt.Errorf("agent.json's version %q is not X.Y.Z: the registry's updater reads a release's tag back as X.Y.Z, so only such tags keep its bumps pointing at real archives", m.Version)
-	}
-	if o.Tag != "" && o.Tag != "v"+m.Version {
-		return nil, fmt.Errorf("tag %s is not agent.json's version v%s: bump agent.json and release in cmd/rebound/run.go together, then tag", o.Tag, m.Version)
 	}
 	if inside(o.Root, o.Out) {
 		return nil, fmt.Errorf("output directory %s is inside the checkout %s: go build would stamp the binaries as modified", o.Out, o.Root)
@@ -96,34 +81,71 @@ func Build(ctx context.Context, o BuildOptions) ([]Archive, error) {
 
 	var archives []Archive
 	for _, t := range targets {
-		if _, ok := m.Distribution.Binary[t.Platform]; !ok {
-			return nil, fmt.Errorf("agent.json has no download for %s", t.Platform)
-		}
-		logf("building %s (GOOS=%s GOARCH=%s)", t.Platform, t.GOOS, t.GOARCH)
-		bin := filepath.Join(work, t.Platform, t.Binary())
-		if err := goBuild(ctx, o.Root, t, bin, o.Tag != ""); err != nil {
-			return nil, err
-		}
-		stamp, err := checkBinary(bin, t, o.Tag)
+		a, err := o.buildTarget(ctx, m, work, t)
 		if err != nil {
 			return nil, err
 		}
-		path := filepath.Join(o.Out, t.Archive())
-		files := []archiveFile{{name: t.Binary(), path: bin, mode: 0o755}}
-		for _, f := range alsoArchived {
-			files = append(files, archiveFile{name: f, path: filepath.Join(o.Root, f), mode: 0o644})
-		}
-		if err := writeArchive(path, files, stamp); err != nil {
-			return nil, err
-		}
-		sum, err := fileSHA256(path)
-		if err != nil {
-			return nil, err
-		}
-		logf("  %s  %s", sum, filepath.Base(path))
-		archives = append(archives, Archive{Target: t, Path: path, SHA256: sum})
+		archives = append(archives, a)
 	}
 	return archives, writeEntry(o.Root, o.Out, m, archives)
+}
+
+// releaseManifest is root's agent.json, which must name a release version,
+// and tag's when tag is set.
+func releaseManifest(root, tag string) (Manifest, error) {
+	data, err := os.ReadFile(filepath.Join(root, "agent.json"))
+	if err != nil {
+		return Manifest{}, err
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return Manifest{}, err
+	}
+	if !IsReleaseVersion(m.Version) {
+		return Manifest{}, fmt.Errorf("agent.json's version %q is not X.Y.Z: the registry's updater reads a release's tag back as X.Y.Z, so only such tags keep its bumps pointing at real archives", m.Version)
+	}
+	if tag != "" && tag != "v"+m.Version {
+		return Manifest{}, fmt.Errorf("tag %s is not agent.json's version v%s: bump agent.json and release in cmd/rebound/run.go together, then tag", tag, m.Version)
+	}
+	return m, nil
+}
+
+// logf logs progress to o.Log, if set.
+func (o BuildOptions) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+// buildTarget builds the binary for t in work, checks it, and packs it
+// with alsoArchived into its archive in Out.
+func (o BuildOptions) buildTarget(ctx context.Context, m Manifest, work string, t Target) (Archive, error) {
+	if _, ok := m.Distribution.Binary[t.Platform]; !ok {
+		return Archive{}, fmt.Errorf("agent.json has no download for %s", t.Platform)
+	}
+	o.logf("building %s (GOOS=%s GOARCH=%s)", t.Platform, t.GOOS, t.GOARCH)
+	bin := filepath.Join(work, t.Platform, t.Binary())
+	if err := goBuild(ctx, o.Root, t, bin, o.Tag != ""); err != nil {
+		return Archive{}, err
+	}
+	stamp, err := checkBinary(bin, t, o.Tag)
+	if err != nil {
+		return Archive{}, err
+	}
+	path := filepath.Join(o.Out, t.Archive())
+	files := []archiveFile{{name: t.Binary(), path: bin, mode: 0o755}}
+	for _, f := range alsoArchived {
+		files = append(files, archiveFile{name: f, path: filepath.Join(o.Root, f), mode: 0o644})
+	}
+	if err := writeArchive(path, files, stamp); err != nil {
+		return Archive{}, err
+	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return Archive{}, err
+	}
+	o.logf("  %s  %s", sum, filepath.Base(path))
+	return Archive{Target: t, Path: path, SHA256: sum}, nil
 }
 
 // EntryDir is the directory under Out holding the registry entry as the
@@ -273,35 +295,37 @@ func writeArchive(path string, files []archiveFile, stamp time.Time) (err error)
 		}
 	}()
 	if strings.HasSuffix(path, ".zip") {
-		zw := zip.NewWriter(f)
-		for _, af := range files {
-			h := &zip.FileHeader{Name: af.name, Method: zip.Deflate, Modified: stamp}
-			h.SetMode(af.mode)
-			w, err := zw.CreateHeader(h)
-			if err != nil {
-				return err
-			}
-			if err := copyFile(w, af.path); err != nil {
-				return err
-			}
-		}
-		return zw.Close()
+		return writeZip(f, files, stamp)
 	}
-	gz, err := gzip.NewWriterLevel(f, gzip.DefaultCompression)
+	return writeTarGz(f, files, stamp)
+}
+
+// writeZip packs files into a zip, deflated.
+func writeZip(w io.Writer, files []archiveFile, stamp time.Time) error {
+	zw := zip.NewWriter(w)
+	for _, af := range files {
+		h := &zip.FileHeader{Name: af.name, Method: zip.Deflate, Modified: stamp}
+		h.SetMode(af.mode)
+		fw, err := zw.CreateHeader(h)
+		if err != nil {
+			return err
+		}
+		if err := copyFile(fw, af.path); err != nil {
+			return err
+		}
+	}
+	return zw.Close()
+}
+
+// writeTarGz packs files into a gzipped PAX tar of regular files.
+func writeTarGz(w io.Writer, files []archiveFile, stamp time.Time) error {
+	gz, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
 	if err != nil {
 		return err
 	}
 	tw := tar.NewWriter(gz)
 	for _, af := range files {
-		st, err := os.Stat(af.path)
-		if err != nil {
-			return err
-		}
-		h := &tar.Header{Name: af.name, Mode: int64(af.mode), Size: st.Size(), ModTime: stamp, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if err := copyFile(tw, af.path); err != nil {
+		if err := addTarFile(tw, af, stamp); err != nil {
 			return err
 		}
 	}
@@ -309,6 +333,19 @@ func writeArchive(path string, files []archiveFile, stamp time.Time) (err error)
 		return err
 	}
 	return gz.Close()
+}
+
+// addTarFile writes af into tw as a regular file dated stamp.
+func addTarFile(tw *tar.Writer, af archiveFile, stamp time.Time) error {
+	st, err := os.Stat(af.path)
+	if err != nil {
+		return err
+	}
+	h := &tar.Header{Name: af.name, Mode: int64(af.mode), Size: st.Size(), ModTime: stamp, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	return copyFile(tw, af.path)
 }
 
 func copyFile(w io.Writer, path string) error {

@@ -47,13 +47,7 @@ func TestUnstripped(t *testing.T) {
 // the sources, not of the build machine's clock.
 func TestWriteArchive_Reproducible(t *testing.T) {
 	dir := t.TempDir()
-	bin, doc := filepath.Join(dir, "bin"), filepath.Join(dir, "doc")
-	for p, data := range map[string]string{bin: "\x7fELF binary", doc: "the licence"} {
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := []archiveFile{{name: "rebound", path: bin, mode: 0o755}, {name: "LICENSE", path: doc, mode: 0o644}}
+	files := archiveSources(t, dir)
 	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, ext := range []string{".tar.gz", ".zip"} {
 		t.Run(ext, func(t *testing.T) {
@@ -63,11 +57,11 @@ func TestWriteArchive_Reproducible(t *testing.T) {
 			}
 			// Another checkout of the same files: other dates, other modes.
 			later := time.Now().Add(time.Hour)
-			for _, p := range []string{bin, doc} {
-				if err := os.Chtimes(p, later, later); err != nil {
+			for _, f := range files {
+				if err := os.Chtimes(f.path, later, later); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Chmod(p, 0o640); err != nil {
+				if err := os.Chmod(f.path, 0o640); err != nil {
 					t.Fatal(err)
 				}
 			}

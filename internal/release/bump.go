@@ -148,57 +148,78 @@ func CheckBump(data []byte, dir string, schema *Schema) []error {
 	if err != nil {
 		return []error{err}
 	}
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	if !p.checkBumpable(m) {
+		return p
+	}
+	p.checkReleaseURLs(m)
+	if len(p) > 0 {
+		return p
+	}
+	next := nextReleases(m.Version)
+	if next == nil {
+		p.add("version %q: its next releases cannot be counted", m.Version)
+	}
+	for _, v := range next {
+		p.checkBumpTo(m, v, dir, schema)
+	}
+	return p
+}
+
+// checkBumpable checks that the updater would bump the entry at all, and
+// right: ok is false when it would not, and nothing further is worth
+// checking.
+func (p *problems) checkBumpable(m Manifest) (ok bool) {
 	if m.Distribution.Npx != nil || m.Distribution.Uvx != nil {
-		fail("distribution has npx or uvx, which the bump simulation does not cover; Rebound ships binaries only")
+		p.add("distribution has npx or uvx, which the bump simulation does not cover; Rebound ships binaries only")
 	}
 	if !strings.Contains(m.Repository, "github.com") {
 		// The updater bumps a binary download only from a GitHub repository.
-		fail("repository %q is not on github.com: the registry's updater would never bump the entry", m.Repository)
-		return errs
+		p.add("repository %q is not on github.com: the registry's updater would never bump the entry", m.Repository)
+		return false
 	}
 	if !IsReleaseVersion(m.Version) {
-		fail("version %q is not X.Y.Z: the registry's updater reads tags back as X.Y.Z and would point at another release", m.Version)
-		return errs
+		p.add("version %q is not X.Y.Z: the registry's updater reads tags back as X.Y.Z and would point at another release", m.Version)
+		return false
 	}
+	return true
+}
+
+// checkReleaseURLs checks the entry as it stands: each download is its
+// platform's archive of the entry's release, with no sha256.
+func (p *problems) checkReleaseURLs(m Manifest) {
 	for _, platform := range slices.Sorted(maps.Keys(m.Distribution.Binary)) {
 		b := m.Distribution.Binary[platform]
 		t, ok := LookupTarget(platform)
 		if !ok {
-			fail("unknown platform %q", platform)
+			p.add("unknown platform %q", platform)
 			continue
 		}
 		if want := ReleaseURL(m.Repository, m.Version, t); b.Archive != want {
-			fail("%s: archive is %s, but release v%s publishes %s", platform, b.Archive, m.Version, want)
+			p.add("%s: archive is %s, but release v%s publishes %s", platform, b.Archive, m.Version, want)
 		}
 		if b.SHA256 != "" {
-			fail("%s: sha256 is set, and the registry's updater never refreshes it: after its next bump it would be v%s's sum on another archive; leave it out (the schema makes it optional)", platform, m.Version)
+			p.add("%s: sha256 is set, and the registry's updater never refreshes it: after its next bump it would be v%s's sum on another archive; leave it out (the schema makes it optional)", platform, m.Version)
 		}
 	}
-	if len(errs) > 0 {
-		return errs
-	}
-	next := nextReleases(m.Version)
-	if next == nil {
-		fail("version %q: its next releases cannot be counted", m.Version)
-	}
-	for _, next := range next {
-		bumped := RegistryBump(m, next)
-		for _, platform := range slices.Sorted(maps.Keys(bumped.Distribution.Binary)) {
-			t, _ := LookupTarget(platform)
-			if got, want := bumped.Distribution.Binary[platform].Archive, ReleaseURL(m.Repository, next, t); got != want {
-				fail("bump to %s: %s: the registry's updater rewrites the archive to %s, but release v%s publishes %s", next, platform, got, next, want)
-			}
-		}
-		out, err := bumped.Marshal()
-		if err != nil {
-			fail("bump to %s: %v", next, err)
-			continue
-		}
-		for _, err := range CheckManifest(out, dir, schema) {
-			fail("bump to %s: %v", next, err)
+}
+
+// checkBumpTo simulates the updater's bump to release next: every archive
+// must be next's own, and the bumped entry must pass CheckManifest.
+func (p *problems) checkBumpTo(m Manifest, next, dir string, schema *Schema) {
+	bumped := RegistryBump(m, next)
+	for _, platform := range slices.Sorted(maps.Keys(bumped.Distribution.Binary)) {
+		t, _ := LookupTarget(platform)
+		if got, want := bumped.Distribution.Binary[platform].Archive, ReleaseURL(m.Repository, next, t); got != want {
+			p.add("bump to %s: %s: the registry's updater rewrites the archive to %s, but release v%s publishes %s", next, platform, got, next, want)
 		}
 	}
-	return errs
+	out, err := bumped.Marshal()
+	if err != nil {
+		p.add("bump to %s: %v", next, err)
+		return
+	}
+	for _, err := range CheckManifest(out, dir, schema) {
+		p.add("bump to %s: %v", next, err)
+	}
 }

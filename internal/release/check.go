@@ -172,78 +172,104 @@ type CheckOptions struct {
 // binary's agentInfo names the entry's id and reports its version (a
 // release build) or a -dev build of it.
 func Check(ctx context.Context, o CheckOptions) []error {
-	logf := func(format string, args ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, format+"\n", args...)
-		}
-	}
 	entry := EntryDir(o.Out, o.ID)
 	errs := CheckEntry(entry, o.Schema)
-	logf("entry %s: schema, id, version, downloads, icon: %d problem(s)", entry, len(errs))
+	o.logf("entry %s: schema, id, version, downloads, icon: %d problem(s)", entry, len(errs))
 	data, err := os.ReadFile(filepath.Join(entry, "agent.json"))
 	if err != nil {
 		return append(errs, err)
 	}
 	bump := CheckBump(data, o.ID, o.Schema)
-	logf("entry %s: the registry updater's next bumps (patch, minor, major): %d problem(s)", entry, len(bump))
+	o.logf("entry %s: the registry updater's next bumps (patch, minor, major): %d problem(s)", entry, len(bump))
 	errs = append(errs, bump...)
 	m, err := ParseManifest(data)
 	if err != nil {
 		return append(errs, err)
 	}
-	if next := nextReleases(m.Version); len(next) > 0 {
-		for _, t := range Targets {
-			if b, ok := RegistryBump(m, next[0]).Distribution.Binary[t.Platform]; ok {
-				logf("  e.g. bumped to %s, %s downloads %s", next[0], t.Platform, b.Archive)
-				break
-			}
-		}
-	}
+	o.logBumpExample(m)
 	sums, err := readSums(filepath.Join(o.Out, "SHA256SUMS"))
 	if err != nil {
 		return append(errs, err)
 	}
-	host, hasHost := HostTarget()
-	checkedHost := false
 	sandbox, err := os.MkdirTemp("", "rebound-registry-check-")
 	if err != nil {
 		return append(errs, err)
 	}
 	defer os.RemoveAll(sandbox)
+	return append(errs, o.checkArchives(ctx, m, sums, sandbox)...)
+}
+
+// logf logs progress to o.Log, if set.
+func (o CheckOptions) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format+"\n", args...)
+	}
+}
+
+// logBumpExample logs where the updater's next patch bump points the first
+// platform's download, for a reader to compare with the release.
+func (o CheckOptions) logBumpExample(m Manifest) {
+	next := nextReleases(m.Version)
+	if len(next) == 0 {
+		return
+	}
+	for _, t := range Targets {
+		if b, ok := RegistryBump(m, next[0]).Distribution.Binary[t.Platform]; ok {
+			o.logf("  e.g. bumped to %s, %s downloads %s", next[0], t.Platform, b.Archive)
+			return
+		}
+	}
+}
+
+// checkArchives checks each archive of m that Out holds, and runs the auth
+// and launch checks on this machine's: it is an error when there is none.
+func (o CheckOptions) checkArchives(ctx context.Context, m Manifest, sums map[string]string, sandbox string) []error {
+	var errs []error
+	host, hasHost := HostTarget()
+	checkedHost := false
 	for _, t := range Targets {
 		b, ok := m.Distribution.Binary[t.Platform]
 		if !ok {
 			continue
 		}
-		archive := filepath.Join(o.Out, path.Base(b.Archive))
-		if _, err := os.Stat(archive); err != nil {
-			logf("%s: %s not built here; skipped", t.Platform, filepath.Base(archive))
-			continue
+		l, extracted, aerrs := o.checkArchive(t, b, sums, filepath.Join(sandbox, t.Platform))
+		errs = append(errs, aerrs...)
+		if extracted && hasHost && t == host {
+			checkedHost = true
+			errs = append(errs, runChecks(ctx, l, m, filepath.Join(sandbox, t.Platform), o)...)
 		}
-		sum, ok := sums[filepath.Base(archive)]
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: not in SHA256SUMS", filepath.Base(archive)))
-		}
-		b.SHA256 = sum
-		l, err := CheckArchive(archive, b, filepath.Join(sandbox, t.Platform))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if _, err := checkBinary(l.Path, t, ""); err != nil {
-			errs = append(errs, err)
-		}
-		logf("%s: %s extracts with %s in place", t.Platform, filepath.Base(archive), b.Cmd)
-		if !hasHost || t != host {
-			continue
-		}
-		checkedHost = true
-		errs = append(errs, runChecks(ctx, l, m, filepath.Join(sandbox, t.Platform), o, logf)...)
 	}
 	if !checkedHost {
 		errs = append(errs, fmt.Errorf("no archive for this machine (%s/%s) in %s, so the auth and launch checks did not run", runtime.GOOS, runtime.GOARCH, o.Out))
 	}
 	return errs
+}
+
+// checkArchive checks t's archive in Out against b, its sum in sums,
+// extracting it into dir (CheckArchive), and the binary it holds
+// (checkBinary). extracted is false when Out has no such archive or it
+// could not be extracted.
+func (o CheckOptions) checkArchive(t Target, b BinaryTarget, sums map[string]string, dir string) (l Launch, extracted bool, errs []error) {
+	archive := filepath.Join(o.Out, path.Base(b.Archive))
+	name := filepath.Base(archive)
+	if _, err := os.Stat(archive); err != nil {
+		o.logf("%s: %s not built here; skipped", t.Platform, name)
+		return Launch{}, false, nil
+	}
+	sum, ok := sums[name]
+	if !ok {
+		errs = append(errs, fmt.Errorf("%s: not in SHA256SUMS", name))
+	}
+	b.SHA256 = sum
+	l, err := CheckArchive(archive, b, dir)
+	if err != nil {
+		return Launch{}, false, append(errs, err)
+	}
+	if _, err := checkBinary(l.Path, t, ""); err != nil {
+		errs = append(errs, err)
+	}
+	o.logf("%s: %s extracts with %s in place", t.Platform, name, b.Cmd)
+	return l, true, errs
 }
 
 // readSums reads a SHA256SUMS file ("<hex>  <name>" lines) into sums by name.
@@ -266,7 +292,9 @@ func readSums(path string) (map[string]string, error) {
 	return sums, nil
 }
 
-func runChecks(ctx context.Context, l Launch, m Manifest, sandbox string, o CheckOptions, logf func(string, ...any)) []error {
+// runChecks runs the auth and launch checks on the extracted binary l, and
+// checks that its agentInfo names m's id and version.
+func runChecks(ctx context.Context, l Launch, m Manifest, sandbox string, o CheckOptions) []error {
 	var errs []error
 	authTimeout, launchTimeout := o.AuthTimeout, o.LaunchTimeout
 	if authTimeout == 0 {
@@ -279,7 +307,7 @@ func runChecks(ctx context.Context, l Launch, m Manifest, sandbox string, o Chec
 	if err != nil {
 		errs = append(errs, fmt.Errorf("auth check: %w", err))
 	} else {
-		logf("auth check: initialize lists %v", res.Methods)
+		o.logf("auth check: initialize lists %v", res.Methods)
 		if res.AgentName != m.ID {
 			errs = append(errs, fmt.Errorf("auth check: agentInfo.name is %q, not the entry's id %q", res.AgentName, m.ID))
 		}
@@ -290,7 +318,7 @@ func runChecks(ctx context.Context, l Launch, m Manifest, sandbox string, o Chec
 	if err := LaunchCheck(ctx, l, launchTimeout); err != nil {
 		errs = append(errs, fmt.Errorf("launch check: %w", err))
 	} else {
-		logf("launch check: with stdin closed it kept running or exited 0 within %v", launchTimeout)
+		o.logf("launch check: with stdin closed it kept running or exited 0 within %v", launchTimeout)
 	}
 	return errs
 }

@@ -307,67 +307,11 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 		return m.modelList(method)
 	}
 
-	seq := len(m.reqs) + 1
-	rec := Recorded{Seq: seq, Time: now, Method: method, Path: path, Step: -1, Header: h.Clone()}
-	for _, k := range credentialHeaders {
-		if rec.Header.Get(k) != "" {
-			rec.Auth = true
-		}
-		rec.Header.Del(k)
-	}
-
-	var rp *reply
-	var cr chatRequest
-	switch {
-	case !chatPaths[path]:
-		rp = apiError(http.StatusNotFound, "mock provider: no route for "+path+" (try /v1/chat/completions)", "invalid_request_error", "not_found")
-	case method != http.MethodPost:
-		rp = apiError(http.StatusMethodNotAllowed, "mock provider: use POST", "invalid_request_error", "method_not_allowed")
-	default:
-		if err := json.Unmarshal(body, &cr); err != nil {
-			rp = apiError(http.StatusBadRequest, "mock provider: request body is not a chat completion request: "+err.Error(), "invalid_request_error", "invalid_json")
-			break
-		}
-		rec.Model, rec.Stream, rec.Messages = cr.Model, cr.Stream, cr.messages()
-		for _, t := range cr.Tools {
-			rec.Tools = append(rec.Tools, t.Function.Name)
-		}
-		rec.MaxTokens, rec.ReasoningEffort = cr.MaxTokens, cr.ReasoningEffort
-		if rec.MaxTokens == 0 {
-			rec.MaxTokens = cr.MaxCompletionTokens
-		}
-		rec.IncludeUsage = cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage
-		if m.script.StrictAlternation {
-			if msg := alternationProblem(rec.Messages); msg != "" {
-				rp = apiError(http.StatusBadRequest, "mock provider (strict alternation): "+msg, "invalid_request_error", "invalid_request_error")
-				break
-			}
-		}
-		limit, refused := m.bucket(now)
-		defer func() {
-			for k, v := range limit {
-				rp.header[k] = v
-			}
-		}()
-		switch {
-		case refused:
-			rp = apiError(http.StatusTooManyRequests, "mock provider: rate limit reached for requests (bucket)", "requests", "rate_limit_exceeded")
-		case m.next < len(m.script.Steps):
-			rec.Step = m.next
-			rp = buildReply(&m.script.Steps[m.next], &cr, rec, seq)
-			m.next++
-		case m.script.Fallback != nil:
-			rec.Fallback = true
-			rp = buildReply(m.script.Fallback, &cr, rec, seq)
-		default:
-			rec.Exhausted = true
-			rp = apiError(http.StatusInternalServerError,
-				fmt.Sprintf("mock provider: script exhausted: request %d, but the script has %d steps and no fallback", seq, len(m.script.Steps)),
-				"server_error", "mock_script_exhausted")
-		}
-	}
+	rec := Recorded{Seq: len(m.reqs) + 1, Time: now, Method: method, Path: path, Step: -1}
+	rec.Header, rec.Auth = withoutCredentials(h)
+	rp := m.chatReply(method, path, body, &rec, now)
 	if rp.header.Get("X-Request-Id") == "" {
-		rp.header.Set("X-Request-Id", "mock-req-"+strconv.Itoa(seq))
+		rp.header.Set("X-Request-Id", "mock-req-"+strconv.Itoa(rec.Seq))
 	}
 	rec.Status = rp.status
 	m.reqs = append(m.reqs, rec)
@@ -376,6 +320,68 @@ func (m *Mock) receive(method, path string, h http.Header, body []byte) *reply {
 		m.log.Write(append(line, '\n'))
 	}
 	return rp
+}
+
+// withoutCredentials is a copy of h without its credential headers, and
+// whether it had any.
+func withoutCredentials(h http.Header) (clean http.Header, auth bool) {
+	clean = h.Clone()
+	for _, k := range credentialHeaders {
+		if clean.Get(k) != "" {
+			auth = true
+		}
+		clean.Del(k)
+	}
+	return clean, auth
+}
+
+// chatReply answers a request that is not for the model list: an error for
+// a wrong route, method or body (or, under strict alternation, messages),
+// else the bucket's answer or the next step's. It records what the
+// request asked for in rec. Called under mu.
+func (m *Mock) chatReply(method, path string, body []byte, rec *Recorded, now time.Time) *reply {
+	switch {
+	case !chatPaths[path]:
+		return apiError(http.StatusNotFound, "mock provider: no route for "+path+" (try /v1/chat/completions)", "invalid_request_error", "not_found")
+	case method != http.MethodPost:
+		return apiError(http.StatusMethodNotAllowed, "mock provider: use POST", "invalid_request_error", "method_not_allowed")
+	}
+	var cr chatRequest
+	if err := json.Unmarshal(body, &cr); err != nil {
+		return apiError(http.StatusBadRequest, "mock provider: request body is not a chat completion request: "+err.Error(), "invalid_request_error", "invalid_json")
+	}
+	cr.recordInto(rec)
+	if m.script.StrictAlternation {
+		if msg := alternationProblem(rec.Messages); msg != "" {
+			return apiError(http.StatusBadRequest, "mock provider (strict alternation): "+msg, "invalid_request_error", "invalid_request_error")
+		}
+	}
+	limit, refused := m.bucket(now)
+	rp := m.stepReply(&cr, rec, refused)
+	for k, v := range limit {
+		rp.header[k] = v
+	}
+	return rp
+}
+
+// stepReply is the answer to a chat request: the bucket's refusal, the next
+// step, the fallback, or "script exhausted". Called under mu.
+func (m *Mock) stepReply(cr *chatRequest, rec *Recorded, refused bool) *reply {
+	switch {
+	case refused:
+		return apiError(http.StatusTooManyRequests, "mock provider: rate limit reached for requests (bucket)", "requests", "rate_limit_exceeded")
+	case m.next < len(m.script.Steps):
+		rec.Step = m.next
+		m.next++
+		return buildReply(&m.script.Steps[rec.Step], cr, *rec, rec.Seq)
+	case m.script.Fallback != nil:
+		rec.Fallback = true
+		return buildReply(m.script.Fallback, cr, *rec, rec.Seq)
+	}
+	rec.Exhausted = true
+	return apiError(http.StatusInternalServerError,
+		fmt.Sprintf("mock provider: script exhausted: request %d, but the script has %d steps and no fallback", rec.Seq, len(m.script.Steps)),
+		"server_error", "mock_script_exhausted")
 }
 
 // bucket counts a chat request against Script.Bucket: the headers to send
@@ -434,6 +440,19 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+}
+
+// recordInto records what the request asks for in rec.
+func (cr *chatRequest) recordInto(rec *Recorded) {
+	rec.Model, rec.Stream, rec.Messages = cr.Model, cr.Stream, cr.messages()
+	for _, t := range cr.Tools {
+		rec.Tools = append(rec.Tools, t.Function.Name)
+	}
+	rec.MaxTokens, rec.ReasoningEffort = cr.MaxTokens, cr.ReasoningEffort
+	if rec.MaxTokens == 0 {
+		rec.MaxTokens = cr.MaxCompletionTokens
+	}
+	rec.IncludeUsage = cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage
 }
 
 func (cr *chatRequest) messages() []Message {
@@ -633,16 +652,49 @@ type (
 	}
 )
 
+// streamReply is a step's answer as a chat completion stream: its reasoning,
+// text and tool calls as deltas, then what ends the stream: nothing
+// (drop_after), a stall (stall_after), an error event (stream_error), or
+// the finish chunk, usage when asked for, and [DONE].
 func streamReply(st *Step, cr *chatRequest, rec Recorded, seq int) *reply {
 	h := http.Header{}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	rp := &reply{status: http.StatusOK, header: h, chunkDelay: duration(st.ChunkDelay)}
+	s := &chunkStream{rp: rp, base: chunkJSON{ID: "chatcmpl-mock-" + strconv.Itoa(seq), Object: "chat.completion.chunk", Created: Created, Model: cr.Model}}
 
 	text := st.Text
 	if st.Echo {
 		text = "You said: " + lastUser(rec.Messages)
 	}
+	deltas := stepDeltas(st, text)
+	for _, d := range deltas[:deltasBeforeFault(st, len(deltas))] {
+		s.delta(d, nil)
+	}
+	switch {
+	case st.DropAfter != nil:
+		// The body ends here: no finish chunk, no [DONE].
+	case st.StallAfter != nil:
+		rp.stall = true
+	case len(st.StreamError) > 0:
+		s.streamError(st.StreamError)
+	default:
+		finish := finishReason(st)
+		s.delta(deltaJSON{}, &finish)
+		if rec.IncludeUsage {
+			s.usage(stepUsage(st, text, rec.Messages))
+		}
+		s.done()
+	}
+	if rp.events == nil {
+		rp.events = []event{} // a stream that sends nothing is still a stream
+	}
+	return rp
+}
+
+// stepDeltas is what a step streams, n pieces each of its reasoning and
+// text (n is its chunks, at least 1), then one delta per tool call.
+func stepDeltas(st *Step, text string) []deltaJSON {
 	n := max(st.Chunks, 1)
 	var deltas []deltaJSON
 	for _, r := range split(st.Reasoning, n) {
@@ -656,72 +708,90 @@ func streamReply(st *Step, cr *chatRequest, rec Recorded, seq int) *reply {
 		tj.Function.Name, tj.Function.Arguments = tc.Name, tc.Arguments
 		deltas = append(deltas, deltaJSON{ToolCalls: []toolCallJSON{tj}})
 	}
+	return deltas
+}
 
-	base := chunkJSON{ID: "chatcmpl-mock-" + strconv.Itoa(seq), Object: "chat.completion.chunk", Created: Created, Model: cr.Model}
-	emit := func(d deltaJSON, finish *string, usage *usageJSON) {
-		c := base
-		if len(rp.events) == 0 {
-			d.Role = "assistant" // OpenAI names the role in the first chunk
-		}
-		if usage == nil {
-			c.Choices = []choiceJSON{{Delta: d, FinishReason: finish}}
-		} else {
-			c.Choices, c.Usage = []choiceJSON{}, usage
-		}
-		// Usage and [DONE] follow the finish chunk at once in real streams.
-		rp.events = append(rp.events, event{data: sse(c), delayed: len(rp.events) > 0 && usage == nil})
-	}
-
-	limit := len(deltas)
+// deltasBeforeFault is how many of a step's n deltas are sent before it
+// drops or stalls the stream: all of them when it does neither.
+func deltasBeforeFault(st *Step, n int) int {
 	if st.DropAfter != nil {
-		limit = min(limit, *st.DropAfter)
+		n = min(n, *st.DropAfter)
 	}
 	if st.StallAfter != nil {
-		limit = min(limit, *st.StallAfter)
+		n = min(n, *st.StallAfter)
 	}
-	for _, d := range deltas[:limit] {
-		emit(d, nil, nil)
-	}
-	switch {
-	case st.DropAfter != nil:
-		// The body ends here: no finish chunk, no [DONE].
-	case st.StallAfter != nil:
-		rp.stall = true
-	case len(st.StreamError) > 0:
-		var b bytes.Buffer
-		b.WriteString(`data: {"error":`)
-		json.Compact(&b, st.StreamError)
-		b.WriteString("}\n\n")
-		rp.events = append(rp.events, event{data: b.Bytes(), delayed: len(rp.events) > 0})
-	default:
-		finish := st.FinishReason
-		if finish == "" {
-			finish = "stop"
-			if len(st.ToolCalls) > 0 {
-				finish = "tool_calls"
-			}
-		}
-		emit(deltaJSON{}, &finish, nil)
-		if rec.IncludeUsage {
-			completion := text + st.Reasoning
-			for _, tc := range st.ToolCalls {
-				completion += tc.Name + tc.Arguments
-			}
-			prompt := ""
-			for _, m := range rec.Messages {
-				prompt += m.Content
-			}
-			u := usageJSON{PromptTokens: tokens(prompt), CompletionTokens: tokens(completion)}
-			u.TotalTokens = u.PromptTokens + u.CompletionTokens
-			emit(deltaJSON{}, nil, &u)
-		}
-		rp.events = append(rp.events, event{data: []byte("data: [DONE]\n\n")})
-	}
-	if rp.events == nil {
-		rp.events = []event{} // a stream that sends nothing is still a stream
-	}
-	return rp
+	return n
 }
+
+// finishReason is the step's, or what a real stream would say: "tool_calls"
+// after tool calls, else "stop".
+func finishReason(st *Step) string {
+	switch {
+	case st.FinishReason != "":
+		return st.FinishReason
+	case len(st.ToolCalls) > 0:
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// stepUsage counts a reply's tokens as the mock's tokenizer would: the
+// prompt is every message's content, the completion its text, reasoning
+// and tool calls.
+func stepUsage(st *Step, text string, msgs []Message) usageJSON {
+	completion := text + st.Reasoning
+	for _, tc := range st.ToolCalls {
+		completion += tc.Name + tc.Arguments
+	}
+	prompt := ""
+	for _, m := range msgs {
+		prompt += m.Content
+	}
+	u := usageJSON{PromptTokens: tokens(prompt), CompletionTokens: tokens(completion)}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// chunkStream writes a stream's events into rp, each chunk a copy of base.
+type chunkStream struct {
+	rp   *reply
+	base chunkJSON
+}
+
+// add appends one event; every one but the first waits the chunk delay.
+func (s *chunkStream) add(data []byte, delayed bool) {
+	s.rp.events = append(s.rp.events, event{data: data, delayed: delayed && len(s.rp.events) > 0})
+}
+
+// delta sends a chunk of one choice; finish, when set, ends the choice.
+func (s *chunkStream) delta(d deltaJSON, finish *string) {
+	c := s.base
+	if len(s.rp.events) == 0 {
+		d.Role = "assistant" // OpenAI names the role in the first chunk
+	}
+	c.Choices = []choiceJSON{{Delta: d, FinishReason: finish}}
+	s.add(sse(c), true)
+}
+
+// usage sends the usage chunk: no choices. It follows the finish chunk at
+// once, as in real streams.
+func (s *chunkStream) usage(u usageJSON) {
+	c := s.base
+	c.Choices, c.Usage = []choiceJSON{}, &u
+	s.add(sse(c), false)
+}
+
+// streamError sends an error event, the raw JSON compacted.
+func (s *chunkStream) streamError(raw json.RawMessage) {
+	var b bytes.Buffer
+	b.WriteString(`data: {"error":`)
+	json.Compact(&b, raw)
+	b.WriteString("}\n\n")
+	s.add(b.Bytes(), true)
+}
+
+// done ends the stream with [DONE], at once.
+func (s *chunkStream) done() { s.add([]byte("data: [DONE]\n\n"), false) }
 
 // sse frames one chunk. HTML escaping is off: the text reads as it was
 // written in transcripts and demos.

@@ -52,7 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("release "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	out := fs.String("out", "", "the output directory, outside the checkout (build: default a new temporary directory)")
+	c := &command{ctx: ctx, root: root, stdout: stdout, stderr: stderr}
+	fs.StringVar(&c.out, "out", "", "the output directory, outside the checkout (build: default a new temporary directory)")
 	var targets, tag *string
 	switch args[0] {
 	case "build":
@@ -63,77 +64,111 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if code, ok := parseArgs(fs, args[1:], stderr); !ok {
+		return code
+	}
+	if args[0] == "build" {
+		return c.build(*targets, *tag)
+	}
+	return c.check()
+}
+
+// parseArgs parses a subcommand's flags; it allows no other arguments.
+// When not ok, the command ends with code: 0 for -h, else 2.
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return 0, false
 		}
-		return 2
+		return 2, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "release %s: unexpected argument %q\n", args[0], fs.Arg(0))
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}
+
+// command is a subcommand run in the module at root, its output in out.
+type command struct {
+	ctx            context.Context
+	root, out      string
+	stdout, stderr io.Writer
+}
+
+// buildInto builds ts into out, or a new temporary directory, and returns it.
+func (c *command) buildInto(ts []release.Target, tag string) (string, error) {
+	dir := c.out
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "rebound-release-"); err != nil {
+			return "", err
+		}
+	}
+	_, err := release.Build(c.ctx, release.BuildOptions{Root: c.root, Out: dir, Targets: ts, Tag: tag, Log: c.stderr})
+	return dir, err
+}
+
+// build is `release build`: it prints the directory it built into.
+func (c *command) build(targets, tag string) int {
+	ts, err := release.ParseTargets(targets)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "release build:", err)
 		return 2
 	}
-
-	build := func(ts []release.Target, tag string) (string, error) {
-		dir := *out
-		if dir == "" {
-			var err error
-			if dir, err = os.MkdirTemp("", "rebound-release-"); err != nil {
-				return "", err
-			}
-		}
-		_, err := release.Build(ctx, release.BuildOptions{Root: root, Out: dir, Targets: ts, Tag: tag, Log: stderr})
-		return dir, err
+	dir, err := c.buildInto(ts, tag)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "release build:", err)
+		return 1
 	}
-	switch args[0] {
-	case "build":
-		ts, err := release.ParseTargets(*targets)
-		if err != nil {
-			fmt.Fprintln(stderr, "release build:", err)
-			return 2
-		}
-		dir, err := build(ts, *tag)
-		if err != nil {
-			fmt.Fprintln(stderr, "release build:", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, dir)
-		return 0
-	}
+	fmt.Fprintln(c.stdout, dir)
+	return 0
+}
 
-	dir := *out
+// check is `release check`: the entry and archives in out, or, without
+// -out, in a build of this machine's archive, removed after.
+func (c *command) check() int {
+	dir := c.out
 	if dir == "" {
-		host, ok := release.HostTarget()
-		if !ok {
-			fmt.Fprintln(stderr, "release check: this machine's platform is not one the registry lists; build elsewhere and pass -out")
-			return 1
-		}
 		var err error
-		if dir, err = build([]release.Target{host}, ""); err != nil {
-			fmt.Fprintln(stderr, "release check:", err)
+		if dir, err = c.buildHost(); err != nil {
+			fmt.Fprintln(c.stderr, "release check:", err)
 			return 1
 		}
 		defer os.RemoveAll(dir)
 	}
-	schema, err := release.LoadSchema(filepath.Join(root, "testdata", "registry", "agent.schema.json"))
-	if err != nil {
-		fmt.Fprintln(stderr, "release check:", err)
-		return 1
-	}
-	m, err := readManifest(root)
-	if err != nil {
-		fmt.Fprintln(stderr, "release check:", err)
-		return 1
-	}
-	errs := release.Check(ctx, release.CheckOptions{Out: dir, ID: m.ID, Schema: schema, Log: stderr})
+	errs := c.checkEntry(dir)
 	for _, err := range errs {
-		fmt.Fprintln(stderr, "release check:", err)
+		fmt.Fprintln(c.stderr, "release check:", err)
 	}
 	if len(errs) > 0 {
 		return 1
 	}
-	fmt.Fprintln(stdout, "The registry entry passes the registry's checks (except fetching the URLs), and still does after the registry's automatic version bumps.")
+	fmt.Fprintln(c.stdout, "The registry entry passes the registry's checks (except fetching the URLs), and still does after the registry's automatic version bumps.")
 	return 0
+}
+
+// buildHost builds this machine's archive into a new temporary directory.
+func (c *command) buildHost() (string, error) {
+	host, ok := release.HostTarget()
+	if !ok {
+		return "", errors.New("this machine's platform is not one the registry lists; build elsewhere and pass -out")
+	}
+	return c.buildInto([]release.Target{host}, "")
+}
+
+// checkEntry runs release.Check on dir, against the registry's schema and
+// the checkout's agent.json's id.
+func (c *command) checkEntry(dir string) []error {
+	schema, err := release.LoadSchema(filepath.Join(c.root, "testdata", "registry", "agent.schema.json"))
+	if err != nil {
+		return []error{err}
+	}
+	m, err := readManifest(c.root)
+	if err != nil {
+		return []error{err}
+	}
+	return release.Check(c.ctx, release.CheckOptions{Out: dir, ID: m.ID, Schema: schema, Log: c.stderr})
 }
 
 func readManifest(root string) (release.Manifest, error) {
