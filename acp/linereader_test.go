@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // tooLongMark stands for a line read as too long.
@@ -18,7 +20,7 @@ const tooLongMark = "\x00"
 // the buffer stays within the limit plus a chunk.
 func TestLineReader_Property(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 1))
-	for round := range 120 {
+	for round := range testkit.Cases(120, 30) {
 		limit := 1 + r.IntN(2*readChunk)
 		in, want := genLines(r, limit)
 		lr := newLineReader(in, limit)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rebound-agent/rebound/acp"
 	"github.com/rebound-agent/rebound/agent"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
@@ -75,7 +76,7 @@ func TestAgent_BudgetsAreIndependentAndBounded(t *testing.T) {
 	// transient + overflow (1) + fallback (1) + escalation (1) + continuations
 	bound := 1 + maxRetries + 1 + 1 + 1 + maxContinuations
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 300 {
+	for i := range testkit.Cases(300, 100) {
 		script := make([]outcome, 4+rng.IntN(14))
 		for j := range script {
 			script[j] = outcome(rng.IntN(5))

@@ -10,6 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -41,7 +42,7 @@ func genModelID(r *rand.Rand) string {
 func TestLoad_ModelIDsFollowTheProvidersRule(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
-	for i := range 300 {
+	for i := range testkit.Cases(300, 60) {
 		id := genModelID(r)
 		valid := llm.CheckModelID(id) == nil
 		if kept := len(llm.CleanModelIDs([]string{id})) == 1; kept != valid {

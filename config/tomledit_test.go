@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/rebound-agent/rebound/config"
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // genConfig writes a random config file: comments, blank lines, the
@@ -91,7 +92,7 @@ func genConfig(r *rand.Rand) string {
 func TestSetProviderKeys_KeepsEverythingElse(t *testing.T) {
 	set := map[string]string{"base_url": "https://api.deepseek.com/v1", "model": "deepseek-chat", "api_key_env": "DEEPSEEK_API_KEY"}
 	dir := t.TempDir()
-	for seed := range uint64(500) {
+	for seed := range uint64(testkit.Cases(500, 100)) { // each seed also waits for an fsync
 		r := rand.New(rand.NewPCG(seed, 34))
 		text := genConfig(r)
 		var before map[string]any

@@ -14,6 +14,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 )
 
@@ -237,7 +238,7 @@ func bodyScript(t testing.TB, seed uint64, extra string, ops []byte) {
 // history and however it changed since the last request: the property
 // over made-up conversations (FuzzRequestBody explores further).
 func TestOpenAI_BodyIsGoOpenAIs(t *testing.T) {
-	for seed := range uint64(200) {
+	for seed := range uint64(testkit.Cases(200, 50)) {
 		rnd := rand.New(rand.NewPCG(seed, 1))
 		ops := make([]byte, 40)
 		for i := range ops {

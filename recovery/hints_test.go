@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/llm"
 	"github.com/rebound-agent/rebound/recovery"
 )
@@ -174,7 +175,7 @@ func TestRetryHint_Forms(t *testing.T) {
 func TestRetryHint_EveryFormRoundTrips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(31, 3))
-		for i := range 5000 {
+		for i := range testkit.Cases(5000, 1000) {
 			c := genWait(r)
 			ms, source := waitOf(c.err)
 			if ms != c.want || !strings.EqualFold(source, c.source) {
@@ -362,7 +363,7 @@ func TestRetryHint_GarbageIsNoWait(t *testing.T) {
 		words := []string{"limit", "used", "requested", "tokens", "the", "model", "took", "for", "per", "minute", "window", "of", "in", "after", "request", "your", "is", "60s", "quota", "at"}
 		units := []string{"s", " seconds", "ms", " minutes", "m30s", " hours"}
 		pol := recovery.DefaultPolicy()
-		for i := range 3000 {
+		for i := range testkit.Cases(3000, 600) {
 			e := &llm.Error{Status: []int{429, 503, 500, 0}[r.IntN(4)], Header: http.Header{}}
 			if e.Status == 0 {
 				e.InStream, e.Code = true, "rate_limit_exceeded"
@@ -390,7 +391,9 @@ func TestRetryHint_GarbageIsNoWait(t *testing.T) {
 			}
 		}
 		// Random bytes anywhere: no panic, no negative wait, and whatever
-		// is read, the policy never sleeps longer than its cap.
+		// is read, the policy never sleeps longer than its cap. Its own
+		// stream, so its cases do not depend on the loop above's count.
+		r = rand.New(rand.NewPCG(31, 5))
 		for i := range 3000 {
 			junk := func() string {
 				const chars = "0123456789.-+eE:TZ smhd,;=\"retryagainwait"

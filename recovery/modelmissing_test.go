@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // How providers say they have no such model (%s: the name asked for),
@@ -78,7 +80,7 @@ func errorBody(t *testing.T, message, code, typ string) []byte {
 // under a status that means something else (429, 5xx, 401), do not.
 func TestModelNotFound_Property(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 10))
-	for i := range 300 {
+	for i := range testkit.Cases(300, 60) { // every wording 4 times under -race
 		w := modelMissingWordings[i%len(modelMissingWordings)]
 		model := modelName(r)
 		msg := w.message
@@ -94,7 +96,7 @@ func TestModelNotFound_Property(t *testing.T) {
 			t.Errorf("%d %q: read as a missing model; the status says otherwise", st, msg)
 		}
 	}
-	for i := range 100 {
+	for i := range testkit.Cases(100, 28) {
 		msg := modelPresentWordings[i%len(modelPresentWordings)]
 		model := modelName(r)
 		st := []int{400, 404, 422}[r.IntN(3)]

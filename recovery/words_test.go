@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebound-agent/rebound/internal/testkit"
 	"github.com/rebound-agent/rebound/recovery"
 )
 
@@ -69,7 +70,7 @@ func TestWording_TitleAndBodyAgree(t *testing.T) {
 	policies := []string{recovery.PolicyTransient, "rule:1", recovery.PolicyWait, recovery.PolicyOverflow, recovery.PolicyShared}
 	codes := []recovery.Code{recovery.RateLimit, recovery.Overloaded, recovery.Server, recovery.Timeout, recovery.Transport}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 2000 {
+	for i := range testkit.Cases(2000, 400) {
 		budget := 1 + rng.IntN(5)
 		n := 1 + rng.IntN(budget)
 		f := &recovery.Failure{Code: codes[rng.IntN(len(codes))], Status: 400 + rng.IntN(200)}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
 // ReadLastTurn against the events a log was written from: random logs
@@ -22,7 +24,7 @@ func TestReadLastTurn_AsTheEventsSay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 2))
 	dir := t.TempDir()
 	windows := [][2]int64{{lastTurnWindow, maxLastTurnWindow}, {16, 64}, {64, 4096}, {1, 1}, {1 << 20, 1 << 20}}
-	for i := range 400 {
+	for i := range testkit.Cases(400, 100) {
 		var b strings.Builder
 		var want LastTurn
 		clock := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
