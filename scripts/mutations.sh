@@ -22,8 +22,12 @@ mutate() {
 	if cmp -s "$file" "$file.orig"; then
 		echo "STALE    $what: the mutation no longer applies to $file"
 		survived=1
-	elif go test -count=1 -run "$test" "$pkg" >/dev/null 2>&1; then
+	elif out=$(go test -count=1 -run "$test" "$pkg" 2>&1); then
 		echo "SURVIVED $what ($pkg -run $test still passes)"
+		survived=1
+	elif grep -q '\[build failed\]\|\[setup failed\]' <<<"$out"; then
+		# A mutant that does not compile fails every test: it proves nothing.
+		echo "BROKEN   $what: the mutated $file does not compile"
 		survived=1
 	else
 		echo "killed   $what"
@@ -188,7 +192,7 @@ mutate agent/auth.go 's/case method == AuthMethodLogin:/case false:/' \
 mutate cmd/rebound/run.go 's/return agent.LoginCommand(path, vars)/return agent.LoginCommand(path, nil)/' \
 	./cmd/rebound TestLoginCommand_StoresTheKeyWhereServeLooks "terminal sign-in: the _meta command stores the key where this Rebound looks"
 # First steps (issue 32 item 10): a missing model says where it was set and what the provider lists.
-mutate recovery/modelmissing.go 's/if modelMissingWords().MatchString(t) {/if false {/' \
+mutate recovery/modelmissing.go 's/if modelMissingWords().MatchString(t) {/if t == "" \&\& false {/' \
 	./recovery 'TestModelNotFound_Property|TestProviders_Corpus' "first steps: providers' words for a missing model are read"
 mutate agent/modelhint.go 's/^\tcase model != h.configured:$/\tcase false:/' \
 	./agent TestModelHint "first steps: a missing model says where its name was set"
