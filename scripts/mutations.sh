@@ -86,14 +86,14 @@ mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
 mutate agent/compact.go 's/^\tfor keep > 0 \&\& body\[len(body)-keep\].Role == llm.RoleTool {$/\tfor false {/' \
 	./agent TestCompactor_KeepsToolResultsWithTheirCalls "a compaction keeps no tool result without its call"
-# Every request pairs each tool call with one result (request.go, pairToolCalls), whatever derived it.
+# Every request pairs each tool call with one result (request.go, pairToolCalls and answerCalls), whatever derived it.
 mutate agent/request.go 's/^\t\tif m.Role == llm.RoleTool { \/\/ after no call.*/\t\tif false {/' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a tool result that follows no call is not sent"
 mutate agent/request.go 's/^\t\tif c.ID == id \&\& !answered\[k\] {$/\t\tif c.ID == id {/' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call is answered once"
-mutate agent/request.go 's/^\t\t\tanswered\[k\] = true$//' \
+mutate agent/request.go 's/^\t\tanswered\[k\] = true$//' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call answered is given no made-up result"
-mutate agent/request.go 's/^\t\t\tif !answered\[k\] {$/\t\t\tif false {/' \
+mutate agent/request.go 's/^\t\tif !answered\[k\] {$/\t\tif false {/' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call without a result gets one saying none was recorded"
 mutate agent/request.go 's/^\tmsgs, fixed := pairToolCalls(msgs)$/\tfixed := pairRepairs{}/' \
 	./agent 'TestAgent_LogCompactedBeforeCallsKeptTheirResults|TestRequests_PairEveryToolCall|TestHistory_MatchesDerivation' "requests: sendable pairs tool calls and results"
