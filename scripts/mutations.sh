@@ -59,7 +59,7 @@ mutate recovery/hints.go 's|^\tif e.Status == 429 \&\& !e.InStream {.*|\tif true
 	./recovery 'TestRetryHint_Forms|TestProviders' "waits: reset headers count on a 429 only"
 mutate recovery/wordclass.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
 	./recovery TestWordClass_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
-mutate recovery/classify.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
+mutate recovery/classify.go 's|^\t} else if !f.page {$|\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
 mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
