@@ -134,7 +134,7 @@ mutate llm/body.go 's/if i < len(last) \&\& last\[i\] != nil \&\& sameMessage(\&
 	./llm 'TestOpenAI_Body' "the last request's encodings are taken only for the same messages"
 mutate llm/body.go 's/if e.used < c.gen-1 {/if false {/' \
 	./llm 'TestOpenAI_BodyCacheIsBounded' "the encoded-message cache drops what no recent request used"
-mutate llm/body.go 's/^\t\t\te = c.get(m)$/\t\t\te = nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
+mutate llm/body.go 's/^\treturn c.get(m)$/\treturn nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
 	./llm 'TestOpenAI_BodyAllocationsFlat' "a request's encoding does not grow with the history"
 # The provider stream's dialects (issue 31): finish classes, error frames,
 # think blocks, object arguments.
