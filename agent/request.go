@@ -153,57 +153,91 @@ type pairRepairs struct {
 // formed: they are returned as they are, not copied (a request's slice is
 // its own).
 func pairToolCalls(msgs []llm.Message) ([]llm.Message, pairRepairs) {
-	var fixed pairRepairs
-	var out []llm.Message // nil until the first change
-	change := func(i int) {
-		if out == nil {
-			out = append(make([]llm.Message, 0, len(msgs)+4), msgs[:i]...)
-		}
-	}
+	p := pairing{msgs: msgs}
 	for i := 0; i < len(msgs); {
 		m := msgs[i]
-		if m.Role == llm.RoleTool { // after no call: the group loop below takes every answer
-			change(i)
-			fixed.dropped++
+		if m.Role == llm.RoleTool { // after no call: answerCalls takes every answer
+			p.drop(i)
 			i++
 			continue
 		}
-		if out != nil {
-			out = append(out, m)
-		}
+		p.keep(m)
 		i++
-		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+		if m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0 {
+			i = p.answerCalls(m.ToolCalls, i)
+		}
+	}
+	return p.result()
+}
+
+// pairing is pairToolCalls' work: msgs as given, and out, the repaired
+// copy, made only at the first change so a well-formed request is not
+// copied.
+type pairing struct {
+	msgs  []llm.Message
+	out   []llm.Message // nil until the first change
+	fixed pairRepairs
+}
+
+// answerCalls pairs calls, the tool calls of the assistant message before
+// msgs[i], with the run of tool results from msgs[i]: a result that
+// answers none of them still unanswered is dropped, a call left without
+// one is given noResultOutput. It returns the index after the run.
+func (p *pairing) answerCalls(calls []llm.ToolCall, i int) int {
+	var small [16]bool // no allocation for the usual few calls
+	answered := small[:min(len(calls), len(small))]
+	if len(calls) > len(small) {
+		answered = make([]bool, len(calls))
+	}
+	for ; i < len(p.msgs) && p.msgs[i].Role == llm.RoleTool; i++ {
+		k := unansweredCall(calls, answered, p.msgs[i].ToolCallID)
+		if k < 0 {
+			p.drop(i)
 			continue
 		}
-		var small [16]bool // no allocation for the usual few calls
-		answered := small[:min(len(m.ToolCalls), len(small))]
-		if len(m.ToolCalls) > len(small) {
-			answered = make([]bool, len(m.ToolCalls))
-		}
-		for ; i < len(msgs) && msgs[i].Role == llm.RoleTool; i++ {
-			k := unansweredCall(m.ToolCalls, answered, msgs[i].ToolCallID)
-			if k < 0 {
-				change(i)
-				fixed.dropped++
-				continue
-			}
-			answered[k] = true
-			if out != nil {
-				out = append(out, msgs[i])
-			}
-		}
-		for k, tc := range m.ToolCalls {
-			if !answered[k] {
-				change(i)
-				out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: noResultOutput})
-				fixed.answered++
-			}
+		answered[k] = true
+		p.keep(p.msgs[i])
+	}
+	for k, tc := range calls {
+		if !answered[k] {
+			p.add(i, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: noResultOutput})
 		}
 	}
-	if out == nil {
-		return msgs, fixed
+	return i
+}
+
+// keep keeps m, the next message of msgs.
+func (p *pairing) keep(m llm.Message) {
+	if p.out != nil {
+		p.out = append(p.out, m)
 	}
-	return out, fixed
+}
+
+// drop leaves out msgs[i].
+func (p *pairing) drop(i int) {
+	p.change(i)
+	p.fixed.dropped++
+}
+
+// add adds the made-up result m before msgs[i].
+func (p *pairing) add(i int, m llm.Message) {
+	p.change(i)
+	p.out = append(p.out, m)
+	p.fixed.answered++
+}
+
+// change starts the copy, with msgs before i, at the first change.
+func (p *pairing) change(i int) {
+	if p.out == nil {
+		p.out = append(make([]llm.Message, 0, len(p.msgs)+4), p.msgs[:i]...)
+	}
+}
+
+func (p *pairing) result() ([]llm.Message, pairRepairs) {
+	if p.out == nil {
+		return p.msgs, p.fixed
+	}
+	return p.out, p.fixed
 }
 
 // unansweredCall is the index of the first call of calls with id that

@@ -287,22 +287,31 @@ func sameMessage(a, b *Message) bool {
 // Encoding happens outside the lock: a long message does not hold up
 // another session's request.
 func (c *bodyCache) encode(msgs []Message, out [][]byte) error {
-	var miss []int
 	c.mu.Lock()
+	last, miss := c.lookUp(msgs, out)
+	c.mu.Unlock()
+	made, err := encodeMissing(msgs, miss, out, last)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range made {
+		c.put(e)
+	}
+	if err == nil {
+		c.last = last
+	}
+	return err
+}
+
+// lookUp starts a request and fills out[i] with the encoding of msgs[i]
+// where the cache has it; miss is the indexes of the others. last is the
+// request's entries by position (nil for a miss), the request's own until
+// it gives them back as c.last.
+func (c *bodyCache) lookUp(msgs []Message, out [][]byte) (last []*encodedMessage, miss []int) {
 	c.startRequest()
-	last := c.last // updated in place: entry i of this request replaces entry i of the last
+	last = c.last // updated in place: entry i of this request replaces entry i of the last
 	c.last = nil
 	for i := range msgs {
-		m := &msgs[i]
-		var e *encodedMessage
-		if i < len(last) && last[i] != nil && sameMessage(&last[i].msg, m) {
-			e = last[i]
-			if e.used != c.gen {
-				e.used = c.gen
-			}
-		} else {
-			e = c.get(m)
-		}
+		e := c.find(last, i, &msgs[i])
 		if i < len(last) {
 			if last[i] != e { // most are the same: no write, no write barrier
 				last[i] = e
@@ -317,14 +326,31 @@ func (c *bodyCache) encode(msgs []Message, out [][]byte) error {
 		}
 	}
 	clear(last[len(msgs):])
-	last = last[:len(msgs)]
-	c.mu.Unlock()
+	return last[:len(msgs)], miss
+}
+
+// find is the entry of m, the request's message i: the last request's
+// entry i when it encodes the same, else the one looked up, or nil.
+func (c *bodyCache) find(last []*encodedMessage, i int, m *Message) *encodedMessage {
+	if i < len(last) && last[i] != nil && sameMessage(&last[i].msg, m) {
+		e := last[i]
+		if e.used != c.gen {
+			e.used = c.gen
+		}
+		return e
+	}
+	return c.get(m)
+}
+
+// encodeMissing encodes msgs[i] for each i of miss into out[i], and into a
+// new entry at last[i]; made is the new entries, for the cache. It stops
+// at the first error.
+func encodeMissing(msgs []Message, miss []int, out [][]byte, last []*encodedMessage) ([]*encodedMessage, error) {
 	made := make([]*encodedMessage, 0, len(miss))
-	var err error
 	for _, i := range miss {
-		var b []byte
-		if b, err = encodeMessage(msgs[i]); err != nil {
-			break
+		b, err := encodeMessage(msgs[i])
+		if err != nil {
+			return made, err
 		}
 		m := msgs[i]
 		m.Reasoning, m.Prefix = "", false
@@ -333,15 +359,7 @@ func (c *bodyCache) encode(msgs []Message, out [][]byte) error {
 		made = append(made, e)
 		out[i], last[i] = b, e
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range made {
-		c.put(e)
-	}
-	if err == nil {
-		c.last = last
-	}
-	return err
+	return made, nil
 }
 
 // startRequest starts a generation when this one is over, and drops what

@@ -85,7 +85,7 @@ func (s *stream) Recv() (Chunk, error) {
 		}
 		s.scrub.chunk(&c)
 		s.echo.trim(&c)
-		if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
+		if carries(&c) {
 			return c, nil
 		}
 	}
@@ -98,37 +98,65 @@ func (s *stream) read(wait bool) (Chunk, bool, error) {
 	for s.err == nil {
 		err := s.failed
 		if err == nil {
-			raw, ok, rerr := s.events.next(wait)
+			c, ok, eerr := s.event(wait)
 			if !ok {
 				return Chunk{}, false, nil
 			}
-			if rerr != nil {
-				err = s.readError(rerr)
-			} else if c, derr := s.decode(raw); derr != nil {
-				err = derr
-			} else if err = s.account(c, len(raw)); err == nil {
-				// The limits count what the provider sent; the think
-				// stage then decides what of it is thought, and may hold
-				// the start of the content back (or, on an event that
-				// carries nothing, release it: nothing more is there).
-				s.thoughts(&c)
-				if c.HasDelta() || c.FinishReason != "" || c.Usage != nil {
-					return c, true, nil
-				}
+			if eerr == nil && carries(&c) {
+				return c, true, nil
 			}
+			err = eerr
 		}
 		if err != nil {
-			// What the thinker held came before the failure: it goes
-			// first, as the chunks before it did.
-			var rest Chunk
-			if s.think.end(&rest); rest.HasDelta() {
-				s.failed = err
+			if rest, ok := s.failWith(err); ok {
 				return rest, true, nil
 			}
-			s.fail(err)
 		}
 	}
 	return Chunk{}, true, s.err
+}
+
+// event reads the next event through stage 2, the response limits and the
+// think stage. Unless wait, it reads only an event that is ready: ok is
+// false when there is none.
+func (s *stream) event(wait bool) (c Chunk, ok bool, err error) {
+	raw, ok, err := s.events.next(wait)
+	if !ok {
+		return Chunk{}, false, nil
+	}
+	if err != nil {
+		return Chunk{}, true, s.readError(err)
+	}
+	if c, err = s.decode(raw); err != nil {
+		return Chunk{}, true, err
+	}
+	if err = s.account(c, len(raw)); err != nil {
+		return Chunk{}, true, err
+	}
+	// The limits count what the provider sent; the think stage then
+	// decides what of it is thought, and may hold the start of the
+	// content back (or, on an event that carries nothing, release it:
+	// nothing more is there).
+	s.thoughts(&c)
+	return c, true, nil
+}
+
+// failWith ends the stream with err. What the thinker held came before the
+// failure: it goes first, as the chunks before it did (ok), and err comes
+// at the next read.
+func (s *stream) failWith(err error) (rest Chunk, ok bool) {
+	if s.think.end(&rest); rest.HasDelta() {
+		s.failed = err
+		return rest, true
+	}
+	s.fail(err)
+	return Chunk{}, false
+}
+
+// carries reports whether c carries something for the caller: a delta, a
+// finish reason or usage.
+func carries(c *Chunk) bool {
+	return c.HasDelta() || c.FinishReason != "" || c.Usage != nil
 }
 
 // thoughts is the think stage (think.go) for one chunk: at the finish, or

@@ -51,6 +51,17 @@ func Classify(err error) *Failure {
 		return f
 	}
 	f := &Failure{Code: Unknown, Message: err.Error()}
+	f.byIdentity(err)
+	if pe, ok := errors.AsType[*llm.Error](err); ok {
+		f.fromProvider(pe)
+		return f
+	}
+	f.fromConnection(err)
+	return f
+}
+
+// byIdentity sets f's code (and limit) from the sentinel errors err is.
+func (f *Failure) byIdentity(err error) {
 	switch {
 	case errors.Is(err, context.Canceled):
 		f.Code = Aborted
@@ -73,50 +84,52 @@ func Classify(err error) *Failure {
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
 		f.Code = Transport
 	}
-	if pe, ok := errors.AsType[*llm.Error](err); ok {
-		now := time.Now()
-		f.Status = statusOf(pe)
-		f.RequestID = pe.RequestID
-		f.ProviderCode = pe.Code
-		f.ProviderType = pe.Type
-		f.provider, f.page = true, pe.WebPage()
-		up := upstreamOf(pe.Body)
-		if pe.Message != "" {
-			f.Message = withUpstream(pe.Message, up)
-		}
-		// In order: the status, then the dialect table, then the word
-		// classes (wordclass.go); user rules come before all of them when a
-		// policy decides (Executor.decide).
-		d := dialectOf(pe)
-		f.Code = classifyProvider(pe, d)
-		if d != nil {
-			f.Dialect, f.ContentFilter = d.ID, d.ContentFilter
-		} else if !f.page {
-			if code, filter, by := recognise(pe, f.Status, up, now); by != "" {
-				f.Code, f.ContentFilter, f.RecognisedBy = code, filter, by
-			}
-		}
-		f.body = pe.Body
-		wait, source, err := retryHint(pe, f.Code, now)
-		if source != "" {
-			ms := wait.Milliseconds()
-			f.RetryAfterMs, f.RetryAfterSource = &ms, source
-		}
-		f.retryAfterErr = err
-		return f
+}
+
+// fromProvider sets f's facts from the provider's answer pe: its status,
+// code and texts decide the code, whatever the error's identity said.
+func (f *Failure) fromProvider(pe *llm.Error) {
+	now := time.Now()
+	f.Status = statusOf(pe)
+	f.RequestID = pe.RequestID
+	f.ProviderCode = pe.Code
+	f.ProviderType = pe.Type
+	f.provider, f.page = true, pe.WebPage()
+	up := upstreamOf(pe.Body)
+	if pe.Message != "" {
+		f.Message = withUpstream(pe.Message, up)
 	}
+	// In order: the status, then the dialect table, then the word
+	// classes (wordclass.go); user rules come before all of them when a
+	// policy decides (Executor.decide).
+	d := dialectOf(pe)
+	f.Code = classifyProvider(pe, d)
+	if d != nil {
+		f.Dialect, f.ContentFilter = d.ID, d.ContentFilter
+	} else if !f.page {
+		if code, filter, by := recognise(pe, f.Status, up, now); by != "" {
+			f.Code, f.ContentFilter, f.RecognisedBy = code, filter, by
+		}
+	}
+	f.body = pe.Body
+	wait, source, err := retryHint(pe, f.Code, now)
+	if source != "" {
+		ms := wait.Milliseconds()
+		f.RetryAfterMs, f.RetryAfterSource = &ms, source
+	}
+	f.retryAfterErr = err
+}
+
+// fromConnection sets f's facts for an error with no provider's answer:
+// a connection that failed is a transport failure, with its cause and
+// endpoint.
+func (f *Failure) fromConnection(err error) {
 	if re, ok := errors.AsType[*llm.RequestIDError](err); ok {
 		f.RequestID = re.RequestID
 	}
 	cause := connCause(err)
-	if f.Code == Unknown {
-		if _, ok := errors.AsType[net.Error](err); ok {
-			f.Code = Transport
-		} else if _, ok := errors.AsType[*net.OpError](err); ok {
-			f.Code = Transport
-		} else if cause != "" {
-			f.Code = Transport // a certificate error is no net.Error
-		}
+	if f.Code == Unknown && isConnError(err, cause) {
+		f.Code = Transport
 	}
 	if f.Code == Transport {
 		f.cause = cause
@@ -124,7 +137,19 @@ func Classify(err error) *Failure {
 			f.endpoint = endpoint(ue.URL)
 		}
 	}
-	return f
+}
+
+// isConnError reports whether err is a connection's failure: a net.Error,
+// a *net.OpError, or any with a cause (a certificate error is no
+// net.Error).
+func isConnError(err error, cause Cause) bool {
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return true
+	}
+	return cause != ""
 }
 
 // connCause reads why a connection failed from the error's identity.

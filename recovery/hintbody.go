@@ -70,46 +70,80 @@ func readHints(body []byte, message string, now time.Time) bodyHints {
 		}
 		return b
 	}
-	nodes := maxBodyNodes
-	b.walk(root, "", 0, 0, &nodes, message, now)
+	w := bodyWalk{bodyHints: &b, nodes: maxBodyNodes, message: message, now: now}
+	w.walk(root, "", 0, 0)
 	return b
 }
 
-func (b *bodyHints) walk(v any, path string, depth, embedded int, nodes *int, message string, now time.Time) {
-	if depth > maxBodyDepth || *nodes <= 0 {
+// bodyWalk is one walk of an error body, collecting into its bodyHints.
+type bodyWalk struct {
+	*bodyHints
+	nodes   int    // left to visit, of maxBodyNodes
+	message string // the error's message, read for words elsewhere
+	now     time.Time
+}
+
+// walk reads v, at path, depth levels down and inside embedded levels of
+// JSON in a string.
+func (w *bodyWalk) walk(v any, path string, depth, embedded int) {
+	if depth > maxBodyDepth || w.nodes <= 0 {
 		return
 	}
-	*nodes--
+	w.nodes--
 	switch t := v.(type) {
 	case []any:
 		for _, x := range t {
-			b.walk(x, path, depth+1, embedded, nodes, message, now)
+			w.walk(x, path, depth+1, embedded)
 		}
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			b.field(t, k, p, depth, now)
-			b.walk(t[k], p, depth+1, embedded, nodes, message, now)
-		}
+		w.object(t, path, depth, embedded)
 	case string:
-		s := strings.TrimSpace(t)
-		if embedded < maxEmbedded && len(s) <= maxEmbedBytes && (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")) {
-			dec := json.NewDecoder(strings.NewReader(s))
-			dec.UseNumber()
-			var inner any
-			if dec.Decode(&inner) == nil {
-				b.walk(inner, path, depth+1, embedded+1, nodes, message, now)
-				return
-			}
+		if inner, ok := embeddedJSON(t, embedded); ok {
+			w.walk(inner, path, depth+1, embedded+1)
+			return
 		}
-		if path != "" && t != message {
-			if d, ok := phraseHint(t, now); ok {
-				b.words = append(b.words, hint{d: d, source: path, depth: depth})
-			}
+		w.text(t, path, depth)
+	}
+}
+
+// object reads each field of obj, in the order of its keys, and walks its
+// value.
+func (w *bodyWalk) object(obj map[string]any, path string, depth, embedded int) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		p := k
+		if path != "" {
+			p = path + "." + k
 		}
+		w.field(obj, k, p, depth, w.now)
+		w.walk(obj[k], p, depth+1, embedded)
+	}
+}
+
+// embeddedJSON is the JSON a string of the body holds (a gateway's
+// metadata.raw), while the string is found within embedded levels fewer
+// than maxEmbedded and is small enough to read.
+func embeddedJSON(s string, embedded int) (any, bool) {
+	s = strings.TrimSpace(s)
+	if embedded >= maxEmbedded || len(s) > maxEmbedBytes || !strings.HasPrefix(s, "{") && !strings.HasPrefix(s, "[") {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var inner any
+	if dec.Decode(&inner) != nil {
+		return nil, false
+	}
+	return inner, true
+}
+
+// text reads a string of the body for words of a wait; not the message,
+// whose words count on their own.
+func (w *bodyWalk) text(s, path string, depth int) {
+	if path == "" || s == w.message {
+		return
+	}
+	if d, ok := phraseHint(s, w.now); ok {
+		w.words = append(w.words, hint{d: d, source: path, depth: depth})
 	}
 }
 

@@ -23,42 +23,54 @@ import (
 // named by prefix and its name in lower case, or as names has it (a
 // forwarded header: lower-case name → the key as the body wrote it).
 func headerResets(h http.Header, prefix string, names map[string]string, now time.Time) []hint {
+	values := firstValues(h)
+	var out []hint
+	for _, lower := range slices.Sorted(maps.Keys(values)) {
+		if d, ok := exhaustedReset(lower, values, now); ok {
+			out = append(out, hint{d: d, source: headerSource(prefix, names, lower)})
+		}
+	}
+	return out
+}
+
+// firstValues is the first value of each header of h, by its name in lower
+// case; of names alike but for case, the first in sorted order.
+func firstValues(h http.Header) map[string]string {
 	values := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		if lower := strings.ToLower(k); len(h[k]) > 0 && values[lower] == "" {
 			values[lower] = h[k][0]
 		}
 	}
-	name := func(lower string) string {
-		if n, ok := names[lower]; ok {
-			return prefix + n
-		}
-		return prefix + lower
+	return values
+}
+
+// headerSource names the header lower as headerResets says.
+func headerSource(prefix string, names map[string]string, lower string) string {
+	if n, ok := names[lower]; ok {
+		return prefix + n
 	}
-	var out []hint
-	for _, lower := range slices.Sorted(maps.Keys(values)) {
-		if lower == SourceRateLimit {
-			if d, ok := structuredReset(values[lower], now); ok {
-				out = append(out, hint{d: d, source: name(lower)})
-			}
-			continue
-		}
-		parts := strings.Split(lower, "-")
-		at := slices.IndexFunc(parts, func(p string) bool { return p == "reset" || p == "resets" })
-		if at < 0 || !isRateLimitName(parts) {
-			continue
-		}
-		rem := slices.Clone(parts)
-		rem[at] = "remaining"
-		if left, ok := parseCount(values[strings.Join(rem, "-")]); ok && left > 0 {
-			continue
-		}
-		millis := slices.ContainsFunc(parts, func(p string) bool { return p == "ms" || p == "millis" || p == "milliseconds" })
-		if d, ok := parseWait(values[lower], millis, now); ok {
-			out = append(out, hint{d: d, source: name(lower)})
-		}
+	return prefix + lower
+}
+
+// exhaustedReset is the wait of the header lower of values when it is the
+// RateLimit header or a reset header whose limit has none left.
+func exhaustedReset(lower string, values map[string]string, now time.Time) (time.Duration, bool) {
+	if lower == SourceRateLimit {
+		return structuredReset(values[lower], now)
 	}
-	return out
+	parts := strings.Split(lower, "-")
+	at := slices.IndexFunc(parts, func(p string) bool { return p == "reset" || p == "resets" })
+	if at < 0 || !isRateLimitName(parts) {
+		return 0, false
+	}
+	rem := slices.Clone(parts)
+	rem[at] = "remaining"
+	if left, ok := parseCount(values[strings.Join(rem, "-")]); ok && left > 0 {
+		return 0, false
+	}
+	millis := slices.ContainsFunc(parts, func(p string) bool { return p == "ms" || p == "millis" || p == "milliseconds" })
+	return parseWait(values[lower], millis, now)
 }
 
 func isRateLimitName(parts []string) bool {

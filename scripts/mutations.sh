@@ -63,7 +63,7 @@ mutate recovery/hints.go 's|^\tif e.Status == 429 \&\& !e.InStream {.*|\tif true
 	./recovery 'TestRetryHint_Forms|TestProviders' "waits: reset headers count on a 429 only"
 mutate recovery/wordclass.go 's|^\t\treturn t.structured()$|\t\treturn true|' \
 	./recovery TestWordClass_ServerErrorsStayRetryable "a 5xx is never made permanent by its message alone"
-mutate recovery/classify.go 's|^\t\t} else if !f.page {$|\t\t} else {|' \
+mutate recovery/classify.go 's|^\t} else if !f.page {$|\t} else {|' \
 	./recovery TestClassify_WebPageAdvice "a web page's text is never read as the provider's words"
 mutate recovery/words.go 's|^\tif f.FromProvider() {$|\tif true {|' \
 	./agent TestRetryDetail_ProviderSaidOnlyWhenItDid "\"The provider said\" only when the provider answered"
@@ -90,14 +90,14 @@ mutate agent/compact.go 's/^\tif a >= b {$/\tif false {/' \
 	./agent TestCompactor_FailsWithoutReplacing "a compaction replaces the history only with a smaller request"
 mutate agent/compact.go 's/^\tfor keep > 0 \&\& body\[len(body)-keep\].Role == llm.RoleTool {$/\tfor false {/' \
 	./agent TestCompactor_KeepsToolResultsWithTheirCalls "a compaction keeps no tool result without its call"
-# Every request pairs each tool call with one result (request.go, pairToolCalls), whatever derived it.
+# Every request pairs each tool call with one result (request.go, pairToolCalls and answerCalls), whatever derived it.
 mutate agent/request.go 's/^\t\tif m.Role == llm.RoleTool { \/\/ after no call.*/\t\tif false {/' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a tool result that follows no call is not sent"
 mutate agent/request.go 's/^\t\tif c.ID == id \&\& !answered\[k\] {$/\t\tif c.ID == id {/' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call is answered once"
-mutate agent/request.go 's/^\t\t\tanswered\[k\] = true$//' \
+mutate agent/request.go 's/^\t\tanswered\[k\] = true$//' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call answered is given no made-up result"
-mutate agent/request.go 's/^\t\t\tif !answered\[k\] {$/\t\t\tif false {/' \
+mutate agent/request.go 's/^\t\tif !answered\[k\] {$/\t\tif false {/' \
 	./agent 'TestPairToolCalls|TestRequests_PairEveryToolCall' "requests: a call without a result gets one saying none was recorded"
 mutate agent/request.go 's/^\tmsgs, fixed := pairToolCalls(msgs)$/\tfixed := pairRepairs{}/' \
 	./agent 'TestAgent_LogCompactedBeforeCallsKeptTheirResults|TestRequests_PairEveryToolCall|TestHistory_MatchesDerivation' "requests: sendable pairs tool calls and results"
@@ -138,7 +138,7 @@ mutate llm/body.go 's/if i < len(last) \&\& last\[i\] != nil \&\& sameMessage(\&
 	./llm 'TestOpenAI_Body' "the last request's encodings are taken only for the same messages"
 mutate llm/body.go 's/if e.used < c.gen-1 {/if false {/' \
 	./llm 'TestOpenAI_BodyCacheIsBounded' "the encoded-message cache drops what no recent request used"
-mutate llm/body.go 's/^\t\t\te = c.get(m)$/\t\t\te = nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
+mutate llm/body.go 's/^\treturn c.get(m)$/\treturn nil/; s/^\t\tc.last = last$/\t\tc.last = nil/' \
 	./llm 'TestOpenAI_BodyAllocationsFlat' "a request's encoding does not grow with the history"
 # The provider stream's dialects (issue 31): finish classes, error frames,
 # think blocks, object arguments.

@@ -213,33 +213,51 @@ func ReadShown(logPath string) (chunks []ShownChunk, warnings []string, err erro
 	defer f.Close()
 	br := bufio.NewReaderSize(io.LimitReader(f, maxShownBytes), 64<<10)
 	for n := 1; ; n++ {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// ReadSlice's line is only valid until the next read.
-			if line, err = readLongLine(br, bytes.Clone(line), maxShownLine); line == nil {
-				warnings = append(warnings, fmt.Sprintf("%s:%d: a line over %d bytes; skipped", path, n, maxShownLine))
-			}
+		line, long, err := nextShownLine(br)
+		if long {
+			warnings = append(warnings, fmt.Sprintf("%s:%d: a line over %d bytes; skipped", path, n, maxShownLine))
 		}
 		if err != nil && err != io.EOF {
 			return chunks, warnings, fmt.Errorf("read %s: %w", path, err)
 		}
-		body, terminated := bytes.CutSuffix(line, []byte{'\n'})
-		switch {
-		case len(body) == 0:
-		case !terminated:
-			warnings = append(warnings, fmt.Sprintf("%s:%d: torn last line; dropped", path, n))
-		default:
-			var c ShownChunk
-			if json.Unmarshal(body, &c) != nil || !c.Shown || c.Turn < 1 || c.Text == "" && c.Reasoning == "" {
-				warnings = append(warnings, fmt.Sprintf("%s:%d: not a shown chunk; skipped", path, n))
-			} else {
-				chunks = append(chunks, c)
-			}
+		if c, ok, warning := parseShownLine(line, path, n); ok {
+			chunks = append(chunks, c)
+		} else if warning != "" {
+			warnings = append(warnings, warning)
 		}
 		if err == io.EOF {
 			return chunks, warnings, nil
 		}
 	}
+}
+
+// nextShownLine is the next line of a journal, with its newline if it has
+// one; a line over maxShownLine bytes is read to its end and skipped (nil,
+// long).
+func nextShownLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	line, err = br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, false, err
+	}
+	// ReadSlice's line is only valid until the next read.
+	line, err = readLongLine(br, bytes.Clone(line), maxShownLine)
+	return line, line == nil, err
+}
+
+// parseShownLine reads line n of the journal at path: a chunk (ok), or a
+// warning that says why it is none. An empty line is neither.
+func parseShownLine(line []byte, path string, n int) (c ShownChunk, ok bool, warning string) {
+	body, terminated := bytes.CutSuffix(line, []byte{'\n'})
+	switch {
+	case len(body) == 0:
+		return c, false, ""
+	case !terminated:
+		return c, false, fmt.Sprintf("%s:%d: torn last line; dropped", path, n)
+	}
+	if json.Unmarshal(body, &c) != nil || !c.Shown || c.Turn < 1 || c.Text == "" && c.Reasoning == "" {
+		return ShownChunk{}, false, fmt.Sprintf("%s:%d: not a shown chunk; skipped", path, n)
+	}
+	return c, true, ""
 }
 
 // UnfinishedShown is UnfinishedReply of the log of session sessionID
