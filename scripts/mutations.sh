@@ -496,7 +496,7 @@ mutate agent/fork.go 's/if derr := f.discard(id); derr != nil {/if derr := error
 	./agent TestFork_FailedOpenLeavesNothing "review2: a fork that can't be opened leaves nothing behind"
 mutate config/config.go 's/^\t\tps.checkModelID("provider.model", p.Model)$//' \
 	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: provider.model (--model, REBOUND_MODEL) is a bounded model id"
-mutate config/config.go 's/^\t\tps.checkModelID(fmt.Sprintf("provider.models\[%d\]", i), m)$/\t\t_ = m/' \
+mutate config/config.go 's/^\t\tps.checkModelID(fmt.Sprintf("provider.models\[%d\]", i), m)$/\t\t_, _ = i, m/' \
 	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: provider.models entries are bounded model ids"
 mutate config/config.go 's/^\t\tps.checkModelID("recovery.fallback_model", r.FallbackModel)$//' \
 	./config TestLoad_ModelIDsFollowTheProvidersRule "review2: recovery.fallback_model is a bounded model id"
