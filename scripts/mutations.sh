@@ -4,7 +4,14 @@
 # (about a minute; it works on a copy of HEAD and changes nothing here).
 # A mutation whose test still passes is a promise no test protects.
 # scripts/mutations.sh WORD runs only the mutations whose description holds WORD.
+# scripts/mutations.sh --check [WORD] runs no test: it only applies each mutation
+# and builds its package, reporting STALE and BROKEN (a few minutes for all).
 set -u
+check=
+if [[ ${1:-} == --check ]]; then
+	check=1
+	shift
+fi
 only=${1:-}
 root=$(git rev-parse --show-toplevel)
 work=$(mktemp -d)
@@ -22,6 +29,12 @@ mutate() {
 	if cmp -s "$file" "$file.orig"; then
 		echo "STALE    $what: the mutation no longer applies to $file"
 		survived=1
+	elif [[ -n $check ]]; then
+		# vet compiles the package with its tests, and runs none.
+		if ! go vet "./$(dirname "$file")" >/dev/null 2>&1; then
+			echo "BROKEN   $what: the mutated $file does not compile"
+			survived=1
+		fi
 	elif out=$(go test -count=1 -run "$test" "$pkg" 2>&1); then
 		echo "SURVIVED $what ($pkg -run $test still passes)"
 		survived=1
