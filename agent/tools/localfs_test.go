@@ -13,20 +13,6 @@ import (
 	"github.com/rebound-agent/rebound/internal/testkit"
 )
 
-// dirNames lists the names in dir, to catch leftover temporary files.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func TestLocalFS_ReadTextFile(t *testing.T) {
 	dir := t.TempDir()
 	mkTree(t, dir, map[string]string{
@@ -83,7 +69,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		if got := fi.Mode().Perm(); got != 0o755 {
 			t.Errorf("parent mode = %v, want 0755", got)
 		}
-		if diff := cmp.Diff([]string{"new.go"}, dirNames(t, filepath.Dir(path))); diff != "" {
+		if diff := cmp.Diff([]string{"new.go"}, testkit.DirNames(t, filepath.Dir(path))); diff != "" {
 			t.Errorf("directory (-want +got):\n%s", diff)
 		}
 	})
@@ -100,7 +86,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkFile(t, path, "#!/bin/sh\n", 0o751)
-		if diff := cmp.Diff([]string{"run.sh"}, dirNames(t, dir)); diff != "" {
+		if diff := cmp.Diff([]string{"run.sh"}, testkit.DirNames(t, dir)); diff != "" {
 			t.Errorf("directory after write, temp files left? (-want +got):\n%s", diff)
 		}
 	})
@@ -135,7 +121,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is a directory") {
 			t.Errorf("WriteTextFile to a directory: error = %v", err)
 		}
-		if diff := cmp.Diff([]string{"sub"}, dirNames(t, dir)); diff != "" {
+		if diff := cmp.Diff([]string{"sub"}, testkit.DirNames(t, dir)); diff != "" {
 			t.Errorf("directory (-want +got):\n%s", diff)
 		}
 	})
@@ -146,7 +132,7 @@ func TestLocalFS_WriteTextFile(t *testing.T) {
 		if err == nil {
 			t.Fatal("WriteTextFile under a regular file succeeded")
 		}
-		if diff := cmp.Diff([]string{"file"}, dirNames(t, dir)); diff != "" {
+		if diff := cmp.Diff([]string{"file"}, testkit.DirNames(t, dir)); diff != "" {
 			t.Errorf("directory (-want +got):\n%s", diff)
 		}
 	})

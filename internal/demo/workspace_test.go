@@ -4,21 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-// tempEntries lists what the demo left in the temporary directory.
-func tempEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
+	"github.com/rebound-agent/rebound/internal/testkit"
+)
 
 // A workspace that could not be made whole leaves nothing behind; one
 // whose session started keeps only its temporary state directory.
@@ -32,7 +20,7 @@ func TestWorkspace_RemovesWhatItMade(t *testing.T) {
 	if _, err := newWorkspace("", bad, "bad.json"); err == nil {
 		t.Fatal("newWorkspace: no error for a config with null")
 	}
-	if left := tempEntries(t, tmp); len(left) != 0 {
+	if left := testkit.DirNames(t, tmp); len(left) != 0 {
 		t.Errorf("a failed workspace left %v", left)
 	}
 
@@ -44,12 +32,12 @@ func TestWorkspace_RemovesWhatItMade(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws.project, "sub", "a.md")); err != nil || string(b) != "x" {
 		t.Errorf("project file: %q, %v", b, err)
 	}
-	if len(tempEntries(t, tmp)) != 3 {
-		t.Errorf("want state, config and project in %s, got %v", tmp, tempEntries(t, tmp))
+	if len(testkit.DirNames(t, tmp)) != 3 {
+		t.Errorf("want state, config and project in %s, got %v", tmp, testkit.DirNames(t, tmp))
 	}
 	ws.keepState = true
 	ws.remove()
-	if left := tempEntries(t, tmp); len(left) != 1 || filepath.Join(tmp, left[0]) != ws.state {
+	if left := testkit.DirNames(t, tmp); len(left) != 1 || filepath.Join(tmp, left[0]) != ws.state {
 		t.Errorf("after remove with a session: %v, want only the state %s", left, ws.state)
 	}
 }

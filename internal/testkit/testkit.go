@@ -68,3 +68,18 @@ func DemoGetenv(tb testing.TB, vars map[string]string) func(string) string {
 	maps.Copy(m, vars)
 	return func(k string) string { return m[k] }
 }
+
+// DirNames lists the names in dir, sorted, to catch what a test left
+// behind (temporary files, directories).
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
