@@ -805,16 +805,20 @@ func toolContent(cwd string, list []acp.ToolCallContent) string {
 // (command output comes fenced), cut to 100 runes and marked " …" when
 // anything was left out; ok is false when there is no such line.
 func firstLine(text string) (line string, ok bool) {
-	var lines []string
+	cut := false
 	for l := range strings.Lines(text) {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "```") {
-			lines = append(lines, l)
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "```") {
+			continue
 		}
+		if ok {
+			cut = true // a second line: no need to read on
+			break
+		}
+		line, ok = l, true
 	}
-	if len(lines) == 0 {
+	if !ok {
 		return "", false
 	}
-	line, cut := lines[0], len(lines) > 1
 	if r := []rune(line); len(r) > 100 {
 		line, cut = string(r[:100]), true
 	}
